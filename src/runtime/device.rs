@@ -1,0 +1,226 @@
+//! One TensorFlow device: a wgpu `Device`/`Queue`, its memory map, its submission log and its poller.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::error::{Code, Error, Result};
+
+use super::memory::MemoryMap;
+use super::pipeline::PipelineCache;
+use super::stream::StreamCore;
+
+/// What the poller thread and the streams share. It never owns a `Device`, so the poller thread can
+/// never be the one that drops (and joins) itself.
+pub struct DeviceCore {
+    pub ordinal: usize,
+    pub info: wgpu::AdapterInfo,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub limits: wgpu::Limits,
+    pub features: wgpu::Features,
+    pub memory: MemoryMap,
+    pub pipelines: PipelineCache,
+    submissions: Mutex<SubmissionLog>,
+    completed_seq: Arc<AtomicU64>,
+    streams: Mutex<Vec<Weak<StreamCore>>>,
+    wake_generation: Mutex<u64>,
+    wake: Condvar,
+    pub(super) shutdown: AtomicBool,
+    device_error: Arc<Mutex<Option<String>>>,
+}
+
+#[derive(Default)]
+struct SubmissionLog {
+    last_seq: u64,
+    /// Submissions not yet known complete, oldest first.
+    in_flight: VecDeque<(u64, wgpu::SubmissionIndex)>,
+}
+
+/// A device handed to TensorFlow. Dropping it stops and joins the poller thread.
+pub struct Device {
+    pub core: Arc<DeviceCore>,
+    poller: Option<JoinHandle<()>>,
+}
+
+impl std::ops::Deref for Device {
+    type Target = DeviceCore;
+    fn deref(&self) -> &DeviceCore {
+        &self.core
+    }
+}
+
+impl Device {
+    pub fn open(ordinal: usize, adapter: &wgpu::Adapter) -> Result<Device> {
+        let info = adapter.get_info();
+        // Ask for everything the adapter offers: big buffers and bindings matter for tensors.
+        let limits = adapter.limits();
+        let wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SHADER_F16;
+        let features = adapter.features() & wanted;
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("tensorflow-wgpu device"),
+            required_features: features,
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| {
+            Error::new(
+                Code::Unavailable,
+                format!("cannot open WGPU device {}: {e}", info.name),
+            )
+        })?;
+
+        let device_error = Arc::new(Mutex::new(None::<String>));
+        {
+            let slot = device_error.clone();
+            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                log::error!("tensorflow-wgpu: device error: {e}");
+                let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+                slot.get_or_insert_with(|| e.to_string());
+            }));
+            let slot = device_error.clone();
+            device.set_device_lost_callback(move |reason, message| {
+                if reason != wgpu::DeviceLostReason::Destroyed {
+                    log::error!("tensorflow-wgpu: device lost: {message}");
+                    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+                    slot.get_or_insert_with(|| format!("device lost: {message}"));
+                }
+            });
+        }
+
+        let memory = MemoryMap::new(ordinal, &info, &limits);
+        let core = Arc::new(DeviceCore {
+            ordinal,
+            info,
+            device,
+            queue,
+            limits,
+            features,
+            memory,
+            pipelines: PipelineCache::default(),
+            submissions: Mutex::new(SubmissionLog::default()),
+            completed_seq: Arc::new(AtomicU64::new(0)),
+            streams: Mutex::new(Vec::new()),
+            wake_generation: Mutex::new(0),
+            wake: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+            device_error,
+        });
+        let poller = super::poller::spawn(core.clone())?;
+        Ok(Device {
+            core,
+            poller: Some(poller),
+        })
+    }
+
+    /// Whether the poller thread is still running (tests check shutdown with it).
+    pub fn poller_running(&self) -> bool {
+        self.poller.as_ref().is_some_and(|h| !h.is_finished())
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        self.core.shutdown.store(true, Ordering::SeqCst);
+        self.core.wake_poller();
+        if let Some(handle) = self.poller.take() {
+            if handle.join().is_err() {
+                log::error!("tensorflow-wgpu: poller thread panicked");
+            }
+        }
+    }
+}
+
+impl DeviceCore {
+    /// Submits one command buffer; returns its sequence number (1, 2, ... in submission order).
+    pub fn submit(&self, commands: wgpu::CommandBuffer) -> u64 {
+        let mut log = self.submissions.lock().unwrap_or_else(|e| e.into_inner());
+        let index = self.queue.submit(Some(commands));
+        log.last_seq += 1;
+        let seq = log.last_seq;
+        let completed = self.completed_seq.clone();
+        // Registered under the lock so callbacks are registered in sequence order.
+        self.queue.on_submitted_work_done(move || {
+            completed.fetch_max(seq, Ordering::SeqCst);
+        });
+        log.in_flight.push_back((seq, index));
+        drop(log);
+        self.wake_poller();
+        seq
+    }
+
+    /// Highest sequence number whose GPU work is known complete.
+    pub fn completed_seq(&self) -> u64 {
+        self.completed_seq.load(Ordering::SeqCst)
+    }
+
+    /// The oldest submission not yet known complete (drops the completed ones from the log).
+    pub(super) fn oldest_in_flight(&self) -> Option<wgpu::SubmissionIndex> {
+        let done = self.completed_seq();
+        let mut log = self.submissions.lock().unwrap_or_else(|e| e.into_inner());
+        while log.in_flight.front().is_some_and(|(seq, _)| *seq <= done) {
+            log.in_flight.pop_front();
+        }
+        log.in_flight.front().map(|(_, index)| index.clone())
+    }
+
+    pub(super) fn register_stream(&self, stream: &Arc<StreamCore>) {
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        streams.retain(|s| s.strong_count() > 0);
+        streams.push(Arc::downgrade(stream));
+    }
+
+    /// The streams still alive on this device.
+    pub(super) fn live_streams(&self) -> Vec<Arc<StreamCore>> {
+        let streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        streams.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    pub(super) fn wake_poller(&self) {
+        let mut generation = self
+            .wake_generation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *generation += 1;
+        self.wake.notify_all();
+    }
+
+    /// Sleeps until woken or `timeout` passes.
+    pub(super) fn wait_for_wake(&self, seen_generation: u64, timeout: Duration) {
+        let generation = self
+            .wake_generation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if *generation == seen_generation {
+            let _ = self.wake.wait_timeout(generation, timeout);
+        }
+    }
+
+    pub(super) fn wake_generation(&self) -> u64 {
+        *self
+            .wake_generation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The first error wgpu reported on this device (validation, out of memory, device lost).
+    pub fn device_error(&self) -> Option<Error> {
+        let slot = self.device_error.lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_ref()
+            .map(|m| Error::internal(format!("WGPU device error: {m}")))
+    }
+
+    /// Runs `f` inside wgpu error scopes and returns the first out-of-memory or validation error.
+    pub fn capture_errors<T>(&self, f: impl FnOnce() -> T) -> (T, Option<wgpu::Error>) {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = f();
+        let validation_error = pollster::block_on(validation.pop());
+        let oom_error = pollster::block_on(oom.pop());
+        (value, oom_error.or(validation_error))
+    }
+}

@@ -1,0 +1,228 @@
+//! Device memory: one wgpu buffer per TensorFlow allocation, placed in a per-device virtual address
+//! space so that any address inside an allocation maps back to (buffer, offset).
+//!
+//! TensorFlow does pointer arithmetic on `SP_DeviceMemoryBase.opaque` (slices, sub-buffers) and does
+//! not keep `payload`, so the address itself must identify the buffer. Addresses are never
+//! dereferenced by the host; a 256-byte guard gap after every allocation keeps an end pointer
+//! (`base + size`) from naming the next allocation.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+
+use super::device::DeviceCore;
+
+/// Environment variable: the device memory budget in MiB (wgpu cannot query the real VRAM size).
+pub const ENV_MEMORY_LIMIT_MB: &str = "TF_WGPU_MEMORY_LIMIT_MB";
+
+const ADDRESS_ALIGN: u64 = 256;
+const GUARD: u64 = 256;
+const REGION_BITS: u32 = 40;
+const DEFAULT_GPU_LIMIT: u64 = 4 << 30;
+
+pub struct Allocation {
+    pub buffer: wgpu::Buffer,
+    pub base: u64,
+    /// Bytes TensorFlow asked for; the buffer may be slightly larger (rounded to 4 bytes).
+    pub size: u64,
+}
+
+/// A byte range inside one allocation.
+#[derive(Clone)]
+pub struct DeviceSlice {
+    pub allocation: Arc<Allocation>,
+    pub offset: u64,
+    pub len: u64,
+}
+
+impl DeviceSlice {
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.allocation.buffer
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    pub num_allocs: i64,
+    pub bytes_in_use: i64,
+    pub peak_bytes_in_use: i64,
+    pub largest_alloc_size: i64,
+    pub bytes_limit: i64,
+}
+
+pub struct MemoryMap {
+    region_start: u64,
+    region_end: u64,
+    limit: u64,
+    max_buffer_size: u64,
+    inner: Mutex<MapState>,
+}
+
+struct MapState {
+    live: BTreeMap<u64, Arc<Allocation>>,
+    cursor: u64,
+    stats: MemoryStats,
+}
+
+fn round_up(value: u64, align: u64) -> u64 {
+    value.div_ceil(align) * align
+}
+
+fn default_limit(info: &wgpu::AdapterInfo) -> u64 {
+    if let Some(mb) = std::env::var(ENV_MEMORY_LIMIT_MB)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        return mb << 20;
+    }
+    if info.device_type == wgpu::DeviceType::Cpu {
+        // A software adapter allocates from system RAM: allow half of it.
+        // SAFETY: sysconf has no preconditions.
+        let (pages, page_size) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        if pages > 0 && page_size > 0 {
+            return (pages as u64 * page_size as u64) / 2;
+        }
+    }
+    DEFAULT_GPU_LIMIT
+}
+
+impl MemoryMap {
+    pub fn new(ordinal: usize, info: &wgpu::AdapterInfo, limits: &wgpu::Limits) -> Self {
+        let region_start = (ordinal as u64 + 1) << REGION_BITS;
+        Self {
+            region_start,
+            region_end: region_start + (1 << REGION_BITS) - (1 << 20),
+            limit: default_limit(info),
+            max_buffer_size: limits.max_buffer_size,
+            inner: Mutex::new(MapState {
+                live: BTreeMap::new(),
+                cursor: region_start,
+                stats: MemoryStats {
+                    bytes_limit: default_limit(info) as i64,
+                    ..Default::default()
+                },
+            }),
+        }
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    pub fn stats(&self) -> MemoryStats {
+        self.lock().stats
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MapState> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Allocates `size` bytes and returns the device address of the first byte.
+    pub fn allocate(&self, core: &DeviceCore, size: u64) -> Result<u64> {
+        if size > self.max_buffer_size {
+            return Err(Error::resource_exhausted(format!(
+                "WGPU allocation of {size} bytes exceeds the adapter's max_buffer_size of {} bytes",
+                self.max_buffer_size
+            )));
+        }
+        let in_use = self.stats().bytes_in_use as u64;
+        if in_use.saturating_add(size) > self.limit {
+            return Err(Error::resource_exhausted(format!(
+                "WGPU out of memory: {size} bytes requested, {in_use} of {} bytes in use (set {ENV_MEMORY_LIMIT_MB})",
+                self.limit
+            )));
+        }
+        let buffer_size = round_up(size.max(4), wgpu::COPY_BUFFER_ALIGNMENT);
+        let (buffer, error) = core.capture_errors(|| {
+            core.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("tf tensor"),
+                size: buffer_size,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        });
+        if let Some(e) = error {
+            return Err(Error::resource_exhausted(format!(
+                "WGPU could not allocate {size} bytes: {e}"
+            )));
+        }
+        let mut state = self.lock();
+        let base = self.reserve(&state, round_up(buffer_size, ADDRESS_ALIGN) + GUARD)?;
+        state.cursor = base + round_up(buffer_size, ADDRESS_ALIGN) + GUARD;
+        state
+            .live
+            .insert(base, Arc::new(Allocation { buffer, base, size }));
+        let stats = &mut state.stats;
+        stats.num_allocs += 1;
+        stats.bytes_in_use += size as i64;
+        stats.peak_bytes_in_use = stats.peak_bytes_in_use.max(stats.bytes_in_use);
+        stats.largest_alloc_size = stats.largest_alloc_size.max(size as i64);
+        Ok(base)
+    }
+
+    /// Finds a free address range of `span` bytes, from the cursor onwards, wrapping once.
+    fn reserve(&self, state: &MapState, span: u64) -> Result<u64> {
+        let end_of = |base: u64, alloc: &Allocation| {
+            base + round_up(alloc.buffer.size(), ADDRESS_ALIGN) + GUARD
+        };
+        for start in [state.cursor, self.region_start] {
+            let mut candidate = start;
+            if let Some((&base, alloc)) = state.live.range(..start).next_back() {
+                candidate = candidate.max(end_of(base, alloc));
+            }
+            for (&base, alloc) in state.live.range(candidate..) {
+                if candidate + span <= base {
+                    break;
+                }
+                candidate = end_of(base, alloc);
+            }
+            if candidate + span <= self.region_end {
+                return Ok(candidate);
+            }
+        }
+        Err(Error::resource_exhausted(
+            "WGPU device address space exhausted",
+        ))
+    }
+
+    /// Frees the allocation that starts at `base`. Work already encoded keeps the buffer alive.
+    pub fn free(&self, base: u64) -> Result<()> {
+        let mut state = self.lock();
+        match state.live.remove(&base) {
+            Some(alloc) => {
+                state.stats.bytes_in_use -= alloc.size as i64;
+                Ok(())
+            }
+            None => Err(Error::invalid_argument(format!(
+                "deallocate of unknown WGPU address {base:#x}"
+            ))),
+        }
+    }
+
+    /// Maps `[address, address + len)` to its allocation; the whole range must lie inside it.
+    pub fn resolve(&self, address: u64, len: u64) -> Result<DeviceSlice> {
+        let state = self.lock();
+        let found = state.live.range(..=address).next_back();
+        match found {
+            Some((&base, alloc)) if address - base + len <= alloc.buffer.size() => {
+                Ok(DeviceSlice { allocation: alloc.clone(), offset: address - base, len })
+            }
+            _ => Err(Error::invalid_argument(format!(
+                "WGPU address range {address:#x}+{len} is not inside a live allocation of device {}",
+                (self.region_start >> REGION_BITS) - 1
+            ))),
+        }
+    }
+
+    pub fn live_allocations(&self) -> usize {
+        self.lock().live.len()
+    }
+}

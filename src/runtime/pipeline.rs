@@ -1,0 +1,304 @@
+//! Compute pipelines cached by (shader, entry point, type aliases, override constants), and the one
+//! small function every launch goes through: bind, upload a uniform block, dispatch.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+
+use super::device::DeviceCore;
+use super::memory::DeviceSlice;
+
+/// A WGSL source file from `wgsl/`, compiled with `alias NAME = type;` lines prepended for each
+/// type parameter: one source serves every dtype without copy-paste.
+#[derive(Clone, Copy, Debug)]
+pub struct Shader {
+    pub name: &'static str,
+    pub source: &'static str,
+    /// Every entry point of the file sees `storage_buffers` read-write storage buffers at bindings
+    /// `0..storage_buffers` and one uniform block right after them (an explicit layout, so that an
+    /// entry point may leave a binding unused).
+    pub storage_buffers: u32,
+}
+
+/// A pipeline and the bind group layout it was built with.
+pub struct Pipeline {
+    pub pipeline: wgpu::ComputePipeline,
+    pub layout: wgpu::BindGroupLayout,
+}
+
+/// Everything that selects one compiled pipeline.
+#[derive(Clone, Debug, Default)]
+pub struct PipelineSpec<'a> {
+    pub entry: &'static str,
+    /// Type aliases, e.g. `[("T", "f32")]`.
+    pub aliases: &'a [(&'static str, &'static str)],
+    /// WGSL `override` constants; specialise instead of branching at run time.
+    pub constants: &'a [(&'static str, f64)],
+}
+
+#[derive(Default)]
+pub struct PipelineCache {
+    modules: Mutex<HashMap<String, wgpu::ShaderModule>>,
+    layouts: Mutex<HashMap<u32, (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
+    pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
+}
+
+/// The WGSL text for `shader` specialised by `aliases` (also used by the naga validation test).
+pub fn specialised_source(shader: &Shader, aliases: &[(&str, &str)]) -> String {
+    let mut text = String::new();
+    if aliases.iter().any(|(_, ty)| ty.contains("f16")) {
+        text.push_str("enable f16;\n");
+    }
+    for (name, ty) in aliases {
+        text.push_str(&format!("alias {name} = {ty};\n"));
+    }
+    text.push_str(shader.source);
+    text
+}
+
+impl PipelineCache {
+    fn layout(
+        &self,
+        core: &DeviceCore,
+        storage_buffers: u32,
+    ) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+        let mut layouts = self.layouts.lock().unwrap_or_else(|e| e.into_inner());
+        layouts
+            .entry(storage_buffers)
+            .or_insert_with(|| {
+                let storage = (0..storage_buffers).map(|binding| wgpu::BindGroupLayoutEntry {
+                    binding,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only: false },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                });
+                let uniform = wgpu::BindGroupLayoutEntry {
+                    binding: storage_buffers,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                };
+                let entries: Vec<_> = storage.chain(std::iter::once(uniform)).collect();
+                let bind_group_layout =
+                    core.device
+                        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                            label: Some("kernel bind group layout"),
+                            entries: &entries,
+                        });
+                let pipeline_layout =
+                    core.device
+                        .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                            label: Some("kernel pipeline layout"),
+                            bind_group_layouts: &[Some(&bind_group_layout)],
+                            immediate_size: 0,
+                        });
+                (bind_group_layout, pipeline_layout)
+            })
+            .clone()
+    }
+
+    pub fn get(
+        &self,
+        core: &DeviceCore,
+        shader: &Shader,
+        spec: &PipelineSpec,
+    ) -> Result<Arc<Pipeline>> {
+        let alias_key: String = spec
+            .aliases
+            .iter()
+            .map(|(n, t)| format!("{n}={t};"))
+            .collect();
+        let key = format!(
+            "{}:{}:{}:{}",
+            shader.name,
+            spec.entry,
+            alias_key,
+            spec.constants
+                .iter()
+                .map(|(n, v)| format!("{n}={v};"))
+                .collect::<String>()
+        );
+        if let Some(p) = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(p.clone());
+        }
+        let module_key = format!("{}:{}", shader.name, alias_key);
+        let module = {
+            let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+            match modules.get(&module_key) {
+                Some(m) => m.clone(),
+                None => {
+                    let source = specialised_source(shader, spec.aliases);
+                    let (module, error) = core.capture_errors(|| {
+                        core.device
+                            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                                label: Some(shader.name),
+                                source: wgpu::ShaderSource::Wgsl(source.into()),
+                            })
+                    });
+                    if let Some(e) = error {
+                        return Err(Error::internal(format!(
+                            "WGSL shader {module_key} failed to compile: {e}"
+                        )));
+                    }
+                    modules.insert(module_key.clone(), module.clone());
+                    module
+                }
+            }
+        };
+        let (layout, pipeline_layout) = self.layout(core, shader.storage_buffers);
+        let (pipeline, error) = core.capture_errors(|| {
+            core.device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&key),
+                    layout: Some(&pipeline_layout),
+                    module: &module,
+                    entry_point: Some(spec.entry),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: spec.constants,
+                        zero_initialize_workgroup_memory: false,
+                    },
+                    cache: None,
+                })
+        });
+        if let Some(e) = error {
+            return Err(Error::internal(format!(
+                "compute pipeline {key} failed: {e}"
+            )));
+        }
+        let pipeline = Arc::new(Pipeline { pipeline, layout });
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+}
+
+/// A storage binding: an aligned window of a buffer.
+#[derive(Clone, Copy)]
+pub struct Binding<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub offset: u64,
+    pub size: u64,
+}
+
+/// Binds the smallest aligned window that covers `slice`. Returns the binding and the index, in
+/// units of `element_size`, of the slice's first element inside the window: storage-binding offsets
+/// must be multiples of `min_storage_buffer_offset_alignment`, element offsets need not be.
+pub fn storage_window<'a>(
+    core: &DeviceCore,
+    slice: &'a DeviceSlice,
+    element_size: u64,
+) -> Result<(Binding<'a>, u32)> {
+    let align = core.limits.min_storage_buffer_offset_alignment as u64;
+    let start = slice.offset / align * align;
+    let end = (slice.offset + slice.len.max(1)).div_ceil(4) * 4;
+    let end = end.min(slice.buffer().size()).max(start + 4);
+    let size = end - start;
+    if size > core.limits.max_storage_buffer_binding_size {
+        return Err(Error::unimplemented(format!(
+            "tensor window of {size} bytes exceeds this adapter's max_storage_buffer_binding_size ({})",
+            core.limits.max_storage_buffer_binding_size
+        )));
+    }
+    let skew = slice.offset - start;
+    if skew % element_size != 0 {
+        return Err(Error::invalid_argument(format!(
+            "device address offset {} is not aligned to the element size {element_size}",
+            slice.offset
+        )));
+    }
+    Ok((
+        Binding {
+            buffer: slice.buffer(),
+            offset: start,
+            size,
+        },
+        (skew / element_size) as u32,
+    ))
+}
+
+pub const WORKGROUP_SIZE: u32 = 256;
+
+/// Encodes one dispatch of `invocations` threads (workgroups of `WORKGROUP_SIZE`), spread over a 2D
+/// grid when they exceed `max_compute_workgroups_per_dimension`. Shaders compute their linear id as
+/// `gid.x + gid.y * num_workgroups.x * WORKGROUP_SIZE`. Storage bindings come first, then the uniform.
+pub fn dispatch(
+    core: &DeviceCore,
+    encoder: &mut wgpu::CommandEncoder,
+    label: &str,
+    pipeline: &Pipeline,
+    storage: &[Binding],
+    uniform: &[u8],
+    invocations: u64,
+) -> Result<()> {
+    if invocations == 0 {
+        return Ok(());
+    }
+    let groups = invocations.div_ceil(WORKGROUP_SIZE as u64);
+    let max_dim = core.limits.max_compute_workgroups_per_dimension as u64;
+    let x = groups.min(max_dim);
+    let y = groups.div_ceil(x);
+    if y > max_dim {
+        return Err(Error::unimplemented(format!(
+            "{label}: {invocations} threads exceed the dispatch grid"
+        )));
+    }
+    let uniform_buffer = core.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("kernel params"),
+        size: (uniform.len() as u64).max(16).div_ceil(16) * 16,
+        usage: wgpu::BufferUsages::UNIFORM,
+        mapped_at_creation: true,
+    });
+    {
+        let mut view = uniform_buffer
+            .slice(..)
+            .get_mapped_range_mut()
+            .map_err(|e| Error::internal(format!("cannot map uniform buffer: {e}")))?;
+        view.slice(..uniform.len()).copy_from_slice(uniform);
+    }
+    uniform_buffer.unmap();
+    let mut entries: Vec<wgpu::BindGroupEntry> = storage
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: b.buffer,
+                offset: b.offset,
+                size: wgpu::BufferSize::new(b.size),
+            }),
+        })
+        .collect();
+    entries.push(wgpu::BindGroupEntry {
+        binding: storage.len() as u32,
+        resource: uniform_buffer.as_entire_binding(),
+    });
+    let bind_group = core.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout: &pipeline.layout,
+        entries: &entries,
+    });
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some(label),
+        timestamp_writes: None,
+    });
+    pass.set_pipeline(&pipeline.pipeline);
+    pass.set_bind_group(0, &bind_group, &[]);
+    pass.dispatch_workgroups(x as u32, y as u32, 1);
+    Ok(())
+}

@@ -1,0 +1,56 @@
+//! One poller thread per device. It drives `Device::poll`, which completes submissions and buffer
+//! mappings, and then advances every stream's queue of host tasks in order: deferred submissions,
+//! readbacks, host callbacks and event completions. It exits when its `Device` is dropped.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+use super::device::DeviceCore;
+
+pub fn spawn(core: Arc<DeviceCore>) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("tf-wgpu-poller-{}", core.ordinal))
+        .spawn(move || run(core))
+        .map_err(|e| Error::internal(format!("cannot start the WGPU poller thread: {e}")))
+}
+
+fn run(core: Arc<DeviceCore>) {
+    log::debug!("tensorflow-wgpu: poller {} started", core.ordinal);
+    loop {
+        let generation = core.wake_generation();
+        let mut progressed = false;
+        let mut pending = false;
+        for stream in core.live_streams() {
+            let step = stream.advance(&core);
+            progressed |= step.progressed;
+            pending |= step.pending;
+        }
+        if core.shutdown.load(Ordering::SeqCst) && !pending {
+            break;
+        }
+        if progressed {
+            continue;
+        }
+        match core.oldest_in_flight() {
+            Some(index) => {
+                // Wait for the oldest unfinished submission, briefly, so new work is noticed.
+                let _ = core.device.poll(wgpu::PollType::Wait {
+                    submission_index: Some(index),
+                    timeout: Some(Duration::from_millis(2)),
+                });
+            }
+            None if pending => {
+                // Waiting on a mapping or on another stream's event.
+                let _ = core.device.poll(wgpu::PollType::Poll);
+                core.wait_for_wake(generation, Duration::from_micros(200));
+            }
+            None => core.wait_for_wake(generation, Duration::from_millis(50)),
+        }
+    }
+    let _ = core.device.poll(wgpu::PollType::wait_indefinitely());
+    log::debug!("tensorflow-wgpu: poller {} stopped", core.ordinal);
+}

@@ -1,0 +1,437 @@
+//! Streams: ordered command encoders on the device's one queue.
+//!
+//! Kernels, copies and fills are encoded into the stream's open encoder, so they keep program order
+//! without `Queue::write_buffer` (which would land before the next submit, out of order). Host data
+//! goes through staging buffers copied inside the encoder. The encoder is submitted at sync points:
+//! events, readbacks, host callbacks, blocking waits.
+//!
+//! Host-side work (readback delivery, host callbacks, event completion, waits on other streams) sits
+//! in the stream's task queue, which the poller runs in order. While that queue is non-empty, new
+//! submissions queue behind it too, so GPU work encoded after a host callback or a `wait_for_event`
+//! starts only once they are done: program order holds for every kind of operation.
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::{from_panic, Error, Result};
+
+use super::device::{Device, DeviceCore};
+use super::event::{Event, EventStatus};
+use super::transfer::{encode_copy, encode_fill};
+
+pub type HostFn = Box<dyn FnOnce() -> Result<()> + Send>;
+type AfterSubmit = Box<dyn FnOnce() + Send>;
+/// Receives the bytes of a device-to-host copy, on the poller thread.
+pub type HostSink = Box<dyn FnOnce(&[u8]) + Send>;
+
+enum Task {
+    /// Command buffer held back behind earlier host tasks; `after` runs right after the submit.
+    Submit {
+        commands: wgpu::CommandBuffer,
+        after: Vec<AfterSubmit>,
+    },
+    /// Runs once all GPU work submitted before it is complete and `gate` (if any) is set.
+    Host {
+        gate: Option<Arc<AtomicBool>>,
+        run: HostFn,
+    },
+    /// Holds everything behind it until another stream's event completes.
+    WaitEvent(Arc<Event>),
+}
+
+#[derive(Default)]
+struct StreamState {
+    encoder: Option<wgpu::CommandEncoder>,
+    tasks: VecDeque<Task>,
+    host_task_running: bool,
+    last_submitted_seq: u64,
+}
+
+/// The part of a stream the poller sees.
+pub struct StreamCore {
+    id: u64,
+    state: Mutex<StreamState>,
+    error: Mutex<Option<Error>>,
+}
+
+pub(super) struct Step {
+    pub progressed: bool,
+    pub pending: bool,
+}
+
+impl StreamCore {
+    fn lock(&self) -> MutexGuard<'_, StreamState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set_error(&self, error: Error) {
+        log::error!("tensorflow-wgpu: stream {}: {error}", self.id);
+        let mut slot = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(error);
+    }
+
+    /// Runs the queued tasks that are ready, in order. Called by the poller thread only.
+    pub(super) fn advance(&self, core: &DeviceCore) -> Step {
+        let mut progressed = false;
+        loop {
+            let mut state = self.lock();
+            let ready = match state.tasks.front() {
+                None => {
+                    return Step {
+                        progressed,
+                        pending: false,
+                    }
+                }
+                Some(Task::Submit { .. }) => true,
+                Some(Task::Host { gate, .. }) => {
+                    core.completed_seq() >= state.last_submitted_seq
+                        && gate.as_ref().is_none_or(|g| g.load(Ordering::SeqCst))
+                }
+                Some(Task::WaitEvent(event)) => event.status() != EventStatus::Pending,
+            };
+            if !ready {
+                return Step {
+                    progressed,
+                    pending: true,
+                };
+            }
+            progressed = true;
+            match state.tasks.pop_front() {
+                Some(Task::Submit { commands, after }) => {
+                    state.last_submitted_seq = core.submit(commands);
+                    drop(state);
+                    after.into_iter().for_each(|f| f());
+                }
+                Some(Task::Host { run, .. }) => {
+                    state.host_task_running = true;
+                    drop(state);
+                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(run))
+                        .unwrap_or_else(|p| Err(from_panic(p)));
+                    if let Err(e) = outcome {
+                        self.set_error(e);
+                    }
+                    self.lock().host_task_running = false;
+                }
+                Some(Task::WaitEvent(event)) => {
+                    if event.status() == EventStatus::Error {
+                        self.set_error(Error::internal("a stream this stream waits on failed"));
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+
+    fn encode<T>(
+        &self,
+        core: &DeviceCore,
+        f: impl FnOnce(&DeviceCore, &mut wgpu::CommandEncoder) -> Result<T>,
+    ) -> Result<T> {
+        let mut state = self.lock();
+        let encoder = state.encoder.get_or_insert_with(|| {
+            core.device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("tf stream"),
+                })
+        });
+        f(core, encoder)
+    }
+
+    /// Submits the open encoder now, or queues the submit behind pending host tasks.
+    fn flush_with(&self, core: &DeviceCore, after: Vec<AfterSubmit>) {
+        let mut state = self.lock();
+        let encoder = match state.encoder.take() {
+            Some(encoder) => encoder,
+            None if after.is_empty() => return,
+            None => core
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("tf stream"),
+                }),
+        };
+        let commands = encoder.finish();
+        if state.tasks.is_empty() && !state.host_task_running {
+            state.last_submitted_seq = core.submit(commands);
+            drop(state);
+            after.into_iter().for_each(|f| f());
+        } else {
+            state.tasks.push_back(Task::Submit { commands, after });
+            drop(state);
+            core.wake_poller();
+        }
+    }
+
+    fn push_task(&self, core: &DeviceCore, task: Task) {
+        self.lock().tasks.push_back(task);
+        core.wake_poller();
+    }
+
+    fn enqueue_host(&self, core: &DeviceCore, gate: Option<Arc<AtomicBool>>, run: HostFn) {
+        self.flush_with(core, Vec::new());
+        self.push_task(core, Task::Host { gate, run });
+    }
+
+    fn record_event(&self, core: &DeviceCore, event: &Arc<Event>) {
+        let generation = event.arm();
+        let event = event.clone();
+        self.enqueue_host(
+            core,
+            None,
+            Box::new(move || {
+                event.finish(generation, EventStatus::Complete);
+                Ok(())
+            }),
+        );
+    }
+
+    fn wait_for_event(&self, core: &DeviceCore, event: &Arc<Event>) {
+        if event.status() == EventStatus::Pending {
+            self.flush_with(core, Vec::new());
+            self.push_task(core, Task::WaitEvent(event.clone()));
+        }
+    }
+
+    fn status(&self, core: &DeviceCore) -> Result<()> {
+        if let Some(e) = self.error.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Err(e);
+        }
+        core.device_error().map_or(Ok(()), Err)
+    }
+
+    fn block_until_done(&self, core: &DeviceCore) -> Result<()> {
+        let done = Arc::new(Event::new());
+        self.record_event(core, &done);
+        done.wait()?;
+        self.status(core)
+    }
+}
+
+/// A stream handed to TensorFlow. It keeps its device (and so the poller) alive.
+pub struct Stream {
+    device: Arc<Device>,
+    core: Arc<StreamCore>,
+}
+
+static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Stream {
+    pub fn new(device: Arc<Device>) -> Stream {
+        let core = Arc::new(StreamCore {
+            id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
+            state: Mutex::new(StreamState::default()),
+            error: Mutex::new(None),
+        });
+        device.register_stream(&core);
+        Stream { device, core }
+    }
+
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    /// Encodes work into the stream's open encoder, in program order.
+    pub fn encode<T>(
+        &self,
+        f: impl FnOnce(&DeviceCore, &mut wgpu::CommandEncoder) -> Result<T>,
+    ) -> Result<T> {
+        self.core.encode(&self.device, f)
+    }
+
+    /// Submits what has been encoded so far (or queues it behind pending host tasks).
+    pub fn flush(&self) {
+        self.core.flush_with(&self.device, Vec::new());
+    }
+
+    pub(super) fn flush_with(&self, after: Vec<Box<dyn FnOnce() + Send>>) {
+        self.core.flush_with(&self.device, after);
+    }
+
+    /// Queues `run` to execute on the poller once everything before it on this stream is done.
+    pub fn enqueue_host(&self, gate: Option<Arc<AtomicBool>>, run: HostFn) {
+        self.core.enqueue_host(&self.device, gate, run);
+    }
+
+    /// Host-to-device copy. The host bytes are copied into a staging buffer before this returns.
+    pub fn memcpy_htod(&self, dst: u64, data: &[u8]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let len = data.len() as u64;
+        let target = self.device.memory.resolve(dst, len)?;
+        let staging = self.device.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("h2d staging"),
+            size: len.div_ceil(4) * 4,
+            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: true,
+        });
+        {
+            let mut view = staging
+                .slice(..)
+                .get_mapped_range_mut()
+                .map_err(|e| Error::internal(format!("cannot map staging buffer: {e}")))?;
+            view.slice(..data.len()).copy_from_slice(data);
+        }
+        staging.unmap();
+        self.encode(|core, encoder| {
+            encode_copy(
+                core,
+                encoder,
+                &staging,
+                0,
+                target.buffer(),
+                target.offset,
+                len,
+            )
+        })
+    }
+
+    /// Device-to-host copy. `sink` receives the bytes on the poller thread, before any event recorded
+    /// later on this stream completes.
+    pub fn memcpy_dtoh(&self, src: u64, len: u64, sink: HostSink) -> Result<()> {
+        if len == 0 {
+            sink(&[]);
+            return Ok(());
+        }
+        let source = self.device.memory.resolve(src, len)?;
+        let start = source.offset / 4 * 4;
+        let end = (source.offset + len).div_ceil(4) * 4;
+        let readback = self.device.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("d2h readback"),
+            size: end - start,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.encode(|_, encoder| {
+            encoder.copy_buffer_to_buffer(source.buffer(), start, &readback, 0, end - start);
+            Ok(())
+        })?;
+        let mapped = Arc::new(AtomicBool::new(false));
+        let map_result = Arc::new(Mutex::new(None));
+        let map_after_submit: Box<dyn FnOnce() + Send> = {
+            let (readback, mapped, map_result) =
+                (readback.clone(), mapped.clone(), map_result.clone());
+            Box::new(move || {
+                readback.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                    *map_result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                    mapped.store(true, Ordering::SeqCst);
+                })
+            })
+        };
+        self.flush_with(vec![map_after_submit]);
+        let skew = (source.offset - start) as usize;
+        self.enqueue_host(
+            Some(mapped),
+            Box::new(move || {
+                if let Some(Err(e)) = map_result.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                    return Err(Error::internal(format!(
+                        "device-to-host readback failed: {e}"
+                    )));
+                }
+                {
+                    let view = readback
+                        .slice(..)
+                        .get_mapped_range()
+                        .map_err(|e| Error::internal(format!("cannot read back: {e}")))?;
+                    sink(&view[skew..skew + len as usize]);
+                }
+                readback.unmap();
+                Ok(())
+            }),
+        );
+        Ok(())
+    }
+
+    pub fn memcpy_dtod(&self, dst: u64, src: u64, len: u64) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let source = self.device.memory.resolve(src, len)?;
+        let target = self.device.memory.resolve(dst, len)?;
+        self.encode(|core, encoder| {
+            encode_copy(
+                core,
+                encoder,
+                source.buffer(),
+                source.offset,
+                target.buffer(),
+                target.offset,
+                len,
+            )
+        })
+    }
+
+    /// Fills `len` bytes at `dst` with the little-endian bytes of `pattern`, repeated.
+    pub fn fill(&self, dst: u64, len: u64, pattern: u32) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let target = self.device.memory.resolve(dst, len)?;
+        self.encode(|core, encoder| {
+            encode_fill(core, encoder, target.buffer(), target.offset, len, pattern)
+        })
+    }
+
+    pub fn record_event(&self, event: &Arc<Event>) {
+        self.core.record_event(&self.device, event);
+    }
+
+    /// Makes everything enqueued on this stream from now on wait for `event`.
+    pub fn wait_for_event(&self, event: &Arc<Event>) {
+        self.core.wait_for_event(&self.device, event);
+    }
+
+    /// Makes everything enqueued on this stream from now on wait for all work enqueued on `other`.
+    pub fn wait_for_stream(&self, other: &Stream) {
+        let marker = Arc::new(Event::new());
+        other.record_event(&marker);
+        self.wait_for_event(&marker);
+    }
+
+    /// Runs `callback` on the poller thread in stream order; an error it returns becomes the
+    /// stream's status.
+    pub fn host_callback(&self, callback: HostFn) {
+        self.enqueue_host(None, callback);
+    }
+
+    /// Blocks until everything enqueued so far has completed; returns the stream status.
+    pub fn block_until_done(&self) -> Result<()> {
+        self.core.block_until_done(&self.device)
+    }
+
+    /// The first error of this stream's host tasks, else the device's first error.
+    pub fn status(&self) -> Result<()> {
+        self.core.status(&self.device)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // TF destroys streams after synchronising; finishing queued work keeps callbacks from being lost.
+        if let Err(e) = self.core.block_until_done(&self.device) {
+            log::debug!(
+                "tensorflow-wgpu: stream {} closed with error: {e}",
+                self.core.id
+            );
+        }
+    }
+}
+
+/// Waits for every live stream of `device` and then for the queue itself.
+pub fn synchronize_device(device: &Device) -> Result<()> {
+    let mut first_error = None;
+    for stream in device.live_streams() {
+        if let Err(e) = stream.block_until_done(device) {
+            first_error.get_or_insert(e);
+        }
+    }
+    device
+        .device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::internal(format!("WGPU poll failed: {e}")))?;
+    match first_error {
+        Some(e) => Err(e),
+        None => device.device_error().map_or(Ok(()), Err),
+    }
+}
