@@ -28,6 +28,7 @@ struct Registry {
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
+        crate::ffi::loader::isolate_vulkan_drivers();
         let backends = backends_from_env();
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = backends;

@@ -1,0 +1,381 @@
+//! `TF_InitKernel` and the C callbacks of every registered kernel: the shim between TF's kernel C
+//! API (`kernels.h`) and `KernelContext`.
+
+use std::ffi::{c_int, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::{from_panic, Error, Result};
+use crate::ffi::tf::{
+    api, set_status, OwnedStatus, TF_OpKernelConstruction, TF_OpKernelContext, TF_Tensor, TfApi,
+};
+use crate::runtime::Stream;
+
+use super::{DType, KernelContext, KernelDef, TensorRef, KERNELS};
+
+type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void;
+
+/// TF's `create_func` carries no user data, so each table row gets its own create function: the
+/// `I`-th one returns a pointer to `KERNELS[I]`, which TF then hands to `compute` as kernel state.
+unsafe extern "C" fn create_kernel<const I: usize>(
+    _ctx: *mut TF_OpKernelConstruction,
+) -> *mut c_void {
+    &KERNELS[I] as *const KernelDef as *mut c_void
+}
+
+macro_rules! row {
+    ($hi:literal) => {
+        [
+            create_kernel::<{ $hi * 16 }> as CreateFn,
+            create_kernel::<{ $hi * 16 + 1 }>,
+            create_kernel::<{ $hi * 16 + 2 }>,
+            create_kernel::<{ $hi * 16 + 3 }>,
+            create_kernel::<{ $hi * 16 + 4 }>,
+            create_kernel::<{ $hi * 16 + 5 }>,
+            create_kernel::<{ $hi * 16 + 6 }>,
+            create_kernel::<{ $hi * 16 + 7 }>,
+            create_kernel::<{ $hi * 16 + 8 }>,
+            create_kernel::<{ $hi * 16 + 9 }>,
+            create_kernel::<{ $hi * 16 + 10 }>,
+            create_kernel::<{ $hi * 16 + 11 }>,
+            create_kernel::<{ $hi * 16 + 12 }>,
+            create_kernel::<{ $hi * 16 + 13 }>,
+            create_kernel::<{ $hi * 16 + 14 }>,
+            create_kernel::<{ $hi * 16 + 15 }>,
+        ]
+    };
+}
+
+/// Room for 1024 kernels.
+static CREATE_FNS: [[CreateFn; 16]; 64] = [
+    row!(0),
+    row!(1),
+    row!(2),
+    row!(3),
+    row!(4),
+    row!(5),
+    row!(6),
+    row!(7),
+    row!(8),
+    row!(9),
+    row!(10),
+    row!(11),
+    row!(12),
+    row!(13),
+    row!(14),
+    row!(15),
+    row!(16),
+    row!(17),
+    row!(18),
+    row!(19),
+    row!(20),
+    row!(21),
+    row!(22),
+    row!(23),
+    row!(24),
+    row!(25),
+    row!(26),
+    row!(27),
+    row!(28),
+    row!(29),
+    row!(30),
+    row!(31),
+    row!(32),
+    row!(33),
+    row!(34),
+    row!(35),
+    row!(36),
+    row!(37),
+    row!(38),
+    row!(39),
+    row!(40),
+    row!(41),
+    row!(42),
+    row!(43),
+    row!(44),
+    row!(45),
+    row!(46),
+    row!(47),
+    row!(48),
+    row!(49),
+    row!(50),
+    row!(51),
+    row!(52),
+    row!(53),
+    row!(54),
+    row!(55),
+    row!(56),
+    row!(57),
+    row!(58),
+    row!(59),
+    row!(60),
+    row!(61),
+    row!(62),
+    row!(63),
+];
+
+unsafe extern "C" fn delete_kernel(_state: *mut c_void) {
+    // The state is a `&'static KernelDef`: nothing to free.
+}
+
+unsafe extern "C" fn compute_kernel(state: *mut c_void, ctx: *mut TF_OpKernelContext) {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `state` is what `create_kernel` returned: a pointer into the static table.
+        let def = unsafe { (state as *const KernelDef).as_ref() }
+            .ok_or_else(|| Error::internal("null kernel state"))?;
+        let mut context = TfKernelContext {
+            ctx,
+            api: api(),
+            tensors: Vec::new(),
+            stream: None,
+        };
+        let result = (def.compute)(&mut context, def);
+        result.map_err(|e| Error::new(e.code, format!("{} on WGPU: {}", def.op, e.message)))
+    }))
+    .unwrap_or_else(|p| Err(from_panic(p)));
+    if let Err(e) = outcome {
+        if let Some(fail) = api().TF_OpKernelContext_Failure {
+            let status = OwnedStatus::new();
+            set_status(status.as_ptr(), &Err(e));
+            // SAFETY: `ctx` is the live context TF passed to this compute call.
+            unsafe { fail(ctx, status.as_ptr()) };
+        }
+    }
+}
+
+/// `KernelContext` over a live `TF_OpKernelContext`.
+struct TfKernelContext<'a> {
+    ctx: *mut TF_OpKernelContext,
+    api: &'a TfApi,
+    /// Tensors obtained from TF during this call, deleted when it ends.
+    tensors: Vec<*mut TF_Tensor>,
+    stream: Option<&'a Stream>,
+}
+
+impl Drop for TfKernelContext<'_> {
+    fn drop(&mut self) {
+        if let Some(delete) = self.api.TF_DeleteTensor {
+            for t in self.tensors.drain(..) {
+                // SAFETY: each tensor came from TF_GetInput/TF_AllocateOutput and is deleted once.
+                unsafe { delete(t) };
+            }
+        }
+    }
+}
+
+macro_rules! tf_fn {
+    ($api:expr, $name:ident) => {
+        $api.$name.ok_or_else(|| {
+            Error::unimplemented(concat!("this TensorFlow lacks ", stringify!($name)))
+        })?
+    };
+}
+
+impl TfKernelContext<'_> {
+    fn describe(&mut self, tensor: *mut TF_Tensor) -> Result<TensorRef> {
+        if tensor.is_null() {
+            return Err(Error::internal("TensorFlow returned a null tensor"));
+        }
+        self.tensors.push(tensor);
+        let (dtype_of, num_dims, dim, data) = (
+            tf_fn!(self.api, TF_TensorType),
+            tf_fn!(self.api, TF_NumDims),
+            tf_fn!(self.api, TF_Dim),
+            tf_fn!(self.api, TF_TensorData),
+        );
+        // SAFETY: `tensor` is a live TF_Tensor; dims are read within 0..num_dims.
+        unsafe {
+            let code = dtype_of(tensor);
+            let dtype = DType::from_tf_code(code).ok_or_else(|| {
+                Error::unimplemented(format!("tensor dtype code {code} is not supported on WGPU"))
+            })?;
+            let shape = (0..num_dims(tensor)).map(|i| dim(tensor, i)).collect();
+            Ok(TensorRef {
+                address: data(tensor) as u64,
+                dtype,
+                shape,
+            })
+        }
+    }
+}
+
+impl KernelContext for TfKernelContext<'_> {
+    fn num_inputs(&self) -> usize {
+        // SAFETY: `ctx` is live for this compute call.
+        self.api
+            .TF_NumInputs
+            .map_or(0, |f| unsafe { f(self.ctx) } as usize)
+    }
+
+    fn input(&mut self, index: usize) -> Result<TensorRef> {
+        let get = tf_fn!(self.api, TF_GetInput);
+        let status = OwnedStatus::new();
+        let mut tensor = std::ptr::null_mut();
+        // SAFETY: `ctx` is live; TF writes a new tensor handle or an error.
+        unsafe { get(self.ctx, index as c_int, &mut tensor, status.as_ptr()) };
+        status.result()?;
+        self.describe(tensor)
+    }
+
+    fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        let allocate = tf_fn!(self.api, TF_AllocateOutput);
+        let status = OwnedStatus::new();
+        let bytes = shape.iter().map(|&d| d.max(0) as u64).product::<u64>() * dtype.size();
+        // SAFETY: `ctx` is live; `shape` outlives the call.
+        let tensor = unsafe {
+            allocate(
+                self.ctx,
+                index as c_int,
+                dtype.tf_code(),
+                shape.as_ptr(),
+                shape.len() as c_int,
+                bytes as usize,
+                status.as_ptr(),
+            )
+        };
+        status.result()?;
+        self.describe(tensor)
+    }
+
+    fn forward_input_or_allocate_output(
+        &mut self,
+        candidates: &[usize],
+        index: usize,
+        dtype: DType,
+        shape: &[i64],
+    ) -> Result<TensorRef> {
+        let forward = tf_fn!(self.api, TF_ForwardInputOrAllocateOutput);
+        let candidates: Vec<c_int> = candidates.iter().map(|&c| c as c_int).collect();
+        let status = OwnedStatus::new();
+        let mut forwarded: c_int = -1;
+        // SAFETY: `ctx` is live; the arrays outlive the call.
+        let tensor = unsafe {
+            forward(
+                self.ctx,
+                candidates.as_ptr(),
+                candidates.len() as c_int,
+                index as c_int,
+                shape.as_ptr(),
+                shape.len() as c_int,
+                &mut forwarded,
+                status.as_ptr(),
+            )
+        };
+        status.result()?;
+        let out = self.describe(tensor)?;
+        if out.dtype != dtype {
+            return Err(Error::internal(format!(
+                "forwarded output has dtype {:?}, expected {dtype:?}",
+                out.dtype
+            )));
+        }
+        Ok(out)
+    }
+
+    fn stream(&mut self) -> Result<&Stream> {
+        if self.stream.is_none() {
+            let get = tf_fn!(self.api, TF_GetStream);
+            let status = OwnedStatus::new();
+            // SAFETY: `ctx` is live; on our device the SP_Stream is a `Box<Stream>` from create_stream,
+            // alive for at least the duration of this compute call.
+            let stream = unsafe { (get(self.ctx, status.as_ptr()) as *const Stream).as_ref() };
+            status.result()?;
+            self.stream =
+                Some(stream.ok_or_else(|| Error::internal("TF_GetStream returned null"))?);
+        }
+        self.stream.ok_or_else(|| Error::internal("no stream"))
+    }
+}
+
+fn register(api: &TfApi, index: usize, def: &KernelDef) -> Result<()> {
+    let create = *CREATE_FNS
+        .get(index / 16)
+        .and_then(|row| row.get(index % 16))
+        .ok_or_else(|| Error::internal("kernel table larger than CREATE_FNS"))?;
+    let op = CString::new(def.op).map_err(|e| Error::internal(e.to_string()))?;
+    let (new_builder, constrain, host_memory, register, delete_builder) = (
+        tf_fn!(api, TF_NewKernelBuilder),
+        tf_fn!(api, TF_KernelBuilder_TypeConstraint),
+        tf_fn!(api, TF_KernelBuilder_HostMemory),
+        tf_fn!(api, TF_RegisterKernelBuilder),
+        api.TF_DeleteKernelBuilder,
+    );
+    let status = OwnedStatus::new();
+    // SAFETY: TF's kernel-builder API, called with NUL-terminated strings that outlive each call and
+    // callbacks of the declared signatures. The builder is consumed by TF_RegisterKernelBuilder.
+    unsafe {
+        let builder = new_builder(
+            op.as_ptr(),
+            c"GPU".as_ptr(),
+            Some(create),
+            Some(compute_kernel),
+            Some(delete_kernel),
+        );
+        for (attr, dtype) in def.constraints {
+            let attr = CString::new(*attr).map_err(|e| Error::internal(e.to_string()))?;
+            constrain(builder, attr.as_ptr(), dtype.tf_code(), status.as_ptr());
+            if let Err(e) = status.result() {
+                if let Some(delete) = delete_builder {
+                    delete(builder);
+                }
+                return Err(e);
+            }
+        }
+        for arg in def.host_memory {
+            let arg = CString::new(*arg).map_err(|e| Error::internal(e.to_string()))?;
+            host_memory(builder, arg.as_ptr());
+        }
+        let types: String = def
+            .constraints
+            .iter()
+            .map(|(_, d)| format!("_{}", d.tf_name()))
+            .collect();
+        let name = CString::new(format!("{}{types}_WGPU", def.op))
+            .map_err(|e| Error::internal(e.to_string()))?;
+        register(name.as_ptr(), builder, status.as_ptr());
+    }
+    status.result()
+}
+
+/// Registers every kernel of the table. Called by TensorFlow after `SE_InitPlugin`.
+#[no_mangle]
+pub extern "C" fn TF_InitKernel() {
+    let outcome = catch_unwind(|| {
+        let api = api();
+        let missing = api.missing_kernel_symbols();
+        if !missing.is_empty() {
+            log::error!(
+                "tensorflow-wgpu: kernel API functions missing, no kernels registered: {missing:?}"
+            );
+            return;
+        }
+        let mut registered = 0;
+        for (index, def) in KERNELS.iter().enumerate() {
+            match register(api, index, def) {
+                Ok(()) => registered += 1,
+                Err(e) => log::error!(
+                    "tensorflow-wgpu: cannot register {} {:?}: {e}",
+                    def.op,
+                    def.constraints
+                ),
+            }
+        }
+        log::info!(
+            "tensorflow-wgpu: registered {registered} of {} kernels",
+            KERNELS.len()
+        );
+    });
+    if let Err(p) = outcome {
+        log::error!("tensorflow-wgpu: TF_InitKernel: {}", from_panic(p));
+    }
+}
+
+/// The number of create functions available, checked against the table size in a test.
+pub const MAX_KERNELS: usize = 64 * 16;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn table_fits_the_create_functions() {
+        assert!(super::KERNELS.len() <= super::MAX_KERNELS);
+    }
+}
