@@ -1,0 +1,57 @@
+//! Every WGSL file in `wgsl/` parses and validates with naga for each specialisation we use, so a
+//! shader error fails `cargo test` rather than a user's session.
+
+use tensorflow_wgpu::runtime::pipeline::{specialised_source, Shader};
+
+fn validate(shader: &Shader, aliases: &[(&str, &str)]) {
+    let source = specialised_source(shader, aliases);
+    let module = naga::front::wgsl::parse_str(&source)
+        .unwrap_or_else(|e| panic!("{} {aliases:?}: {}", shader.name, e.emit_to_string(&source)));
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .unwrap_or_else(|e| panic!("{} {aliases:?}: {e:?}", shader.name));
+}
+
+#[test]
+fn memory_shader_is_valid() {
+    validate(&tensorflow_wgpu::runtime::transfer::MEMORY_SHADER, &[]);
+}
+
+#[test]
+fn binary_shader_is_valid_for_every_dtype() {
+    for ty in ["f32", "i32", "u32"] {
+        validate(&tensorflow_wgpu::kernels::binary::SHADER, &[("T", ty)]);
+    }
+}
+
+#[test]
+fn cast_shader_is_valid_for_every_pair() {
+    for (s, d) in [
+        ("f32", "i32"),
+        ("i32", "f32"),
+        ("f32", "u32"),
+        ("u32", "f32"),
+    ] {
+        validate(
+            &tensorflow_wgpu::kernels::cast::SHADER,
+            &[("S", s), ("D", d)],
+        );
+    }
+}
+
+#[test]
+fn every_wgsl_file_is_covered() {
+    let mut files: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/wgsl"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        ["binary.wgsl", "cast.wgsl", "memory.wgsl"],
+        "add a validation test for the new shader"
+    );
+}
