@@ -27,10 +27,7 @@ pub struct Error {
 
 impl Error {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
+        Self { code, message: message.into() }
     }
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Self::new(Code::InvalidArgument, message)

@@ -38,11 +38,7 @@ fn struct_sizes_match_the_installed_header() {
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("struct_sizes");
     let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/struct_sizes.c");
-    let built = std::process::Command::new("cc")
-        .args(["-I", &include, source, "-o"])
-        .arg(&exe)
-        .status()
-        .unwrap();
+    let built = std::process::Command::new("cc").args(["-I", &include, source, "-o"]).arg(&exe).status().unwrap();
     assert!(built.success(), "cannot compile against {include}");
     let out = String::from_utf8(std::process::Command::new(&exe).output().unwrap().stdout).unwrap();
     let ours = [
@@ -50,32 +46,17 @@ fn struct_sizes_match_the_installed_header() {
         ("SP_PLATFORM_FNS", SP_PLATFORM_FNS_STRUCT_SIZE),
         ("SP_STREAMEXECUTOR", SP_STREAMEXECUTOR_STRUCT_SIZE),
         ("SP_DEVICE", SP_DEVICE_STRUCT_SIZE),
-        (
-            "SE_CREATE_DEVICE_PARAMS",
-            SE_CREATE_DEVICE_PARAMS_STRUCT_SIZE,
-        ),
+        ("SE_CREATE_DEVICE_PARAMS", SE_CREATE_DEVICE_PARAMS_STRUCT_SIZE),
         ("SP_DEVICE_MEMORY_BASE", SP_DEVICE_MEMORY_BASE_STRUCT_SIZE),
-        (
-            "SE_PLATFORM_REGISTRATION_PARAMS",
-            SE_PLATFORM_REGISTRATION_PARAMS_STRUCT_SIZE,
-        ),
+        ("SE_PLATFORM_REGISTRATION_PARAMS", SE_PLATFORM_REGISTRATION_PARAMS_STRUCT_SIZE),
         ("SP_TIMER_FNS", SP_TIMER_FNS_STRUCT_SIZE),
         ("SP_DEVICE_FNS", SP_DEVICE_FNS_STRUCT_SIZE),
-        (
-            "SE_CREATE_DEVICE_FNS_PARAMS",
-            SE_CREATE_DEVICE_FNS_PARAMS_STRUCT_SIZE,
-        ),
-        (
-            "SE_CREATE_STREAM_EXECUTOR_PARAMS",
-            SE_CREATE_STREAM_EXECUTOR_PARAMS_STRUCT_SIZE,
-        ),
+        ("SE_CREATE_DEVICE_FNS_PARAMS", SE_CREATE_DEVICE_FNS_PARAMS_STRUCT_SIZE),
+        ("SE_CREATE_STREAM_EXECUTOR_PARAMS", SE_CREATE_STREAM_EXECUTOR_PARAMS_STRUCT_SIZE),
         ("SP_ALLOCATORSTATS", SP_ALLOCATORSTATS_STRUCT_SIZE),
     ];
-    let header: std::collections::HashMap<&str, usize> = out
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, v)| (k, v.parse().unwrap()))
-        .collect();
+    let header: std::collections::HashMap<&str, usize> =
+        out.lines().filter_map(|l| l.split_once(' ')).map(|(k, v)| (k, v.parse().unwrap())).collect();
     for (name, size) in ours {
         assert_eq!(header.get(name), Some(&size), "{name}");
     }

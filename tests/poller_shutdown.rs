@@ -24,13 +24,7 @@ fn poller_stops_with_its_device() {
         stream.memcpy_htod(address, &[7u8; 256]).unwrap();
         let got = Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = got.clone();
-        stream
-            .memcpy_dtoh(
-                address,
-                256,
-                Box::new(move |b| sink.lock().unwrap().extend_from_slice(b)),
-            )
-            .unwrap();
+        stream.memcpy_dtoh(address, 256, Box::new(move |b| sink.lock().unwrap().extend_from_slice(b))).unwrap();
         stream.block_until_done().unwrap();
         assert_eq!(*got.lock().unwrap(), vec![7u8; 256]);
         device.memory.free(address).unwrap();

@@ -20,44 +20,22 @@ fn runtime_stream<'a>(s: SP_Stream) -> &'a Stream {
 }
 
 fn f32_tensor(mem: &SP_DeviceMemoryBase, n: usize) -> TensorRef {
-    TensorRef {
-        address: mem.opaque as u64,
-        dtype: DType::F32,
-        shape: vec![n as i64],
-    }
+    TensorRef { address: mem.opaque as u64, dtype: DType::F32, shape: vec![n as i64] }
 }
 
 fn floats(bytes: &[u8]) -> Vec<f32> {
     bytemuck::pod_collect_to_vec(bytes)
 }
 
-fn add(
-    s: SP_Stream,
-    a: &SP_DeviceMemoryBase,
-    b: &SP_DeviceMemoryBase,
-    out: &SP_DeviceMemoryBase,
-    n: usize,
-) {
-    launch(
-        runtime_stream(s),
-        BinaryOp::Add,
-        &f32_tensor(a, n),
-        &f32_tensor(b, n),
-        &f32_tensor(out, n),
-    )
-    .unwrap();
+fn add(s: SP_Stream, a: &SP_DeviceMemoryBase, b: &SP_DeviceMemoryBase, out: &SP_DeviceMemoryBase, n: usize) {
+    launch(runtime_stream(s), BinaryOp::Add, &f32_tensor(a, n), &f32_tensor(b, n), &f32_tensor(out, n)).unwrap();
 }
 
 #[test]
 fn read_after_write_and_write_after_read_keep_program_order() {
     let p = plugin();
     let n = 1000;
-    let (a, b, c, d) = (
-        p.alloc(4 * n as u64),
-        p.alloc(4 * n as u64),
-        p.alloc(4 * n as u64),
-        p.alloc(4 * n as u64),
-    );
+    let (a, b, c, d) = (p.alloc(4 * n as u64), p.alloc(4 * n as u64), p.alloc(4 * n as u64), p.alloc(4 * n as u64));
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let y: Vec<f32> = (0..n).map(|i| 1000.0 * i as f32).collect();
     let z: Vec<f32> = vec![-5.0; n];
@@ -75,24 +53,11 @@ fn read_after_write_and_write_after_read_keep_program_order() {
     check(&status);
     // RAW: a memset32 of B followed by a kernel reading it.
     let mut b_mem = b.base;
-    unsafe {
-        (p.se.memset32.unwrap())(
-            p.dev(),
-            s,
-            &mut b_mem,
-            2.5f32.to_bits(),
-            4 * n as u64,
-            status.as_ptr(),
-        )
-    };
+    unsafe { (p.se.memset32.unwrap())(p.dev(), s, &mut b_mem, 2.5f32.to_bits(), 4 * n as u64, status.as_ptr()) };
     check(&status);
     add(s, &a.base, &b.base, &b.base, n);
-    let (mut got_c, mut got_d, mut got_a, mut got_b) = (
-        vec![0u8; 4 * n],
-        vec![0u8; 4 * n],
-        vec![0u8; 4 * n],
-        vec![0u8; 4 * n],
-    );
+    let (mut got_c, mut got_d, mut got_a, mut got_b) =
+        (vec![0u8; 4 * n], vec![0u8; 4 * n], vec![0u8; 4 * n], vec![0u8; 4 * n]);
     p.dtoh(s, &c.base, &mut got_c);
     p.dtoh(s, &d.base, &mut got_d);
     p.dtoh(s, &a.base, &mut got_a);
@@ -102,11 +67,7 @@ fn read_after_write_and_write_after_read_keep_program_order() {
     assert_eq!(floats(&got_d), sum, "copy of the kernel output");
     assert_eq!(floats(&got_c), vec![0.0; n], "mem_zero after the copy");
     assert_eq!(floats(&got_a), z, "re-upload after the kernel");
-    assert_eq!(
-        floats(&got_b),
-        vec![-2.5; n],
-        "kernel after memset32, in place"
-    );
+    assert_eq!(floats(&got_b), vec![-2.5; n], "kernel after memset32, in place");
     p.destroy_stream(s);
 }
 
@@ -129,10 +90,7 @@ fn odd_sizes_round_trip_at_any_offset() {
             assert_eq!(out, data, "size {size} offset {offset}");
             let mut expected = sentinel.clone();
             expected[offset as usize..offset as usize + size].copy_from_slice(&data);
-            assert_eq!(
-                whole, expected,
-                "neighbouring bytes of size {size} offset {offset}"
-            );
+            assert_eq!(whole, expected, "neighbouring bytes of size {size} offset {offset}");
         }
     }
     p.destroy_stream(s);
@@ -180,25 +138,13 @@ fn copies_and_fills_at_interior_addresses() {
     let data = bytes(77, 9);
     unsafe {
         let mut at = other.at(13);
-        (p.se.sync_memcpy_htod.unwrap())(
-            p.dev(),
-            &mut at,
-            data.as_ptr() as *const c_void,
-            77,
-            status.as_ptr(),
-        );
+        (p.se.sync_memcpy_htod.unwrap())(p.dev(), &mut at, data.as_ptr() as *const c_void, 77, status.as_ptr());
         check(&status);
         let mut at = m.at(1);
         (p.se.sync_memcpy_dtod.unwrap())(p.dev(), &mut at, &other.at(13), 77, status.as_ptr());
         check(&status);
         let mut back = vec![0u8; 77];
-        (p.se.sync_memcpy_dtoh.unwrap())(
-            p.dev(),
-            back.as_mut_ptr() as *mut c_void,
-            &m.at(1),
-            77,
-            status.as_ptr(),
-        );
+        (p.se.sync_memcpy_dtoh.unwrap())(p.dev(), back.as_mut_ptr() as *mut c_void, &m.at(1), 77, status.as_ptr());
         check(&status);
         assert_eq!(back, data);
     }
@@ -215,9 +161,7 @@ fn stream_dependency_orders_work_across_streams() {
         // Encoded on `first` but not flushed: only the dependency gets it onto the queue in time.
         p.htod(first, &m.base, &data);
         let status = OwnedStatus::new();
-        unsafe {
-            (p.se.create_stream_dependency.unwrap())(p.dev(), second, first, status.as_ptr())
-        };
+        unsafe { (p.se.create_stream_dependency.unwrap())(p.dev(), second, first, status.as_ptr()) };
         check(&status);
         let mut out = vec![0u8; 1 << 16];
         p.dtoh(second, &m.base, &mut out);
@@ -241,30 +185,15 @@ fn event_goes_from_pending_to_complete() {
     let p = plugin();
     let s = p.stream();
     let e = p.event();
-    assert_eq!(
-        p.event_status(e),
-        SE_EventStatus::SE_EVENT_COMPLETE,
-        "an unrecorded event is complete"
-    );
+    assert_eq!(p.event_status(e), SE_EventStatus::SE_EVENT_COMPLETE, "an unrecorded event is complete");
     let gate: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
-    let ok = unsafe {
-        (p.se.host_callback.unwrap())(
-            p.dev(),
-            s,
-            Some(wait_for_flag),
-            gate as *const _ as *mut c_void,
-        )
-    };
+    let ok = unsafe { (p.se.host_callback.unwrap())(p.dev(), s, Some(wait_for_flag), gate as *const _ as *mut c_void) };
     assert_eq!(ok, 1);
     let m = p.alloc(64);
     p.htod(s, &m.base, &[1u8; 64]);
     p.record(s, e);
     std::thread::sleep(std::time::Duration::from_millis(50));
-    assert_eq!(
-        p.event_status(e),
-        SE_EventStatus::SE_EVENT_PENDING,
-        "the stream is held by the callback"
-    );
+    assert_eq!(p.event_status(e), SE_EventStatus::SE_EVENT_PENDING, "the stream is held by the callback");
     gate.store(true, Ordering::SeqCst);
     let status = OwnedStatus::new();
     unsafe { (p.se.block_host_for_event.unwrap())(p.dev(), e, status.as_ptr()) };
@@ -275,14 +204,7 @@ fn event_goes_from_pending_to_complete() {
     let other = p.stream();
     let data = bytes(64, 5);
     let gate2: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
-    unsafe {
-        (p.se.host_callback.unwrap())(
-            p.dev(),
-            s,
-            Some(wait_for_flag),
-            gate2 as *const _ as *mut c_void,
-        )
-    };
+    unsafe { (p.se.host_callback.unwrap())(p.dev(), s, Some(wait_for_flag), gate2 as *const _ as *mut c_void) };
     p.htod(s, &m.base, &data);
     p.record(s, e);
     unsafe { (p.se.wait_for_event.unwrap())(p.dev(), other, e, status.as_ptr()) };
@@ -311,36 +233,21 @@ unsafe extern "C" fn log_entry(arg: *mut c_void, status: *mut TF_Status) {
     let entry = unsafe { Box::from_raw(arg as *mut Entry) };
     entry.log.order.lock().unwrap().push(entry.index);
     if entry.fail {
-        set_status(
-            status,
-            &Err(Error::new(
-                Code::OutOfRange,
-                format!("callback {} failed", entry.index),
-            )),
-        );
+        set_status(status, &Err(Error::new(Code::OutOfRange, format!("callback {} failed", entry.index))));
     }
 }
 
 fn enqueue_entry(s: SP_Stream, log: &Arc<Log>, index: usize, fail: bool) {
     let p = plugin();
-    let entry = Box::into_raw(Box::new(Entry {
-        log: log.clone(),
-        index,
-        fail,
-    }));
-    assert_eq!(
-        unsafe { (p.se.host_callback.unwrap())(p.dev(), s, Some(log_entry), entry as *mut c_void) },
-        1
-    );
+    let entry = Box::into_raw(Box::new(Entry { log: log.clone(), index, fail }));
+    assert_eq!(unsafe { (p.se.host_callback.unwrap())(p.dev(), s, Some(log_entry), entry as *mut c_void) }, 1);
 }
 
 #[test]
 fn host_callbacks_run_in_stream_order_and_failures_reach_the_stream_status() {
     let p = plugin();
     let s = p.stream();
-    let log = Arc::new(Log {
-        order: Mutex::new(Vec::new()),
-    });
+    let log = Arc::new(Log { order: Mutex::new(Vec::new()) });
     let m = p.alloc(4096);
     for i in 0..50 {
         if i % 3 == 0 {
@@ -358,19 +265,14 @@ fn host_callbacks_run_in_stream_order_and_failures_reach_the_stream_status() {
     let err = status.result().unwrap_err();
     assert_eq!(err.code, Code::OutOfRange);
     let err = p.stream_status(s).unwrap_err();
-    assert_eq!(
-        (err.code, err.message.as_str()),
-        (Code::OutOfRange, "callback 99 failed")
-    );
+    assert_eq!((err.code, err.message.as_str()), (Code::OutOfRange, "callback 99 failed"));
     p.destroy_stream(s);
 }
 
 #[test]
 fn synchronize_all_activity_waits_for_every_stream() {
     let p = plugin();
-    let log = Arc::new(Log {
-        order: Mutex::new(Vec::new()),
-    });
+    let log = Arc::new(Log { order: Mutex::new(Vec::new()) });
     let streams: Vec<SP_Stream> = (0..3).map(|_| p.stream()).collect();
     let m = p.alloc(1 << 20);
     for (i, &s) in streams.iter().enumerate() {
@@ -411,11 +313,7 @@ fn timers_measure_device_work() {
     use tensorflow_wgpu::runtime::{Timer, TimerMode};
     let stream = runtime_stream(s);
     let mut modes = vec![TimerMode::HostClock];
-    if stream
-        .device()
-        .features
-        .contains(wgpu::Features::TIMESTAMP_QUERY)
-    {
+    if stream.device().features.contains(wgpu::Features::TIMESTAMP_QUERY) {
         modes.push(TimerMode::GpuTimestamps);
     }
     for mode in modes {
@@ -438,11 +336,7 @@ fn many_threads_drive_streams_at_once() {
                 let p = plugin();
                 let s = p.stream();
                 let n = 513 + t * 17;
-                let (a, b, c) = (
-                    p.alloc(4 * n as u64),
-                    p.alloc(4 * n as u64),
-                    p.alloc(4 * n as u64),
-                );
+                let (a, b, c) = (p.alloc(4 * n as u64), p.alloc(4 * n as u64), p.alloc(4 * n as u64));
                 for round in 0..20 {
                     let x: Vec<f32> = (0..n).map(|i| (i * (t + 1) + round) as f32).collect();
                     p.htod(s, &a.base, bytemuck::cast_slice(&x));
@@ -474,40 +368,17 @@ fn bad_input_gives_errors_not_crashes() {
     bogus.struct_size = SP_DEVICE_MEMORY_BASE_STRUCT_SIZE;
     bogus.opaque = 0x1234 as *mut c_void;
     let data = [0u8; 16];
-    unsafe {
-        (p.se.memcpy_htod.unwrap())(
-            p.dev(),
-            s,
-            &mut bogus,
-            data.as_ptr() as *const c_void,
-            16,
-            status.as_ptr(),
-        )
-    };
+    unsafe { (p.se.memcpy_htod.unwrap())(p.dev(), s, &mut bogus, data.as_ptr() as *const c_void, 16, status.as_ptr()) };
     assert_eq!(status.result().unwrap_err().code, Code::InvalidArgument);
     // A copy running past the end of its allocation.
     let m = p.alloc(16);
     let mut big = [0u8; 64];
-    unsafe {
-        (p.se.memcpy_dtoh.unwrap())(
-            p.dev(),
-            s,
-            big.as_mut_ptr() as *mut c_void,
-            &m.base,
-            64,
-            status.as_ptr(),
-        )
-    };
+    unsafe { (p.se.memcpy_dtoh.unwrap())(p.dev(), s, big.as_mut_ptr() as *mut c_void, &m.base, 64, status.as_ptr()) };
     assert_eq!(status.result().unwrap_err().code, Code::InvalidArgument);
     // Null handles.
-    unsafe {
-        (p.se.block_host_until_done.unwrap())(p.dev(), std::ptr::null_mut(), status.as_ptr())
-    };
+    unsafe { (p.se.block_host_until_done.unwrap())(p.dev(), std::ptr::null_mut(), status.as_ptr()) };
     assert_eq!(status.result().unwrap_err().code, Code::InvalidArgument);
-    assert_eq!(
-        unsafe { (p.se.host_callback.unwrap())(p.dev(), s, None, std::ptr::null_mut()) },
-        0
-    );
+    assert_eq!(unsafe { (p.se.host_callback.unwrap())(p.dev(), s, None, std::ptr::null_mut()) }, 0);
     p.sync(s);
     p.destroy_stream(s);
 }
@@ -546,10 +417,7 @@ fn device_reports_itself() {
     assert_eq!(p.platform.struct_size, SP_PLATFORM_STRUCT_SIZE);
     let name = unsafe { std::ffi::CStr::from_ptr(p.platform.name) };
     let kind = unsafe { std::ffi::CStr::from_ptr(p.platform.type_) };
-    assert_eq!(
-        (name.to_str().unwrap(), kind.to_str().unwrap()),
-        ("WGPU", "GPU")
-    );
+    assert_eq!((name.to_str().unwrap(), kind.to_str().unwrap()), ("WGPU", "GPU"));
     assert_eq!(p.platform.use_bfc_allocator, 0);
     let hardware = unsafe { std::ffi::CStr::from_ptr(p.device.hardware_name) }.to_string_lossy();
     assert!(!hardware.is_empty());
@@ -563,10 +431,7 @@ fn device_reports_itself() {
     assert_eq!(unsafe { (fns.get_numa_node.unwrap())(p.dev()) }, -1);
     assert!(unsafe { (fns.get_gflops.unwrap())(p.dev()) } < 0.0);
     let (mut free, mut total) = (0i64, 0i64);
-    assert_eq!(
-        unsafe { (p.se.device_memory_usage.unwrap())(p.dev(), &mut free, &mut total) },
-        1
-    );
+    assert_eq!(unsafe { (p.se.device_memory_usage.unwrap())(p.dev(), &mut free, &mut total) }, 1);
     assert!(total > 0 && free <= total);
     let host = unsafe { (p.se.host_memory_allocate.unwrap())(p.dev(), 1000) };
     assert!(!host.is_null() && host as usize % 64 == 0);

@@ -7,12 +7,9 @@ fn validate(shader: &Shader, aliases: &[(&str, &str)]) {
     let source = specialised_source(shader, aliases);
     let module = naga::front::wgsl::parse_str(&source)
         .unwrap_or_else(|e| panic!("{} {aliases:?}: {}", shader.name, e.emit_to_string(&source)));
-    naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .unwrap_or_else(|e| panic!("{} {aliases:?}: {e:?}", shader.name));
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{} {aliases:?}: {e:?}", shader.name));
 }
 
 #[test]
@@ -29,16 +26,8 @@ fn binary_shader_is_valid_for_every_dtype() {
 
 #[test]
 fn cast_shader_is_valid_for_every_pair() {
-    for (s, d) in [
-        ("f32", "i32"),
-        ("i32", "f32"),
-        ("f32", "u32"),
-        ("u32", "f32"),
-    ] {
-        validate(
-            &tensorflow_wgpu::kernels::cast::SHADER,
-            &[("S", s), ("D", d)],
-        );
+    for (s, d) in [("f32", "i32"), ("i32", "f32"), ("f32", "u32"), ("u32", "f32")] {
+        validate(&tensorflow_wgpu::kernels::cast::SHADER, &[("S", s), ("D", d)]);
     }
 }
 
@@ -49,9 +38,5 @@ fn every_wgsl_file_is_covered() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert_eq!(
-        files,
-        ["binary.wgsl", "cast.wgsl", "memory.wgsl"],
-        "add a validation test for the new shader"
-    );
+    assert_eq!(files, ["binary.wgsl", "cast.wgsl", "memory.wgsl"], "add a validation test for the new shader");
 }

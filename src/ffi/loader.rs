@@ -20,11 +20,7 @@ fn icd_manifests() -> Vec<PathBuf> {
             }
         }
     }
-    let dirs = [
-        "/usr/share/vulkan/icd.d",
-        "/usr/local/share/vulkan/icd.d",
-        "/etc/vulkan/icd.d",
-    ];
+    let dirs = ["/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/etc/vulkan/icd.d"];
     let mut files: Vec<PathBuf> = dirs
         .iter()
         .filter_map(|d| std::fs::read_dir(d).ok())
@@ -57,10 +53,7 @@ pub fn isolate_vulkan_drivers() {
         let Some(path) = library_path(&manifest) else {
             continue;
         };
-        let is_mesa = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("libvulkan_"));
+        let is_mesa = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libvulkan_"));
         if !is_mesa {
             continue;
         }
@@ -69,19 +62,11 @@ pub fn isolate_vulkan_drivers() {
         };
         // SAFETY: dlopen of a driver library the Vulkan loader would open anyway; the handle is kept
         // for the life of the process on purpose.
-        let handle = unsafe {
-            libc::dlopen(
-                c_path.as_ptr(),
-                libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND,
-            )
-        };
+        let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND) };
         if handle.is_null() {
             log::debug!("tensorflow-wgpu: could not preload {}", path.display());
         } else {
-            log::debug!(
-                "tensorflow-wgpu: preloaded {} with RTLD_DEEPBIND",
-                path.display()
-            );
+            log::debug!("tensorflow-wgpu: preloaded {} with RTLD_DEEPBIND", path.display());
         }
     }
 }

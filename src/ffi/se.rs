@@ -34,8 +34,7 @@ pub type SP_Stream = *mut SP_Stream_st;
 pub type SP_Event = *mut SP_Event_st;
 pub type SP_Timer = *mut SP_Timer_st;
 
-pub type SE_StatusCallbackFn =
-    Option<unsafe extern "C" fn(arg: *mut c_void, status: *mut TF_Status)>;
+pub type SE_StatusCallbackFn = Option<unsafe extern "C" fn(arg: *mut c_void, status: *mut TF_Status)>;
 
 #[repr(C)]
 pub struct SP_TimerFns {
@@ -61,8 +60,7 @@ pub struct SP_AllocatorStats {
     pub bytes_reservable_limit: i64,
     pub largest_free_block_bytes: i64,
 }
-pub const SP_ALLOCATORSTATS_STRUCT_SIZE: usize =
-    offset_of_end!(SP_AllocatorStats, largest_free_block_bytes, i64);
+pub const SP_ALLOCATORSTATS_STRUCT_SIZE: usize = offset_of_end!(SP_AllocatorStats, largest_free_block_bytes, i64);
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,8 +80,7 @@ pub struct SP_DeviceMemoryBase {
     pub size: u64,
     pub payload: u64,
 }
-pub const SP_DEVICE_MEMORY_BASE_STRUCT_SIZE: usize =
-    offset_of_end!(SP_DeviceMemoryBase, payload, u64);
+pub const SP_DEVICE_MEMORY_BASE_STRUCT_SIZE: usize = offset_of_end!(SP_DeviceMemoryBase, payload, u64);
 
 #[repr(C)]
 pub struct SP_Device {
@@ -104,8 +101,7 @@ pub struct SE_CreateDeviceParams {
     pub ordinal: i32,
     pub device: *mut SP_Device,
 }
-pub const SE_CREATE_DEVICE_PARAMS_STRUCT_SIZE: usize =
-    offset_of_end!(SE_CreateDeviceParams, device, usize);
+pub const SE_CREATE_DEVICE_PARAMS_STRUCT_SIZE: usize = offset_of_end!(SE_CreateDeviceParams, device, usize);
 
 #[repr(C)]
 pub struct SP_DeviceFns {
@@ -123,8 +119,7 @@ pub struct SE_CreateDeviceFnsParams {
     pub ext: *mut c_void,
     pub device_fns: *mut SP_DeviceFns,
 }
-pub const SE_CREATE_DEVICE_FNS_PARAMS_STRUCT_SIZE: usize =
-    offset_of_end!(SE_CreateDeviceFnsParams, device_fns, usize);
+pub const SE_CREATE_DEVICE_FNS_PARAMS_STRUCT_SIZE: usize = offset_of_end!(SE_CreateDeviceFnsParams, device_fns, usize);
 
 type Dev = *const SP_Device;
 type St = *mut TF_Status;
@@ -154,41 +149,23 @@ pub struct SP_StreamExecutor {
     pub destroy_timer: Option<unsafe extern "C" fn(Dev, SP_Timer)>,
     pub start_timer: Option<unsafe extern "C" fn(Dev, SP_Stream, SP_Timer, St)>,
     pub stop_timer: Option<unsafe extern "C" fn(Dev, SP_Stream, SP_Timer, St)>,
-    pub memcpy_dtoh: Option<
-        unsafe extern "C" fn(Dev, SP_Stream, *mut c_void, *const SP_DeviceMemoryBase, u64, St),
-    >,
-    pub memcpy_htod: Option<
-        unsafe extern "C" fn(Dev, SP_Stream, *mut SP_DeviceMemoryBase, *const c_void, u64, St),
-    >,
-    pub memcpy_dtod: Option<
-        unsafe extern "C" fn(
-            Dev,
-            SP_Stream,
-            *mut SP_DeviceMemoryBase,
-            *const SP_DeviceMemoryBase,
-            u64,
-            St,
-        ),
-    >,
-    pub sync_memcpy_dtoh:
-        Option<unsafe extern "C" fn(Dev, *mut c_void, *const SP_DeviceMemoryBase, u64, St)>,
-    pub sync_memcpy_htod:
-        Option<unsafe extern "C" fn(Dev, *mut SP_DeviceMemoryBase, *const c_void, u64, St)>,
-    pub sync_memcpy_dtod: Option<
-        unsafe extern "C" fn(Dev, *mut SP_DeviceMemoryBase, *const SP_DeviceMemoryBase, u64, St),
-    >,
+    pub memcpy_dtoh: Option<unsafe extern "C" fn(Dev, SP_Stream, *mut c_void, *const SP_DeviceMemoryBase, u64, St)>,
+    pub memcpy_htod: Option<unsafe extern "C" fn(Dev, SP_Stream, *mut SP_DeviceMemoryBase, *const c_void, u64, St)>,
+    pub memcpy_dtod:
+        Option<unsafe extern "C" fn(Dev, SP_Stream, *mut SP_DeviceMemoryBase, *const SP_DeviceMemoryBase, u64, St)>,
+    pub sync_memcpy_dtoh: Option<unsafe extern "C" fn(Dev, *mut c_void, *const SP_DeviceMemoryBase, u64, St)>,
+    pub sync_memcpy_htod: Option<unsafe extern "C" fn(Dev, *mut SP_DeviceMemoryBase, *const c_void, u64, St)>,
+    pub sync_memcpy_dtod:
+        Option<unsafe extern "C" fn(Dev, *mut SP_DeviceMemoryBase, *const SP_DeviceMemoryBase, u64, St)>,
     pub block_host_for_event: Option<unsafe extern "C" fn(Dev, SP_Event, St)>,
     pub block_host_until_done: Option<unsafe extern "C" fn(Dev, SP_Stream, St)>,
     pub synchronize_all_activity: Option<unsafe extern "C" fn(Dev, St)>,
     pub mem_zero: Option<unsafe extern "C" fn(Dev, SP_Stream, *mut SP_DeviceMemoryBase, u64, St)>,
     pub memset: Option<unsafe extern "C" fn(Dev, SP_Stream, *mut SP_DeviceMemoryBase, u8, u64, St)>,
-    pub memset32:
-        Option<unsafe extern "C" fn(Dev, SP_Stream, *mut SP_DeviceMemoryBase, u32, u64, St)>,
-    pub host_callback:
-        Option<unsafe extern "C" fn(Dev, SP_Stream, SE_StatusCallbackFn, *mut c_void) -> TF_Bool>,
+    pub memset32: Option<unsafe extern "C" fn(Dev, SP_Stream, *mut SP_DeviceMemoryBase, u32, u64, St)>,
+    pub host_callback: Option<unsafe extern "C" fn(Dev, SP_Stream, SE_StatusCallbackFn, *mut c_void) -> TF_Bool>,
 }
-pub const SP_STREAMEXECUTOR_STRUCT_SIZE: usize =
-    offset_of_end!(SP_StreamExecutor, host_callback, usize);
+pub const SP_STREAMEXECUTOR_STRUCT_SIZE: usize = offset_of_end!(SP_StreamExecutor, host_callback, usize);
 
 #[repr(C)]
 pub struct SE_CreateStreamExecutorParams {
@@ -209,8 +186,7 @@ pub struct SP_Platform {
     pub use_bfc_allocator: TF_Bool,
     pub force_memory_growth: TF_Bool,
 }
-pub const SP_PLATFORM_STRUCT_SIZE: usize =
-    offset_of_end!(SP_Platform, force_memory_growth, TF_Bool);
+pub const SP_PLATFORM_STRUCT_SIZE: usize = offset_of_end!(SP_Platform, force_memory_growth, TF_Bool);
 
 type Plat = *const SP_Platform;
 
@@ -223,14 +199,12 @@ pub struct SP_PlatformFns {
     pub destroy_device: Option<unsafe extern "C" fn(Plat, *mut SP_Device)>,
     pub create_device_fns: Option<unsafe extern "C" fn(Plat, *mut SE_CreateDeviceFnsParams, St)>,
     pub destroy_device_fns: Option<unsafe extern "C" fn(Plat, *mut SP_DeviceFns)>,
-    pub create_stream_executor:
-        Option<unsafe extern "C" fn(Plat, *mut SE_CreateStreamExecutorParams, St)>,
+    pub create_stream_executor: Option<unsafe extern "C" fn(Plat, *mut SE_CreateStreamExecutorParams, St)>,
     pub destroy_stream_executor: Option<unsafe extern "C" fn(Plat, *mut SP_StreamExecutor)>,
     pub create_timer_fns: Option<unsafe extern "C" fn(Plat, *mut SP_TimerFns, St)>,
     pub destroy_timer_fns: Option<unsafe extern "C" fn(Plat, *mut SP_TimerFns)>,
 }
-pub const SP_PLATFORM_FNS_STRUCT_SIZE: usize =
-    offset_of_end!(SP_PlatformFns, destroy_timer_fns, usize);
+pub const SP_PLATFORM_FNS_STRUCT_SIZE: usize = offset_of_end!(SP_PlatformFns, destroy_timer_fns, usize);
 
 #[repr(C)]
 pub struct SE_PlatformRegistrationParams {

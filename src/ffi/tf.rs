@@ -83,6 +83,7 @@ tf_api! {
     TF_DeleteKernelBuilder: fn(*mut TF_KernelBuilder);
     TF_OpKernelConstruction_GetAttrType: fn(*mut TF_OpKernelConstruction, *const c_char, *mut TF_DataType, *mut TF_Status);
     TF_OpKernelConstruction_Failure: fn(*mut TF_OpKernelConstruction, *mut TF_Status);
+    TF_OpKernelConstruction_GetAttrInt64: fn(*mut TF_OpKernelConstruction, *const c_char, *mut i64, *mut TF_Status);
 
     TF_GetStream: fn(*mut TF_OpKernelContext, *mut TF_Status) -> SP_Stream;
     TF_NumInputs: fn(*mut TF_OpKernelContext) -> c_int;
@@ -125,7 +126,9 @@ impl TfApi {
             TF_RegisterKernelBuilder,
             TF_OpKernelConstruction_GetAttrType,
             TF_OpKernelConstruction_Failure,
+            TF_OpKernelConstruction_GetAttrInt64,
             TF_GetStream,
+            TF_NumOutputs,
             TF_NumInputs,
             TF_GetInput,
             TF_AllocateOutput,
@@ -151,10 +154,7 @@ struct FallbackStatus {
 }
 
 unsafe extern "C" fn fallback_new_status() -> *mut TF_Status {
-    Box::into_raw(Box::new(FallbackStatus {
-        code: 0,
-        message: CString::default(),
-    })) as *mut TF_Status
+    Box::into_raw(Box::new(FallbackStatus { code: 0, message: CString::default() })) as *mut TF_Status
 }
 unsafe extern "C" fn fallback_delete_status(s: *mut TF_Status) {
     if !s.is_null() {
@@ -166,11 +166,7 @@ unsafe extern "C" fn fallback_set_status(s: *mut TF_Status, code: TF_Code, msg: 
     // SAFETY: `s` came from `fallback_new_status`; `msg` is a C string or null.
     let status = unsafe { &mut *(s as *mut FallbackStatus) };
     status.code = code;
-    status.message = if msg.is_null() {
-        CString::default()
-    } else {
-        unsafe { CStr::from_ptr(msg) }.to_owned()
-    };
+    status.message = if msg.is_null() { CString::default() } else { unsafe { CStr::from_ptr(msg) }.to_owned() };
 }
 unsafe extern "C" fn fallback_get_code(s: *const TF_Status) -> TF_Code {
     // SAFETY: `s` came from `fallback_new_status`.
@@ -193,20 +189,10 @@ fn status_fns() -> &'static StatusFns {
     static FNS: OnceLock<StatusFns> = OnceLock::new();
     FNS.get_or_init(|| {
         let a = api();
-        match (
-            a.TF_NewStatus,
-            a.TF_DeleteStatus,
-            a.TF_SetStatus,
-            a.TF_GetCode,
-            a.TF_Message,
-        ) {
-            (Some(new), Some(delete), Some(set), Some(get_code), Some(message)) => StatusFns {
-                new,
-                delete,
-                set,
-                get_code,
-                message,
-            },
+        match (a.TF_NewStatus, a.TF_DeleteStatus, a.TF_SetStatus, a.TF_GetCode, a.TF_Message) {
+            (Some(new), Some(delete), Some(set), Some(get_code), Some(message)) => {
+                StatusFns { new, delete, set, get_code, message }
+            }
             _ => StatusFns {
                 new: fallback_new_status,
                 delete: fallback_delete_status,
@@ -259,10 +245,7 @@ pub fn set_status(status: *mut TF_Status, result: &Result<(), Error>) {
     }
     let (code, message) = match result {
         Ok(()) => (Code::Ok as TF_Code, CString::default()),
-        Err(e) => (
-            e.code as TF_Code,
-            CString::new(e.message.replace('\0', " ")).unwrap_or_default(),
-        ),
+        Err(e) => (e.code as TF_Code, CString::new(e.message.replace('\0', " ")).unwrap_or_default()),
     };
     // SAFETY: `status` is a live TF_Status handed to us by the caller.
     unsafe { (status_fns().set)(status, code, message.as_ptr()) }
@@ -278,11 +261,7 @@ pub fn status_result(status: *const TF_Status) -> Result<(), Error> {
         let fns = status_fns();
         let code = (fns.get_code)(status);
         let msg = (fns.message)(status);
-        let message = if msg.is_null() {
-            String::new()
-        } else {
-            CStr::from_ptr(msg).to_string_lossy().into_owned()
-        };
+        let message = if msg.is_null() { String::new() } else { CStr::from_ptr(msg).to_string_lossy().into_owned() };
         (code, message)
     };
     if code == 0 {

@@ -4,13 +4,10 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
-use super::{shader_len, KernelContext, KernelDef, TensorRef};
+use super::{shader_len, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader = Shader {
-    name: "binary",
-    source: include_str!("../../wgsl/binary.wgsl"),
-    storage_buffers: 3,
-};
+pub const SHADER: Shader =
+    Shader { name: "binary", source: include_str!("../../wgsl/binary.wgsl"), storage_buffers: 3 };
 
 /// The ops of `binary.wgsl`, by the value of its `OP` override constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,9 +48,7 @@ pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
             (x, y) if x == y => Ok(x),
             (1, y) => Ok(y),
             (x, 1) => Ok(x),
-            _ => Err(Error::invalid_argument(format!(
-                "Incompatible shapes: {a:?} vs. {b:?}"
-            ))),
+            _ => Err(Error::invalid_argument(format!("Incompatible shapes: {a:?} vs. {b:?}"))),
         })
         .collect()
 }
@@ -64,24 +59,14 @@ fn broadcast_strides(shape: &[i64], out: &[i64]) -> Vec<u32> {
     let mut strides = vec![0u32; out.len()];
     let mut step = 1u64;
     for i in (0..shape.len()).rev() {
-        strides[pad + i] = if shape[i] == 1 && out[pad + i] != 1 {
-            0
-        } else {
-            step as u32
-        };
+        strides[pad + i] = if shape[i] == 1 && out[pad + i] != 1 { 0 } else { step as u32 };
         step *= shape[i].max(1) as u64;
     }
     strides
 }
 
 /// Encodes `out = op(a, b)` on `stream`. `out` has the broadcast shape of `a` and `b`.
-pub fn launch(
-    stream: &Stream,
-    op: BinaryOp,
-    a: &TensorRef,
-    b: &TensorRef,
-    out: &TensorRef,
-) -> Result<()> {
+pub fn launch(stream: &Stream, op: BinaryOp, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
     let n = shader_len(out.num_elements(), "binary op")?;
     if n == 0 {
         return Ok(());
@@ -90,16 +75,10 @@ pub fn launch(
     let (shape, a_strides, b_strides) = if a.shape == b.shape {
         (vec![n as i64], vec![1], vec![1])
     } else {
-        (
-            out.shape.clone(),
-            broadcast_strides(&a.shape, &out.shape),
-            broadcast_strides(&b.shape, &out.shape),
-        )
+        (out.shape.clone(), broadcast_strides(&a.shape, &out.shape), broadcast_strides(&b.shape, &out.shape))
     };
     if shape.len() > MAX_RANK {
-        return Err(Error::unimplemented(format!(
-            "broadcasting beyond rank {MAX_RANK} is not supported"
-        )));
+        return Err(Error::unimplemented(format!("broadcasting beyond rank {MAX_RANK} is not supported")));
     }
     let device = stream.device();
     let memory = &device.memory;
@@ -112,11 +91,7 @@ pub fn launch(
     let pipeline = device.pipelines.get(
         device,
         &SHADER,
-        &PipelineSpec {
-            entry: "main",
-            aliases: &[("T", dtype.wgsl())],
-            constants: &[("OP", op as u32 as f64)],
-        },
+        &PipelineSpec { entry: "main", aliases: &[("T", dtype.wgsl())], constants: &[("OP", op as u32 as f64)] },
     )?;
     stream.encode(|core, encoder| {
         let (a_bind, a_off) = storage_window(core, &a_mem, dtype.size())?;
@@ -138,19 +113,11 @@ pub fn launch(
             params.a_strides[i] = a_strides[i];
             params.b_strides[i] = b_strides[i];
         }
-        dispatch(
-            core,
-            encoder,
-            "binary",
-            &pipeline,
-            &[a_bind, b_bind, out_bind],
-            bytemuck::bytes_of(&params),
-            n as u64,
-        )
+        dispatch(core, encoder, "binary", &pipeline, &[a_bind, b_bind, out_bind], bytemuck::bytes_of(&params), n as u64)
     })
 }
 
-fn compute(ctx: &mut dyn KernelContext, def: &KernelDef, op: BinaryOp) -> Result<()> {
+fn compute(ctx: &mut dyn KernelContext, def: &KernelInstance, op: BinaryOp) -> Result<()> {
     let dtype = def.dtype("T")?;
     let a = ctx.input(0)?;
     let b = ctx.input(1)?;
@@ -162,11 +129,11 @@ fn compute(ctx: &mut dyn KernelContext, def: &KernelDef, op: BinaryOp) -> Result
     launch(ctx.stream()?, op, &a, &b, &out)
 }
 
-pub fn add(ctx: &mut dyn KernelContext, def: &KernelDef) -> Result<()> {
+pub fn add(ctx: &mut dyn KernelContext, def: &KernelInstance) -> Result<()> {
     compute(ctx, def, BinaryOp::Add)
 }
 
-pub fn mul(ctx: &mut dyn KernelContext, def: &KernelDef) -> Result<()> {
+pub fn mul(ctx: &mut dyn KernelContext, def: &KernelInstance) -> Result<()> {
     compute(ctx, def, BinaryOp::Mul)
 }
 
@@ -176,16 +143,10 @@ mod tests {
 
     #[test]
     fn broadcasting_follows_numpy() {
-        assert_eq!(
-            broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap(),
-            vec![2, 4, 3]
-        );
+        assert_eq!(broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap(), vec![2, 4, 3]);
         assert_eq!(broadcast_shapes(&[], &[5]).unwrap(), vec![5]);
         assert_eq!(broadcast_shapes(&[0, 3], &[1, 3]).unwrap(), vec![0, 3]);
-        assert_eq!(
-            broadcast_shapes(&[2, 3], &[3, 2]).unwrap_err().code,
-            crate::error::Code::InvalidArgument
-        );
+        assert_eq!(broadcast_shapes(&[2, 3], &[3, 2]).unwrap_err().code, crate::error::Code::InvalidArgument);
         assert_eq!(broadcast_strides(&[4, 1], &[2, 4, 3]), vec![0, 1, 0]);
     }
 }

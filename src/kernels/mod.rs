@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod cast;
 pub mod registration;
+pub mod slice;
 
 use crate::error::{Error, Result};
 use crate::runtime::Stream;
@@ -12,45 +13,105 @@ use crate::runtime::Stream;
 /// Element types the kernels know, with TF's `TF_DataType` codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
+    F16,
+    BF16,
     F32,
+    F64,
+    I8,
+    U8,
+    I16,
+    U16,
     I32,
     U32,
+    I64,
+    U64,
+    Bool,
+    C64,
+    C128,
 }
 
 impl DType {
+    pub const ALL: [DType; 15] = [
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+        DType::I8,
+        DType::U8,
+        DType::I16,
+        DType::U16,
+        DType::I32,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+        DType::Bool,
+        DType::C64,
+        DType::C128,
+    ];
+
     pub const fn tf_code(self) -> i32 {
         match self {
             DType::F32 => 1,
+            DType::F64 => 2,
             DType::I32 => 3,
+            DType::U8 => 4,
+            DType::I16 => 5,
+            DType::I8 => 6,
+            DType::C64 => 8,
+            DType::I64 => 9,
+            DType::Bool => 10,
+            DType::BF16 => 14,
+            DType::U16 => 17,
+            DType::C128 => 18,
+            DType::F16 => 19,
             DType::U32 => 22,
+            DType::U64 => 23,
         }
     }
 
     pub fn from_tf_code(code: i32) -> Option<DType> {
-        [DType::F32, DType::I32, DType::U32]
-            .into_iter()
-            .find(|d| d.tf_code() == code)
+        DType::ALL.into_iter().find(|d| d.tf_code() == code)
     }
 
-    /// The WGSL scalar type used for this dtype.
+    /// The WGSL scalar type for arithmetic on this dtype, where WGSL has one.
     pub const fn wgsl(self) -> &'static str {
         match self {
             DType::F32 => "f32",
+            DType::F16 => "f16",
             DType::I32 => "i32",
             DType::U32 => "u32",
+            _ => "unsupported",
         }
     }
 
     pub const fn size(self) -> u64 {
-        4
+        match self {
+            DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::U64 | DType::C64 => 8,
+            DType::C128 => 16,
+        }
     }
 
     /// TF's name for the dtype, as `tf.as_dtype(...).name` prints it.
     pub const fn tf_name(self) -> &'static str {
         match self {
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
             DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::I8 => "int8",
+            DType::U8 => "uint8",
+            DType::I16 => "int16",
+            DType::U16 => "uint16",
             DType::I32 => "int32",
             DType::U32 => "uint32",
+            DType::I64 => "int64",
+            DType::U64 => "uint64",
+            DType::Bool => "bool",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
         }
     }
 }
@@ -86,18 +147,62 @@ pub trait KernelContext {
         dtype: DType,
         shape: &[i64],
     ) -> Result<TensorRef>;
+    fn num_outputs(&self) -> usize;
+    /// The values of an int32/int64 input that TF keeps in host memory (shapes, axes, indices).
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)>;
     fn stream(&mut self) -> Result<&Stream>;
 }
 
-pub type ComputeFn = fn(&mut dyn KernelContext, &KernelDef) -> Result<()>;
+/// The kind of a node attribute a kernel reads at construction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttrKind {
+    Int,
+}
+
+/// Attribute values read once, when TF constructs the kernel for a node.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Attrs {
+    ints: Vec<(&'static str, i64)>,
+}
+
+impl Attrs {
+    pub fn set_int(&mut self, name: &'static str, value: i64) {
+        self.ints.push((name, value));
+    }
+
+    pub fn int(&self, name: &str) -> Result<i64> {
+        self.ints
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| Error::internal(format!("attribute {name} was not read at construction")))
+    }
+}
+
+/// A kernel for one node: its table row and the node's attributes.
+pub struct KernelInstance {
+    pub def: &'static KernelDef,
+    pub attrs: Attrs,
+}
+
+impl KernelInstance {
+    pub fn dtype(&self, attr: &str) -> Result<DType> {
+        self.def.dtype(attr)
+    }
+}
+
+pub type ComputeFn = fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>;
 
 /// One row of the registration table: an op on the WGPU device for one set of type attributes.
+#[derive(Clone)]
 pub struct KernelDef {
     pub op: &'static str,
     /// Type-attribute constraints, e.g. `[("T", DType::F32)]`.
     pub constraints: &'static [(&'static str, DType)],
     /// Arguments TF keeps in host memory (shapes, axes).
     pub host_memory: &'static [&'static str],
+    /// Node attributes read at construction.
+    pub attrs: &'static [(&'static str, AttrKind)],
     pub compute: ComputeFn,
 }
 
@@ -108,55 +213,72 @@ impl KernelDef {
             .iter()
             .find(|(name, _)| *name == attr)
             .map(|(_, d)| *d)
-            .ok_or_else(|| {
-                Error::internal(format!(
-                    "{}: no type attribute {attr} in the kernel table",
-                    self.op
-                ))
-            })
+            .ok_or_else(|| Error::internal(format!("{}: no type attribute {attr} in the kernel table", self.op)))
     }
 }
 
 const F32: &[(&str, DType)] = &[("T", DType::F32)];
 
-/// Every kernel this plugin registers.
-pub static KERNELS: &[KernelDef] = &[
-    KernelDef {
-        op: "AddV2",
-        constraints: F32,
-        host_memory: &[],
-        compute: binary::add,
-    },
-    KernelDef {
-        op: "Mul",
-        constraints: F32,
-        host_memory: &[],
-        compute: binary::mul,
-    },
+/// One `KernelDef` per dtype for a data-movement op (any dtype: it only moves bytes). int32 is left
+/// out, as in TF-GPU: TF core's DEVICE_DEFAULT kernels keep int32 tensors of these ops in host memory.
+macro_rules! every_dtype {
+    ($op:expr, $host:expr, $attrs:expr, $compute:expr) => {
+        every_dtype!(@rows $op, $host, $attrs, $compute;
+            F16 BF16 F32 F64 I8 U8 I16 U16 U32 I64 U64 Bool C64 C128)
+    };
+    (@rows $op:expr, $host:expr, $attrs:expr, $compute:expr; $($d:ident)*) => {
+        [$(KernelDef { op: $op, constraints: &[("T", DType::$d)], host_memory: $host, attrs: $attrs, compute: $compute }),*]
+    };
+}
+
+const STRIDED_SLICE_ATTRS: &[(&str, AttrKind)] = &[
+    ("begin_mask", AttrKind::Int),
+    ("end_mask", AttrKind::Int),
+    ("ellipsis_mask", AttrKind::Int),
+    ("new_axis_mask", AttrKind::Int),
+    ("shrink_axis_mask", AttrKind::Int),
+];
+const SPLIT_ATTRS: &[(&str, AttrKind)] = &[("num_split", AttrKind::Int)];
+
+const DATA_MOVEMENT: [[KernelDef; 14]; 4] = [
+    every_dtype!("StridedSlice", &["begin", "end", "strides"], STRIDED_SLICE_ATTRS, slice::strided_slice),
+    every_dtype!("Slice", &["begin", "size"], &[], slice::slice),
+    every_dtype!("Split", &["split_dim"], SPLIT_ATTRS, slice::split),
+    every_dtype!("SplitV", &["size_splits", "split_dim"], SPLIT_ATTRS, slice::split_v),
+];
+
+const MATH: [KernelDef; 4] = [
+    KernelDef { op: "AddV2", constraints: F32, host_memory: &[], attrs: &[], compute: binary::add },
+    KernelDef { op: "Mul", constraints: F32, host_memory: &[], attrs: &[], compute: binary::mul },
     KernelDef {
         op: "Cast",
         constraints: &[("SrcT", DType::F32), ("DstT", DType::I32)],
         host_memory: &[],
+        attrs: &[],
         compute: cast::cast,
     },
     KernelDef {
         op: "Cast",
         constraints: &[("SrcT", DType::I32), ("DstT", DType::F32)],
         host_memory: &[],
+        attrs: &[],
         compute: cast::cast,
     },
 ];
+
+/// Every kernel this plugin registers, in a fixed order (TF's create callbacks index into it).
+pub static KERNELS: std::sync::LazyLock<Vec<KernelDef>> = std::sync::LazyLock::new(|| {
+    let mut table = Vec::from(MATH);
+    DATA_MOVEMENT.into_iter().for_each(|rows| table.extend(rows));
+    table
+});
 
 /// The registered (op × dtype) matrix, one line per kernel, as the README shows it.
 pub fn op_table() -> String {
     let mut rows: Vec<String> = KERNELS
         .iter()
         .map(|k| {
-            let types: Vec<String> = k
-                .constraints
-                .iter()
-                .map(|(a, d)| format!("{a}={}", d.tf_name()))
-                .collect();
+            let types: Vec<String> = k.constraints.iter().map(|(a, d)| format!("{a}={}", d.tf_name())).collect();
             format!("{:<12} {}", k.op, types.join(", "))
         })
         .collect();
@@ -166,9 +288,6 @@ pub fn op_table() -> String {
 
 /// Element count as the u32 the shaders index with.
 pub(crate) fn shader_len(n: u64, op: &str) -> Result<u32> {
-    u32::try_from(n).map_err(|_| {
-        Error::unimplemented(format!(
-            "{op}: tensors of {n} elements are too large for one kernel"
-        ))
-    })
+    u32::try_from(n)
+        .map_err(|_| Error::unimplemented(format!("{op}: tensors of {n} elements are too large for one kernel")))
 }

@@ -5,21 +5,60 @@ use std::ffi::{c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::{from_panic, Error, Result};
-use crate::ffi::tf::{
-    api, set_status, OwnedStatus, TF_OpKernelConstruction, TF_OpKernelContext, TF_Tensor, TfApi,
-};
+use crate::ffi::tf::{api, set_status, OwnedStatus, TF_OpKernelConstruction, TF_OpKernelContext, TF_Tensor, TfApi};
 use crate::runtime::Stream;
 
-use super::{DType, KernelContext, KernelDef, TensorRef, KERNELS};
+use super::{AttrKind, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, KERNELS};
+
+macro_rules! tf_fn {
+    ($api:expr, $name:ident) => {
+        $api.$name.ok_or_else(|| Error::unimplemented(concat!("this TensorFlow lacks ", stringify!($name))))?
+    };
+}
 
 type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void;
 
 /// TF's `create_func` carries no user data, so each table row gets its own create function: the
-/// `I`-th one returns a pointer to `KERNELS[I]`, which TF then hands to `compute` as kernel state.
-unsafe extern "C" fn create_kernel<const I: usize>(
-    _ctx: *mut TF_OpKernelConstruction,
-) -> *mut c_void {
-    &KERNELS[I] as *const KernelDef as *mut c_void
+/// `I`-th one builds a `KernelInstance` for `KERNELS[I]` with the node's attributes, which TF then
+/// hands to `compute` as kernel state and to `delete_kernel` at the end.
+unsafe extern "C" fn create_kernel<const I: usize>(ctx: *mut TF_OpKernelConstruction) -> *mut c_void {
+    let outcome = catch_unwind(|| {
+        let def = KERNELS.get(I).ok_or_else(|| Error::internal("kernel index out of range"))?;
+        let attrs = read_attrs(ctx, def)?;
+        Ok(Box::into_raw(Box::new(KernelInstance { def, attrs })) as *mut c_void)
+    })
+    .unwrap_or_else(|p| Err(from_panic(p)));
+    match outcome {
+        Ok(state) => state,
+        Err(e) => {
+            if let Some(fail) = api().TF_OpKernelConstruction_Failure {
+                let status = OwnedStatus::new();
+                set_status(status.as_ptr(), &Err(e));
+                // SAFETY: `ctx` is the construction context TF passed to this call.
+                unsafe { fail(ctx, status.as_ptr()) };
+            }
+            std::ptr::null_mut()
+        }
+    }
+}
+
+fn read_attrs(ctx: *mut TF_OpKernelConstruction, def: &KernelDef) -> Result<Attrs> {
+    let mut attrs = Attrs::default();
+    for (name, kind) in def.attrs {
+        let c_name = CString::new(*name).map_err(|e| Error::internal(e.to_string()))?;
+        let status = OwnedStatus::new();
+        match kind {
+            AttrKind::Int => {
+                let get = tf_fn!(api(), TF_OpKernelConstruction_GetAttrInt64);
+                let mut value = 0i64;
+                // SAFETY: `ctx` is live during construction; TF writes one int64.
+                unsafe { get(ctx, c_name.as_ptr(), &mut value, status.as_ptr()) };
+                status.result()?;
+                attrs.set_int(name, value);
+            }
+        }
+    }
+    Ok(attrs)
 }
 
 macro_rules! row {
@@ -113,23 +152,21 @@ static CREATE_FNS: [[CreateFn; 16]; 64] = [
     row!(63),
 ];
 
-unsafe extern "C" fn delete_kernel(_state: *mut c_void) {
-    // The state is a `&'static KernelDef`: nothing to free.
+unsafe extern "C" fn delete_kernel(state: *mut c_void) {
+    if !state.is_null() {
+        // SAFETY: the state is the `Box<KernelInstance>` made by `create_kernel`, freed once.
+        drop(unsafe { Box::from_raw(state as *mut KernelInstance) });
+    }
 }
 
 unsafe extern "C" fn compute_kernel(state: *mut c_void, ctx: *mut TF_OpKernelContext) {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `state` is what `create_kernel` returned: a pointer into the static table.
-        let def = unsafe { (state as *const KernelDef).as_ref() }
-            .ok_or_else(|| Error::internal("null kernel state"))?;
-        let mut context = TfKernelContext {
-            ctx,
-            api: api(),
-            tensors: Vec::new(),
-            stream: None,
-        };
-        let result = (def.compute)(&mut context, def);
-        result.map_err(|e| Error::new(e.code, format!("{} on WGPU: {}", def.op, e.message)))
+        // SAFETY: `state` is the `KernelInstance` that `create_kernel` returned.
+        let kernel =
+            unsafe { (state as *const KernelInstance).as_ref() }.ok_or_else(|| Error::internal("null kernel state"))?;
+        let mut context = TfKernelContext { ctx, api: api(), tensors: Vec::new(), stream: None };
+        let result = (kernel.def.compute)(&mut context, kernel);
+        result.map_err(|e| Error::new(e.code, format!("{} on WGPU: {}", kernel.def.op, e.message)))
     }))
     .unwrap_or_else(|p| Err(from_panic(p)));
     if let Err(e) = outcome {
@@ -162,14 +199,6 @@ impl Drop for TfKernelContext<'_> {
     }
 }
 
-macro_rules! tf_fn {
-    ($api:expr, $name:ident) => {
-        $api.$name.ok_or_else(|| {
-            Error::unimplemented(concat!("this TensorFlow lacks ", stringify!($name)))
-        })?
-    };
-}
-
 impl TfKernelContext<'_> {
     fn describe(&mut self, tensor: *mut TF_Tensor) -> Result<TensorRef> {
         if tensor.is_null() {
@@ -185,15 +214,10 @@ impl TfKernelContext<'_> {
         // SAFETY: `tensor` is a live TF_Tensor; dims are read within 0..num_dims.
         unsafe {
             let code = dtype_of(tensor);
-            let dtype = DType::from_tf_code(code).ok_or_else(|| {
-                Error::unimplemented(format!("tensor dtype code {code} is not supported on WGPU"))
-            })?;
+            let dtype = DType::from_tf_code(code)
+                .ok_or_else(|| Error::unimplemented(format!("tensor dtype code {code} is not supported on WGPU")))?;
             let shape = (0..num_dims(tensor)).map(|i| dim(tensor, i)).collect();
-            Ok(TensorRef {
-                address: data(tensor) as u64,
-                dtype,
-                shape,
-            })
+            Ok(TensorRef { address: data(tensor) as u64, dtype, shape })
         }
     }
 }
@@ -201,9 +225,38 @@ impl TfKernelContext<'_> {
 impl KernelContext for TfKernelContext<'_> {
     fn num_inputs(&self) -> usize {
         // SAFETY: `ctx` is live for this compute call.
-        self.api
-            .TF_NumInputs
-            .map_or(0, |f| unsafe { f(self.ctx) } as usize)
+        self.api.TF_NumInputs.map_or(0, |f| unsafe { f(self.ctx) } as usize)
+    }
+
+    fn num_outputs(&self) -> usize {
+        // SAFETY: `ctx` is live for this compute call.
+        self.api.TF_NumOutputs.map_or(0, |f| unsafe { f(self.ctx) } as usize)
+    }
+
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+        let get = tf_fn!(self.api, TF_GetInput);
+        let status = OwnedStatus::new();
+        let mut tensor = std::ptr::null_mut();
+        // SAFETY: `ctx` is live; TF writes a new tensor handle or an error.
+        unsafe { get(self.ctx, index as c_int, &mut tensor, status.as_ptr()) };
+        status.result()?;
+        let described = self.describe(tensor)?;
+        let count = described.num_elements() as usize;
+        let data = tf_fn!(self.api, TF_TensorData);
+        // SAFETY: the kernel declared this argument HostMemory, so TF_TensorData is a host pointer to
+        // `count` elements of the tensor's dtype (checked to be int32 or int64 below).
+        let values = unsafe {
+            let ptr = data(tensor);
+            match described.dtype {
+                _ if count == 0 => Vec::new(),
+                DType::I32 => std::slice::from_raw_parts(ptr as *const i32, count).iter().map(|&v| v as i64).collect(),
+                DType::I64 => std::slice::from_raw_parts(ptr as *const i64, count).to_vec(),
+                other => {
+                    return Err(Error::invalid_argument(format!("expected an int32 or int64 input, got {other:?}")))
+                }
+            }
+        };
+        Ok((values, described.shape))
     }
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
@@ -263,10 +316,7 @@ impl KernelContext for TfKernelContext<'_> {
         status.result()?;
         let out = self.describe(tensor)?;
         if out.dtype != dtype {
-            return Err(Error::internal(format!(
-                "forwarded output has dtype {:?}, expected {dtype:?}",
-                out.dtype
-            )));
+            return Err(Error::internal(format!("forwarded output has dtype {:?}, expected {dtype:?}", out.dtype)));
         }
         Ok(out)
     }
@@ -279,8 +329,7 @@ impl KernelContext for TfKernelContext<'_> {
             // alive for at least the duration of this compute call.
             let stream = unsafe { (get(self.ctx, status.as_ptr()) as *const Stream).as_ref() };
             status.result()?;
-            self.stream =
-                Some(stream.ok_or_else(|| Error::internal("TF_GetStream returned null"))?);
+            self.stream = Some(stream.ok_or_else(|| Error::internal("TF_GetStream returned null"))?);
         }
         self.stream.ok_or_else(|| Error::internal("no stream"))
     }
@@ -303,13 +352,8 @@ fn register(api: &TfApi, index: usize, def: &KernelDef) -> Result<()> {
     // SAFETY: TF's kernel-builder API, called with NUL-terminated strings that outlive each call and
     // callbacks of the declared signatures. The builder is consumed by TF_RegisterKernelBuilder.
     unsafe {
-        let builder = new_builder(
-            op.as_ptr(),
-            c"GPU".as_ptr(),
-            Some(create),
-            Some(compute_kernel),
-            Some(delete_kernel),
-        );
+        let builder =
+            new_builder(op.as_ptr(), c"GPU".as_ptr(), Some(create), Some(compute_kernel), Some(delete_kernel));
         for (attr, dtype) in def.constraints {
             let attr = CString::new(*attr).map_err(|e| Error::internal(e.to_string()))?;
             constrain(builder, attr.as_ptr(), dtype.tf_code(), status.as_ptr());
@@ -324,13 +368,8 @@ fn register(api: &TfApi, index: usize, def: &KernelDef) -> Result<()> {
             let arg = CString::new(*arg).map_err(|e| Error::internal(e.to_string()))?;
             host_memory(builder, arg.as_ptr());
         }
-        let types: String = def
-            .constraints
-            .iter()
-            .map(|(_, d)| format!("_{}", d.tf_name()))
-            .collect();
-        let name = CString::new(format!("{}{types}_WGPU", def.op))
-            .map_err(|e| Error::internal(e.to_string()))?;
+        let types: String = def.constraints.iter().map(|(_, d)| format!("_{}", d.tf_name())).collect();
+        let name = CString::new(format!("{}{types}_WGPU", def.op)).map_err(|e| Error::internal(e.to_string()))?;
         register(name.as_ptr(), builder, status.as_ptr());
     }
     status.result()
@@ -343,26 +382,17 @@ pub extern "C" fn TF_InitKernel() {
         let api = api();
         let missing = api.missing_kernel_symbols();
         if !missing.is_empty() {
-            log::error!(
-                "tensorflow-wgpu: kernel API functions missing, no kernels registered: {missing:?}"
-            );
+            log::error!("tensorflow-wgpu: kernel API functions missing, no kernels registered: {missing:?}");
             return;
         }
         let mut registered = 0;
         for (index, def) in KERNELS.iter().enumerate() {
             match register(api, index, def) {
                 Ok(()) => registered += 1,
-                Err(e) => log::error!(
-                    "tensorflow-wgpu: cannot register {} {:?}: {e}",
-                    def.op,
-                    def.constraints
-                ),
+                Err(e) => log::error!("tensorflow-wgpu: cannot register {} {:?}: {e}", def.op, def.constraints),
             }
         }
-        log::info!(
-            "tensorflow-wgpu: registered {registered} of {} kernels",
-            KERNELS.len()
-        );
+        log::info!("tensorflow-wgpu: registered {registered} of {} kernels", KERNELS.len());
     });
     if let Err(p) = outcome {
         log::error!("tensorflow-wgpu: TF_InitKernel: {}", from_panic(p));

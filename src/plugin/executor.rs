@@ -57,8 +57,8 @@ pub fn fill(se: &mut SP_StreamExecutor) {
 fn device<'a>(device: *const SP_Device) -> Result<&'a Arc<Device>> {
     // SAFETY: TF passes the SP_Device we filled in `create_device`; its handle is a DeviceHandle.
     let sp = unsafe { device.as_ref() }.ok_or_else(|| null_arg("SP_Device"))?;
-    let handle = unsafe { (sp.device_handle as *const DeviceHandle).as_ref() }
-        .ok_or_else(|| null_arg("device_handle"))?;
+    let handle =
+        unsafe { (sp.device_handle as *const DeviceHandle).as_ref() }.ok_or_else(|| null_arg("device_handle"))?;
     Ok(&handle.device)
 }
 
@@ -109,12 +109,7 @@ impl HostDst {
 
 // --- memory ----------------------------------------------------------------------------------------
 
-unsafe extern "C" fn allocate(
-    dev: *const SP_Device,
-    size: u64,
-    memory_space: i64,
-    mem: *mut SP_DeviceMemoryBase,
-) {
+unsafe extern "C" fn allocate(dev: *const SP_Device, size: u64, memory_space: i64, mem: *mut SP_DeviceMemoryBase) {
     or_log("allocate", (), || {
         // SAFETY: TF passes the SP_DeviceMemoryBase to fill (null checked).
         let out = unsafe { mem.as_mut() }.ok_or_else(|| null_arg("SP_DeviceMemoryBase"))?;
@@ -124,9 +119,7 @@ unsafe extern "C" fn allocate(
         out.size = 0;
         out.payload = 0;
         if memory_space != 0 {
-            return Err(Error::unimplemented(format!(
-                "memory space {memory_space} is not supported"
-            )));
+            return Err(Error::unimplemented(format!("memory space {memory_space} is not supported")));
         }
         let device = device(dev)?;
         match device.memory.allocate(device, size) {
@@ -178,17 +171,12 @@ unsafe extern "C" fn unified_memory_allocate(_dev: *const SP_Device, _bytes: u64
 
 unsafe extern "C" fn unified_memory_deallocate(_dev: *const SP_Device, _location: *mut c_void) {}
 
-unsafe extern "C" fn get_allocator_stats(
-    dev: *const SP_Device,
-    stats: *mut SP_AllocatorStats,
-) -> TF_Bool {
+unsafe extern "C" fn get_allocator_stats(dev: *const SP_Device, stats: *mut SP_AllocatorStats) -> TF_Bool {
     or_log("get_allocator_stats", 0, || {
         // SAFETY: TF passes the stats struct to fill (null checked).
         let out = unsafe { stats.as_mut() }.ok_or_else(|| null_arg("SP_AllocatorStats"))?;
         if out.struct_size != 0 && out.struct_size < SP_ALLOCATORSTATS_STRUCT_SIZE {
-            return Err(Error::failed_precondition(
-                "SP_AllocatorStats is older than this plugin",
-            ));
+            return Err(Error::failed_precondition("SP_AllocatorStats is older than this plugin"));
         }
         let device = device(dev)?;
         let s = device.memory.stats();
@@ -210,11 +198,7 @@ unsafe extern "C" fn get_allocator_stats(
     })
 }
 
-unsafe extern "C" fn device_memory_usage(
-    dev: *const SP_Device,
-    free: *mut i64,
-    total: *mut i64,
-) -> TF_Bool {
+unsafe extern "C" fn device_memory_usage(dev: *const SP_Device, free: *mut i64, total: *mut i64) -> TF_Bool {
     or_log("device_memory_usage", 0, || {
         let device = device(dev)?;
         let s = device.memory.stats();
@@ -229,11 +213,7 @@ unsafe extern "C" fn device_memory_usage(
 
 // --- streams -------------------------------------------------------------------------------------
 
-unsafe extern "C" fn create_stream(
-    dev: *const SP_Device,
-    out: *mut SP_Stream,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn create_stream(dev: *const SP_Device, out: *mut SP_Stream, status: *mut TF_Status) {
     with_status(status, || {
         // SAFETY: TF passes where to store the handle (null checked).
         let out = unsafe { out.as_mut() }.ok_or_else(|| null_arg("SP_Stream*"))?;
@@ -264,21 +244,13 @@ unsafe extern "C" fn create_stream_dependency(
     })
 }
 
-unsafe extern "C" fn get_stream_status(
-    _dev: *const SP_Device,
-    handle: SP_Stream,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn get_stream_status(_dev: *const SP_Device, handle: SP_Stream, status: *mut TF_Status) {
     with_status(status, || stream(handle)?.status())
 }
 
 // --- events --------------------------------------------------------------------------------------
 
-unsafe extern "C" fn create_event(
-    _dev: *const SP_Device,
-    out: *mut SP_Event,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn create_event(_dev: *const SP_Device, out: *mut SP_Event, status: *mut TF_Status) {
     with_status(status, || {
         // SAFETY: TF passes where to store the handle (null checked).
         let out = unsafe { out.as_mut() }.ok_or_else(|| null_arg("SP_Event*"))?;
@@ -304,43 +276,25 @@ unsafe extern "C" fn get_event_status(_dev: *const SP_Device, handle: SP_Event) 
     })
 }
 
-unsafe extern "C" fn record_event(
-    _dev: *const SP_Device,
-    s: SP_Stream,
-    e: SP_Event,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn record_event(_dev: *const SP_Device, s: SP_Stream, e: SP_Event, status: *mut TF_Status) {
     with_status(status, || {
         stream(s)?.record_event(event(e)?);
         Ok(())
     })
 }
 
-unsafe extern "C" fn wait_for_event(
-    _dev: *const SP_Device,
-    s: SP_Stream,
-    e: SP_Event,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn wait_for_event(_dev: *const SP_Device, s: SP_Stream, e: SP_Event, status: *mut TF_Status) {
     with_status(status, || {
         stream(s)?.wait_for_event(event(e)?);
         Ok(())
     })
 }
 
-unsafe extern "C" fn block_host_for_event(
-    _dev: *const SP_Device,
-    e: SP_Event,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn block_host_for_event(_dev: *const SP_Device, e: SP_Event, status: *mut TF_Status) {
     with_status(status, || event(e)?.wait())
 }
 
-unsafe extern "C" fn block_host_until_done(
-    _dev: *const SP_Device,
-    s: SP_Stream,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn block_host_until_done(_dev: *const SP_Device, s: SP_Stream, status: *mut TF_Status) {
     with_status(status, || stream(s)?.block_until_done())
 }
 
@@ -350,11 +304,7 @@ unsafe extern "C" fn synchronize_all_activity(dev: *const SP_Device, status: *mu
 
 // --- timers --------------------------------------------------------------------------------------
 
-unsafe extern "C" fn create_timer(
-    dev: *const SP_Device,
-    out: *mut SP_Timer,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn create_timer(dev: *const SP_Device, out: *mut SP_Timer, status: *mut TF_Status) {
     with_status(status, || {
         // SAFETY: TF passes where to store the handle (null checked).
         let out = unsafe { out.as_mut() }.ok_or_else(|| null_arg("SP_Timer*"))?;
@@ -370,21 +320,11 @@ unsafe extern "C" fn destroy_timer(_dev: *const SP_Device, handle: SP_Timer) {
     }
 }
 
-unsafe extern "C" fn start_timer(
-    _dev: *const SP_Device,
-    s: SP_Stream,
-    t: SP_Timer,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn start_timer(_dev: *const SP_Device, s: SP_Stream, t: SP_Timer, status: *mut TF_Status) {
     with_status(status, || timer(t)?.start(stream(s)?))
 }
 
-unsafe extern "C" fn stop_timer(
-    _dev: *const SP_Device,
-    s: SP_Stream,
-    t: SP_Timer,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn stop_timer(_dev: *const SP_Device, s: SP_Stream, t: SP_Timer, status: *mut TF_Status) {
     with_status(status, || timer(t)?.stop(stream(s)?))
 }
 
@@ -407,11 +347,7 @@ unsafe extern "C" fn memcpy_dtoh(
             return Err(null_arg("host destination"));
         }
         let dst = HostDst(host_dst as usize);
-        stream(s)?.memcpy_dtoh(
-            address(device_src)?,
-            size,
-            Box::new(move |bytes| dst.write(bytes)),
-        )
+        stream(s)?.memcpy_dtoh(address(device_src)?, size, Box::new(move |bytes| dst.write(bytes)))
     })
 }
 
@@ -423,9 +359,7 @@ unsafe extern "C" fn memcpy_htod(
     size: u64,
     status: *mut TF_Status,
 ) {
-    with_status(status, || {
-        stream(s)?.memcpy_htod(address(device_dst)?, host_slice(host_src, size)?)
-    })
+    with_status(status, || stream(s)?.memcpy_htod(address(device_dst)?, host_slice(host_src, size)?))
 }
 
 unsafe extern "C" fn memcpy_dtod(
@@ -436,9 +370,7 @@ unsafe extern "C" fn memcpy_dtod(
     size: u64,
     status: *mut TF_Status,
 ) {
-    with_status(status, || {
-        stream(s)?.memcpy_dtod(address(device_dst)?, address(device_src)?, size)
-    })
+    with_status(status, || stream(s)?.memcpy_dtod(address(device_dst)?, address(device_src)?, size))
 }
 
 /// Runs `op` on a private stream of `dev` and waits for it.
@@ -461,9 +393,7 @@ unsafe extern "C" fn sync_memcpy_dtoh(
         }
         let dst = HostDst(host_dst as usize);
         let src = address(device_src)?;
-        synchronously(dev, |s| {
-            s.memcpy_dtoh(src, size, Box::new(move |bytes| dst.write(bytes)))
-        })
+        synchronously(dev, |s| s.memcpy_dtoh(src, size, Box::new(move |bytes| dst.write(bytes))))
     })
 }
 
@@ -512,9 +442,7 @@ unsafe extern "C" fn memset(
     size: u64,
     status: *mut TF_Status,
 ) {
-    with_status(status, || {
-        stream(s)?.fill(address(location)?, size, u32::from(pattern) * 0x0101_0101)
-    })
+    with_status(status, || stream(s)?.fill(address(location)?, size, u32::from(pattern) * 0x0101_0101))
 }
 
 unsafe extern "C" fn memset32(
@@ -525,9 +453,7 @@ unsafe extern "C" fn memset32(
     size: u64,
     status: *mut TF_Status,
 ) {
-    with_status(status, || {
-        stream(s)?.fill(address(location)?, size, pattern)
-    })
+    with_status(status, || stream(s)?.fill(address(location)?, size, pattern))
 }
 
 /// A C callback and its argument, run on the poller thread.
@@ -553,10 +479,7 @@ unsafe extern "C" fn host_callback(
 ) -> TF_Bool {
     or_log("host_callback", 0, || {
         let callback = callback_fn.ok_or_else(|| null_arg("host callback"))?;
-        let job = CCallback {
-            callback,
-            arg: callback_arg as usize,
-        };
+        let job = CCallback { callback, arg: callback_arg as usize };
         stream(s)?.host_callback(Box::new(move || job.run()));
         Ok(1)
     })

@@ -36,17 +36,11 @@ fn check_struct_size(what: &str, given: usize, ours: usize) -> Result<()> {
 /// `params` must point to TF's registration struct whose `platform`/`platform_fns` point to
 /// writable structs, and `status` to a live `TF_Status`.
 #[no_mangle]
-pub unsafe extern "C" fn SE_InitPlugin(
-    params: *mut SE_PlatformRegistrationParams,
-    status: *mut TF_Status,
-) {
-    let _ =
-        env_logger::Builder::from_env(env_logger::Env::default().filter_or("TF_WGPU_LOG", "warn"))
-            .try_init();
+pub unsafe extern "C" fn SE_InitPlugin(params: *mut SE_PlatformRegistrationParams, status: *mut TF_Status) {
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().filter_or("TF_WGPU_LOG", "warn")).try_init();
     with_status(status, || {
         // SAFETY: TF hands us a valid registration struct (null checked).
-        let params =
-            unsafe { params.as_mut() }.ok_or_else(|| null_arg("SE_PlatformRegistrationParams"))?;
+        let params = unsafe { params.as_mut() }.ok_or_else(|| null_arg("SE_PlatformRegistrationParams"))?;
         check_struct_size(
             "SE_PlatformRegistrationParams",
             params.struct_size,
@@ -59,14 +53,10 @@ pub unsafe extern "C" fn SE_InitPlugin(
             )));
         }
         // SAFETY: TF owns these structs and passes them for us to fill (null checked).
-        let platform =
-            unsafe { params.platform.as_mut() }.ok_or_else(|| null_arg("SP_Platform"))?;
-        let fns =
-            unsafe { params.platform_fns.as_mut() }.ok_or_else(|| null_arg("SP_PlatformFns"))?;
+        let platform = unsafe { params.platform.as_mut() }.ok_or_else(|| null_arg("SP_Platform"))?;
+        let fns = unsafe { params.platform_fns.as_mut() }.ok_or_else(|| null_arg("SP_PlatformFns"))?;
         if INITIALISED.swap(true, Ordering::SeqCst) {
-            return Err(Error::failed_precondition(
-                "SE_InitPlugin was already called in this process",
-            ));
+            return Err(Error::failed_precondition("SE_InitPlugin was already called in this process"));
         }
         platform.struct_size = SP_PLATFORM_STRUCT_SIZE;
         platform.ext = std::ptr::null_mut();
@@ -103,11 +93,7 @@ unsafe extern "C" fn destroy_platform_fns(_fns: *mut SP_PlatformFns) {
     // Function pointers only: nothing to free.
 }
 
-unsafe extern "C" fn get_device_count(
-    _platform: *const SP_Platform,
-    count: *mut i32,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn get_device_count(_platform: *const SP_Platform, count: *mut i32, status: *mut TF_Status) {
     with_status(status, || {
         // SAFETY: TF passes a writable int (null checked).
         let count = unsafe { count.as_mut() }.ok_or_else(|| null_arg("device_count"))?;
@@ -138,20 +124,14 @@ unsafe extern "C" fn create_device(
     with_status(status, || {
         // SAFETY: TF passes its params struct, whose `device` it owns (null checked).
         let params = unsafe { params.as_mut() }.ok_or_else(|| null_arg("SE_CreateDeviceParams"))?;
-        check_struct_size(
-            "SE_CreateDeviceParams",
-            params.struct_size,
-            SE_CREATE_DEVICE_PARAMS_STRUCT_SIZE,
-        )?;
+        check_struct_size("SE_CreateDeviceParams", params.struct_size, SE_CREATE_DEVICE_PARAMS_STRUCT_SIZE)?;
         let out = unsafe { params.device.as_mut() }.ok_or_else(|| null_arg("SP_Device"))?;
-        let ordinal = usize::try_from(params.ordinal).map_err(|_| {
-            Error::invalid_argument(format!("negative device ordinal {}", params.ordinal))
-        })?;
+        let ordinal = usize::try_from(params.ordinal)
+            .map_err(|_| Error::invalid_argument(format!("negative device ordinal {}", params.ordinal)))?;
         let device = instance::device(ordinal)?;
         let info = &device.info;
         let handle = Box::new(DeviceHandle {
-            _hardware_name: CString::new(format!("{} ({:?})", info.name, info.backend))
-                .unwrap_or_default(),
+            _hardware_name: CString::new(format!("{} ({:?})", info.name, info.backend)).unwrap_or_default(),
             _vendor: CString::new(vendor_name(info)).unwrap_or_default(),
             _pci_bus_id: CString::new(info.device_pci_bus_id.clone()).unwrap_or_default(),
             device,
@@ -161,11 +141,7 @@ unsafe extern "C" fn create_device(
         out.ordinal = params.ordinal;
         out.hardware_name = handle._hardware_name.as_ptr();
         out.device_vendor = handle._vendor.as_ptr();
-        out.pci_bus_id = if handle._pci_bus_id.is_empty() {
-            std::ptr::null()
-        } else {
-            handle._pci_bus_id.as_ptr()
-        };
+        out.pci_bus_id = if handle._pci_bus_id.is_empty() { std::ptr::null() } else { handle._pci_bus_id.as_ptr() };
         out.device_handle = Box::into_raw(handle) as *mut c_void;
         Ok(())
     })
@@ -201,8 +177,7 @@ unsafe extern "C" fn create_device_fns(
 ) {
     with_status(status, || {
         // SAFETY: TF passes its params struct and the SP_DeviceFns to fill (null checked).
-        let params =
-            unsafe { params.as_mut() }.ok_or_else(|| null_arg("SE_CreateDeviceFnsParams"))?;
+        let params = unsafe { params.as_mut() }.ok_or_else(|| null_arg("SE_CreateDeviceFnsParams"))?;
         let fns = unsafe { params.device_fns.as_mut() }.ok_or_else(|| null_arg("SP_DeviceFns"))?;
         // wgpu reports neither NUMA placement, bandwidth nor FLOPS: answer "unknown" (-1).
         fns.struct_size = SP_DEVICE_FNS_STRUCT_SIZE;
@@ -223,26 +198,16 @@ unsafe extern "C" fn create_stream_executor(
 ) {
     with_status(status, || {
         // SAFETY: TF passes its params struct and the SP_StreamExecutor to fill (null checked).
-        let params =
-            unsafe { params.as_mut() }.ok_or_else(|| null_arg("SE_CreateStreamExecutorParams"))?;
-        let se = unsafe { params.stream_executor.as_mut() }
-            .ok_or_else(|| null_arg("SP_StreamExecutor"))?;
+        let params = unsafe { params.as_mut() }.ok_or_else(|| null_arg("SE_CreateStreamExecutorParams"))?;
+        let se = unsafe { params.stream_executor.as_mut() }.ok_or_else(|| null_arg("SP_StreamExecutor"))?;
         executor::fill(se);
         Ok(())
     })
 }
 
-unsafe extern "C" fn destroy_stream_executor(
-    _platform: *const SP_Platform,
-    _se: *mut SP_StreamExecutor,
-) {
-}
+unsafe extern "C" fn destroy_stream_executor(_platform: *const SP_Platform, _se: *mut SP_StreamExecutor) {}
 
-unsafe extern "C" fn create_timer_fns(
-    _platform: *const SP_Platform,
-    fns: *mut SP_TimerFns,
-    status: *mut TF_Status,
-) {
+unsafe extern "C" fn create_timer_fns(_platform: *const SP_Platform, fns: *mut SP_TimerFns, status: *mut TF_Status) {
     with_status(status, || {
         // SAFETY: TF passes the SP_TimerFns to fill (null checked).
         let fns = unsafe { fns.as_mut() }.ok_or_else(|| null_arg("SP_TimerFns"))?;

@@ -67,12 +67,7 @@ impl Device {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
-        .map_err(|e| {
-            Error::new(
-                Code::Unavailable,
-                format!("cannot open WGPU device {}: {e}", info.name),
-            )
-        })?;
+        .map_err(|e| Error::new(Code::Unavailable, format!("cannot open WGPU device {}: {e}", info.name)))?;
 
         let device_error = Arc::new(Mutex::new(None::<String>));
         {
@@ -111,10 +106,7 @@ impl Device {
             device_error,
         });
         let poller = super::poller::spawn(core.clone())?;
-        Ok(Device {
-            core,
-            poller: Some(poller),
-        })
+        Ok(Device { core, poller: Some(poller) })
     }
 
     /// Whether the poller thread is still running (tests check shutdown with it).
@@ -181,37 +173,27 @@ impl DeviceCore {
     }
 
     pub(super) fn wake_poller(&self) {
-        let mut generation = self
-            .wake_generation
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut generation = self.wake_generation.lock().unwrap_or_else(|e| e.into_inner());
         *generation += 1;
         self.wake.notify_all();
     }
 
     /// Sleeps until woken or `timeout` passes.
     pub(super) fn wait_for_wake(&self, seen_generation: u64, timeout: Duration) {
-        let generation = self
-            .wake_generation
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let generation = self.wake_generation.lock().unwrap_or_else(|e| e.into_inner());
         if *generation == seen_generation {
             let _ = self.wake.wait_timeout(generation, timeout);
         }
     }
 
     pub(super) fn wake_generation(&self) -> u64 {
-        *self
-            .wake_generation
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        *self.wake_generation.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The first error wgpu reported on this device (validation, out of memory, device lost).
     pub fn device_error(&self) -> Option<Error> {
         let slot = self.device_error.lock().unwrap_or_else(|e| e.into_inner());
-        slot.as_ref()
-            .map(|m| Error::internal(format!("WGPU device error: {m}")))
+        slot.as_ref().map(|m| Error::internal(format!("WGPU device error: {m}")))
     }
 
     /// Runs `f` inside wgpu error scopes and returns the first out-of-memory or validation error.

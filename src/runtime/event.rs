@@ -35,13 +35,7 @@ impl Default for Event {
 impl Event {
     /// A new event counts as complete until it is recorded, like a CUDA event.
     pub fn new() -> Self {
-        Self {
-            state: Mutex::new(EventState {
-                status: EventStatus::Complete,
-                generation: 0,
-            }),
-            changed: Condvar::new(),
-        }
+        Self { state: Mutex::new(EventState { status: EventStatus::Complete, generation: 0 }), changed: Condvar::new() }
     }
 
     pub fn status(&self) -> EventStatus {
@@ -69,23 +63,15 @@ impl Event {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut waited = Duration::ZERO;
         while state.status == EventStatus::Pending {
-            let (next, _) = self
-                .changed
-                .wait_timeout(state, Duration::from_secs(1))
-                .unwrap_or_else(|e| e.into_inner());
+            let (next, _) = self.changed.wait_timeout(state, Duration::from_secs(1)).unwrap_or_else(|e| e.into_inner());
             state = next;
             waited += Duration::from_secs(1);
             if waited.as_secs() % 60 == 0 && state.status == EventStatus::Pending {
-                log::warn!(
-                    "tensorflow-wgpu: still waiting for an event after {}s",
-                    waited.as_secs()
-                );
+                log::warn!("tensorflow-wgpu: still waiting for an event after {}s", waited.as_secs());
             }
         }
         match state.status {
-            EventStatus::Error => Err(Error::internal(
-                "WGPU event completed with an error on its stream",
-            )),
+            EventStatus::Error => Err(Error::internal("WGPU event completed with an error on its stream")),
             _ => Ok(()),
         }
     }

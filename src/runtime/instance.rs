@@ -60,11 +60,7 @@ fn select_adapters(all: Vec<wgpu::Adapter>, selection: Option<&str>) -> Vec<Adap
     let mut slots: Vec<AdapterSlot> = all
         .into_iter()
         .filter(|a| a.get_info().backend != wgpu::Backend::Noop)
-        .map(|adapter| AdapterSlot {
-            info: adapter.get_info(),
-            adapter,
-            device: Mutex::new(None),
-        })
+        .map(|adapter| AdapterSlot { info: adapter.get_info(), adapter, device: Mutex::new(None) })
         .collect();
     let rank = |t: wgpu::DeviceType| match t {
         wgpu::DeviceType::DiscreteGpu => 0,
@@ -83,26 +79,18 @@ fn select_adapters(all: Vec<wgpu::Adapter>, selection: Option<&str>) -> Vec<Adap
     });
     match selection.map(str::trim).filter(|s| !s.is_empty()) {
         Some(selection) => {
-            let wanted: Vec<String> = selection
-                .split(',')
-                .map(|s| s.trim().to_lowercase())
-                .collect();
+            let wanted: Vec<String> = selection.split(',').map(|s| s.trim().to_lowercase()).collect();
             let mut chosen = Vec::new();
             for (index, slot) in slots.into_iter().enumerate() {
                 let name = slot.info.name.to_lowercase();
-                if wanted.iter().any(|w| {
-                    w.parse::<usize>()
-                        .map_or(name.contains(w.as_str()), |i| i == index)
-                }) {
+                if wanted.iter().any(|w| w.parse::<usize>().map_or(name.contains(w.as_str()), |i| i == index)) {
                     chosen.push(slot);
                 }
             }
             chosen
         }
         None => {
-            let has_gpu = slots
-                .iter()
-                .any(|s| s.info.device_type != wgpu::DeviceType::Cpu);
+            let has_gpu = slots.iter().any(|s| s.info.device_type != wgpu::DeviceType::Cpu);
             if has_gpu {
                 slots.retain(|s| s.info.device_type != wgpu::DeviceType::Cpu);
             }

@@ -70,21 +70,13 @@ fn round_up(value: u64, align: u64) -> u64 {
 }
 
 fn default_limit(info: &wgpu::AdapterInfo) -> u64 {
-    if let Some(mb) = std::env::var(ENV_MEMORY_LIMIT_MB)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-    {
+    if let Some(mb) = std::env::var(ENV_MEMORY_LIMIT_MB).ok().and_then(|v| v.trim().parse::<u64>().ok()) {
         return mb << 20;
     }
     if info.device_type == wgpu::DeviceType::Cpu {
         // A software adapter allocates from system RAM: allow half of it.
         // SAFETY: sysconf has no preconditions.
-        let (pages, page_size) = unsafe {
-            (
-                libc::sysconf(libc::_SC_PHYS_PAGES),
-                libc::sysconf(libc::_SC_PAGESIZE),
-            )
-        };
+        let (pages, page_size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
         if pages > 0 && page_size > 0 {
             return (pages as u64 * page_size as u64) / 2;
         }
@@ -103,10 +95,7 @@ impl MemoryMap {
             inner: Mutex::new(MapState {
                 live: BTreeMap::new(),
                 cursor: region_start,
-                stats: MemoryStats {
-                    bytes_limit: default_limit(info) as i64,
-                    ..Default::default()
-                },
+                stats: MemoryStats { bytes_limit: default_limit(info) as i64, ..Default::default() },
             }),
         }
     }
@@ -143,23 +132,17 @@ impl MemoryMap {
             core.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("tf tensor"),
                 size: buffer_size,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             })
         });
         if let Some(e) = error {
-            return Err(Error::resource_exhausted(format!(
-                "WGPU could not allocate {size} bytes: {e}"
-            )));
+            return Err(Error::resource_exhausted(format!("WGPU could not allocate {size} bytes: {e}")));
         }
         let mut state = self.lock();
         let base = self.reserve(&state, round_up(buffer_size, ADDRESS_ALIGN) + GUARD)?;
         state.cursor = base + round_up(buffer_size, ADDRESS_ALIGN) + GUARD;
-        state
-            .live
-            .insert(base, Arc::new(Allocation { buffer, base, size }));
+        state.live.insert(base, Arc::new(Allocation { buffer, base, size }));
         let stats = &mut state.stats;
         stats.num_allocs += 1;
         stats.bytes_in_use += size as i64;
@@ -170,9 +153,7 @@ impl MemoryMap {
 
     /// Finds a free address range of `span` bytes, from the cursor onwards, wrapping once.
     fn reserve(&self, state: &MapState, span: u64) -> Result<u64> {
-        let end_of = |base: u64, alloc: &Allocation| {
-            base + round_up(alloc.buffer.size(), ADDRESS_ALIGN) + GUARD
-        };
+        let end_of = |base: u64, alloc: &Allocation| base + round_up(alloc.buffer.size(), ADDRESS_ALIGN) + GUARD;
         for start in [state.cursor, self.region_start] {
             let mut candidate = start;
             if let Some((&base, alloc)) = state.live.range(..start).next_back() {
@@ -188,9 +169,7 @@ impl MemoryMap {
                 return Ok(candidate);
             }
         }
-        Err(Error::resource_exhausted(
-            "WGPU device address space exhausted",
-        ))
+        Err(Error::resource_exhausted("WGPU device address space exhausted"))
     }
 
     /// Frees the allocation that starts at `base`. Work already encoded keeps the buffer alive.
@@ -201,9 +180,7 @@ impl MemoryMap {
                 state.stats.bytes_in_use -= alloc.size as i64;
                 Ok(())
             }
-            None => Err(Error::invalid_argument(format!(
-                "deallocate of unknown WGPU address {base:#x}"
-            ))),
+            None => Err(Error::invalid_argument(format!("deallocate of unknown WGPU address {base:#x}"))),
         }
     }
 

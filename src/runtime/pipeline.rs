@@ -58,11 +58,7 @@ pub fn specialised_source(shader: &Shader, aliases: &[(&str, &str)]) -> String {
 }
 
 impl PipelineCache {
-    fn layout(
-        &self,
-        core: &DeviceCore,
-        storage_buffers: u32,
-    ) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+    fn layout(&self, core: &DeviceCore, storage_buffers: u32) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
         let mut layouts = self.layouts.lock().unwrap_or_else(|e| e.into_inner());
         layouts
             .entry(storage_buffers)
@@ -88,51 +84,30 @@ impl PipelineCache {
                     count: None,
                 };
                 let entries: Vec<_> = storage.chain(std::iter::once(uniform)).collect();
-                let bind_group_layout =
-                    core.device
-                        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                            label: Some("kernel bind group layout"),
-                            entries: &entries,
-                        });
-                let pipeline_layout =
-                    core.device
-                        .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                            label: Some("kernel pipeline layout"),
-                            bind_group_layouts: &[Some(&bind_group_layout)],
-                            immediate_size: 0,
-                        });
+                let bind_group_layout = core.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some("kernel bind group layout"),
+                    entries: &entries,
+                });
+                let pipeline_layout = core.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some("kernel pipeline layout"),
+                    bind_group_layouts: &[Some(&bind_group_layout)],
+                    immediate_size: 0,
+                });
                 (bind_group_layout, pipeline_layout)
             })
             .clone()
     }
 
-    pub fn get(
-        &self,
-        core: &DeviceCore,
-        shader: &Shader,
-        spec: &PipelineSpec,
-    ) -> Result<Arc<Pipeline>> {
-        let alias_key: String = spec
-            .aliases
-            .iter()
-            .map(|(n, t)| format!("{n}={t};"))
-            .collect();
+    pub fn get(&self, core: &DeviceCore, shader: &Shader, spec: &PipelineSpec) -> Result<Arc<Pipeline>> {
+        let alias_key: String = spec.aliases.iter().map(|(n, t)| format!("{n}={t};")).collect();
         let key = format!(
             "{}:{}:{}:{}",
             shader.name,
             spec.entry,
             alias_key,
-            spec.constants
-                .iter()
-                .map(|(n, v)| format!("{n}={v};"))
-                .collect::<String>()
+            spec.constants.iter().map(|(n, v)| format!("{n}={v};")).collect::<String>()
         );
-        if let Some(p) = self
-            .pipelines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
+        if let Some(p) = self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(p.clone());
         }
         let module_key = format!("{}:{}", shader.name, alias_key);
@@ -143,16 +118,13 @@ impl PipelineCache {
                 None => {
                     let source = specialised_source(shader, spec.aliases);
                     let (module, error) = core.capture_errors(|| {
-                        core.device
-                            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                                label: Some(shader.name),
-                                source: wgpu::ShaderSource::Wgsl(source.into()),
-                            })
+                        core.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                            label: Some(shader.name),
+                            source: wgpu::ShaderSource::Wgsl(source.into()),
+                        })
                     });
                     if let Some(e) = error {
-                        return Err(Error::internal(format!(
-                            "WGSL shader {module_key} failed to compile: {e}"
-                        )));
+                        return Err(Error::internal(format!("WGSL shader {module_key} failed to compile: {e}")));
                     }
                     modules.insert(module_key.clone(), module.clone());
                     module
@@ -161,29 +133,23 @@ impl PipelineCache {
         };
         let (layout, pipeline_layout) = self.layout(core, shader.storage_buffers);
         let (pipeline, error) = core.capture_errors(|| {
-            core.device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(&key),
-                    layout: Some(&pipeline_layout),
-                    module: &module,
-                    entry_point: Some(spec.entry),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: spec.constants,
-                        zero_initialize_workgroup_memory: false,
-                    },
-                    cache: None,
-                })
+            core.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&key),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(spec.entry),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: spec.constants,
+                    zero_initialize_workgroup_memory: false,
+                },
+                cache: None,
+            })
         });
         if let Some(e) = error {
-            return Err(Error::internal(format!(
-                "compute pipeline {key} failed: {e}"
-            )));
+            return Err(Error::internal(format!("compute pipeline {key} failed: {e}")));
         }
         let pipeline = Arc::new(Pipeline { pipeline, layout });
-        self.pipelines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, pipeline.clone());
+        self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).insert(key, pipeline.clone());
         Ok(pipeline)
     }
 }
@@ -199,11 +165,7 @@ pub struct Binding<'a> {
 /// Binds the smallest aligned window that covers `slice`. Returns the binding and the index, in
 /// units of `element_size`, of the slice's first element inside the window: storage-binding offsets
 /// must be multiples of `min_storage_buffer_offset_alignment`, element offsets need not be.
-pub fn storage_window<'a>(
-    core: &DeviceCore,
-    slice: &'a DeviceSlice,
-    element_size: u64,
-) -> Result<(Binding<'a>, u32)> {
+pub fn storage_window<'a>(core: &DeviceCore, slice: &'a DeviceSlice, element_size: u64) -> Result<(Binding<'a>, u32)> {
     let align = core.limits.min_storage_buffer_offset_alignment as u64;
     let start = slice.offset / align * align;
     let end = (slice.offset + slice.len.max(1)).div_ceil(4) * 4;
@@ -222,14 +184,7 @@ pub fn storage_window<'a>(
             slice.offset
         )));
     }
-    Ok((
-        Binding {
-            buffer: slice.buffer(),
-            offset: start,
-            size,
-        },
-        (skew / element_size) as u32,
-    ))
+    Ok((Binding { buffer: slice.buffer(), offset: start, size }, (skew / element_size) as u32))
 }
 
 pub const WORKGROUP_SIZE: u32 = 256;
@@ -254,9 +209,7 @@ pub fn dispatch(
     let x = groups.min(max_dim);
     let y = groups.div_ceil(x);
     if y > max_dim {
-        return Err(Error::unimplemented(format!(
-            "{label}: {invocations} threads exceed the dispatch grid"
-        )));
+        return Err(Error::unimplemented(format!("{label}: {invocations} threads exceed the dispatch grid")));
     }
     let uniform_buffer = core.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("kernel params"),
@@ -284,19 +237,14 @@ pub fn dispatch(
             }),
         })
         .collect();
-    entries.push(wgpu::BindGroupEntry {
-        binding: storage.len() as u32,
-        resource: uniform_buffer.as_entire_binding(),
-    });
+    entries.push(wgpu::BindGroupEntry { binding: storage.len() as u32, resource: uniform_buffer.as_entire_binding() });
     let bind_group = core.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some(label),
         layout: &pipeline.layout,
         entries: &entries,
     });
-    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-        label: Some(label),
-        timestamp_writes: None,
-    });
+    let mut pass =
+        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
     pass.set_pipeline(&pipeline.pipeline);
     pass.set_bind_group(0, &bind_group, &[]);
     pass.dispatch_workgroups(x as u32, y as u32, 1);

@@ -28,15 +28,9 @@ pub type HostSink = Box<dyn FnOnce(&[u8]) + Send>;
 
 enum Task {
     /// Command buffer held back behind earlier host tasks; `after` runs right after the submit.
-    Submit {
-        commands: wgpu::CommandBuffer,
-        after: Vec<AfterSubmit>,
-    },
+    Submit { commands: wgpu::CommandBuffer, after: Vec<AfterSubmit> },
     /// Runs once all GPU work submitted before it is complete and `gate` (if any) is set.
-    Host {
-        gate: Option<Arc<AtomicBool>>,
-        run: HostFn,
-    },
+    Host { gate: Option<Arc<AtomicBool>>, run: HostFn },
     /// Holds everything behind it until another stream's event completes.
     WaitEvent(Arc<Event>),
 }
@@ -78,12 +72,7 @@ impl StreamCore {
         loop {
             let mut state = self.lock();
             let ready = match state.tasks.front() {
-                None => {
-                    return Step {
-                        progressed,
-                        pending: false,
-                    }
-                }
+                None => return Step { progressed, pending: false },
                 Some(Task::Submit { .. }) => true,
                 Some(Task::Host { gate, .. }) => {
                     core.completed_seq() >= state.last_submitted_seq
@@ -92,10 +81,7 @@ impl StreamCore {
                 Some(Task::WaitEvent(event)) => event.status() != EventStatus::Pending,
             };
             if !ready {
-                return Step {
-                    progressed,
-                    pending: true,
-                };
+                return Step { progressed, pending: true };
             }
             progressed = true;
             match state.tasks.pop_front() {
@@ -107,8 +93,8 @@ impl StreamCore {
                 Some(Task::Host { run, .. }) => {
                     state.host_task_running = true;
                     drop(state);
-                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(run))
-                        .unwrap_or_else(|p| Err(from_panic(p)));
+                    let outcome =
+                        std::panic::catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|p| Err(from_panic(p)));
                     if let Err(e) = outcome {
                         self.set_error(e);
                     }
@@ -131,10 +117,7 @@ impl StreamCore {
     ) -> Result<T> {
         let mut state = self.lock();
         let encoder = state.encoder.get_or_insert_with(|| {
-            core.device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("tf stream"),
-                })
+            core.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tf stream") })
         });
         f(core, encoder)
     }
@@ -145,11 +128,7 @@ impl StreamCore {
         let encoder = match state.encoder.take() {
             Some(encoder) => encoder,
             None if after.is_empty() => return,
-            None => core
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("tf stream"),
-                }),
+            None => core.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tf stream") }),
         };
         let commands = encoder.finish();
         if state.tasks.is_empty() && !state.host_task_running {
@@ -232,10 +211,7 @@ impl Stream {
     }
 
     /// Encodes work into the stream's open encoder, in program order.
-    pub fn encode<T>(
-        &self,
-        f: impl FnOnce(&DeviceCore, &mut wgpu::CommandEncoder) -> Result<T>,
-    ) -> Result<T> {
+    pub fn encode<T>(&self, f: impl FnOnce(&DeviceCore, &mut wgpu::CommandEncoder) -> Result<T>) -> Result<T> {
         self.core.encode(&self.device, f)
     }
 
@@ -274,17 +250,7 @@ impl Stream {
             view.slice(..data.len()).copy_from_slice(data);
         }
         staging.unmap();
-        self.encode(|core, encoder| {
-            encode_copy(
-                core,
-                encoder,
-                &staging,
-                0,
-                target.buffer(),
-                target.offset,
-                len,
-            )
-        })
+        self.encode(|core, encoder| encode_copy(core, encoder, &staging, 0, target.buffer(), target.offset, len))
     }
 
     /// Device-to-host copy. `sink` receives the bytes on the poller thread, before any event recorded
@@ -310,8 +276,7 @@ impl Stream {
         let mapped = Arc::new(AtomicBool::new(false));
         let map_result = Arc::new(Mutex::new(None));
         let map_after_submit: Box<dyn FnOnce() + Send> = {
-            let (readback, mapped, map_result) =
-                (readback.clone(), mapped.clone(), map_result.clone());
+            let (readback, mapped, map_result) = (readback.clone(), mapped.clone(), map_result.clone());
             Box::new(move || {
                 readback.slice(..).map_async(wgpu::MapMode::Read, move |r| {
                     *map_result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
@@ -325,9 +290,7 @@ impl Stream {
             Some(mapped),
             Box::new(move || {
                 if let Some(Err(e)) = map_result.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                    return Err(Error::internal(format!(
-                        "device-to-host readback failed: {e}"
-                    )));
+                    return Err(Error::internal(format!("device-to-host readback failed: {e}")));
                 }
                 {
                     let view = readback
@@ -350,15 +313,7 @@ impl Stream {
         let source = self.device.memory.resolve(src, len)?;
         let target = self.device.memory.resolve(dst, len)?;
         self.encode(|core, encoder| {
-            encode_copy(
-                core,
-                encoder,
-                source.buffer(),
-                source.offset,
-                target.buffer(),
-                target.offset,
-                len,
-            )
+            encode_copy(core, encoder, source.buffer(), source.offset, target.buffer(), target.offset, len)
         })
     }
 
@@ -368,9 +323,7 @@ impl Stream {
             return Ok(());
         }
         let target = self.device.memory.resolve(dst, len)?;
-        self.encode(|core, encoder| {
-            encode_fill(core, encoder, target.buffer(), target.offset, len, pattern)
-        })
+        self.encode(|core, encoder| encode_fill(core, encoder, target.buffer(), target.offset, len, pattern))
     }
 
     pub fn record_event(&self, event: &Arc<Event>) {
@@ -410,10 +363,7 @@ impl Drop for Stream {
     fn drop(&mut self) {
         // TF destroys streams after synchronising; finishing queued work keeps callbacks from being lost.
         if let Err(e) = self.core.block_until_done(&self.device) {
-            log::debug!(
-                "tensorflow-wgpu: stream {} closed with error: {e}",
-                self.core.id
-            );
+            log::debug!("tensorflow-wgpu: stream {} closed with error: {e}", self.core.id);
         }
     }
 }

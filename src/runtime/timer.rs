@@ -48,11 +48,7 @@ impl Timer {
                 count: 2,
             })
         });
-        Timer {
-            mode,
-            queries,
-            state: Arc::new((Mutex::new(TimerState::default()), Condvar::new())),
-        }
+        Timer { mode, queries, state: Arc::new((Mutex::new(TimerState::default()), Condvar::new())) }
     }
 
     pub fn mode(&self) -> TimerMode {
@@ -87,8 +83,7 @@ impl Timer {
                 stream.enqueue_host(
                     None,
                     Box::new(move || {
-                        state.0.lock().unwrap_or_else(|e| e.into_inner()).host_start =
-                            Some(Instant::now());
+                        state.0.lock().unwrap_or_else(|e| e.into_inner()).host_start = Some(Instant::now());
                         Ok(())
                     }),
                 );
@@ -104,9 +99,8 @@ impl Timer {
                 None,
                 Box::new(move || {
                     let start = state.0.lock().unwrap_or_else(|e| e.into_inner()).host_start;
-                    let start = start.ok_or_else(|| {
-                        Error::failed_precondition("timer stopped before it was started")
-                    })?;
+                    let start =
+                        start.ok_or_else(|| Error::failed_precondition("timer stopped before it was started"))?;
                     Timer::finish(&state, start.elapsed().as_nanos() as u64);
                     Ok(())
                 }),
@@ -143,9 +137,7 @@ impl Timer {
         let map_request: Box<dyn FnOnce() + Send> = {
             let (readback, mapped) = (readback.clone(), mapped.clone());
             Box::new(move || {
-                readback.slice(..).map_async(wgpu::MapMode::Read, move |_| {
-                    mapped.store(true, Ordering::SeqCst)
-                })
+                readback.slice(..).map_async(wgpu::MapMode::Read, move |_| mapped.store(true, Ordering::SeqCst))
             })
         };
         stream.flush_with(vec![map_request]);
@@ -154,17 +146,11 @@ impl Timer {
             Some(mapped),
             Box::new(move || {
                 let ticks: [u64; 2] = {
-                    let view = readback
-                        .slice(..)
-                        .get_mapped_range()
-                        .map_err(|e| Error::internal(e.to_string()))?;
+                    let view = readback.slice(..).get_mapped_range().map_err(|e| Error::internal(e.to_string()))?;
                     bytemuck::pod_read_unaligned(&view[..16])
                 };
                 readback.unmap();
-                Timer::finish(
-                    &state,
-                    (ticks[1].saturating_sub(ticks[0]) as f64 * period) as u64,
-                );
+                Timer::finish(&state, (ticks[1].saturating_sub(ticks[0]) as f64 * period) as u64);
                 Ok(())
             }),
         );

@@ -8,11 +8,8 @@ use crate::error::Result;
 use super::device::DeviceCore;
 use super::pipeline::{dispatch, Binding, PipelineSpec, Shader};
 
-pub const MEMORY_SHADER: Shader = Shader {
-    name: "memory",
-    source: include_str!("../../wgsl/memory.wgsl"),
-    storage_buffers: 2,
-};
+pub const MEMORY_SHADER: Shader =
+    Shader { name: "memory", source: include_str!("../../wgsl/memory.wgsl"), storage_buffers: 2 };
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -35,24 +32,12 @@ fn chunk_limit(core: &DeviceCore) -> u64 {
 }
 
 /// The aligned window of `buffer` covering `[pos, pos + len)` and `pos` relative to it.
-fn window<'a>(
-    core: &DeviceCore,
-    buffer: &'a wgpu::Buffer,
-    pos: u64,
-    len: u64,
-) -> (Binding<'a>, u32) {
+fn window<'a>(core: &DeviceCore, buffer: &'a wgpu::Buffer, pos: u64, len: u64) -> (Binding<'a>, u32) {
     let align = core.limits.min_storage_buffer_offset_alignment as u64;
     let start = pos / align * align;
     let end = (pos + len).div_ceil(4) * 4;
     let end = end.min(buffer.size()).max(start + 4);
-    (
-        Binding {
-            buffer,
-            offset: start,
-            size: end - start,
-        },
-        (pos - start) as u32,
-    )
+    (Binding { buffer, offset: start, size: end - start }, (pos - start) as u32)
 }
 
 /// Copies `len` bytes from `src[src_offset..]` to `dst[dst_offset..]` in encoder order.
@@ -80,42 +65,21 @@ pub fn encode_copy(
         let temp = core.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("d2d staging"),
             size: end - start,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::COPY_SRC,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
         encoder.copy_buffer_to_buffer(src, start, &temp, 0, end - start);
-        return encode_copy(
-            core,
-            encoder,
-            &temp,
-            src_offset - start,
-            dst,
-            dst_offset,
-            len,
-        );
+        return encode_copy(core, encoder, &temp, src_offset - start, dst, dst_offset, len);
     }
-    let pipeline = core.pipelines.get(
-        core,
-        &MEMORY_SHADER,
-        &PipelineSpec {
-            entry: "copy_bytes",
-            ..Default::default()
-        },
-    )?;
+    let pipeline =
+        core.pipelines.get(core, &MEMORY_SHADER, &PipelineSpec { entry: "copy_bytes", ..Default::default() })?;
     let chunk = chunk_limit(core);
     let mut done = 0;
     while done < len {
         let n = (len - done).min(chunk);
         let (src_window, src_byte) = window(core, src, src_offset + done, n);
         let (dst_window, dst_byte) = window(core, dst, dst_offset + done, n);
-        let params = ByteParams {
-            src_byte,
-            dst_byte,
-            len: n as u32,
-            pattern: 0,
-        };
+        let params = ByteParams { src_byte, dst_byte, len: n as u32, pattern: 0 };
         let words = (dst_byte as u64 + n).div_ceil(4) - dst_byte as u64 / 4;
         dispatch(
             core,
@@ -148,25 +112,14 @@ pub fn encode_fill(
         encoder.clear_buffer(dst, offset, Some(len));
         return Ok(());
     }
-    let pipeline = core.pipelines.get(
-        core,
-        &MEMORY_SHADER,
-        &PipelineSpec {
-            entry: "fill_bytes",
-            ..Default::default()
-        },
-    )?;
+    let pipeline =
+        core.pipelines.get(core, &MEMORY_SHADER, &PipelineSpec { entry: "fill_bytes", ..Default::default() })?;
     let chunk = chunk_limit(core);
     let mut done = 0;
     while done < len {
         let n = (len - done).min(chunk);
         let (dst_window, dst_byte) = window(core, dst, offset + done, n);
-        let params = ByteParams {
-            src_byte: 0,
-            dst_byte,
-            len: n as u32,
-            pattern,
-        };
+        let params = ByteParams { src_byte: 0, dst_byte, len: n as u32, pattern };
         let words = (dst_byte as u64 + n).div_ceil(4) - dst_byte as u64 / 4;
         // Binding 0 is unused by fill_bytes; the destination window stands in for it.
         dispatch(

@@ -52,10 +52,7 @@ pub fn plugin() -> &'static Plugin {
         let mut count = 0;
         (fns.get_device_count.unwrap())(&*platform, &mut count, status.as_ptr());
         check(&status);
-        assert!(
-            count >= 1,
-            "no WGPU adapter found (install mesa-vulkan-drivers for lavapipe)"
-        );
+        assert!(count >= 1, "no WGPU adapter found (install mesa-vulkan-drivers for lavapipe)");
 
         let mut device = zeroed::<SP_Device>();
         device.struct_size = SP_DEVICE_STRUCT_SIZE;
@@ -78,13 +75,7 @@ pub fn plugin() -> &'static Plugin {
         timer_fns.struct_size = SP_TIMER_FNS_STRUCT_SIZE;
         (fns.create_timer_fns.unwrap())(&*platform, &mut *timer_fns, status.as_ptr());
         check(&status);
-        Plugin {
-            platform,
-            fns,
-            se,
-            device,
-            timer_fns,
-        }
+        Plugin { platform, fns, se, device, timer_fns }
     })
 }
 
@@ -166,18 +157,10 @@ impl Plugin {
         check(&status);
     }
 
-    pub fn dtod(
-        &self,
-        s: SP_Stream,
-        dst: &SP_DeviceMemoryBase,
-        src: &SP_DeviceMemoryBase,
-        size: u64,
-    ) {
+    pub fn dtod(&self, s: SP_Stream, dst: &SP_DeviceMemoryBase, src: &SP_DeviceMemoryBase, size: u64) {
         let status = OwnedStatus::new();
         let mut dst = *dst;
-        unsafe {
-            (self.se.memcpy_dtod.unwrap())(self.dev(), s, &mut dst, src, size, status.as_ptr())
-        };
+        unsafe { (self.se.memcpy_dtod.unwrap())(self.dev(), s, &mut dst, src, size, status.as_ptr()) };
         check(&status);
     }
 

@@ -1,0 +1,37 @@
+"""Builds the Rust library with cargo and installs it where TensorFlow looks for plugins.
+
+`pip install .` runs `cargo build --release` and places `libtensorflow_wgpu.so` in
+`site-packages/tensorflow-plugins/`, which `import tensorflow` scans at start-up.
+"""
+
+import os
+import platform
+import shutil
+import subprocess
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+LIB = {"Darwin": "libtensorflow_wgpu.dylib", "Windows": "tensorflow_wgpu.dll"}.get(platform.system(), "libtensorflow_wgpu.so")
+
+
+class BuildWithCargo(build_py):
+    def run(self):
+        super().run()
+        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+        subprocess.check_call(["cargo", "build", "--release", "--lib"], cwd=ROOT)
+        plugin_dir = os.path.join(self.build_lib, "tensorflow-plugins")
+        os.makedirs(plugin_dir, exist_ok=True)
+        shutil.copy2(os.path.join(target, "release", LIB), os.path.join(plugin_dir, LIB))
+
+
+class BinaryDistribution(Distribution):
+    """The wheel carries a native library: mark it platform-specific."""
+
+    def has_ext_modules(self):
+        return True
+
+
+setup(cmdclass={"build_py": BuildWithCargo}, distclass=BinaryDistribution)

@@ -1,0 +1,371 @@
+//! Slice, StridedSlice, Split and SplitV: strided copies (`wgsl/strided.wgsl`) of any dtype.
+
+use crate::error::{Error, Result};
+use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::Stream;
+
+use super::{KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader =
+    Shader { name: "strided", source: include_str!("../../wgsl/strided.wgsl"), storage_buffers: 2 };
+
+const MAX_RANK: usize = 8;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    rank: u32,
+    base: i32,
+    unit: u32,
+    src_off: u32,
+    dst_off: u32,
+    _pad: [u32; 2],
+    shape: [u32; MAX_RANK],
+    strides: [i32; MAX_RANK],
+}
+
+/// A strided view of a tensor, in elements: `view[idx] = tensor[base + sum(idx_d * strides_d)]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StridedView {
+    pub base: i64,
+    pub shape: Vec<i64>,
+    pub strides: Vec<i64>,
+}
+
+/// Row-major element strides of `shape`.
+pub fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    strides
+}
+
+/// Copies the view of `input` into `out` (contiguous, `view.shape` elements).
+pub fn launch(stream: &Stream, input: &TensorRef, view: &StridedView, out: &TensorRef) -> Result<()> {
+    let count: i64 = view.shape.iter().product();
+    if count == 0 {
+        return Ok(());
+    }
+    // Merge dimensions that are contiguous with each other, so most copies are rank 1 or 2.
+    let (mut shape, mut strides): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+    for (&d, &s) in view.shape.iter().zip(&view.strides) {
+        if d == 1 {
+            continue;
+        }
+        match (shape.last_mut(), strides.last_mut()) {
+            (Some(ld), Some(ls)) if *ls == s * d => {
+                *ld *= d;
+                *ls = s;
+            }
+            _ => {
+                shape.push(d);
+                strides.push(s);
+            }
+        }
+    }
+    if shape.len() > MAX_RANK {
+        return Err(Error::unimplemented(format!("strided copies beyond rank {MAX_RANK} are not supported")));
+    }
+    let too_big = |v: i64| i32::try_from(v).is_err();
+    if too_big(count) || too_big(input.num_elements() as i64) {
+        return Err(Error::unimplemented("strided copy of more than 2^31 elements"));
+    }
+    let size = input.dtype.size();
+    let device = stream.device();
+    let in_mem = device.memory.resolve(input.address, input.byte_len())?;
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let whole_words = size % 4 == 0;
+    let entry = if whole_words { "copy_words" } else { "copy_bytes" };
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
+    stream.encode(|core, encoder| {
+        let unit_bytes = if whole_words { 4 } else { 1 };
+        let (in_bind, src_off) = storage_window(core, &in_mem, unit_bytes)?;
+        let (out_bind, dst_off) = storage_window(core, &out_mem, unit_bytes)?;
+        let unit = if whole_words { size / 4 } else { size };
+        let n = count as u64 * unit;
+        let mut params = Params {
+            n: n as u32,
+            rank: shape.len() as u32,
+            base: view.base as i32,
+            unit: unit as u32,
+            src_off,
+            dst_off,
+            _pad: [0; 2],
+            shape: [1; MAX_RANK],
+            strides: [0; MAX_RANK],
+        };
+        for (i, (&d, &s)) in shape.iter().zip(&strides).enumerate() {
+            params.shape[i] = d as u32;
+            params.strides[i] = s as i32;
+        }
+        let invocations = if whole_words { n } else { (dst_off as u64 + n).div_ceil(4) - dst_off as u64 / 4 };
+        dispatch(core, encoder, entry, &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&params), invocations)
+    })
+}
+
+/// TF's StridedSlice semantics: the strided view of `input_shape` and the op's output shape.
+pub fn strided_slice_view(
+    input_shape: &[i64],
+    begin: &[i64],
+    end: &[i64],
+    strides: &[i64],
+    masks: [i64; 5],
+) -> Result<(StridedView, Vec<i64>)> {
+    let [begin_mask, end_mask, mut ellipsis_mask, new_axis_mask, shrink_axis_mask] = masks;
+    let bit = |mask: i64, i: usize| mask & (1 << i) != 0;
+    if begin.len() != end.len() || begin.len() != strides.len() {
+        return Err(Error::invalid_argument("Expected begin, end, and strides to be 1D equal size tensors"));
+    }
+    if ellipsis_mask.count_ones() > 1 {
+        return Err(Error::invalid_argument("Multiple ellipses in slice spec not allowed"));
+    }
+    let mut sparse_dims = begin.len();
+    if ellipsis_mask == 0 {
+        ellipsis_mask = 1 << sparse_dims;
+        sparse_dims += 1;
+    }
+    let ellipsis_at = ellipsis_mask.trailing_zeros() as usize;
+    let new_axis_after_ellipsis = (ellipsis_at + 1..sparse_dims).filter(|&i| bit(new_axis_mask, i)).count();
+    let rank = input_shape.len();
+
+    // Dense spec: one entry per input dimension.
+    struct Dense {
+        begin: i64,
+        end: i64,
+        stride: i64,
+        begin_masked: bool,
+        end_masked: bool,
+        shrink: bool,
+    }
+    let mut dense: Vec<Dense> = Vec::with_capacity(rank);
+    // Output dims: Some(dense index) or None for a new axis.
+    let mut gather: Vec<Option<usize>> = Vec::new();
+    for i in 0..sparse_dims {
+        if bit(ellipsis_mask, i) {
+            let next = (rank + 1 + new_axis_after_ellipsis).saturating_sub(sparse_dims - i).min(rank);
+            while dense.len() < next {
+                gather.push(Some(dense.len()));
+                dense.push(Dense { begin: 0, end: 0, stride: 1, begin_masked: true, end_masked: true, shrink: false });
+            }
+        } else if bit(new_axis_mask, i) {
+            gather.push(None);
+        } else {
+            if dense.len() >= rank {
+                return Err(Error::invalid_argument(format!(
+                    "Index out of range using input dim {}; input has only {rank} dims",
+                    dense.len()
+                )));
+            }
+            let shrink = bit(shrink_axis_mask, i);
+            if !shrink {
+                gather.push(Some(dense.len()));
+            }
+            dense.push(Dense {
+                begin: begin[i],
+                end: end[i],
+                stride: strides[i],
+                begin_masked: bit(begin_mask, i),
+                end_masked: bit(end_mask, i),
+                shrink,
+            });
+        }
+    }
+    while dense.len() < rank {
+        gather.push(Some(dense.len()));
+        dense.push(Dense { begin: 0, end: 0, stride: 1, begin_masked: true, end_masked: true, shrink: false });
+    }
+
+    let input_strides = contiguous_strides(input_shape);
+    let mut view = StridedView { base: 0, shape: Vec::with_capacity(rank), strides: Vec::with_capacity(rank) };
+    for (d, spec) in dense.iter().enumerate() {
+        let dim = input_shape[d];
+        let stride = spec.stride;
+        if stride == 0 {
+            return Err(Error::invalid_argument(format!("strides[{d}] must be non-zero")));
+        }
+        let (first, size) = if spec.shrink {
+            let at = if spec.begin < 0 { dim + spec.begin } else { spec.begin };
+            if at < 0 || at >= dim {
+                return Err(Error::invalid_argument(format!(
+                    "slice index {} of dimension {d} out of bounds.",
+                    spec.begin
+                )));
+            }
+            (at, 1)
+        } else {
+            let canonical = |x: i64, masked: bool, is_end: bool| -> i64 {
+                if masked {
+                    return match (stride > 0, is_end) {
+                        (true, false) => 0,
+                        (true, true) => dim,
+                        (false, false) => dim - 1,
+                        (false, true) => -1,
+                    };
+                }
+                let x = if x < 0 { dim + x } else { x };
+                if stride > 0 {
+                    x.clamp(0, dim)
+                } else {
+                    x.clamp(-1, dim - 1)
+                }
+            };
+            let b = canonical(spec.begin, spec.begin_masked, false);
+            let e = canonical(spec.end, spec.end_masked, true);
+            let interval = e - b;
+            let size = if interval == 0 || (interval < 0) != (stride < 0) {
+                0
+            } else {
+                interval / stride + i64::from(interval % stride != 0)
+            };
+            (b, size)
+        };
+        if size > 0 {
+            view.base += first * input_strides[d];
+        }
+        view.shape.push(size);
+        view.strides.push(stride * input_strides[d]);
+    }
+    let out_shape = gather.iter().map(|g| g.map_or(1, |d| view.shape[d])).collect();
+    Ok((view, out_shape))
+}
+
+pub fn strided_slice(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (begin, _) = ctx.host_input_values(1)?;
+    let (end, _) = ctx.host_input_values(2)?;
+    let (strides, _) = ctx.host_input_values(3)?;
+    let a = &kernel.attrs;
+    let masks = [
+        a.int("begin_mask")?,
+        a.int("end_mask")?,
+        a.int("ellipsis_mask")?,
+        a.int("new_axis_mask")?,
+        a.int("shrink_axis_mask")?,
+    ];
+    let (view, out_shape) = strided_slice_view(&input.shape, &begin, &end, &strides, masks)?;
+    let out = ctx.allocate_output(0, input.dtype, &out_shape)?;
+    launch(ctx.stream()?, &input, &view, &out)
+}
+
+pub fn slice(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (begin, _) = ctx.host_input_values(1)?;
+    let (size, _) = ctx.host_input_values(2)?;
+    let rank = input.shape.len();
+    if begin.len() != rank || size.len() != rank {
+        return Err(Error::invalid_argument(format!(
+            "Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes [{}] and [{}] instead.",
+            begin.len(),
+            size.len()
+        )));
+    }
+    let strides = contiguous_strides(&input.shape);
+    let mut view = StridedView { base: 0, shape: Vec::new(), strides: strides.clone() };
+    for d in 0..rank {
+        let dim = input.shape[d];
+        let len = if size[d] == -1 { dim - begin[d] } else { size[d] };
+        if begin[d] < 0 || len < 0 || begin[d] + len > dim {
+            return Err(Error::invalid_argument(format!(
+                "Expected begin[{d}] in [0, {dim}] and size[{d}] in [0, {}], but got {} and {}",
+                dim - begin[d],
+                begin[d],
+                size[d]
+            )));
+        }
+        view.base += begin[d] * strides[d];
+        view.shape.push(len);
+    }
+    let out = ctx.allocate_output(0, input.dtype, &view.shape.clone())?;
+    launch(ctx.stream()?, &input, &view, &out)
+}
+
+/// Splits `input` along `axis` into pieces of the given sizes, one output each.
+fn split_into(ctx: &mut dyn KernelContext, input: &TensorRef, axis: i64, sizes: &[i64]) -> Result<()> {
+    let rank = input.shape.len() as i64;
+    let axis = if axis < 0 { axis + rank } else { axis };
+    if axis < 0 || axis >= rank {
+        return Err(Error::invalid_argument(format!("-input rank(-{rank}) <= split_dim < input rank ({rank})")));
+    }
+    let axis = axis as usize;
+    let strides = contiguous_strides(&input.shape);
+    let mut offset = 0;
+    for (i, &len) in sizes.iter().enumerate() {
+        let mut shape = input.shape.clone();
+        shape[axis] = len;
+        let out = ctx.allocate_output(i, input.dtype, &shape)?;
+        let view = StridedView { base: offset * strides[axis], shape, strides: strides.clone() };
+        launch(ctx.stream()?, input, &view, &out)?;
+        offset += len;
+    }
+    Ok(())
+}
+
+pub fn split(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let (axis, _) = ctx.host_input_values(0)?;
+    let input = ctx.input(1)?;
+    let num_split = kernel.attrs.int("num_split")?;
+    let axis = *axis.first().ok_or_else(|| Error::invalid_argument("split_dim must be a scalar"))?;
+    let rank = input.shape.len() as i64;
+    let dim = input.shape.get((if axis < 0 { axis + rank } else { axis }) as usize).copied().unwrap_or(0);
+    if num_split <= 0 || dim % num_split != 0 {
+        return Err(Error::invalid_argument(format!(
+            "Number of ways to split should evenly divide the split dimension, but got split_dim {axis} (size = {dim}) and num_split {num_split}"
+        )));
+    }
+    split_into(ctx, &input, axis, &vec![dim / num_split; num_split as usize])
+}
+
+pub fn split_v(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (mut sizes, _) = ctx.host_input_values(1)?;
+    let (axis, _) = ctx.host_input_values(2)?;
+    let axis = *axis.first().ok_or_else(|| Error::invalid_argument("split_dim must be a scalar"))?;
+    let rank = input.shape.len() as i64;
+    let dim = input.shape.get((if axis < 0 { axis + rank } else { axis }) as usize).copied().unwrap_or(0);
+    if sizes.len() as i64 != kernel.attrs.int("num_split")? {
+        return Err(Error::invalid_argument("size_splits must have num_split entries"));
+    }
+    let unknown: Vec<usize> = (0..sizes.len()).filter(|&i| sizes[i] == -1).collect();
+    let known: i64 = sizes.iter().filter(|&&s| s != -1).sum();
+    match unknown.as_slice() {
+        [] if known == dim => {}
+        [i] if known <= dim => sizes[*i] = dim - known,
+        _ => {
+            return Err(Error::invalid_argument(format!(
+                "Determined shape must either match input shape along split_dim exactly if fully specified, or be less than the size of the input along split_dim if not fully specified.  Got: {known}"
+            )))
+        }
+    }
+    split_into(ctx, &input, axis, &sizes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn masks(begin: i64, end: i64, ellipsis: i64, new_axis: i64, shrink: i64) -> [i64; 5] {
+        [begin, end, ellipsis, new_axis, shrink]
+    }
+
+    #[test]
+    fn basic_and_negative_strides() {
+        // x[1:5] of a length-7 vector.
+        let (v, s) = strided_slice_view(&[7], &[1], &[5], &[1], masks(0, 0, 0, 0, 0)).unwrap();
+        assert_eq!((v.base, v.shape.clone(), v.strides.clone(), s), (1, vec![4], vec![1], vec![4]));
+        // x[::-2] of length 7: 6, 4, 2, 0.
+        let (v, s) = strided_slice_view(&[7], &[0], &[0], &[-2], masks(1, 1, 0, 0, 0)).unwrap();
+        assert_eq!((v.base, v.strides.clone(), s), (6, vec![-2], vec![4]));
+    }
+
+    #[test]
+    fn shrink_new_axis_and_ellipsis() {
+        // x[1, ..., tf.newaxis] of shape [3, 4, 5] -> [4, 5, 1].
+        let (v, s) = strided_slice_view(&[3, 4, 5], &[1, 0, 0], &[2, 0, 0], &[1, 1, 1], masks(0, 0, 2, 4, 1)).unwrap();
+        assert_eq!(s, vec![4, 5, 1]);
+        assert_eq!(v.base, 20);
+        // Out-of-range shrink index is an InvalidArgument.
+        assert!(strided_slice_view(&[3], &[3], &[4], &[1], masks(0, 0, 0, 0, 1)).is_err());
+    }
+}

@@ -1,0 +1,198 @@
+"""The plugin under real TensorFlow: device, copies, slices, AddV2/Mul/Cast against TF-CPU, placement."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+GPU = "/GPU:0"
+
+# Every dtype TF places on the device. int32 stays in host memory, as with CUDA TF.
+DEVICE_DTYPES = [
+    tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int8, tf.uint8, tf.int16, tf.uint16,
+    tf.uint32, tf.int64, tf.uint64, tf.bool, tf.complex64, tf.complex128,
+]
+
+
+def on_gpu(t):
+    return t.device.endswith("device:GPU:0")
+
+
+def random_values(rng, dtype, shape):
+    """Random bit patterns for every dtype (NaN payloads included for floats)."""
+    if dtype == tf.bool:
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype == tf.bfloat16:
+        return tf.bitcast(tf.constant(rng.integers(0, 2**16, size=shape, dtype=np.uint16)), tf.bfloat16).numpy()
+    np_dtype = dtype.as_numpy_dtype
+    raw = rng.integers(0, 256, size=int(np.prod(shape)) * np.dtype(np_dtype).itemsize, dtype=np.uint8)
+    return raw.view(np_dtype).reshape(shape)
+
+
+def test_device_is_listed(wgpu_device):
+    assert wgpu_device.device_type == "GPU"
+    details = tf.config.experimental.get_device_details(wgpu_device)
+    assert details.get("device_name"), details
+    assert any(d.name.endswith("GPU:0") for d in tf.config.list_logical_devices("GPU"))
+
+
+@pytest.mark.parametrize("dtype", DEVICE_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("n", [0, 1, 3, 4097])
+def test_round_trip_is_bit_exact(dtype, n, rng, strict_placement):
+    host = random_values(rng, dtype, (n,))
+    with tf.device(GPU):
+        device_tensor = tf.identity(tf.constant(host))
+    assert on_gpu(device_tensor)
+    back = device_tensor.numpy()
+    assert back.tobytes() == host.tobytes()
+
+
+def test_int32_stays_in_host_memory_like_cuda_tf():
+    x = tf.constant(np.arange(10, dtype=np.int32))
+    with tf.device(GPU):
+        y = tf.identity(x)
+    np.testing.assert_array_equal(y.numpy(), np.arange(10))
+
+
+SLICE_DTYPES = [tf.float32, tf.float16, tf.int8, tf.bool, tf.int64, tf.complex128]
+
+
+@pytest.mark.parametrize("dtype", SLICE_DTYPES, ids=lambda d: d.name)
+def test_slices_split_and_identity_of_device_tensors(dtype, rng, strict_placement):
+    host = random_values(rng, dtype, (5, 7, 9))
+    with tf.device(GPU):
+        x = tf.identity(tf.constant(host))
+        cases = {
+            "x[1:4]": (x[1:4], host[1:4]),
+            "x[::-2]": (x[::-2], host[::-2]),
+            "x[:, 3]": (x[:, 3], host[:, 3]),
+            "x[..., None, 1:-1:3]": (x[..., None, 1:-1:3], host[..., None, 1:-1:3]),
+            "x[-1, ::-3, 2:]": (x[-1, ::-3, 2:], host[-1, ::-3, 2:]),
+            "x[4:1]": (x[4:1], host[4:1]),
+            "tf.slice": (tf.slice(x, [1, 2, 3], [2, -1, 4]), host[1:3, 2:, 3:7]),
+            "identity": (tf.identity(x), host),
+        }
+        pieces = tf.split(x, 3, axis=2)
+        uneven = tf.split(x, [2, -1, 1], axis=1)
+    for name, (got, want) in cases.items():
+        assert on_gpu(got), name
+        assert got.shape == want.shape, name
+        assert got.numpy().tobytes() == np.ascontiguousarray(want).tobytes(), name
+    for got, want in zip(pieces, np.split(host, 3, axis=2)):
+        assert on_gpu(got) and got.numpy().tobytes() == np.ascontiguousarray(want).tobytes()
+    for got, want in zip(uneven, np.split(host, [2, 6], axis=1)):
+        assert on_gpu(got) and got.numpy().tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+def test_slices_of_large_tensors(rng, strict_placement):
+    host = rng.standard_normal((70000, 17)).astype(np.float32)
+    with tf.device(GPU):
+        x = tf.identity(tf.constant(host))
+        y = x[5:-5:2, 3:]
+    np.testing.assert_array_equal(y.numpy(), host[5:-5:2, 3:])
+
+
+def random_shape_pair(rng):
+    rank = int(rng.integers(0, 6))
+    out = [int(d) for d in rng.integers(1, 6, size=rank)]
+    a = [d if rng.random() < 0.7 else 1 for d in out]
+    b = [d if rng.random() < 0.7 else 1 for d in out]
+    # Drop leading dims from one side now and then (rank broadcasting).
+    if rank and rng.random() < 0.3:
+        b = b[int(rng.integers(0, rank)):]
+    return a, b
+
+
+def float_values(rng, shape, specials=True):
+    values = (rng.standard_normal(shape) * 10).astype(np.float32)
+    if specials and values.size:
+        flat = values.reshape(-1)
+        picks = rng.integers(0, flat.size, size=min(3, flat.size))
+        flat[picks] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], size=picks.size)
+    return values
+
+
+def compare_with_cpu(op, *host_args):
+    with tf.device("/CPU:0"):
+        want = op(*[tf.constant(a) for a in host_args])
+    with tf.device(GPU):
+        got = op(*[tf.constant(a) for a in host_args])
+    assert on_gpu(got), got.device
+    assert got.shape == want.shape and got.dtype == want.dtype
+    # IEEE add/mul are exact; the tolerance only admits flushed subnormals.
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-37, equal_nan=True)
+    return got
+
+
+@pytest.mark.parametrize("op", [tf.math.add, tf.math.multiply], ids=["AddV2", "Mul"])
+@pytest.mark.parametrize("trial", range(12))
+def test_binary_ops_match_cpu_with_broadcasting(op, trial, rng, strict_placement):
+    a_shape, b_shape = random_shape_pair(rng)
+    compare_with_cpu(op, float_values(rng, a_shape), float_values(rng, b_shape))
+
+
+@pytest.mark.parametrize("op", [tf.math.add, tf.math.multiply], ids=["AddV2", "Mul"])
+@pytest.mark.parametrize(
+    "a_shape,b_shape",
+    [((0, 3), (1, 3)), ((2, 0, 4), (4,)), ((), ()), ((1,), ()), ((257,), (257,)), ((3, 1, 5), (1, 7, 1))],
+)
+def test_binary_ops_edge_shapes(op, a_shape, b_shape, rng, strict_placement):
+    compare_with_cpu(op, float_values(rng, a_shape), float_values(rng, b_shape))
+
+
+def test_binary_op_larger_than_65535_workgroups(rng, strict_placement):
+    n = 65536 * 256 + 3  # needs a 2D dispatch grid
+    a = rng.standard_normal(n).astype(np.float32)
+    compare_with_cpu(tf.math.add, a, np.float32(0.5))
+
+
+def test_incompatible_shapes_give_invalid_argument(strict_placement):
+    with tf.device(GPU):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.math.add(tf.ones((2, 3)), tf.ones((3, 2))).numpy()
+
+
+@pytest.mark.parametrize("src,dst", [(tf.float32, tf.int32), (tf.int32, tf.float32)])
+def test_cast_matches_cpu(src, dst, rng, strict_placement):
+    if src == tf.float32:
+        host = (rng.standard_normal((3, 1000)) * 1e6).astype(np.float32)
+    else:
+        host = rng.integers(-(2**31), 2**31 - 1, size=(3, 1000), dtype=np.int32)
+    with tf.device("/CPU:0"):
+        want = tf.cast(tf.constant(host), dst)
+    with tf.device(GPU):
+        got = tf.cast(tf.constant(host), dst)
+    assert on_gpu(got)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_tf_function_graph_runs_on_device(rng, strict_placement):
+    @tf.function
+    def f(x, y):
+        return (x * y + x) * y
+
+    a, b = float_values(rng, (33, 5), specials=False), float_values(rng, (5,), specials=False)
+    with tf.device("/CPU:0"):
+        want = f(tf.constant(a), tf.constant(b))
+    with tf.device(GPU):
+        got = f(tf.constant(a), tf.constant(b))
+    assert on_gpu(got)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_op_without_wgpu_kernel_runs_through_soft_placement():
+    tf.config.set_soft_device_placement(True)
+    with tf.device(GPU):
+        x = tf.constant([0.0, 1.0, 2.0])
+        y = tf.math.sin(x)  # no WGPU kernel: TF places it on the CPU
+    assert y.device.endswith("CPU:0")
+    np.testing.assert_allclose(y.numpy(), np.sin([0.0, 1.0, 2.0]), rtol=1e-6)
+
+
+def test_op_without_wgpu_kernel_fails_cleanly_without_soft_placement(strict_placement):
+    with tf.device(GPU):
+        x = tf.constant([0.0, 1.0, 2.0])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Could not satisfy device specification"):
+            tf.math.sin(x)
+    # The process and the device are still fine.
+    with tf.device(GPU):
+        assert on_gpu(tf.math.add(x, x))
