@@ -233,7 +233,9 @@ unsafe extern "C" fn log_entry(arg: *mut c_void, status: *mut TF_Status) {
     let entry = unsafe { Box::from_raw(arg as *mut Entry) };
     entry.log.order.lock().unwrap().push(entry.index);
     if entry.fail {
-        set_status(status, &Err(Error::new(Code::OutOfRange, format!("callback {} failed", entry.index))));
+        let error = Err(Error::new(Code::OutOfRange, format!("callback {} failed", entry.index)));
+        // SAFETY: the plugin passes a live status to the callback.
+        unsafe { set_status(status, &error) };
     }
 }
 
@@ -434,7 +436,7 @@ fn device_reports_itself() {
     assert_eq!(unsafe { (p.se.device_memory_usage.unwrap())(p.dev(), &mut free, &mut total) }, 1);
     assert!(total > 0 && free <= total);
     let host = unsafe { (p.se.host_memory_allocate.unwrap())(p.dev(), 1000) };
-    assert!(!host.is_null() && host as usize % 64 == 0);
+    assert!(!host.is_null() && (host as usize).is_multiple_of(64));
     unsafe { (p.se.host_memory_deallocate.unwrap())(p.dev(), host) };
     assert!(unsafe { (p.se.unified_memory_allocate.unwrap())(p.dev(), 1000) }.is_null());
 }

@@ -221,7 +221,8 @@ impl OwnedStatus {
         self.0
     }
     pub fn result(&self) -> Result<(), Error> {
-        status_result(self.0)
+        // SAFETY: we own this live status.
+        unsafe { status_result(self.0) }
     }
 }
 
@@ -239,7 +240,10 @@ impl Drop for OwnedStatus {
 }
 
 /// Writes `result` into a caller-owned status (`TF_OK` on success). A null status is ignored.
-pub fn set_status(status: *mut TF_Status, result: &Result<(), Error>) {
+///
+/// # Safety
+/// `status` must be null or a live `TF_Status` of this process.
+pub unsafe fn set_status(status: *mut TF_Status, result: &Result<(), Error>) {
     if status.is_null() {
         return;
     }
@@ -252,7 +256,10 @@ pub fn set_status(status: *mut TF_Status, result: &Result<(), Error>) {
 }
 
 /// Reads a status back into a `Result`.
-pub fn status_result(status: *const TF_Status) -> Result<(), Error> {
+///
+/// # Safety
+/// `status` must be null or a live `TF_Status` of this process.
+pub unsafe fn status_result(status: *const TF_Status) -> Result<(), Error> {
     if status.is_null() {
         return Ok(());
     }

@@ -273,17 +273,21 @@ pub static KERNELS: std::sync::LazyLock<Vec<KernelDef>> = std::sync::LazyLock::n
     table
 });
 
-/// The registered (op × dtype) matrix, one line per kernel, as the README shows it.
+/// The registered (op × dtype) matrix, one line per op, as the README shows it.
 pub fn op_table() -> String {
-    let mut rows: Vec<String> = KERNELS
-        .iter()
-        .map(|k| {
-            let types: Vec<String> = k.constraints.iter().map(|(a, d)| format!("{a}={}", d.tf_name())).collect();
-            format!("{:<12} {}", k.op, types.join(", "))
-        })
-        .collect();
-    rows.sort();
-    rows.join("\n")
+    let mut ops: Vec<(&str, Vec<String>)> = Vec::new();
+    for k in KERNELS.iter() {
+        let types = match k.constraints {
+            [(_, d)] => d.tf_name().to_string(),
+            many => many.iter().map(|(a, d)| format!("{a}={}", d.tf_name())).collect::<Vec<_>>().join(","),
+        };
+        match ops.iter_mut().find(|(op, _)| *op == k.op) {
+            Some((_, list)) => list.push(types),
+            None => ops.push((k.op, vec![types])),
+        }
+    }
+    ops.sort_by_key(|(op, _)| *op);
+    ops.iter().map(|(op, types)| format!("{op:<13} {}", types.join(" "))).collect::<Vec<_>>().join("\n")
 }
 
 /// Element count as the u32 the shaders index with.

@@ -33,7 +33,8 @@ unsafe extern "C" fn create_kernel<const I: usize>(ctx: *mut TF_OpKernelConstruc
         Err(e) => {
             if let Some(fail) = api().TF_OpKernelConstruction_Failure {
                 let status = OwnedStatus::new();
-                set_status(status.as_ptr(), &Err(e));
+                // SAFETY: our own live status.
+                unsafe { set_status(status.as_ptr(), &Err(e)) };
                 // SAFETY: `ctx` is the construction context TF passed to this call.
                 unsafe { fail(ctx, status.as_ptr()) };
             }
@@ -172,7 +173,8 @@ unsafe extern "C" fn compute_kernel(state: *mut c_void, ctx: *mut TF_OpKernelCon
     if let Err(e) = outcome {
         if let Some(fail) = api().TF_OpKernelContext_Failure {
             let status = OwnedStatus::new();
-            set_status(status.as_ptr(), &Err(e));
+            // SAFETY: our own live status.
+            unsafe { set_status(status.as_ptr(), &Err(e)) };
             // SAFETY: `ctx` is the live context TF passed to this compute call.
             unsafe { fail(ctx, status.as_ptr()) };
         }

@@ -76,7 +76,7 @@ pub fn launch(stream: &Stream, input: &TensorRef, view: &StridedView, out: &Tens
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    let whole_words = size % 4 == 0;
+    let whole_words = size.is_multiple_of(4);
     let entry = if whole_words { "copy_words" } else { "copy_bytes" };
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
     stream.encode(|core, encoder| {

@@ -20,7 +20,8 @@ pub const DEVICE_TYPE: &std::ffi::CStr = c"GPU";
 /// Runs `f`, writing its outcome (or a caught panic) into `status`.
 fn with_status(status: *mut TF_Status, f: impl FnOnce() -> Result<()>) {
     let outcome = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(from_panic(p)));
-    set_status(status, &outcome);
+    // SAFETY: TF passes a live TF_Status (or null, which is ignored).
+    unsafe { set_status(status, &outcome) };
 }
 
 /// Runs `f` for a callback without a status: errors and panics are logged and `fallback` returned.

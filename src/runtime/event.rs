@@ -66,7 +66,7 @@ impl Event {
             let (next, _) = self.changed.wait_timeout(state, Duration::from_secs(1)).unwrap_or_else(|e| e.into_inner());
             state = next;
             waited += Duration::from_secs(1);
-            if waited.as_secs() % 60 == 0 && state.status == EventStatus::Pending {
+            if waited.as_secs().is_multiple_of(60) && state.status == EventStatus::Pending {
                 log::warn!("tensorflow-wgpu: still waiting for an event after {}s", waited.as_secs());
             }
         }

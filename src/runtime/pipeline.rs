@@ -178,7 +178,7 @@ pub fn storage_window<'a>(core: &DeviceCore, slice: &'a DeviceSlice, element_siz
         )));
     }
     let skew = slice.offset - start;
-    if skew % element_size != 0 {
+    if !skew.is_multiple_of(element_size) {
         return Err(Error::invalid_argument(format!(
             "device address offset {} is not aligned to the element size {element_size}",
             slice.offset

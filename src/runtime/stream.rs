@@ -100,11 +100,10 @@ impl StreamCore {
                     }
                     self.lock().host_task_running = false;
                 }
-                Some(Task::WaitEvent(event)) => {
-                    if event.status() == EventStatus::Error {
-                        self.set_error(Error::internal("a stream this stream waits on failed"));
-                    }
+                Some(Task::WaitEvent(event)) if event.status() == EventStatus::Error => {
+                    self.set_error(Error::internal("a stream this stream waits on failed"));
                 }
+                Some(Task::WaitEvent(_)) => {}
                 None => {}
             }
         }
