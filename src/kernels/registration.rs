@@ -154,9 +154,14 @@ static CREATE_FNS: [[CreateFn; 16]; 64] = [
 ];
 
 unsafe extern "C" fn delete_kernel(state: *mut c_void) {
-    if !state.is_null() {
-        // SAFETY: the state is the `Box<KernelInstance>` made by `create_kernel`, freed once.
-        drop(unsafe { Box::from_raw(state as *mut KernelInstance) });
+    let outcome = catch_unwind(|| {
+        if !state.is_null() {
+            // SAFETY: the state is the `Box<KernelInstance>` made by `create_kernel`, freed once.
+            drop(unsafe { Box::from_raw(state as *mut KernelInstance) });
+        }
+    });
+    if let Err(p) = outcome {
+        log::error!("tensorflow-wgpu: delete_kernel: {}", from_panic(p));
     }
 }
 

@@ -260,10 +260,13 @@ unsafe extern "C" fn create_event(_dev: *const SP_Device, out: *mut SP_Event, st
 }
 
 unsafe extern "C" fn destroy_event(_dev: *const SP_Device, handle: SP_Event) {
-    if !handle.is_null() {
-        // SAFETY: the handle is a `Box<Arc<Event>>` from `create_event`, destroyed once.
-        drop(unsafe { Box::from_raw(handle as *mut Arc<Event>) });
-    }
+    or_log("destroy_event", (), || {
+        if !handle.is_null() {
+            // SAFETY: the handle is a `Box<Arc<Event>>` from `create_event`, destroyed once.
+            drop(unsafe { Box::from_raw(handle as *mut Arc<Event>) });
+        }
+        Ok(())
+    })
 }
 
 unsafe extern "C" fn get_event_status(_dev: *const SP_Device, handle: SP_Event) -> SE_EventStatus {
@@ -314,10 +317,13 @@ unsafe extern "C" fn create_timer(dev: *const SP_Device, out: *mut SP_Timer, sta
 }
 
 unsafe extern "C" fn destroy_timer(_dev: *const SP_Device, handle: SP_Timer) {
-    if !handle.is_null() {
-        // SAFETY: the handle is a `Box<Timer>` from `create_timer`, destroyed once.
-        drop(unsafe { Box::from_raw(handle as *mut Timer) });
-    }
+    or_log("destroy_timer", (), || {
+        if !handle.is_null() {
+            // SAFETY: the handle is a `Box<Timer>` from `create_timer`, destroyed once.
+            drop(unsafe { Box::from_raw(handle as *mut Timer) });
+        }
+        Ok(())
+    })
 }
 
 unsafe extern "C" fn start_timer(_dev: *const SP_Device, s: SP_Stream, t: SP_Timer, status: *mut TF_Status) {
