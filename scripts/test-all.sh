@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-export TF_INCLUDE_DIR="$("$VENV/bin/python" -c 'import tensorflow as tf, os; print(os.path.join(os.path.dirname(tf.__file__), "include"))')"
+export TF_INCLUDE_DIR="$(TF_CPP_MIN_LOG_LEVEL=3 "$VENV/bin/python" -c 'import tensorflow as tf, os; print(os.path.join(os.path.dirname(tf.__file__), "include"))')"
 
 echo "== cargo test"
 cargo test --all-targets 2>&1 | grep -v "XDG_RUNTIME_DIR" 

@@ -13,7 +13,7 @@ use super::device::DeviceCore;
 
 pub fn spawn(core: Arc<DeviceCore>) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
-        .name(format!("tf-wgpu-poller-{}", core.ordinal))
+        .name(format!("wgpu-poller-{}", core.ordinal))
         .spawn(move || run(core))
         .map_err(|e| Error::internal(format!("cannot start the WGPU poller thread: {e}")))
 }
