@@ -18,10 +18,17 @@ fn memory_shader_is_valid() {
 }
 
 #[test]
-fn binary_shader_is_valid_for_every_dtype() {
-    for ty in ["f32", "i32", "u32"] {
-        validate(&tensorflow_wgpu::kernels::binary::SHADER, &[("T", ty)]);
-    }
+fn broadcasting_shaders_are_valid() {
+    use tensorflow_wgpu::kernels::binary::{COMPARE_SHADER, LOGICAL_SHADER, SELECT_SHADER, SHADER};
+    validate(&SHADER, &[("T", "f32")]);
+    validate(&COMPARE_SHADER, &[("T", "f32")]);
+    validate(&LOGICAL_SHADER, &[]);
+    validate(&SELECT_SHADER, &[]);
+}
+
+#[test]
+fn strided_shader_is_valid() {
+    validate(&tensorflow_wgpu::kernels::slice::SHADER, &[]);
 }
 
 #[test]
@@ -32,11 +39,32 @@ fn cast_shader_is_valid_for_every_pair() {
 }
 
 #[test]
+fn unary_shaders_are_valid() {
+    validate(&tensorflow_wgpu::kernels::unary::SHADER, &[("T", "f32")]);
+    validate(&tensorflow_wgpu::kernels::unary::CLASSIFY_SHADER, &[]);
+}
+
+#[test]
 fn every_wgsl_file_is_covered() {
     let mut files: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/wgsl"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert_eq!(files, ["binary.wgsl", "cast.wgsl", "memory.wgsl"], "add a validation test for the new shader");
+    assert_eq!(
+        files,
+        [
+            "binary.wgsl",
+            "broadcast.wgsl",
+            "cast.wgsl",
+            "classify.wgsl",
+            "compare.wgsl",
+            "logical.wgsl",
+            "memory.wgsl",
+            "select.wgsl",
+            "strided.wgsl",
+            "unary.wgsl"
+        ],
+        "add a validation test for the new shader"
+    );
 }

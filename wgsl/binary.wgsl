@@ -1,6 +1,5 @@
-// Elementwise binary ops with NumPy broadcasting. `T` is aliased per dtype; `OP` is an override
-// constant, so each op is its own specialised pipeline with no run-time branch on the op.
-// Shapes are padded to rank 8; a stride of 0 repeats a broadcast dimension.
+// Elementwise binary float ops with NumPy broadcasting (`broadcast.wgsl` is prepended). `T` is
+// aliased per dtype; `OP` is an override constant, so each op is its own specialised pipeline.
 
 override OP: u32 = 0u;
 
@@ -23,11 +22,69 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> out: array<T>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-fn apply(x: T, y: T) -> T {
+fn nan() -> f32 {
+    return bitcast<f32>(0x7fc00000u);
+}
+
+fn is_odd_integer(y: f32) -> bool {
+    return floor(y) == y && abs(y) < 16777216.0 && (i32(y) & 1) == 1;
+}
+
+fn is_inf_f32(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) == 0x7f800000u;
+}
+
+fn pow_(x: f32, y: f32) -> f32 {
+    let inf = bitcast<f32>(0x7f800000u);
+    if (y == 0.0) { return 1.0; }
+    if (is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
+    // IEEE 754 pow for infinite operands; WGSL's pow is undefined there.
+    if (is_inf_f32(y)) {
+        let ax = abs(x);
+        if (ax == 1.0) { return 1.0; }
+        return select(0.0, inf, (ax > 1.0) == (y > 0.0));
+    }
+    if (is_inf_f32(x)) {
+        let odd = is_odd_integer(y);
+        if (x > 0.0) { return select(0.0, inf, y > 0.0); }
+        if (y > 0.0) { return select(inf, -inf, odd); }
+        return select(0.0, -0.0, odd);
+    }
+    if (x == 0.0) {
+        if (y > 0.0) { return select(0.0, x, is_odd_integer(y)); }
+        return select(bitcast<f32>(0x7f800000u), 1.0 / x, is_odd_integer(y));
+    }
+    if (x < 0.0) {
+        if (floor(y) != y) { return nan(); }
+        let magnitude = pow(-x, y);
+        return select(magnitude, -magnitude, is_odd_integer(y));
+    }
+    return pow(x, y);
+}
+
+fn apply(x: f32, y: f32) -> f32 {
     switch OP {
         case 0u: { return x + y; }
         case 1u: { return x * y; }
         case 2u: { return x - y; }
+        case 3u: { return x / y; }
+        case 4u: { return select(x / y, 0.0, y == 0.0); }
+        case 5u: { return floor(x / y); }
+        case 6u: {
+            var r = x - y * trunc(x / y);
+            if (r != 0.0 && (r < 0.0) != (y < 0.0)) { r += y; }
+            return r;
+        }
+        case 7u: {
+            if (is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
+            return max(x, y);
+        }
+        case 8u: {
+            if (is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
+            return min(x, y);
+        }
+        case 9u: { return pow_(x, y); }
+        case 10u: { return (x - y) * (x - y); }
         default: { return x; }
     }
 }
@@ -38,16 +95,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n) {
         return;
     }
-    var rem = i;
-    var ai = 0u;
-    var bi = 0u;
-    for (var d = p.rank; d > 0u; d--) {
-        let k = d - 1u;
-        let size = p.shape[k / 4u][k % 4u];
-        let coord = rem % size;
-        rem = rem / size;
-        ai += coord * p.a_strides[k / 4u][k % 4u];
-        bi += coord * p.b_strides[k / 4u][k % 4u];
-    }
-    out[p.out_off + i] = apply(a[p.a_off + ai], b[p.b_off + bi]);
+    let at = broadcast_offsets(i, p.rank, p.shape, p.a_strides, p.b_strides, p.b_strides);
+    out[p.out_off + i] = T(apply(f32(a[p.a_off + at.x]), f32(b[p.b_off + at.y])));
 }

@@ -36,6 +36,8 @@ fn expm1_(v: f32) -> f32 {
 
 fn log1p_(v: f32) -> f32 {
     let u = 1.0 + v;
+    if (u < 0.0) { return bitcast<f32>(0x7fc00000u); }
+    if (u == 0.0) { return bitcast<f32>(0xff800000u); }
     if (u == 1.0) { return v; }
     if (is_inf(u)) { return u; }
     return log(u) * v / (u - 1.0);

@@ -84,6 +84,10 @@ tf_api! {
     TF_OpKernelConstruction_GetAttrType: fn(*mut TF_OpKernelConstruction, *const c_char, *mut TF_DataType, *mut TF_Status);
     TF_OpKernelConstruction_Failure: fn(*mut TF_OpKernelConstruction, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrInt64: fn(*mut TF_OpKernelConstruction, *const c_char, *mut i64, *mut TF_Status);
+    TF_OpKernelConstruction_GetAttrFloat: fn(*mut TF_OpKernelConstruction, *const c_char, *mut f32, *mut TF_Status);
+    TF_OpKernelConstruction_GetAttrBool: fn(*mut TF_OpKernelConstruction, *const c_char, *mut TF_Bool, *mut TF_Status);
+    TF_OpKernelConstruction_GetAttrSize: fn(*mut TF_OpKernelConstruction, *const c_char, *mut i32, *mut i32, *mut TF_Status);
+    TF_OpKernelConstruction_GetAttrString: fn(*mut TF_OpKernelConstruction, *const c_char, *mut c_char, usize, *mut TF_Status);
 
     TF_GetStream: fn(*mut TF_OpKernelContext, *mut TF_Status) -> SP_Stream;
     TF_NumInputs: fn(*mut TF_OpKernelContext) -> c_int;
@@ -127,6 +131,10 @@ impl TfApi {
             TF_OpKernelConstruction_GetAttrType,
             TF_OpKernelConstruction_Failure,
             TF_OpKernelConstruction_GetAttrInt64,
+            TF_OpKernelConstruction_GetAttrFloat,
+            TF_OpKernelConstruction_GetAttrBool,
+            TF_OpKernelConstruction_GetAttrSize,
+            TF_OpKernelConstruction_GetAttrString,
             TF_GetStream,
             TF_NumOutputs,
             TF_NumInputs,

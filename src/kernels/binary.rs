@@ -1,13 +1,28 @@
-//! Elementwise binary ops with broadcasting (`wgsl/binary.wgsl`).
+//! Broadcasting elementwise families: float binary ops (`wgsl/binary.wgsl`), comparisons into bools
+//! (`wgsl/compare.wgsl`), bool logic (`wgsl/logical.wgsl`) and Select (`wgsl/select.wgsl`), all
+//! sharing `wgsl/broadcast.wgsl`.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::memory::DeviceSlice;
+use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
-use super::{shader_len, KernelContext, KernelInstance, TensorRef};
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "binary", source: include_str!("../../wgsl/binary.wgsl"), storage_buffers: 3 };
+macro_rules! broadcast_shader {
+    ($name:literal, $file:literal, $buffers:expr) => {
+        Shader {
+            name: $name,
+            source: concat!(include_str!("../../wgsl/broadcast.wgsl"), include_str!(concat!("../../wgsl/", $file))),
+            storage_buffers: $buffers,
+        }
+    };
+}
+
+pub const SHADER: Shader = broadcast_shader!("binary", "binary.wgsl", 3);
+pub const COMPARE_SHADER: Shader = broadcast_shader!("compare", "compare.wgsl", 3);
+pub const LOGICAL_SHADER: Shader = broadcast_shader!("logical", "logical.wgsl", 3);
+pub const SELECT_SHADER: Shader = broadcast_shader!("select", "select.wgsl", 4);
 
 /// The ops of `binary.wgsl`, by the value of its `OP` override constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,34 +30,43 @@ pub enum BinaryOp {
     Add = 0,
     Mul = 1,
     Sub = 2,
+    RealDiv = 3,
+    DivNoNan = 4,
+    FloorDiv = 5,
+    FloorMod = 6,
+    Maximum = 7,
+    Minimum = 8,
+    Pow = 9,
+    SquaredDifference = 10,
 }
+
+/// TF op name → binary op.
+pub const BINARY_OPS: [(&str, BinaryOp); 13] = [
+    ("AddV2", BinaryOp::Add),
+    ("Add", BinaryOp::Add),
+    ("Mul", BinaryOp::Mul),
+    ("Sub", BinaryOp::Sub),
+    ("RealDiv", BinaryOp::RealDiv),
+    ("Div", BinaryOp::RealDiv),
+    ("DivNoNan", BinaryOp::DivNoNan),
+    ("FloorDiv", BinaryOp::FloorDiv),
+    ("FloorMod", BinaryOp::FloorMod),
+    ("Maximum", BinaryOp::Maximum),
+    ("Minimum", BinaryOp::Minimum),
+    ("Pow", BinaryOp::Pow),
+    ("SquaredDifference", BinaryOp::SquaredDifference),
+];
+
+/// TF op name → `OP` of `compare.wgsl`.
+pub const COMPARE_OPS: [(&str, u32); 6] =
+    [("Equal", 0), ("NotEqual", 1), ("Less", 2), ("LessEqual", 3), ("Greater", 4), ("GreaterEqual", 5)];
 
 const MAX_RANK: usize = 8;
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    n: u32,
-    rank: u32,
-    a_off: u32,
-    b_off: u32,
-    out_off: u32,
-    _pad: [u32; 3],
-    shape: [u32; MAX_RANK],
-    a_strides: [u32; MAX_RANK],
-    b_strides: [u32; MAX_RANK],
-}
 
 /// NumPy/TF broadcasting of two shapes; `InvalidArgument` when they are incompatible.
 pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
     let rank = a.len().max(b.len());
-    let dim = |s: &[i64], i: usize| {
-        if i + s.len() >= rank {
-            s[i + s.len() - rank]
-        } else {
-            1
-        }
-    };
+    let dim = |s: &[i64], i: usize| if i + s.len() >= rank { s[i + s.len() - rank] } else { 1 };
     (0..rank)
         .map(|i| match (dim(a, i), dim(b, i)) {
             (x, y) if x == y => Ok(x),
@@ -65,76 +89,317 @@ fn broadcast_strides(shape: &[i64], out: &[i64]) -> Vec<u32> {
     strides
 }
 
-/// Encodes `out = op(a, b)` on `stream`. `out` has the broadcast shape of `a` and `b`.
-pub fn launch(stream: &Stream, op: BinaryOp, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
-    let n = shader_len(out.num_elements(), "binary op")?;
+/// The index arithmetic of one broadcasting launch: rank, shape and per-operand strides, padded to 8.
+struct Layout {
+    rank: u32,
+    shape: [u32; MAX_RANK],
+    strides: Vec<[u32; MAX_RANK]>,
+}
+
+impl Layout {
+    fn new(out: &[i64], operands: &[&[i64]]) -> Result<Self> {
+        let mut layout = Layout { rank: 1, shape: [1; MAX_RANK], strides: vec![[0; MAX_RANK]; operands.len()] };
+        // Operands shaped like the output index it the same way: one flat dimension.
+        if operands.iter().all(|s| *s == out) {
+            layout.shape[0] = shape_len(out)?;
+            layout.strides.iter_mut().for_each(|s| s[0] = 1);
+            return Ok(layout);
+        }
+        if out.len() > MAX_RANK {
+            return Err(Error::unimplemented(format!("broadcasting beyond rank {MAX_RANK} is not supported")));
+        }
+        layout.rank = out.len() as u32;
+        for (d, &size) in out.iter().enumerate() {
+            layout.shape[d] = size as u32;
+        }
+        for (k, shape) in operands.iter().enumerate() {
+            if shape.len() > out.len() {
+                return Err(Error::invalid_argument(format!("operand shape {shape:?} does not broadcast to {out:?}")));
+            }
+            for (d, s) in broadcast_strides(shape, out).into_iter().enumerate() {
+                layout.strides[k][d] = s;
+            }
+        }
+        Ok(layout)
+    }
+}
+
+fn shape_len(shape: &[i64]) -> Result<u32> {
+    shader_len(shape.iter().map(|&d| d.max(0) as u64).product(), "broadcast")
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct TwoOperandParams {
+    n: u32,
+    rank: u32,
+    a_off: u32,
+    b_off: u32,
+    out_off: u32,
+    _pad: [u32; 3],
+    shape: [u32; MAX_RANK],
+    a_strides: [u32; MAX_RANK],
+    b_strides: [u32; MAX_RANK],
+}
+
+/// Shared launch of the two-operand shaders. `unit` is the binding unit in bytes of the inputs (the
+/// element size, or 1 for packed bools); bool outputs are written as whole words.
+#[allow(clippy::too_many_arguments)]
+fn launch_two(
+    stream: &Stream,
+    shader: &Shader,
+    spec: PipelineSpec,
+    a: &TensorRef,
+    b: &TensorRef,
+    out: &TensorRef,
+    input_unit: u64,
+    bool_output: bool,
+) -> Result<()> {
+    let n = shape_len(&out.shape)?;
     if n == 0 {
         return Ok(());
     }
-    // Equal shapes index every operand the same way: one flat dimension.
-    let (shape, a_strides, b_strides) = if a.shape == b.shape {
-        (vec![n as i64], vec![1], vec![1])
-    } else {
-        (out.shape.clone(), broadcast_strides(&a.shape, &out.shape), broadcast_strides(&b.shape, &out.shape))
-    };
-    if shape.len() > MAX_RANK {
-        return Err(Error::unimplemented(format!("broadcasting beyond rank {MAX_RANK} is not supported")));
-    }
+    let layout = Layout::new(&out.shape, &[&a.shape, &b.shape])?;
     let device = stream.device();
-    let memory = &device.memory;
-    let (a_mem, b_mem, out_mem) = (
-        memory.resolve(a.address, a.byte_len())?,
-        memory.resolve(b.address, b.byte_len())?,
-        memory.resolve(out.address, out.byte_len())?,
-    );
-    let dtype = out.dtype;
-    let pipeline = device.pipelines.get(
-        device,
-        &SHADER,
-        &PipelineSpec { entry: "main", aliases: &[("T", dtype.wgsl())], constants: &[("OP", op as u32 as f64)] },
-    )?;
+    let mems: Vec<DeviceSlice> =
+        [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
+    let pipeline = device.pipelines.get(device, shader, &spec)?;
     stream.encode(|core, encoder| {
-        let (a_bind, a_off) = storage_window(core, &a_mem, dtype.size())?;
-        let (b_bind, b_off) = storage_window(core, &b_mem, dtype.size())?;
-        let (out_bind, out_off) = storage_window(core, &out_mem, dtype.size())?;
-        let mut params = Params {
+        let (a_bind, a_off) = storage_window(core, &mems[0], input_unit)?;
+        let (b_bind, b_off) = storage_window(core, &mems[1], input_unit)?;
+        let (out_bind, out_off) = storage_window(core, &mems[2], if bool_output { 1 } else { input_unit })?;
+        if bool_output && out_off % 4 != 0 {
+            return Err(Error::unimplemented("bool output that is not word-aligned"));
+        }
+        let params = TwoOperandParams {
             n,
-            rank: shape.len() as u32,
+            rank: layout.rank,
             a_off,
             b_off,
             out_off,
             _pad: [0; 3],
-            shape: [1; MAX_RANK],
-            a_strides: [0; MAX_RANK],
-            b_strides: [0; MAX_RANK],
+            shape: layout.shape,
+            a_strides: layout.strides[0],
+            b_strides: layout.strides[1],
         };
-        for (i, &d) in shape.iter().enumerate() {
-            params.shape[i] = d as u32;
-            params.a_strides[i] = a_strides[i];
-            params.b_strides[i] = b_strides[i];
-        }
-        dispatch(core, encoder, "binary", &pipeline, &[a_bind, b_bind, out_bind], bytemuck::bytes_of(&params), n as u64)
+        let threads = if bool_output { n.div_ceil(4) } else { n };
+        dispatch(
+            core,
+            encoder,
+            shader.name,
+            &pipeline,
+            &[a_bind, b_bind, out_bind],
+            bytemuck::bytes_of(&params),
+            threads as u64,
+        )
     })
 }
 
-fn compute(ctx: &mut dyn KernelContext, def: &KernelInstance, op: BinaryOp) -> Result<()> {
-    let dtype = def.dtype("T")?;
+/// Encodes `out = op(a, b)`; `out` has the broadcast shape of `a` and `b` and may alias either.
+pub fn launch(stream: &Stream, op: BinaryOp, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
+    let aliases = [("T", out.dtype.wgsl())];
+    let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &[("OP", op as u32 as f64)] };
+    launch_two(stream, &SHADER, spec, a, b, out, out.dtype.size(), false)
+}
+
+fn op_by_name<T: Copy>(table: &[(&str, T)], op: &str) -> Result<T> {
+    table.iter().find(|(n, _)| *n == op).map(|(_, v)| *v).ok_or_else(|| Error::internal(format!("unknown op {op}")))
+}
+
+pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = op_by_name(&BINARY_OPS, kernel.def.op)?;
+    let dtype = kernel.dtype("T")?;
     let a = ctx.input(0)?;
     let b = ctx.input(1)?;
     let shape = broadcast_shapes(&a.shape, &b.shape)?;
     let out = ctx.forward_input_or_allocate_output(&[0, 1], 0, dtype, &shape)?;
-    if out.num_elements() == 0 {
-        return Ok(());
-    }
     launch(ctx.stream()?, op, &a, &b, &out)
 }
 
-pub fn add(ctx: &mut dyn KernelContext, def: &KernelInstance) -> Result<()> {
-    compute(ctx, def, BinaryOp::Add)
+/// BiasAdd: `value + bias` along the channel dimension (NHWC: the last one).
+pub fn bias_add(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let value = ctx.input(0)?;
+    let mut bias = ctx.input(1)?;
+    let format = kernel.attrs.str("data_format")?;
+    if value.shape.len() < 2 {
+        return Err(Error::invalid_argument(format!("Input tensor must be at least 2D: {:?}", value.shape)));
+    }
+    let channel_dim = match format {
+        "NHWC" => value.shape.len() - 1,
+        "NCHW" => 1,
+        other => return Err(Error::invalid_argument(format!("Unknown data_format {other}"))),
+    };
+    if bias.shape.len() != 1 || bias.shape[0] != value.shape[channel_dim] {
+        return Err(Error::invalid_argument(format!(
+            "Must provide as many biases as the channel dimension of the input tensor: {:?} vs. {:?}",
+            bias.shape, value.shape
+        )));
+    }
+    // The bias, viewed with trailing 1s after the channel dimension, broadcasts over the rest.
+    bias.shape.extend(std::iter::repeat_n(1, value.shape.len() - 1 - channel_dim));
+    let out = ctx.forward_input_or_allocate_output(&[0], 0, dtype, &value.shape)?;
+    launch(ctx.stream()?, BinaryOp::Add, &value, &bias, &out)
 }
 
-pub fn mul(ctx: &mut dyn KernelContext, def: &KernelInstance) -> Result<()> {
-    compute(ctx, def, BinaryOp::Mul)
+/// AddN: the sum of N same-shaped inputs, accumulated in the output.
+pub fn add_n(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let inputs: Vec<TensorRef> = (0..ctx.num_inputs()).map(|i| ctx.input(i)).collect::<Result<_>>()?;
+    let first = inputs.first().ok_or_else(|| Error::invalid_argument("AddN needs at least one input"))?.clone();
+    if let Some(t) = inputs.iter().find(|t| t.shape != first.shape) {
+        return Err(Error::invalid_argument(format!(
+            "Inputs to operation AddN must have the same size and shape.  Input 0: {:?} != input: {:?}",
+            first.shape, t.shape
+        )));
+    }
+    let candidates: Vec<usize> = (0..inputs.len()).collect();
+    let out = ctx.forward_input_or_allocate_output(&candidates, 0, dtype, &first.shape)?;
+    let stream = ctx.stream()?;
+    if inputs.len() == 1 {
+        if out.address != first.address {
+            stream.memcpy_dtod(out.address, first.address, first.byte_len())?;
+        }
+        return Ok(());
+    }
+    // If the output took over input k, start from it so no input is overwritten before it is read.
+    let start = inputs.iter().position(|t| t.address == out.address).unwrap_or(0);
+    let other = if start == 0 { 1 } else { 0 };
+    launch(stream, BinaryOp::Add, &inputs[start], &inputs[other], &out)?;
+    for (i, t) in inputs.iter().enumerate() {
+        if i != start && i != other {
+            launch(stream, BinaryOp::Add, &out, t, &out)?;
+        }
+    }
+    Ok(())
+}
+
+/// ClipByValue: `min(max(t, clip_value_min), clip_value_max)`, both bounds broadcasting to `t`.
+pub fn clip_by_value(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let t = ctx.input(0)?;
+    let lo = ctx.input(1)?;
+    let hi = ctx.input(2)?;
+    for bound in [&lo, &hi] {
+        if broadcast_shapes(&t.shape, &bound.shape)? != t.shape {
+            return Err(Error::invalid_argument(format!(
+                "clip_value_min and clip_value_max must be either scalars or have the same shape as the input: {:?} vs {:?}",
+                bound.shape, t.shape
+            )));
+        }
+    }
+    let out = ctx.forward_input_or_allocate_output(&[0], 0, dtype, &t.shape)?;
+    let stream = ctx.stream()?;
+    launch(stream, BinaryOp::Maximum, &t, &lo, &out)?;
+    launch(stream, BinaryOp::Minimum, &out, &hi, &out)
+}
+
+/// Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual: bool output.
+pub fn compare(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = op_by_name(&COMPARE_OPS, kernel.def.op)?;
+    let dtype = kernel.dtype("T")?;
+    let a = ctx.input(0)?;
+    let b = ctx.input(1)?;
+    let shape = broadcast_shapes(&a.shape, &b.shape)?;
+    let out = ctx.allocate_output(0, DType::Bool, &shape)?;
+    let aliases = [("T", dtype.wgsl())];
+    let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &[("OP", op as f64)] };
+    launch_two(ctx.stream()?, &COMPARE_SHADER, spec, &a, &b, &out, dtype.size(), true)
+}
+
+/// LogicalAnd, LogicalOr (broadcasting) and LogicalNot.
+pub fn logical(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let (op, a, b) = match kernel.def.op {
+        "LogicalNot" => {
+            let a = ctx.input(0)?;
+            (2u32, a.clone(), a)
+        }
+        name => (if name == "LogicalAnd" { 0 } else { 1 }, ctx.input(0)?, ctx.input(1)?),
+    };
+    let shape = broadcast_shapes(&a.shape, &b.shape)?;
+    let out = ctx.allocate_output(0, DType::Bool, &shape)?;
+    let spec = PipelineSpec { entry: "main", aliases: &[], constants: &[("OP", op as f64)] };
+    launch_two(ctx.stream()?, &LOGICAL_SHADER, spec, &a, &b, &out, 1, true)
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct SelectParams {
+    n: u32,
+    rank: u32,
+    cond_byte: u32,
+    t_off: u32,
+    e_off: u32,
+    out_off: u32,
+    _pad: [u32; 2],
+    shape: [u32; MAX_RANK],
+    cond_strides: [u32; MAX_RANK],
+    t_strides: [u32; MAX_RANK],
+    e_strides: [u32; MAX_RANK],
+}
+
+/// Select (v1: `cond` matches `t` or is a vector over its first dimension) and SelectV2 (broadcasting).
+pub fn select(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let mut cond = ctx.input(0)?;
+    let t = ctx.input(1)?;
+    let e = ctx.input(2)?;
+    let shape = if kernel.def.op == "SelectV2" {
+        broadcast_shapes(&broadcast_shapes(&cond.shape, &t.shape)?, &e.shape)?
+    } else {
+        if t.shape != e.shape {
+            return Err(Error::invalid_argument(format!(
+                "'then' and 'else' must have the same size.  but received: {:?} vs. {:?}",
+                t.shape, e.shape
+            )));
+        }
+        if cond.shape.len() == 1 && t.shape.len() > 1 && cond.shape[0] == t.shape[0] {
+            cond.shape.extend(std::iter::repeat_n(1, t.shape.len() - 1));
+        } else if cond.shape != t.shape && !cond.shape.is_empty() {
+            return Err(Error::invalid_argument(format!(
+                "'cond' and 'then' must have the same shape or 'cond' must be a vector: {:?} vs {:?}",
+                cond.shape, t.shape
+            )));
+        }
+        t.shape.clone()
+    };
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    let n = shape_len(&shape)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let words = dtype.size() / 4;
+    let layout = Layout::new(&shape, &[&cond.shape, &t.shape, &e.shape])?;
+    let stream = ctx.stream()?;
+    let device = stream.device();
+    let mems: Vec<DeviceSlice> =
+        [&cond, &t, &e, &out].iter().map(|x| device.memory.resolve(x.address, x.byte_len())).collect::<Result<_>>()?;
+    let pipeline = device.pipelines.get(
+        device,
+        &SELECT_SHADER,
+        &PipelineSpec { entry: "main", aliases: &[], constants: &[("WORDS", words as f64)] },
+    )?;
+    stream.encode(|core, encoder| {
+        let (c_bind, cond_byte) = storage_window(core, &mems[0], 1)?;
+        let (t_bind, t_off) = storage_window(core, &mems[1], 4)?;
+        let (e_bind, e_off) = storage_window(core, &mems[2], 4)?;
+        let (o_bind, out_off) = storage_window(core, &mems[3], 4)?;
+        let params = SelectParams {
+            n,
+            rank: layout.rank,
+            cond_byte,
+            t_off,
+            e_off,
+            out_off,
+            _pad: [0; 2],
+            shape: layout.shape,
+            cond_strides: layout.strides[0],
+            t_strides: layout.strides[1],
+            e_strides: layout.strides[2],
+        };
+        let bindings: [Binding; 4] = [c_bind, t_bind, e_bind, o_bind];
+        dispatch(core, encoder, "select", &pipeline, &bindings, bytemuck::bytes_of(&params), n as u64 * words)
+    })
 }
 
 #[cfg(test)]

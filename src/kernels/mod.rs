@@ -6,6 +6,7 @@ pub mod binary;
 pub mod cast;
 pub mod registration;
 pub mod slice;
+pub mod unary;
 
 use crate::error::{Error, Result};
 use crate::runtime::Stream;
@@ -157,25 +158,64 @@ pub trait KernelContext {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttrKind {
     Int,
+    Float,
+    Bool,
+    Str,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AttrValue {
+    Int(i64),
+    Float(f32),
+    Bool(bool),
+    Str(String),
 }
 
 /// Attribute values read once, when TF constructs the kernel for a node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Attrs {
-    ints: Vec<(&'static str, i64)>,
+    values: Vec<(&'static str, AttrValue)>,
 }
 
 impl Attrs {
-    pub fn set_int(&mut self, name: &'static str, value: i64) {
-        self.ints.push((name, value));
+    pub fn set(&mut self, name: &'static str, value: AttrValue) {
+        self.values.push((name, value));
+    }
+
+    fn get(&self, name: &str) -> Result<&AttrValue> {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| Error::internal(format!("attribute {name} was not read at construction")))
     }
 
     pub fn int(&self, name: &str) -> Result<i64> {
-        self.ints
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
-            .ok_or_else(|| Error::internal(format!("attribute {name} was not read at construction")))
+        match self.get(name)? {
+            AttrValue::Int(v) => Ok(*v),
+            other => Err(Error::internal(format!("attribute {name} is {other:?}, not an int"))),
+        }
+    }
+
+    pub fn float(&self, name: &str) -> Result<f32> {
+        match self.get(name)? {
+            AttrValue::Float(v) => Ok(*v),
+            other => Err(Error::internal(format!("attribute {name} is {other:?}, not a float"))),
+        }
+    }
+
+    pub fn bool(&self, name: &str) -> Result<bool> {
+        match self.get(name)? {
+            AttrValue::Bool(v) => Ok(*v),
+            other => Err(Error::internal(format!("attribute {name} is {other:?}, not a bool"))),
+        }
+    }
+
+    pub fn str(&self, name: &str) -> Result<&str> {
+        match self.get(name)? {
+            AttrValue::Str(v) => Ok(v),
+            other => Err(Error::internal(format!("attribute {name} is {other:?}, not a string"))),
+        }
     }
 }
 
@@ -217,19 +257,45 @@ impl KernelDef {
     }
 }
 
-const F32: &[(&str, DType)] = &[("T", DType::F32)];
-
-/// One `KernelDef` per dtype for a data-movement op (any dtype: it only moves bytes). int32 is left
-/// out, as in TF-GPU: TF core's DEVICE_DEFAULT kernels keep int32 tensors of these ops in host memory.
-macro_rules! every_dtype {
-    ($op:expr, $host:expr, $attrs:expr, $compute:expr) => {
-        every_dtype!(@rows $op, $host, $attrs, $compute;
-            F16 BF16 F32 F64 I8 U8 I16 U16 U32 I64 U64 Bool C64 C128)
-    };
-    (@rows $op:expr, $host:expr, $attrs:expr, $compute:expr; $($d:ident)*) => {
-        [$(KernelDef { op: $op, constraints: &[("T", DType::$d)], host_memory: $host, attrs: $attrs, compute: $compute }),*]
-    };
+/// `[("T", dtype)]` as a static slice, for the table's type constraints.
+pub const fn t_of(dtype: DType) -> &'static [(&'static str, DType)] {
+    match dtype {
+        DType::F16 => &[("T", DType::F16)],
+        DType::BF16 => &[("T", DType::BF16)],
+        DType::F32 => &[("T", DType::F32)],
+        DType::F64 => &[("T", DType::F64)],
+        DType::I8 => &[("T", DType::I8)],
+        DType::U8 => &[("T", DType::U8)],
+        DType::I16 => &[("T", DType::I16)],
+        DType::U16 => &[("T", DType::U16)],
+        DType::I32 => &[("T", DType::I32)],
+        DType::U32 => &[("T", DType::U32)],
+        DType::I64 => &[("T", DType::I64)],
+        DType::U64 => &[("T", DType::U64)],
+        DType::Bool => &[("T", DType::Bool)],
+        DType::C64 => &[("T", DType::C64)],
+        DType::C128 => &[("T", DType::C128)],
+    }
 }
+
+/// Every dtype TF places on the device for data-movement ops. int32 is left out, as in TF-GPU: TF
+/// core's DEVICE_DEFAULT kernels keep int32 tensors in host memory.
+pub const MOVABLE_DTYPES: [DType; 14] = [
+    DType::F16,
+    DType::BF16,
+    DType::F32,
+    DType::F64,
+    DType::I8,
+    DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::U32,
+    DType::I64,
+    DType::U64,
+    DType::Bool,
+    DType::C64,
+    DType::C128,
+];
 
 const STRIDED_SLICE_ATTRS: &[(&str, AttrKind)] = &[
     ("begin_mask", AttrKind::Int),
@@ -240,44 +306,67 @@ const STRIDED_SLICE_ATTRS: &[(&str, AttrKind)] = &[
 ];
 const SPLIT_ATTRS: &[(&str, AttrKind)] = &[("num_split", AttrKind::Int)];
 
-const DATA_MOVEMENT: [[KernelDef; 14]; 4] = [
-    every_dtype!("StridedSlice", &["begin", "end", "strides"], STRIDED_SLICE_ATTRS, slice::strided_slice),
-    every_dtype!("Slice", &["begin", "size"], &[], slice::slice),
-    every_dtype!("Split", &["split_dim"], SPLIT_ATTRS, slice::split),
-    every_dtype!("SplitV", &["size_splits", "split_dim"], SPLIT_ATTRS, slice::split_v),
-];
+fn kernel(
+    op: &'static str,
+    constraints: &'static [(&'static str, DType)],
+    host_memory: &'static [&'static str],
+    attrs: &'static [(&'static str, AttrKind)],
+    compute: ComputeFn,
+) -> KernelDef {
+    KernelDef { op, constraints, host_memory, attrs, compute }
+}
 
-const MATH: [KernelDef; 4] = [
-    KernelDef { op: "AddV2", constraints: F32, host_memory: &[], attrs: &[], compute: binary::add },
-    KernelDef { op: "Mul", constraints: F32, host_memory: &[], attrs: &[], compute: binary::mul },
-    KernelDef {
-        op: "Cast",
-        constraints: &[("SrcT", DType::F32), ("DstT", DType::I32)],
-        host_memory: &[],
-        attrs: &[],
-        compute: cast::cast,
-    },
-    KernelDef {
-        op: "Cast",
-        constraints: &[("SrcT", DType::I32), ("DstT", DType::F32)],
-        host_memory: &[],
-        attrs: &[],
-        compute: cast::cast,
-    },
-];
+fn build_table() -> Vec<KernelDef> {
+    let f32 = t_of(DType::F32);
+    let mut table = Vec::new();
+    // Elementwise math (float32).
+    for (op, _) in binary::BINARY_OPS {
+        table.push(kernel(op, f32, &[], &[], binary::compute));
+    }
+    for (op, _) in binary::COMPARE_OPS {
+        table.push(kernel(op, f32, &[], &[], binary::compare));
+    }
+    for (op, unary_op) in unary::UnaryOp::ALL {
+        let attrs: &'static [(&'static str, AttrKind)] =
+            if unary_op == unary::UnaryOp::LeakyRelu { &[("alpha", AttrKind::Float)] } else { &[] };
+        table.push(kernel(op, f32, &[], attrs, unary::compute));
+    }
+    for op in ["IsNan", "IsInf", "IsFinite"] {
+        table.push(kernel(op, f32, &[], &[], unary::classify));
+    }
+    for op in ["LogicalAnd", "LogicalOr", "LogicalNot"] {
+        table.push(kernel(op, &[], &[], &[], binary::logical));
+    }
+    table.push(kernel("BiasAdd", f32, &[], &[("data_format", AttrKind::Str)], binary::bias_add));
+    table.push(kernel("AddN", f32, &[], &[], binary::add_n));
+    table.push(kernel("ClipByValue", f32, &[], &[], binary::clip_by_value));
+    for dtype in [DType::F32, DType::F64, DType::I64] {
+        for op in ["Select", "SelectV2"] {
+            table.push(kernel(op, t_of(dtype), &[], &[], binary::select));
+        }
+    }
+    table.push(kernel("Cast", &[("SrcT", DType::F32), ("DstT", DType::I32)], &[], &[], cast::cast));
+    table.push(kernel("Cast", &[("SrcT", DType::I32), ("DstT", DType::F32)], &[], &[], cast::cast));
+    // Data movement: any dtype, the kernels only move bytes.
+    for dtype in MOVABLE_DTYPES {
+        let t = t_of(dtype);
+        table.push(kernel("StridedSlice", t, &["begin", "end", "strides"], STRIDED_SLICE_ATTRS, slice::strided_slice));
+        table.push(kernel("Slice", t, &["begin", "size"], &[], slice::slice));
+        table.push(kernel("Split", t, &["split_dim"], SPLIT_ATTRS, slice::split));
+        table.push(kernel("SplitV", t, &["size_splits", "split_dim"], SPLIT_ATTRS, slice::split_v));
+    }
+    table
+}
 
 /// Every kernel this plugin registers, in a fixed order (TF's create callbacks index into it).
-pub static KERNELS: std::sync::LazyLock<Vec<KernelDef>> = std::sync::LazyLock::new(|| {
-    let mut table = Vec::from(MATH);
-    DATA_MOVEMENT.into_iter().for_each(|rows| table.extend(rows));
-    table
-});
+pub static KERNELS: std::sync::LazyLock<Vec<KernelDef>> = std::sync::LazyLock::new(build_table);
 
 /// The registered (op × dtype) matrix, one line per op, as the README shows it.
 pub fn op_table() -> String {
     let mut ops: Vec<(&str, Vec<String>)> = Vec::new();
     for k in KERNELS.iter() {
         let types = match k.constraints {
+            [] => "bool".to_string(),
             [(_, d)] => d.tf_name().to_string(),
             many => many.iter().map(|(a, d)| format!("{a}={}", d.tf_name())).collect::<Vec<_>>().join(","),
         };

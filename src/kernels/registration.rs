@@ -1,14 +1,14 @@
 //! `TF_InitKernel` and the C callbacks of every registered kernel: the shim between TF's kernel C
 //! API (`kernels.h`) and `KernelContext`.
 
-use std::ffi::{c_int, c_void, CString};
+use std::ffi::{c_char, c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::{from_panic, Error, Result};
 use crate::ffi::tf::{api, set_status, OwnedStatus, TF_OpKernelConstruction, TF_OpKernelContext, TF_Tensor, TfApi};
 use crate::runtime::Stream;
 
-use super::{AttrKind, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, KERNELS};
+use super::{AttrKind, AttrValue, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, KERNELS};
 
 macro_rules! tf_fn {
     ($api:expr, $name:ident) => {
@@ -48,16 +48,45 @@ fn read_attrs(ctx: *mut TF_OpKernelConstruction, def: &KernelDef) -> Result<Attr
     for (name, kind) in def.attrs {
         let c_name = CString::new(*name).map_err(|e| Error::internal(e.to_string()))?;
         let status = OwnedStatus::new();
-        match kind {
+        let value = match kind {
             AttrKind::Int => {
                 let get = tf_fn!(api(), TF_OpKernelConstruction_GetAttrInt64);
                 let mut value = 0i64;
                 // SAFETY: `ctx` is live during construction; TF writes one int64.
                 unsafe { get(ctx, c_name.as_ptr(), &mut value, status.as_ptr()) };
-                status.result()?;
-                attrs.set_int(name, value);
+                AttrValue::Int(value)
             }
-        }
+            AttrKind::Float => {
+                let get = tf_fn!(api(), TF_OpKernelConstruction_GetAttrFloat);
+                let mut value = 0f32;
+                // SAFETY: as above; TF writes one float.
+                unsafe { get(ctx, c_name.as_ptr(), &mut value, status.as_ptr()) };
+                AttrValue::Float(value)
+            }
+            AttrKind::Bool => {
+                let get = tf_fn!(api(), TF_OpKernelConstruction_GetAttrBool);
+                let mut value: u8 = 0;
+                // SAFETY: as above; TF writes one TF_Bool.
+                unsafe { get(ctx, c_name.as_ptr(), &mut value, status.as_ptr()) };
+                AttrValue::Bool(value != 0)
+            }
+            AttrKind::Str => {
+                let (size_of, get) = (
+                    tf_fn!(api(), TF_OpKernelConstruction_GetAttrSize),
+                    tf_fn!(api(), TF_OpKernelConstruction_GetAttrString),
+                );
+                let (mut list_size, mut total_size) = (0i32, 0i32);
+                // SAFETY: as above; TF reports the string's length, then copies that many bytes.
+                unsafe { size_of(ctx, c_name.as_ptr(), &mut list_size, &mut total_size, status.as_ptr()) };
+                status.result()?;
+                let mut buffer = vec![0u8; total_size.max(0) as usize + 1];
+                unsafe { get(ctx, c_name.as_ptr(), buffer.as_mut_ptr() as *mut c_char, buffer.len(), status.as_ptr()) };
+                buffer.truncate(total_size.max(0) as usize);
+                AttrValue::Str(String::from_utf8_lossy(&buffer).into_owned())
+            }
+        };
+        status.result()?;
+        attrs.set(name, value);
     }
     Ok(attrs)
 }

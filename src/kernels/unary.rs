@@ -1,0 +1,172 @@
+//! Elementwise unary ops (`wgsl/unary.wgsl`) and float classification into bools (`wgsl/classify.wgsl`).
+
+use crate::error::{Error, Result};
+use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::Stream;
+
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader = Shader { name: "unary", source: include_str!("../../wgsl/unary.wgsl"), storage_buffers: 2 };
+pub const CLASSIFY_SHADER: Shader =
+    Shader { name: "classify", source: include_str!("../../wgsl/classify.wgsl"), storage_buffers: 2 };
+
+/// The ops of `unary.wgsl`, by the value of its `OP` override constant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryOp {
+    Abs = 0,
+    Neg = 1,
+    Sign = 2,
+    Square = 3,
+    Sqrt = 4,
+    Rsqrt = 5,
+    Reciprocal = 6,
+    Exp = 7,
+    Expm1 = 8,
+    Log = 9,
+    Log1p = 10,
+    Sin = 11,
+    Cos = 12,
+    Tan = 13,
+    Tanh = 14,
+    Sigmoid = 15,
+    Erf = 16,
+    Floor = 17,
+    Ceil = 18,
+    Round = 19,
+    Rint = 20,
+    Relu = 21,
+    Relu6 = 22,
+    Elu = 23,
+    Selu = 24,
+    LeakyRelu = 25,
+    Softplus = 26,
+    Softsign = 27,
+    ZerosLike = 28,
+    OnesLike = 29,
+}
+
+impl UnaryOp {
+    /// The TF op name of each unary op.
+    pub const ALL: [(&'static str, UnaryOp); 31] = [
+        ("Abs", UnaryOp::Abs),
+        ("Neg", UnaryOp::Neg),
+        ("Sign", UnaryOp::Sign),
+        ("Square", UnaryOp::Square),
+        ("Sqrt", UnaryOp::Sqrt),
+        ("Rsqrt", UnaryOp::Rsqrt),
+        ("Reciprocal", UnaryOp::Reciprocal),
+        ("Inv", UnaryOp::Reciprocal),
+        ("Exp", UnaryOp::Exp),
+        ("Expm1", UnaryOp::Expm1),
+        ("Log", UnaryOp::Log),
+        ("Log1p", UnaryOp::Log1p),
+        ("Sin", UnaryOp::Sin),
+        ("Cos", UnaryOp::Cos),
+        ("Tan", UnaryOp::Tan),
+        ("Tanh", UnaryOp::Tanh),
+        ("Sigmoid", UnaryOp::Sigmoid),
+        ("Erf", UnaryOp::Erf),
+        ("Floor", UnaryOp::Floor),
+        ("Ceil", UnaryOp::Ceil),
+        ("Round", UnaryOp::Round),
+        ("Rint", UnaryOp::Rint),
+        ("Relu", UnaryOp::Relu),
+        ("Relu6", UnaryOp::Relu6),
+        ("Elu", UnaryOp::Elu),
+        ("Selu", UnaryOp::Selu),
+        ("LeakyRelu", UnaryOp::LeakyRelu),
+        ("Softplus", UnaryOp::Softplus),
+        ("Softsign", UnaryOp::Softsign),
+        ("ZerosLike", UnaryOp::ZerosLike),
+        ("OnesLike", UnaryOp::OnesLike),
+    ];
+
+    pub fn from_op(op: &str) -> Result<UnaryOp> {
+        UnaryOp::ALL
+            .iter()
+            .find(|(name, _)| *name == op)
+            .map(|(_, u)| *u)
+            .ok_or_else(|| Error::internal(format!("{op} is not a unary op")))
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    in_off: u32,
+    out_off: u32,
+    alpha: f32,
+}
+
+/// Encodes `out = op(input)` elementwise; `out` may alias `input`.
+pub fn launch(stream: &Stream, op: UnaryOp, alpha: f32, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    let n = shader_len(out.num_elements(), "unary op")?;
+    if n == 0 {
+        return Ok(());
+    }
+    let device = stream.device();
+    let in_mem = device.memory.resolve(input.address, input.byte_len())?;
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let pipeline = device.pipelines.get(
+        device,
+        &SHADER,
+        &PipelineSpec { entry: "main", aliases: &[("T", out.dtype.wgsl())], constants: &[("OP", op as u32 as f64)] },
+    )?;
+    stream.encode(|core, encoder| {
+        let (in_bind, in_off) = storage_window(core, &in_mem, out.dtype.size())?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, out.dtype.size())?;
+        let params = Params { n, in_off, out_off, alpha };
+        dispatch(core, encoder, "unary", &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&params), n as u64)
+    })
+}
+
+pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = UnaryOp::from_op(kernel.def.op)?;
+    let dtype = kernel.dtype("T")?;
+    let input = ctx.input(0)?;
+    let out = ctx.forward_input_or_allocate_output(&[0], 0, dtype, &input.shape)?;
+    let alpha = if op == UnaryOp::LeakyRelu { kernel.attrs.float("alpha")? } else { 0.0 };
+    launch(ctx.stream()?, op, alpha, &input, &out)
+}
+
+/// IsNan, IsInf, IsFinite: float in, bool out.
+pub fn classify(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = match kernel.def.op {
+        "IsNan" => 0u32,
+        "IsInf" => 1,
+        _ => 2,
+    };
+    let input = ctx.input(0)?;
+    let out = ctx.allocate_output(0, DType::Bool, &input.shape)?;
+    let n = shader_len(out.num_elements(), kernel.def.op)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let stream = ctx.stream()?;
+    let device = stream.device();
+    let in_mem = device.memory.resolve(input.address, input.byte_len())?;
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let pipeline = device.pipelines.get(
+        device,
+        &CLASSIFY_SHADER,
+        &PipelineSpec { entry: "main", aliases: &[], constants: &[("OP", op as f64)] },
+    )?;
+    stream.encode(|core, encoder| {
+        let (in_bind, in_off) = storage_window(core, &in_mem, 4)?;
+        let (out_bind, out_byte) = storage_window(core, &out_mem, 1)?;
+        if out_byte % 4 != 0 {
+            return Err(Error::unimplemented("bool output not word-aligned"));
+        }
+        let params = Params { n, in_off, out_off: out_byte, alpha: 0.0 };
+        dispatch(
+            core,
+            encoder,
+            "classify",
+            &pipeline,
+            &[in_bind, out_bind],
+            bytemuck::bytes_of(&params),
+            n.div_ceil(4) as u64,
+        )
+    })
+}
