@@ -27,6 +27,11 @@ fn broadcasting_shaders_are_valid() {
 }
 
 #[test]
+fn index_shader_is_valid() {
+    validate(&tensorflow_wgpu::kernels::index::SHADER, &[]);
+}
+
+#[test]
 fn strided_shader_is_valid() {
     validate(&tensorflow_wgpu::kernels::slice::SHADER, &[]);
 }
@@ -59,6 +64,7 @@ fn every_wgsl_file_is_covered() {
             "cast.wgsl",
             "classify.wgsl",
             "compare.wgsl",
+            "index.wgsl",
             "logical.wgsl",
             "memory.wgsl",
             "select.wgsl",

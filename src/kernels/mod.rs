@@ -4,6 +4,7 @@
 
 pub mod binary;
 pub mod cast;
+pub mod index;
 pub mod registration;
 pub mod slice;
 pub mod unary;
@@ -151,6 +152,8 @@ pub trait KernelContext {
     fn num_outputs(&self) -> usize;
     /// The values of an int32/int64 input that TF keeps in host memory (shapes, axes, indices).
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)>;
+    /// The values of a float32/float64 input that TF keeps in host memory.
+    fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>>;
     fn stream(&mut self) -> Result<&Stream>;
 }
 
@@ -316,6 +319,11 @@ fn kernel(
     KernelDef { op, constraints, host_memory, attrs, compute }
 }
 
+/// A constraint list built at table construction; the table lives for the whole process.
+fn leak(constraints: Vec<(&'static str, DType)>) -> &'static [(&'static str, DType)] {
+    Box::leak(constraints.into_boxed_slice())
+}
+
 fn build_table() -> Vec<KernelDef> {
     let f32 = t_of(DType::F32);
     let mut table = Vec::new();
@@ -345,6 +353,13 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, t_of(dtype), &[], &[], binary::select));
         }
     }
+    table.push(kernel("Range", &[("Tidx", DType::F32)], &["start", "limit", "delta"], &[], index::range));
+    for dtype in [DType::F32, DType::F64, DType::I64] {
+        for indices in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("T", dtype), ("TI", indices)]);
+            table.push(kernel("OneHot", constraints, &["depth"], &[("axis", AttrKind::Int)], index::one_hot));
+        }
+    }
     table.push(kernel("Cast", &[("SrcT", DType::F32), ("DstT", DType::I32)], &[], &[], cast::cast));
     table.push(kernel("Cast", &[("SrcT", DType::I32), ("DstT", DType::F32)], &[], &[], cast::cast));
     // Data movement: any dtype, the kernels only move bytes.
@@ -354,6 +369,21 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("Slice", t, &["begin", "size"], &[], slice::slice));
         table.push(kernel("Split", t, &["split_dim"], SPLIT_ATTRS, slice::split));
         table.push(kernel("SplitV", t, &["size_splits", "split_dim"], SPLIT_ATTRS, slice::split_v));
+        table.push(kernel("Transpose", t, &["perm"], &[], index::transpose));
+        table.push(kernel("Tile", t, &["multiples"], &[], index::tile));
+        table.push(kernel("Pad", t, &["paddings"], &[], index::pad));
+        table.push(kernel("PadV2", t, &["paddings"], &[], index::pad));
+        table.push(kernel("MirrorPad", t, &["paddings"], &[("mode", AttrKind::Str)], index::pad));
+        table.push(kernel("ReverseV2", t, &["axis"], &[], index::reverse));
+        table.push(kernel("BroadcastTo", t, &["shape"], &[], index::broadcast_to));
+        table.push(kernel("Fill", t, &["dims"], &[], index::fill));
+        table.push(kernel("ConcatV2", t, &["axis"], &[], index::concat));
+        table.push(kernel("Pack", t, &[], &[("axis", AttrKind::Int)], index::pack));
+        table.push(kernel("Unpack", t, &[], &[("num", AttrKind::Int), ("axis", AttrKind::Int)], index::unpack));
+        for indices in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("Tparams", dtype), ("Tindices", indices)]);
+            table.push(kernel("GatherV2", constraints, &["axis"], &[("batch_dims", AttrKind::Int)], index::gather));
+        }
     }
     table
 }

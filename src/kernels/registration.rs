@@ -236,6 +236,29 @@ impl Drop for TfKernelContext<'_> {
 }
 
 impl TfKernelContext<'_> {
+    /// The bytes of an input TF keeps in host memory (the kernel declared it HostMemory).
+    fn host_input(&mut self, index: usize) -> Result<(Vec<u8>, TensorRef)> {
+        let get = tf_fn!(self.api, TF_GetInput);
+        let status = OwnedStatus::new();
+        let mut tensor = std::ptr::null_mut();
+        // SAFETY: `ctx` is live; TF writes a new tensor handle or an error.
+        unsafe { get(self.ctx, index as c_int, &mut tensor, status.as_ptr()) };
+        status.result()?;
+        let described = self.describe(tensor)?;
+        let len = described.byte_len() as usize;
+        let data = tf_fn!(self.api, TF_TensorData);
+        // SAFETY: a HostMemory argument's TF_TensorData is a host pointer to `len` bytes.
+        let bytes = unsafe {
+            let ptr = data(tensor);
+            if len == 0 || ptr.is_null() {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(ptr as *const u8, len).to_vec()
+            }
+        };
+        Ok((bytes, described))
+    }
+
     fn describe(&mut self, tensor: *mut TF_Tensor) -> Result<TensorRef> {
         if tensor.is_null() {
             return Err(Error::internal("TensorFlow returned a null tensor"));
@@ -270,29 +293,32 @@ impl KernelContext for TfKernelContext<'_> {
     }
 
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
-        let get = tf_fn!(self.api, TF_GetInput);
-        let status = OwnedStatus::new();
-        let mut tensor = std::ptr::null_mut();
-        // SAFETY: `ctx` is live; TF writes a new tensor handle or an error.
-        unsafe { get(self.ctx, index as c_int, &mut tensor, status.as_ptr()) };
-        status.result()?;
-        let described = self.describe(tensor)?;
-        let count = described.num_elements() as usize;
-        let data = tf_fn!(self.api, TF_TensorData);
-        // SAFETY: the kernel declared this argument HostMemory, so TF_TensorData is a host pointer to
-        // `count` elements of the tensor's dtype (checked to be int32 or int64 below).
-        let values = unsafe {
-            let ptr = data(tensor);
-            match described.dtype {
-                _ if count == 0 => Vec::new(),
-                DType::I32 => std::slice::from_raw_parts(ptr as *const i32, count).iter().map(|&v| v as i64).collect(),
-                DType::I64 => std::slice::from_raw_parts(ptr as *const i64, count).to_vec(),
-                other => {
-                    return Err(Error::invalid_argument(format!("expected an int32 or int64 input, got {other:?}")))
-                }
+        let (bytes, tensor) = self.host_input(index)?;
+        let values = match tensor.dtype {
+            DType::I32 => {
+                bytes.chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap_or_default()) as i64).collect()
             }
+            DType::I64 => bytes.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap_or_default())).collect(),
+            other => return Err(Error::invalid_argument(format!("expected an int32 or int64 input, got {other:?}"))),
         };
-        Ok((values, described.shape))
+        Ok((values, tensor.shape))
+    }
+
+    fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
+        let (bytes, tensor) = self.host_input(index)?;
+        Ok(match tensor.dtype {
+            DType::F32 => {
+                bytes.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap_or_default()) as f64).collect()
+            }
+            DType::F64 => bytes.chunks_exact(8).map(|c| f64::from_ne_bytes(c.try_into().unwrap_or_default())).collect(),
+            DType::I32 => {
+                bytes.chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap_or_default()) as f64).collect()
+            }
+            DType::I64 => {
+                bytes.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap_or_default()) as f64).collect()
+            }
+            other => return Err(Error::invalid_argument(format!("expected a numeric host input, got {other:?}"))),
+        })
     }
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {

@@ -1,0 +1,549 @@
+//! Index-generating copies (`wgsl/index.wgsl`): Transpose, Tile, Pad, PadV2, MirrorPad, ReverseV2,
+//! BroadcastTo, Fill, ConcatV2, Pack, Unpack, GatherV2, OneHot, Range. Any dtype: elements are moved
+//! as whole words, or byte by byte for 1- and 2-byte dtypes.
+
+use crate::error::{Error, Result};
+use crate::runtime::memory::DeviceSlice;
+use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::Stream;
+
+use super::slice::{contiguous_strides, StridedView};
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader = Shader { name: "index", source: include_str!("../../wgsl/index.wgsl"), storage_buffers: 4 };
+
+const MAX_RANK: usize = 8;
+
+/// How one output dimension reads its input dimension (`mode` constants of `index.wgsl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DimMode {
+    Direct = 0,
+    Modulo = 1,
+    ConstantPad = 2,
+    Reflect = 3,
+    Symmetric = 4,
+    Reverse = 5,
+}
+
+/// One output dimension: its size, the input dimension it reads (size, element stride) and how.
+#[derive(Clone, Copy, Debug)]
+pub struct DimMap {
+    pub out: i64,
+    pub in_dim: i64,
+    pub in_stride: i64,
+    /// Subtracted from the output coordinate (pad before; 0 otherwise).
+    pub offset: i64,
+    pub mode: DimMode,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    rank: u32,
+    unit: u32,
+    src_off: u32,
+    dst_off: u32,
+    aux_off: u32,
+    a: u32,
+    b: u32,
+    out_shape: [u32; MAX_RANK],
+    in_dim: [u32; MAX_RANK],
+    in_stride: [u32; MAX_RANK],
+    offset: [i32; MAX_RANK],
+    mode: [u32; MAX_RANK],
+}
+
+impl Params {
+    fn zeroed() -> Self {
+        bytemuck::Zeroable::zeroed()
+    }
+}
+
+/// Whole-word elements use the `_words` entries, others the `_bytes` ones; returns (unit, bytes?).
+fn element_unit(dtype: DType) -> (u32, bool) {
+    let size = dtype.size();
+    if size.is_multiple_of(4) {
+        ((size / 4) as u32, false)
+    } else {
+        (size as u32, true)
+    }
+}
+
+struct Launch<'a> {
+    stream: &'a Stream,
+    entry: &'static str,
+    params: Params,
+    /// Tensors bound as src, dst, aux, aux2 (None: a small zeroed stand-in).
+    tensors: [Option<&'a TensorRef>; 4],
+    /// Binding unit (bytes) of each tensor.
+    units: [u64; 4],
+    threads: u64,
+}
+
+impl Launch<'_> {
+    fn run(mut self) -> Result<()> {
+        if self.threads == 0 {
+            return Ok(());
+        }
+        let device = self.stream.device();
+        let mems: Vec<Option<DeviceSlice>> = self
+            .tensors
+            .iter()
+            .map(|t| t.map(|t| device.memory.resolve(t.address, t.byte_len().max(1))).transpose())
+            .collect::<Result<_>>()?;
+        let zeros = device.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("index fill zeros"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let pipeline =
+            device.pipelines.get(device, &SHADER, &PipelineSpec { entry: self.entry, ..Default::default() })?;
+        self.stream.encode(|core, encoder| {
+            let mut bindings: Vec<Binding> = Vec::with_capacity(4);
+            let mut offsets = [0u32; 4];
+            for (k, mem) in mems.iter().enumerate() {
+                match mem {
+                    Some(mem) => {
+                        let (binding, off) = storage_window(core, mem, self.units[k])?;
+                        bindings.push(binding);
+                        offsets[k] = off;
+                    }
+                    None => bindings.push(Binding { buffer: &zeros, offset: 0, size: 16 }),
+                }
+            }
+            self.params.src_off = offsets[0];
+            self.params.dst_off = offsets[1];
+            self.params.aux_off = offsets[2];
+            if self.entry == "one_hot" {
+                self.params.b = offsets[3];
+            }
+            dispatch(core, encoder, self.entry, &pipeline, &bindings, bytemuck::bytes_of(&self.params), self.threads)
+        })
+    }
+}
+
+/// Writes `out` (contiguous) from `input` through per-dimension index maps; padding reads `fill`
+/// (element 0), or zeros when `fill` is None.
+pub fn map(
+    stream: &Stream,
+    input: &TensorRef,
+    out: &TensorRef,
+    dims: &[DimMap],
+    fill: Option<&TensorRef>,
+) -> Result<()> {
+    if dims.len() > MAX_RANK {
+        return Err(Error::unimplemented(format!("index maps beyond rank {MAX_RANK} are not supported")));
+    }
+    let count = shader_len(out.num_elements(), "index map")?;
+    if count == 0 {
+        return Ok(());
+    }
+    let (unit, bytes) = element_unit(out.dtype);
+    let mut params = Params::zeroed();
+    params.rank = dims.len() as u32;
+    params.unit = unit;
+    params.n = count * unit;
+    for (k, d) in dims.iter().enumerate() {
+        params.out_shape[k] = d.out as u32;
+        params.in_dim[k] = d.in_dim as u32;
+        params.in_stride[k] = d.in_stride as u32;
+        params.offset[k] = d.offset as i32;
+        params.mode[k] = d.mode as u32;
+    }
+    let unit_bytes = if bytes { 1 } else { 4 };
+    let threads = if bytes { (params.n as u64).div_ceil(4) + 1 } else { params.n as u64 };
+    let input = (input.num_elements() > 0).then_some(input);
+    Launch {
+        stream,
+        entry: if bytes { "map_bytes" } else { "map_words" },
+        params,
+        tensors: [input, Some(out), fill, None],
+        units: [unit_bytes; 4],
+        threads,
+    }
+    .run()
+}
+
+/// Copies contiguous `input` (`rows` rows of `row` elements) into `out` at element `at`, with rows
+/// `pitch` elements apart: one input of a ConcatV2 or Pack.
+fn copy_rows(
+    stream: &Stream,
+    input: &TensorRef,
+    out: &TensorRef,
+    at: i64,
+    rows: i64,
+    row: i64,
+    pitch: i64,
+) -> Result<()> {
+    if rows == 0 || row == 0 {
+        return Ok(());
+    }
+    let (unit, bytes) = element_unit(out.dtype);
+    let mut params = Params::zeroed();
+    params.a = rows as u32;
+    params.b = (row * unit as i64) as u32;
+    params.rank = (pitch * unit as i64) as u32;
+    let region = TensorRef {
+        address: out.address + (at * out.dtype.size() as i64) as u64,
+        dtype: out.dtype,
+        shape: vec![(rows - 1) * pitch + row],
+    };
+    let (entry, threads) = if bytes {
+        params.n = ((rows - 1) * pitch + row) as u32 * unit;
+        ("rows_bytes", (params.n as u64).div_ceil(4) + 1)
+    } else {
+        params.n = (rows * row) as u32 * unit;
+        ("rows_words", params.n as u64)
+    };
+    let unit_bytes = if bytes { 1 } else { 4 };
+    Launch { stream, entry, params, tensors: [Some(input), Some(&region), None, None], units: [unit_bytes; 4], threads }
+        .run()
+}
+
+fn normalise_axis(axis: i64, rank: usize, op: &str) -> Result<usize> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if a < 0 || a >= r.max(1) {
+        return Err(Error::invalid_argument(format!("{op}: axis {axis} is out of range for rank {rank}")));
+    }
+    Ok(a as usize)
+}
+
+fn direct_dims(shape: &[i64]) -> Vec<DimMap> {
+    let strides = contiguous_strides(shape);
+    shape
+        .iter()
+        .zip(strides)
+        .map(|(&d, s)| DimMap { out: d, in_dim: d, in_stride: s, offset: 0, mode: DimMode::Direct })
+        .collect()
+}
+
+pub fn transpose(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let input = ctx.input(0)?;
+    let (perm, _) = ctx.host_input_values(1)?;
+    let rank = input.shape.len();
+    let mut seen = vec![false; rank];
+    if perm.len() != rank
+        || perm.iter().any(|&p| p < 0 || p as usize >= rank || std::mem::replace(&mut seen[p as usize], true))
+    {
+        return Err(Error::invalid_argument(format!("transpose expects a permutation of 0..{rank}, got {perm:?}")));
+    }
+    let strides = contiguous_strides(&input.shape);
+    let dims: Vec<DimMap> = perm
+        .iter()
+        .map(|&p| {
+            let d = input.shape[p as usize];
+            DimMap { out: d, in_dim: d, in_stride: strides[p as usize], offset: 0, mode: DimMode::Direct }
+        })
+        .collect();
+    let out_shape: Vec<i64> = dims.iter().map(|d| d.out).collect();
+    let out = ctx.allocate_output(0, dtype, &out_shape)?;
+    map(ctx.stream()?, &input, &out, &dims, None)
+}
+
+pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let input = ctx.input(0)?;
+    let (multiples, _) = ctx.host_input_values(1)?;
+    if multiples.len() != input.shape.len() || multiples.iter().any(|&m| m < 0) {
+        return Err(Error::invalid_argument(format!(
+            "Expected multiples argument to be a vector of length {} but got length {}",
+            input.shape.len(),
+            multiples.len()
+        )));
+    }
+    let mut dims = direct_dims(&input.shape);
+    for (d, m) in dims.iter_mut().zip(&multiples) {
+        d.out *= m;
+        d.mode = DimMode::Modulo;
+    }
+    let out_shape: Vec<i64> = dims.iter().map(|d| d.out).collect();
+    let out = ctx.allocate_output(0, dtype, &out_shape)?;
+    map(ctx.stream()?, &input, &out, &dims, None)
+}
+
+/// Pad, PadV2 and MirrorPad.
+pub fn pad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let input = ctx.input(0)?;
+    let (paddings, shape) = ctx.host_input_values(1)?;
+    let rank = input.shape.len();
+    if shape != [rank as i64, 2] {
+        return Err(Error::invalid_argument(format!("paddings must be a matrix with 2 columns: {shape:?}")));
+    }
+    let mode = match kernel.def.op {
+        "MirrorPad" => match kernel.attrs.str("mode")? {
+            "REFLECT" => DimMode::Reflect,
+            "SYMMETRIC" => DimMode::Symmetric,
+            other => return Err(Error::invalid_argument(format!("Unknown padding mode: {other}"))),
+        },
+        _ => DimMode::ConstantPad,
+    };
+    let mut dims = direct_dims(&input.shape);
+    for (k, d) in dims.iter_mut().enumerate() {
+        let (before, after) = (paddings[2 * k], paddings[2 * k + 1]);
+        let limit = match mode {
+            DimMode::Reflect => d.in_dim - 1,
+            DimMode::Symmetric => d.in_dim,
+            _ => i64::MAX,
+        };
+        if before < 0 || after < 0 || before > limit || after > limit {
+            return Err(Error::invalid_argument(format!(
+                "paddings must be non-negative and fit the mode: {paddings:?}"
+            )));
+        }
+        d.out = d.in_dim + before + after;
+        d.offset = before;
+        d.mode = mode;
+    }
+    let fill = if kernel.def.op == "PadV2" { Some(ctx.input(2)?) } else { None };
+    let out_shape: Vec<i64> = dims.iter().map(|d| d.out).collect();
+    let out = ctx.allocate_output(0, dtype, &out_shape)?;
+    map(ctx.stream()?, &input, &out, &dims, fill.as_ref())
+}
+
+pub fn reverse(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let input = ctx.input(0)?;
+    let (axes, _) = ctx.host_input_values(1)?;
+    let mut dims = direct_dims(&input.shape);
+    for &a in &axes {
+        dims[normalise_axis(a, input.shape.len(), "ReverseV2")?].mode = DimMode::Reverse;
+    }
+    let out = ctx.allocate_output(0, dtype, &input.shape)?;
+    map(ctx.stream()?, &input, &out, &dims, None)
+}
+
+pub fn broadcast_to(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let input = ctx.input(0)?;
+    let (shape, _) = ctx.host_input_values(1)?;
+    if shape.len() < input.shape.len() {
+        return Err(Error::invalid_argument(format!(
+            "Rank of input ({}) must be no greater than rank of output shape ({})",
+            input.shape.len(),
+            shape.len()
+        )));
+    }
+    let pad = shape.len() - input.shape.len();
+    let padded: Vec<i64> = std::iter::repeat_n(1, pad).chain(input.shape.iter().copied()).collect();
+    let strides = contiguous_strides(&padded);
+    let mut dims = Vec::with_capacity(shape.len());
+    for (k, (&want, &have)) in shape.iter().zip(&padded).enumerate() {
+        if have != want && have != 1 {
+            return Err(Error::invalid_argument(format!(
+                "Unable to broadcast tensor of shape {:?} to tensor of shape {shape:?}",
+                input.shape
+            )));
+        }
+        let stride = if have == 1 { 0 } else { strides[k] };
+        dims.push(DimMap { out: want, in_dim: have, in_stride: stride, offset: 0, mode: DimMode::Direct });
+    }
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    map(ctx.stream()?, &input, &out, &dims, None)
+}
+
+pub fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let (shape, _) = ctx.host_input_values(0)?;
+    let value = ctx.input(1)?;
+    if !value.shape.is_empty() {
+        return Err(Error::invalid_argument(format!("value must be a scalar, got shape {:?}", value.shape)));
+    }
+    if shape.iter().any(|&d| d < 0) {
+        return Err(Error::invalid_argument(format!("dims must be non-negative: {shape:?}")));
+    }
+    let dims: Vec<DimMap> =
+        shape.iter().map(|&d| DimMap { out: d, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct }).collect();
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    map(ctx.stream()?, &value, &out, &dims, None)
+}
+
+/// Copies each input into its slot of `out` along `axis` (ConcatV2; Pack with `stacked`).
+fn concat_into(stream: &Stream, inputs: &[TensorRef], out: &TensorRef, axis: usize) -> Result<()> {
+    let outer: i64 = out.shape[..axis].iter().product();
+    let inner: i64 = out.shape[axis + 1..].iter().product();
+    let pitch = out.shape[axis] * inner;
+    let mut at = 0;
+    for input in inputs {
+        let row = input.num_elements() as i64 / outer.max(1);
+        copy_rows(stream, input, out, at, outer, row, pitch)?;
+        at += row;
+    }
+    Ok(())
+}
+
+pub fn concat(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let n = ctx.num_inputs() - 1;
+    let (axis, _) = ctx.host_input_values(n)?;
+    let inputs: Vec<TensorRef> = (0..n).map(|i| ctx.input(i)).collect::<Result<_>>()?;
+    let first = inputs.first().ok_or_else(|| Error::invalid_argument("ConcatV2 needs inputs"))?;
+    let rank = first.shape.len();
+    let axis = normalise_axis(*axis.first().unwrap_or(&0), rank, "ConcatV2")?;
+    let mut shape = first.shape.clone();
+    shape[axis] = 0;
+    for t in &inputs {
+        let same_elsewhere = t.shape.len() == rank
+            && t.shape.iter().zip(&first.shape).enumerate().all(|(d, (a, b))| d == axis || a == b);
+        if !same_elsewhere {
+            return Err(Error::invalid_argument(format!(
+                "ConcatOp : Dimension mismatch: shape[0] = {:?} vs. shape = {:?}",
+                first.shape, t.shape
+            )));
+        }
+        shape[axis] += t.shape[axis];
+    }
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    concat_into(ctx.stream()?, &inputs, &out, axis)
+}
+
+pub fn pack(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let inputs: Vec<TensorRef> = (0..ctx.num_inputs()).map(|i| ctx.input(i)).collect::<Result<_>>()?;
+    let first = inputs.first().ok_or_else(|| Error::invalid_argument("Pack needs inputs"))?.clone();
+    if let Some(t) = inputs.iter().find(|t| t.shape != first.shape) {
+        return Err(Error::invalid_argument(format!(
+            "Shapes of all inputs must match: values[0].shape = {:?} != values[i].shape = {:?}",
+            first.shape, t.shape
+        )));
+    }
+    let axis = normalise_axis(kernel.attrs.int("axis")?, first.shape.len() + 1, "Pack")?;
+    let mut shape = first.shape.clone();
+    shape.insert(axis, inputs.len() as i64);
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    concat_into(ctx.stream()?, &inputs, &out, axis)
+}
+
+pub fn unpack(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let axis = normalise_axis(kernel.attrs.int("axis")?, input.shape.len(), "Unpack")?;
+    let num = kernel.attrs.int("num")?;
+    if input.shape[axis] != num {
+        return Err(Error::invalid_argument(format!(
+            "Input shape axis {axis} must equal {num}, got shape {:?}",
+            input.shape
+        )));
+    }
+    let strides = contiguous_strides(&input.shape);
+    let mut shape = input.shape.clone();
+    shape.remove(axis);
+    let mut view_strides = strides.clone();
+    view_strides.remove(axis);
+    for i in 0..num as usize {
+        let out = ctx.allocate_output(i, input.dtype, &shape)?;
+        let view = StridedView { base: i as i64 * strides[axis], shape: shape.clone(), strides: view_strides.clone() };
+        super::slice::launch(ctx.stream()?, &input, &view, &out)?;
+    }
+    Ok(())
+}
+
+pub fn gather(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("Tparams")?;
+    let params = ctx.input(0)?;
+    let indices = ctx.input(1)?;
+    let (axis, _) = ctx.host_input_values(2)?;
+    if kernel.attrs.int("batch_dims")? != 0 {
+        return Err(Error::unimplemented("GatherV2 with batch_dims != 0"));
+    }
+    let axis = normalise_axis(*axis.first().unwrap_or(&0), params.shape.len(), "GatherV2")?;
+    let outer: i64 = params.shape[..axis].iter().product();
+    let inner: i64 = params.shape[axis + 1..].iter().product();
+    let count = indices.num_elements() as i64;
+    let mut shape: Vec<i64> = params.shape[..axis].to_vec();
+    shape.extend(&indices.shape);
+    shape.extend(&params.shape[axis + 1..]);
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    let total = shader_len(out.num_elements(), "GatherV2")?;
+    if total == 0 {
+        return Ok(());
+    }
+    let (unit, bytes) = element_unit(dtype);
+    let mut p = Params::zeroed();
+    p.unit = unit;
+    p.n = total * unit;
+    p.a = u32::from(indices.dtype == DType::I64);
+    p.out_shape[..3].copy_from_slice(&[outer as u32, count as u32, inner as u32]);
+    p.in_dim[0] = params.shape[axis] as u32;
+    let (entry, threads) =
+        if bytes { ("gather_bytes", (p.n as u64).div_ceil(4) + 1) } else { ("gather_words", p.n as u64) };
+    let unit_bytes = if bytes { 1 } else { 4 };
+    let params_ref = (params.num_elements() > 0).then_some(&params);
+    Launch {
+        stream: ctx.stream()?,
+        entry,
+        params: p,
+        tensors: [params_ref, Some(&out), Some(&indices), None],
+        units: [unit_bytes, unit_bytes, 4, 4],
+        threads,
+    }
+    .run()
+}
+
+pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let indices = ctx.input(0)?;
+    let (depth, _) = ctx.host_input_values(1)?;
+    let on = ctx.input(2)?;
+    let off = ctx.input(3)?;
+    let depth = *depth.first().ok_or_else(|| Error::invalid_argument("depth must be a scalar"))?;
+    if depth < 0 {
+        return Err(Error::invalid_argument(format!("depth must be non-negative, got: {depth}")));
+    }
+    let rank = indices.shape.len();
+    let axis = kernel.attrs.int("axis")?;
+    let axis = if axis == -1 { rank } else { normalise_axis(axis, rank + 1, "OneHot")? };
+    let outer: i64 = indices.shape[..axis].iter().product();
+    let inner: i64 = indices.shape[axis..].iter().product();
+    let mut shape = indices.shape.clone();
+    shape.insert(axis, depth);
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    let total = shader_len(out.num_elements(), "OneHot")?;
+    let (unit, _) = element_unit(dtype);
+    let mut p = Params::zeroed();
+    p.unit = unit;
+    p.n = total * unit;
+    p.a = u32::from(indices.dtype == DType::I64);
+    p.out_shape[..3].copy_from_slice(&[outer as u32, depth as u32, inner as u32]);
+    Launch {
+        stream: ctx.stream()?,
+        entry: "one_hot",
+        params: p,
+        tensors: [Some(&on), Some(&out), Some(&indices), Some(&off)],
+        units: [4; 4],
+        threads: p.n as u64,
+    }
+    .run()
+}
+
+pub fn range(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+    let read = |ctx: &mut dyn KernelContext, i: usize| -> Result<f32> {
+        let values = ctx.host_input_floats(i)?;
+        Ok(*values.first().ok_or_else(|| Error::invalid_argument("Range expects scalars"))? as f32)
+    };
+    let (start, limit, delta) = (read(ctx, 0)?, read(ctx, 1)?, read(ctx, 2)?);
+    if delta == 0.0 {
+        return Err(Error::invalid_argument(format!("Requires delta != 0: {delta}")));
+    }
+    if (delta > 0.0 && start > limit) || (delta < 0.0 && start < limit) {
+        return Err(Error::invalid_argument(format!("Requires start <= limit when delta > 0: {start}/{limit}")));
+    }
+    let size = ((limit - start).abs() / delta.abs()).ceil() as i64;
+    let out = ctx.allocate_output(0, DType::F32, &[size])?;
+    let mut p = Params::zeroed();
+    p.n = shader_len(size as u64, "Range")?;
+    p.a = start.to_bits();
+    p.b = delta.to_bits();
+    Launch {
+        stream: ctx.stream()?,
+        entry: "range_f32",
+        params: p,
+        tensors: [None, Some(&out), None, None],
+        units: [4; 4],
+        threads: p.n as u64,
+    }
+    .run()
+}
