@@ -27,6 +27,13 @@ fn broadcasting_shaders_are_valid() {
 }
 
 #[test]
+fn reduce_matmul_and_softmax_shaders_are_valid() {
+    validate(&tensorflow_wgpu::kernels::reduce::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f32")]);
+    validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
+}
+
+#[test]
 fn index_shader_is_valid() {
     validate(&tensorflow_wgpu::kernels::index::SHADER, &[]);
 }
@@ -66,8 +73,11 @@ fn every_wgsl_file_is_covered() {
             "compare.wgsl",
             "index.wgsl",
             "logical.wgsl",
+            "matmul.wgsl",
             "memory.wgsl",
+            "reduce.wgsl",
             "select.wgsl",
+            "softmax.wgsl",
             "strided.wgsl",
             "unary.wgsl"
         ],

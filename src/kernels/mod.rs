@@ -5,6 +5,9 @@
 pub mod binary;
 pub mod cast;
 pub mod index;
+pub mod matmul;
+pub mod nn;
+pub mod reduce;
 pub mod registration;
 pub mod slice;
 pub mod unary;
@@ -352,6 +355,47 @@ fn build_table() -> Vec<KernelDef> {
         for op in ["Select", "SelectV2"] {
             table.push(kernel(op, t_of(dtype), &[], &[], binary::select));
         }
+    }
+    for (op, _) in reduce::FLOAT_REDUCTIONS {
+        table.push(kernel(op, f32, &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
+    }
+    for op in ["All", "Any"] {
+        table.push(kernel(op, &[], &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
+    }
+    for op in ["ArgMax", "ArgMin"] {
+        for out in [DType::I64, DType::I32] {
+            table.push(kernel(
+                op,
+                leak(vec![("T", DType::F32), ("output_type", out)]),
+                &["dimension"],
+                &[],
+                reduce::arg,
+            ));
+        }
+    }
+    table.push(kernel(
+        "MatMul",
+        f32,
+        &[],
+        &[("transpose_a", AttrKind::Bool), ("transpose_b", AttrKind::Bool)],
+        matmul::compute,
+    ));
+    table.push(kernel(
+        "BatchMatMulV2",
+        f32,
+        &[],
+        &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)],
+        matmul::compute,
+    ));
+    table.push(kernel(
+        "BatchMatMulV3",
+        leak(vec![("Ta", DType::F32), ("Tb", DType::F32), ("Tout", DType::F32)]),
+        &[],
+        &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)],
+        matmul::compute,
+    ));
+    for op in ["Softmax", "LogSoftmax"] {
+        table.push(kernel(op, f32, &[], &[], nn::softmax));
     }
     table.push(kernel("Range", &[("Tidx", DType::F32)], &["start", "limit", "delta"], &[], index::range));
     for dtype in [DType::F32, DType::F64, DType::I64] {

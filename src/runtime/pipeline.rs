@@ -189,6 +189,18 @@ pub fn storage_window<'a>(core: &DeviceCore, slice: &'a DeviceSlice, element_siz
 
 pub const WORKGROUP_SIZE: u32 = 256;
 
+/// A 2D grid of `groups` workgroups within `max_compute_workgroups_per_dimension`; shaders compute
+/// their linear workgroup as `wid.x + wid.y * num_workgroups.x`.
+pub fn grid(core: &DeviceCore, groups: u64, label: &str) -> Result<[u32; 3]> {
+    let max_dim = core.limits.max_compute_workgroups_per_dimension as u64;
+    let x = groups.clamp(1, max_dim);
+    let y = groups.div_ceil(x);
+    if y > max_dim {
+        return Err(Error::unimplemented(format!("{label}: {groups} workgroups exceed the dispatch grid")));
+    }
+    Ok([x as u32, y as u32, 1])
+}
+
 /// Encodes one dispatch of `invocations` threads (workgroups of `WORKGROUP_SIZE`), spread over a 2D
 /// grid when they exceed `max_compute_workgroups_per_dimension`. Shaders compute their linear id as
 /// `gid.x + gid.y * num_workgroups.x * WORKGROUP_SIZE`. Storage bindings come first, then the uniform.
@@ -204,12 +216,26 @@ pub fn dispatch(
     if invocations == 0 {
         return Ok(());
     }
-    let groups = invocations.div_ceil(WORKGROUP_SIZE as u64);
-    let max_dim = core.limits.max_compute_workgroups_per_dimension as u64;
-    let x = groups.min(max_dim);
-    let y = groups.div_ceil(x);
-    if y > max_dim {
-        return Err(Error::unimplemented(format!("{label}: {invocations} threads exceed the dispatch grid")));
+    let groups = grid(core, invocations.div_ceil(WORKGROUP_SIZE as u64), label)?;
+    dispatch_workgroups(core, encoder, label, pipeline, storage, uniform, groups)
+}
+
+/// Encodes one dispatch of an explicit workgroup grid.
+pub fn dispatch_workgroups(
+    core: &DeviceCore,
+    encoder: &mut wgpu::CommandEncoder,
+    label: &str,
+    pipeline: &Pipeline,
+    storage: &[Binding],
+    uniform: &[u8],
+    groups: [u32; 3],
+) -> Result<()> {
+    if groups.contains(&0) {
+        return Ok(());
+    }
+    let max_dim = core.limits.max_compute_workgroups_per_dimension;
+    if groups.iter().any(|&g| g > max_dim) {
+        return Err(Error::unimplemented(format!("{label}: grid {groups:?} exceeds the adapter's dispatch limit")));
     }
     let uniform_buffer = core.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("kernel params"),
@@ -247,6 +273,6 @@ pub fn dispatch(
         encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
     pass.set_pipeline(&pipeline.pipeline);
     pass.set_bind_group(0, &bind_group, &[]);
-    pass.dispatch_workgroups(x as u32, y as u32, 1);
+    pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
     Ok(())
 }

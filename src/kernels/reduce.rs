@@ -1,0 +1,202 @@
+//! Reductions over any set of axes (`wgsl/reduce.wgsl`): Sum, Prod, Max, Min, Mean, All, Any,
+//! ArgMax, ArgMin.
+
+use crate::error::{Error, Result};
+use crate::runtime::pipeline::{dispatch_workgroups, grid, storage_window, PipelineSpec, Shader};
+use crate::runtime::Stream;
+
+use super::slice::contiguous_strides;
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader =
+    Shader { name: "reduce", source: include_str!("../../wgsl/reduce.wgsl"), storage_buffers: 2 };
+
+const MAX_RANK: usize = 8;
+
+/// TF op name → `OP` of `reduce_f32`.
+pub const FLOAT_REDUCTIONS: [(&str, u32); 5] = [("Sum", 0), ("Prod", 1), ("Max", 2), ("Min", 3), ("Mean", 4)];
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    kept_rank: u32,
+    red_rank: u32,
+    count: u32,
+    in_off: u32,
+    out_off: u32,
+    outputs: u32,
+    out_words: u32,
+    _pad: u32,
+    kept_shape: [u32; MAX_RANK],
+    kept_stride: [u32; MAX_RANK],
+    red_shape: [u32; MAX_RANK],
+    red_stride: [u32; MAX_RANK],
+}
+
+/// Kept and reduced dimensions as (size, element stride) lists, adjacent contiguous dims merged.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    pub kept: Vec<(i64, i64)>,
+    pub reduced: Vec<(i64, i64)>,
+}
+
+/// Which dimensions of `shape` an axes list reduces (negative axes count from the end).
+pub fn reduced_mask(shape: &[i64], axes: &[i64]) -> Result<Vec<bool>> {
+    let rank = shape.len() as i64;
+    let mut mask = vec![false; shape.len()];
+    for &a in axes {
+        let d = if a < 0 { a + rank } else { a };
+        if d < 0 || d >= rank {
+            return Err(Error::invalid_argument(format!(
+                "Invalid reduction dimension ({a} for input with {rank} dimension(s)"
+            )));
+        }
+        mask[d as usize] = true;
+    }
+    Ok(mask)
+}
+
+pub fn split_dims(shape: &[i64], mask: &[bool]) -> Split {
+    let strides = contiguous_strides(shape);
+    let mut split = Split::default();
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        let list = if mask[d] { &mut split.reduced } else { &mut split.kept };
+        match list.last_mut() {
+            // Merge with the previous dim of the same kind when they are adjacent in memory.
+            Some((size, stride)) if *stride == strides[d] * shape[d] && d > 0 && mask[d - 1] == mask[d] => {
+                *size *= shape[d];
+                *stride = strides[d];
+            }
+            _ => list.push((shape[d], strides[d])),
+        }
+    }
+    split
+}
+
+fn params_for(split: &Split) -> Result<Params> {
+    if split.kept.len() > MAX_RANK || split.reduced.len() > MAX_RANK {
+        return Err(Error::unimplemented("reductions beyond rank 8"));
+    }
+    let mut p: Params = bytemuck::Zeroable::zeroed();
+    p.kept_rank = split.kept.len() as u32;
+    p.red_rank = split.reduced.len() as u32;
+    p.kept_shape = [1; MAX_RANK];
+    p.red_shape = [1; MAX_RANK];
+    for (k, &(size, stride)) in split.kept.iter().enumerate() {
+        p.kept_shape[k] = size as u32;
+        p.kept_stride[k] = stride as u32;
+    }
+    for (k, &(size, stride)) in split.reduced.iter().enumerate() {
+        p.red_shape[k] = size as u32;
+        p.red_stride[k] = stride as u32;
+    }
+    p.count = shader_len(split.reduced.iter().map(|&(s, _)| s as u64).product(), "reduction")?;
+    p.outputs = shader_len(split.kept.iter().map(|&(s, _)| s as u64).product(), "reduction")?;
+    Ok(p)
+}
+
+fn launch(
+    stream: &Stream,
+    entry: &'static str,
+    op: u32,
+    mut p: Params,
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    if p.outputs == 0 || out.num_elements() == 0 {
+        return Ok(());
+    }
+    let device = stream.device();
+    let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let pipeline = device.pipelines.get(
+        device,
+        &SHADER,
+        &PipelineSpec { entry, aliases: &[], constants: &[("OP", op as f64)] },
+    )?;
+    let byte_units = entry == "reduce_bool";
+    stream.encode(|core, encoder| {
+        let (in_bind, in_off) = storage_window(core, &in_mem, if byte_units { 1 } else { 4 })?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, if byte_units { 1 } else { 4 })?;
+        p.in_off = in_off;
+        p.out_off = out_off;
+        let groups = grid(core, p.outputs as u64, entry)?;
+        dispatch_workgroups(core, encoder, entry, &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&p), groups)
+    })
+}
+
+/// Output shape of reducing `shape` over `mask`, with or without kept dims.
+fn reduced_shape(shape: &[i64], mask: &[bool], keep_dims: bool) -> Vec<i64> {
+    shape
+        .iter()
+        .zip(mask)
+        .filter_map(|(&d, &m)| match (m, keep_dims) {
+            (false, _) => Some(d),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect()
+}
+
+/// Sum, Prod, Max, Min, Mean (float32) and All, Any (bool).
+pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (axes, _) = ctx.host_input_values(1)?;
+    let mask = reduced_mask(&input.shape, &axes)?;
+    let shape = reduced_shape(&input.shape, &mask, kernel.attrs.bool("keep_dims")?);
+    let out = ctx.allocate_output(0, input.dtype, &shape)?;
+    let p = params_for(&split_dims(&input.shape, &mask))?;
+    let stream = ctx.stream()?;
+    match kernel.def.op {
+        "All" | "Any" => {
+            stream.fill(out.address, out.byte_len(), 0)?;
+            launch(stream, "reduce_bool", u32::from(kernel.def.op == "Any"), p, &input, &out)
+        }
+        op => {
+            let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == op).map(|(_, c)| *c).unwrap_or(0);
+            launch(stream, "reduce_f32", code, p, &input, &out)
+        }
+    }
+}
+
+/// ArgMax and ArgMin over one axis, into int64 or int32.
+pub fn arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (axis, _) = ctx.host_input_values(1)?;
+    let axis = *axis.first().ok_or_else(|| Error::invalid_argument("dimension must be a scalar"))?;
+    let mask = reduced_mask(&input.shape, &[axis])?;
+    let d = mask.iter().position(|&m| m).unwrap_or(0);
+    if input.shape[d] == 0 {
+        return Err(Error::invalid_argument(format!("Reduction axis {axis} is empty in shape {:?}", input.shape)));
+    }
+    let out_dtype = kernel.dtype("output_type")?;
+    let shape = reduced_shape(&input.shape, &mask, false);
+    let out = ctx.allocate_output(0, out_dtype, &shape)?;
+    // One reduced dimension, kept as is (no merging) so `red_stride[0]` is its stride.
+    let strides = contiguous_strides(&input.shape);
+    let split = Split {
+        kept: (0..input.shape.len()).filter(|&k| k != d).map(|k| (input.shape[k], strides[k])).collect(),
+        reduced: vec![(input.shape[d], strides[d])],
+    };
+    let mut p = params_for(&split)?;
+    p.out_words = if out_dtype == DType::I64 { 2 } else { 1 };
+    launch(ctx.stream()?, "arg_f32", u32::from(kernel.def.op == "ArgMin"), p, &input, &out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_are_split_and_merged() {
+        let mask = reduced_mask(&[2, 3, 4, 5], &[1, -2]).unwrap();
+        assert_eq!(mask, vec![false, true, true, false]);
+        let split = split_dims(&[2, 3, 4, 5], &mask);
+        assert_eq!(split.kept, vec![(2, 60), (5, 1)]);
+        assert_eq!(split.reduced, vec![(12, 5)]);
+        assert!(reduced_mask(&[2], &[1]).is_err());
+    }
+}

@@ -1,0 +1,198 @@
+// Reductions over any set of axes: one workgroup per output element, its 256 threads striding over
+// the reduced elements, then a tree in workgroup memory. Input and output are u32 words (floats
+// bitcast), so one layout serves float, bool and argmax results.
+//   reduce_f32: Sum (OP 0), Prod (1), Max (2), Min (3), Mean (4); NaN propagates through Max/Min.
+//   reduce_bool: All (OP 0), Any (1) over bool bytes; results are OR-ed into a zeroed output.
+//   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis; first index wins ties; `out_words` 1 or 2.
+
+override OP: u32 = 0u;
+
+struct Params {
+    kept_rank: u32,
+    red_rank: u32,
+    // Reduced elements per output.
+    count: u32,
+    in_off: u32,
+    // Output offset in words (reduce_f32, arg_f32) or bytes (reduce_bool).
+    out_off: u32,
+    outputs: u32,
+    out_words: u32,
+    _pad: u32,
+    kept_shape: array<vec4<u32>, 2>,
+    kept_stride: array<vec4<u32>, 2>,
+    red_shape: array<vec4<u32>, 2>,
+    red_stride: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<storage, read_write> input: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+var<workgroup> partial: array<f32, 256>;
+var<workgroup> partial_index: array<u32, 256>;
+
+fn dim_at(v: array<vec4<u32>, 2>, k: u32) -> u32 {
+    return v[k / 4u][k % 4u];
+}
+
+fn offset_of(index: u32, rank: u32, shape: array<vec4<u32>, 2>, stride: array<vec4<u32>, 2>) -> u32 {
+    var rem = index;
+    var at = 0u;
+    for (var d = rank; d > 0u; d--) {
+        let k = d - 1u;
+        let size = dim_at(shape, k);
+        at += (rem % size) * dim_at(stride, k);
+        rem = rem / size;
+    }
+    return at;
+}
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn identity() -> f32 {
+    switch OP {
+        case 1u: { return 1.0; }
+        case 2u: { return bitcast<f32>(0xff800000u); }
+        case 3u: { return bitcast<f32>(0x7f800000u); }
+        default: { return 0.0; }
+    }
+}
+
+fn combine(x: f32, y: f32) -> f32 {
+    switch OP {
+        case 1u: { return x * y; }
+        case 2u: {
+            if (is_nan(x) || is_nan(y)) { return bitcast<f32>(0x7fc00000u); }
+            return max(x, y);
+        }
+        case 3u: {
+            if (is_nan(x) || is_nan(y)) { return bitcast<f32>(0x7fc00000u); }
+            return min(x, y);
+        }
+        default: { return x + y; }
+    }
+}
+
+fn output_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
+
+@compute @workgroup_size(256)
+fn reduce_f32(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let o = output_index(wid, nwg);
+    let valid = o < p.outputs;
+    let base = p.in_off + offset_of(select(0u, o, valid), p.kept_rank, p.kept_shape, p.kept_stride);
+    var acc = identity();
+    if (valid) {
+        for (var r = lid; r < p.count; r += 256u) {
+            acc = combine(acc, bitcast<f32>(input[base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)]));
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step >>= 1u) {
+        if (lid < step) {
+            partial[lid] = combine(partial[lid], partial[lid + step]);
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u && valid) {
+        var result = partial[0];
+        if (OP == 4u) {
+            result = result / f32(p.count);
+        }
+        atomicStore(&out[p.out_off + o], bitcast<u32>(result));
+    }
+}
+
+@compute @workgroup_size(256)
+fn reduce_bool(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let o = output_index(wid, nwg);
+    let valid = o < p.outputs;
+    let base = p.in_off + offset_of(select(0u, o, valid), p.kept_rank, p.kept_shape, p.kept_stride);
+    // All: count false elements; Any: count true ones.
+    var hits = 0.0;
+    if (valid) {
+        for (var r = lid; r < p.count; r += 256u) {
+            let at = base + offset_of(r, p.red_rank, p.red_shape, p.red_stride);
+            let bit = (input[at >> 2u] >> ((at & 3u) * 8u)) & 0xffu;
+            hits += select(0.0, 1.0, (bit != 0u) == (OP == 1u));
+        }
+    }
+    partial[lid] = hits;
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step >>= 1u) {
+        if (lid < step) {
+            partial[lid] = partial[lid] + partial[lid + step];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u && valid) {
+        let result = select(partial[0] == 0.0, partial[0] > 0.0, OP == 1u);
+        if (result) {
+            let at = p.out_off + o;
+            atomicOr(&out[at >> 2u], 1u << ((at & 3u) * 8u));
+        }
+    }
+}
+
+fn better(x: f32, xi: u32, y: f32, yi: u32) -> bool {
+    // Whether (x, xi) should win over (y, yi).
+    if (is_nan(y)) { return false; }
+    if (is_nan(x)) { return true; }
+    if (x == y) { return xi < yi; }
+    return select((x < y), (x > y), OP == 0u);
+}
+
+@compute @workgroup_size(256)
+fn arg_f32(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let o = output_index(wid, nwg);
+    let valid = o < p.outputs;
+    let base = p.in_off + offset_of(select(0u, o, valid), p.kept_rank, p.kept_shape, p.kept_stride);
+    let stride = dim_at(p.red_stride, 0u);
+    var best = 0.0;
+    var best_index = 0xffffffffu;
+    if (valid) {
+        for (var r = lid; r < p.count; r += 256u) {
+            let v = bitcast<f32>(input[base + r * stride]);
+            if (best_index == 0xffffffffu || better(v, r, best, best_index)) {
+                best = v;
+                best_index = r;
+            }
+        }
+    }
+    partial[lid] = best;
+    partial_index[lid] = best_index;
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step >>= 1u) {
+        if (lid < step) {
+            let other = partial_index[lid + step];
+            if (other != 0xffffffffu
+                && (partial_index[lid] == 0xffffffffu || better(partial[lid + step], other, partial[lid], partial_index[lid]))) {
+                partial[lid] = partial[lid + step];
+                partial_index[lid] = other;
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u && valid) {
+        atomicStore(&out[p.out_off + o * p.out_words], partial_index[0]);
+        if (p.out_words == 2u) {
+            atomicStore(&out[p.out_off + o * 2u + 1u], 0u);
+        }
+    }
+}
