@@ -31,6 +31,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::reduce::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
 }
 
 #[test]
@@ -71,6 +72,7 @@ fn every_wgsl_file_is_covered() {
             "cast.wgsl",
             "classify.wgsl",
             "compare.wgsl",
+            "conv.wgsl",
             "index.wgsl",
             "logical.wgsl",
             "matmul.wgsl",

@@ -87,6 +87,7 @@ tf_api! {
     TF_OpKernelConstruction_GetAttrFloat: fn(*mut TF_OpKernelConstruction, *const c_char, *mut f32, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrBool: fn(*mut TF_OpKernelConstruction, *const c_char, *mut TF_Bool, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrSize: fn(*mut TF_OpKernelConstruction, *const c_char, *mut i32, *mut i32, *mut TF_Status);
+    TF_OpKernelConstruction_GetAttrInt64List: fn(*mut TF_OpKernelConstruction, *const c_char, *mut i64, c_int, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrString: fn(*mut TF_OpKernelConstruction, *const c_char, *mut c_char, usize, *mut TF_Status);
 
     TF_GetStream: fn(*mut TF_OpKernelContext, *mut TF_Status) -> SP_Stream;
@@ -135,6 +136,7 @@ impl TfApi {
             TF_OpKernelConstruction_GetAttrBool,
             TF_OpKernelConstruction_GetAttrSize,
             TF_OpKernelConstruction_GetAttrString,
+            TF_OpKernelConstruction_GetAttrInt64List,
             TF_GetStream,
             TF_NumOutputs,
             TF_NumInputs,

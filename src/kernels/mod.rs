@@ -4,6 +4,7 @@
 
 pub mod binary;
 pub mod cast;
+pub mod conv;
 pub mod index;
 pub mod matmul;
 pub mod nn;
@@ -167,10 +168,12 @@ pub enum AttrKind {
     Float,
     Bool,
     Str,
+    IntList,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum AttrValue {
+    IntList(Vec<i64>),
     Int(i64),
     Float(f32),
     Bool(bool),
@@ -214,6 +217,13 @@ impl Attrs {
         match self.get(name)? {
             AttrValue::Bool(v) => Ok(*v),
             other => Err(Error::internal(format!("attribute {name} is {other:?}, not a bool"))),
+        }
+    }
+
+    pub fn ints(&self, name: &str) -> Result<Vec<i64>> {
+        match self.get(name)? {
+            AttrValue::IntList(v) => Ok(v.clone()),
+            other => Err(Error::internal(format!("attribute {name} is {other:?}, not a list of ints"))),
         }
     }
 
@@ -393,6 +403,30 @@ fn build_table() -> Vec<KernelDef> {
         &[],
         &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)],
         matmul::compute,
+    ));
+    const CONV_ATTRS: &[(&str, AttrKind)] = &[
+        ("strides", AttrKind::IntList),
+        ("dilations", AttrKind::IntList),
+        ("padding", AttrKind::Str),
+        ("explicit_paddings", AttrKind::IntList),
+        ("data_format", AttrKind::Str),
+    ];
+    const POOL_ATTRS: &[(&str, AttrKind)] = &[
+        ("ksize", AttrKind::IntList),
+        ("strides", AttrKind::IntList),
+        ("padding", AttrKind::Str),
+        ("data_format", AttrKind::Str),
+    ];
+    table.push(kernel("Conv2D", f32, &[], CONV_ATTRS, conv::conv));
+    table.push(kernel("DepthwiseConv2dNative", f32, &[], CONV_ATTRS, conv::conv));
+    table.push(kernel("MaxPool", f32, &[], POOL_ATTRS, conv::pool));
+    table.push(kernel("AvgPool", f32, &[], POOL_ATTRS, conv::pool));
+    table.push(kernel(
+        "FusedBatchNormV3",
+        leak(vec![("T", DType::F32), ("U", DType::F32)]),
+        &[],
+        &[("epsilon", AttrKind::Float), ("data_format", AttrKind::Str), ("is_training", AttrKind::Bool)],
+        conv::fused_batch_norm,
     ));
     for op in ["Softmax", "LogSoftmax"] {
         table.push(kernel(op, f32, &[], &[], nn::softmax));

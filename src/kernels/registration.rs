@@ -70,6 +70,19 @@ fn read_attrs(ctx: *mut TF_OpKernelConstruction, def: &KernelDef) -> Result<Attr
                 unsafe { get(ctx, c_name.as_ptr(), &mut value, status.as_ptr()) };
                 AttrValue::Bool(value != 0)
             }
+            AttrKind::IntList => {
+                let (size_of, get) = (
+                    tf_fn!(api(), TF_OpKernelConstruction_GetAttrSize),
+                    tf_fn!(api(), TF_OpKernelConstruction_GetAttrInt64List),
+                );
+                let (mut list_size, mut total_size) = (0i32, 0i32);
+                // SAFETY: as above; TF reports the list length, then copies that many int64s.
+                unsafe { size_of(ctx, c_name.as_ptr(), &mut list_size, &mut total_size, status.as_ptr()) };
+                status.result()?;
+                let mut values = vec![0i64; list_size.max(0) as usize];
+                unsafe { get(ctx, c_name.as_ptr(), values.as_mut_ptr(), list_size.max(0), status.as_ptr()) };
+                AttrValue::IntList(values)
+            }
             AttrKind::Str => {
                 let (size_of, get) = (
                     tf_fn!(api(), TF_OpKernelConstruction_GetAttrSize),

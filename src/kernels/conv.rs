@@ -1,0 +1,264 @@
+//! NHWC spatial ops (`wgsl/conv.wgsl`): Conv2D, DepthwiseConv2dNative, MaxPool, AvgPool and
+//! FusedBatchNormV3 in inference mode.
+
+use crate::error::{Error, Result};
+use crate::runtime::memory::DeviceSlice;
+use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::Stream;
+
+use super::{shader_len, KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader = Shader { name: "conv", source: include_str!("../../wgsl/conv.wgsl"), storage_buffers: 6 };
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    batch: u32,
+    h: u32,
+    w: u32,
+    c: u32,
+    oh: u32,
+    ow: u32,
+    oc: u32,
+    kh: u32,
+    kw: u32,
+    sh: u32,
+    sw: u32,
+    dh: u32,
+    dw: u32,
+    pad_top: u32,
+    pad_left: u32,
+    fc: u32,
+    in_off: u32,
+    f_off: u32,
+    out_off: u32,
+    offset_off: u32,
+    mean_off: u32,
+    var_off: u32,
+    epsilon: f32,
+}
+
+/// TF's windowed output size and leading padding for one spatial dimension.
+pub fn window(
+    input: i64,
+    kernel: i64,
+    stride: i64,
+    dilation: i64,
+    padding: &str,
+    explicit: (i64, i64),
+) -> Result<(i64, i64)> {
+    if stride <= 0 || dilation <= 0 || kernel <= 0 {
+        return Err(Error::invalid_argument("strides, dilations and window sizes must be positive"));
+    }
+    let effective = (kernel - 1) * dilation + 1;
+    let (out, before) = match padding {
+        "VALID" => ((input - effective + stride) / stride, 0),
+        "SAME" => {
+            let out = (input + stride - 1) / stride;
+            let total = ((out - 1) * stride + effective - input).max(0);
+            (out, total / 2)
+        }
+        "EXPLICIT" => ((input + explicit.0 + explicit.1 - effective) / stride + 1, explicit.0),
+        other => return Err(Error::invalid_argument(format!("Unknown padding type: {other}"))),
+    };
+    if out < 0 {
+        return Err(Error::invalid_argument(format!(
+            "Computed output size would be negative: {out} [input_size: {input}, effective_filter_size: {effective}, stride: {stride}]"
+        )));
+    }
+    Ok((out, before))
+}
+
+fn nhwc(kernel: &KernelInstance) -> Result<()> {
+    match kernel.attrs.str("data_format")? {
+        "NHWC" => Ok(()),
+        other => Err(Error::unimplemented(format!("data_format {other} (only NHWC runs on WGPU)"))),
+    }
+}
+
+/// Reads a 4-element NHWC attribute list's H and W entries (strides, dilations, ksize).
+fn hw(kernel: &KernelInstance, name: &str) -> Result<(i64, i64)> {
+    let list = kernel.attrs.ints(name)?;
+    if list.len() != 4 || list[0] != 1 || list[3] != 1 {
+        return Err(Error::invalid_argument(format!(
+            "{name} must have 4 elements with 1 in the batch and depth dims: {list:?}"
+        )));
+    }
+    Ok((list[1], list[2]))
+}
+
+fn explicit_pads(kernel: &KernelInstance) -> Result<[(i64, i64); 2]> {
+    let pads = kernel.attrs.ints("explicit_paddings").unwrap_or_default();
+    if pads.len() == 8 {
+        Ok([(pads[2], pads[3]), (pads[4], pads[5])])
+    } else {
+        Ok([(0, 0), (0, 0)])
+    }
+}
+
+fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&TensorRef], out: &TensorRef) -> Result<()> {
+    p.n = shader_len(out.num_elements(), entry)?;
+    if p.n == 0 {
+        return Ok(());
+    }
+    let device = stream.device();
+    let mut mems: Vec<DeviceSlice> =
+        tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(4))).collect::<Result<_>>()?;
+    // Binding order: input, weights, output, then batch_norm's extra vectors.
+    mems.insert(2, device.memory.resolve(out.address, out.byte_len())?);
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
+    stream.encode(|core, encoder| {
+        let mut bindings: Vec<Binding> = Vec::with_capacity(6);
+        let mut offsets = Vec::with_capacity(6);
+        for mem in &mems {
+            let (binding, off) = storage_window(core, mem, 4)?;
+            bindings.push(binding);
+            offsets.push(off);
+        }
+        // Unused trailing bindings repeat the first one.
+        while bindings.len() < 6 {
+            bindings.push(bindings[0]);
+            offsets.push(0);
+        }
+        (p.in_off, p.f_off, p.out_off, p.offset_off, p.mean_off, p.var_off) =
+            (offsets[0], offsets[1], offsets[2], offsets[3], offsets[4], offsets[5]);
+        dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&p), p.n as u64)
+    })
+}
+
+fn check_4d(t: &TensorRef, what: &str) -> Result<()> {
+    if t.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("{what} must be 4-dimensional: {:?}", t.shape)));
+    }
+    Ok(())
+}
+
+/// Conv2D and DepthwiseConv2dNative.
+pub fn conv(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    nhwc(kernel)?;
+    let input = ctx.input(0)?;
+    let filter = ctx.input(1)?;
+    check_4d(&input, "input")?;
+    check_4d(&filter, "filter")?;
+    let depthwise = kernel.def.op == "DepthwiseConv2dNative";
+    let (sh, sw) = hw(kernel, "strides")?;
+    let (dh, dw) = hw(kernel, "dilations")?;
+    let padding = kernel.attrs.str("padding")?;
+    let [ph, pw] = explicit_pads(kernel)?;
+    let (batch, h, w, c) = (input.shape[0], input.shape[1], input.shape[2], input.shape[3]);
+    let (kh, kw, fc, fo) = (filter.shape[0], filter.shape[1], filter.shape[2], filter.shape[3]);
+    let (oc, fc_param) = if depthwise {
+        if fc != c {
+            return Err(Error::invalid_argument(format!("input and filter must have the same depth: {c} vs {fc}")));
+        }
+        (c * fo, fo)
+    } else {
+        if fc == 0 || c % fc != 0 || fo % (c / fc) != 0 {
+            return Err(Error::invalid_argument(format!(
+                "input depth must be evenly divisible by filter depth: {c} vs {fc}"
+            )));
+        }
+        (fo, fc)
+    };
+    let (oh, top) = window(h, kh, sh, dh, padding, ph)?;
+    let (ow, left) = window(w, kw, sw, dw, padding, pw)?;
+    let out = ctx.allocate_output(0, input.dtype, &[batch, oh, ow, oc])?;
+    let p = Params {
+        batch: batch as u32,
+        h: h as u32,
+        w: w as u32,
+        c: c as u32,
+        oh: oh as u32,
+        ow: ow as u32,
+        oc: oc as u32,
+        kh: kh as u32,
+        kw: kw as u32,
+        sh: sh as u32,
+        sw: sw as u32,
+        dh: dh as u32,
+        dw: dw as u32,
+        pad_top: top as u32,
+        pad_left: left as u32,
+        fc: fc_param as u32,
+        ..Default::default()
+    };
+    launch(ctx.stream()?, if depthwise { "depthwise" } else { "conv2d" }, p, &[&input, &filter], &out)
+}
+
+/// MaxPool and AvgPool.
+pub fn pool(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    nhwc(kernel)?;
+    let input = ctx.input(0)?;
+    check_4d(&input, "input")?;
+    let (kh, kw) = hw(kernel, "ksize")?;
+    let (sh, sw) = hw(kernel, "strides")?;
+    let padding = kernel.attrs.str("padding")?;
+    let (batch, h, w, c) = (input.shape[0], input.shape[1], input.shape[2], input.shape[3]);
+    let (oh, top) = window(h, kh, sh, 1, padding, (0, 0))?;
+    let (ow, left) = window(w, kw, sw, 1, padding, (0, 0))?;
+    let out = ctx.allocate_output(0, input.dtype, &[batch, oh, ow, c])?;
+    let p = Params {
+        batch: batch as u32,
+        h: h as u32,
+        w: w as u32,
+        c: c as u32,
+        oh: oh as u32,
+        ow: ow as u32,
+        oc: c as u32,
+        kh: kh as u32,
+        kw: kw as u32,
+        sh: sh as u32,
+        sw: sw as u32,
+        dh: 1,
+        dw: 1,
+        pad_top: top as u32,
+        pad_left: left as u32,
+        ..Default::default()
+    };
+    let entry = if kernel.def.op == "MaxPool" { "max_pool" } else { "avg_pool" };
+    // The filter slot is unused by the pools; the input stands in for it.
+    launch(ctx.stream()?, entry, p, &[&input, &input], &out)
+}
+
+/// FusedBatchNormV3 with is_training = false: normalise with the given mean and variance.
+pub fn fused_batch_norm(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    nhwc(kernel)?;
+    if kernel.attrs.bool("is_training")? {
+        return Err(Error::unimplemented("FusedBatchNormV3 training mode is not supported on WGPU yet"));
+    }
+    let x = ctx.input(0)?;
+    let [scale, offset, mean, variance] = [1, 2, 3, 4].map(|i| ctx.input(i));
+    let (scale, offset, mean, variance) = (scale?, offset?, mean?, variance?);
+    let c = *x.shape.last().ok_or_else(|| Error::invalid_argument("x must have a channel dimension"))?;
+    for (t, name) in [(&scale, "scale"), (&offset, "offset"), (&mean, "mean"), (&variance, "variance")] {
+        if t.shape != [c] {
+            return Err(Error::invalid_argument(format!("{name} must have shape [{c}], got {:?}", t.shape)));
+        }
+    }
+    let y = ctx.allocate_output(0, x.dtype, &x.shape)?;
+    let p = Params { c: c as u32, epsilon: kernel.attrs.float("epsilon")?, ..Default::default() };
+    let stream = ctx.stream()?;
+    launch(stream, "batch_norm", p, &[&x, &scale, &offset, &mean, &variance], &y)?;
+    // In inference mode TF passes the population statistics through.
+    for (index, source) in [(1, &mean), (2, &variance), (3, &mean), (4, &variance)] {
+        let out = ctx.allocate_output(index, source.dtype, &source.shape)?;
+        ctx.stream()?.memcpy_dtod(out.address, source.address, source.byte_len())?;
+    }
+    ctx.allocate_output(5, x.dtype, &[0])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::window;
+
+    #[test]
+    fn windows_follow_tf() {
+        assert_eq!(window(7, 3, 2, 1, "VALID", (0, 0)).unwrap(), (3, 0));
+        assert_eq!(window(7, 3, 2, 1, "SAME", (0, 0)).unwrap(), (4, 1));
+        assert_eq!(window(5, 3, 1, 2, "SAME", (0, 0)).unwrap(), (5, 2));
+        assert_eq!(window(5, 3, 1, 1, "EXPLICIT", (2, 1)).unwrap(), (6, 2));
+        assert!(window(2, 5, 1, 1, "VALID", (0, 0)).is_err());
+    }
+}
