@@ -35,6 +35,15 @@ pub struct TF_KernelBuilder {
     _private: [u8; 0],
 }
 
+/// `TF_AllocatorAttributes` of `tf_tensor.h`.
+#[repr(C)]
+pub struct TF_AllocatorAttributes {
+    pub struct_size: usize,
+    pub on_host: TF_Bool,
+}
+pub const TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE: usize =
+    std::mem::offset_of!(TF_AllocatorAttributes, on_host) + std::mem::size_of::<TF_Bool>();
+
 /// `TF_DataType` values from `tf_datatype.h`.
 pub type TF_DataType = c_int;
 pub type TF_Code = c_int;
@@ -97,6 +106,7 @@ tf_api! {
     TF_AllocateOutput: fn(*mut TF_OpKernelContext, c_int, TF_DataType, *const i64, c_int, usize, *mut TF_Status) -> *mut TF_Tensor;
     TF_ForwardInputOrAllocateOutput: fn(*mut TF_OpKernelContext, *const c_int, c_int, c_int, *const i64, c_int, *mut c_int, *mut TF_Status) -> *mut TF_Tensor;
     TF_OpKernelContext_Failure: fn(*mut TF_OpKernelContext, *mut TF_Status);
+    TF_AllocateTemp: fn(*mut TF_OpKernelContext, TF_DataType, *const i64, c_int, *mut TF_AllocatorAttributes, *mut TF_Status) -> *mut TF_Tensor;
 
     TF_DeleteTensor: fn(*mut TF_Tensor);
     TF_TensorType: fn(*const TF_Tensor) -> TF_DataType;

@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod cast;
 pub mod conv;
+pub mod einsum;
 pub mod index;
 pub mod matmul;
 pub mod nn;
@@ -158,6 +159,8 @@ pub trait KernelContext {
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)>;
     /// The values of a float32/float64 input that TF keeps in host memory.
     fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>>;
+    /// A device tensor that lives until the kernel returns (and its enqueued work is done with it).
+    fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef>;
     fn stream(&mut self) -> Result<&Stream>;
 }
 
@@ -428,6 +431,7 @@ fn build_table() -> Vec<KernelDef> {
         &[("epsilon", AttrKind::Float), ("data_format", AttrKind::Str), ("is_training", AttrKind::Bool)],
         conv::fused_batch_norm,
     ));
+    table.push(kernel("Einsum", f32, &[], &[("equation", AttrKind::Str)], einsum::compute));
     for op in ["Softmax", "LogSoftmax"] {
         table.push(kernel(op, f32, &[], &[], nn::softmax));
     }

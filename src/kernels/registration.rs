@@ -5,7 +5,10 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::{from_panic, Error, Result};
-use crate::ffi::tf::{api, set_status, OwnedStatus, TF_OpKernelConstruction, TF_OpKernelContext, TF_Tensor, TfApi};
+use crate::ffi::tf::{
+    api, set_status, OwnedStatus, TF_AllocatorAttributes, TF_OpKernelConstruction, TF_OpKernelContext, TF_Tensor,
+    TfApi, TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE,
+};
 use crate::runtime::Stream;
 
 use super::{AttrKind, AttrValue, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, KERNELS};
@@ -394,6 +397,18 @@ impl KernelContext for TfKernelContext<'_> {
             return Err(Error::internal(format!("forwarded output has dtype {:?}, expected {dtype:?}", out.dtype)));
         }
         Ok(out)
+    }
+
+    fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        let allocate = tf_fn!(self.api, TF_AllocateTemp);
+        let status = OwnedStatus::new();
+        let mut attributes = TF_AllocatorAttributes { struct_size: TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE, on_host: 0 };
+        // SAFETY: `ctx` is live; `shape` and `attributes` outlive the call.
+        let tensor = unsafe {
+            allocate(self.ctx, dtype.tf_code(), shape.as_ptr(), shape.len() as c_int, &mut attributes, status.as_ptr())
+        };
+        status.result()?;
+        self.describe(tensor)
     }
 
     fn stream(&mut self) -> Result<&Stream> {
