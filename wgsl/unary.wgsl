@@ -97,6 +97,11 @@ fn apply(v: f32) -> f32 {
             return log1p_(exp(v));
         }
         case 27u: { return v / (1.0 + abs(v)); }
+        case 30u: { return 0.5 * v * (1.0 + erf_(v * 0.7071067811865476)); }
+        case 31u: {
+            let inner = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+            return 0.5 * v * (1.0 + tanh(clamp(inner, -20.0, 20.0)));
+        }
         case 28u: { return 0.0; }
         case 29u: { return 1.0; }
         default: { return v; }

@@ -134,14 +134,17 @@ fn check_4d(t: &TensorRef, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Conv2D and DepthwiseConv2dNative.
-pub fn conv(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+/// Output shape and launch parameters of a Conv2D or DepthwiseConv2dNative node.
+pub struct ConvPlan {
+    pub out_shape: Vec<i64>,
+    depthwise: bool,
+    params: Params,
+}
+
+pub fn plan(kernel: &KernelInstance, input: &TensorRef, filter: &TensorRef, depthwise: bool) -> Result<ConvPlan> {
     nhwc(kernel)?;
-    let input = ctx.input(0)?;
-    let filter = ctx.input(1)?;
-    check_4d(&input, "input")?;
-    check_4d(&filter, "filter")?;
-    let depthwise = kernel.def.op == "DepthwiseConv2dNative";
+    check_4d(input, "input")?;
+    check_4d(filter, "filter")?;
     let (sh, sw) = hw(kernel, "strides")?;
     let (dh, dw) = hw(kernel, "dilations")?;
     let padding = kernel.attrs.str("padding")?;
@@ -163,8 +166,7 @@ pub fn conv(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     };
     let (oh, top) = window(h, kh, sh, dh, padding, ph)?;
     let (ow, left) = window(w, kw, sw, dw, padding, pw)?;
-    let out = ctx.allocate_output(0, input.dtype, &[batch, oh, ow, oc])?;
-    let p = Params {
+    let params = Params {
         batch: batch as u32,
         h: h as u32,
         w: w as u32,
@@ -183,7 +185,43 @@ pub fn conv(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
         fc: fc_param as u32,
         ..Default::default()
     };
-    launch(ctx.stream()?, if depthwise { "depthwise" } else { "conv2d" }, p, &[&input, &filter], &out)
+    Ok(ConvPlan { out_shape: vec![batch, oh, ow, oc], depthwise, params })
+}
+
+pub fn launch_conv(
+    stream: &Stream,
+    plan: &ConvPlan,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    launch(stream, if plan.depthwise { "depthwise" } else { "conv2d" }, plan.params, &[input, filter], out)
+}
+
+/// Conv2D and DepthwiseConv2dNative.
+pub fn conv(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let filter = ctx.input(1)?;
+    let plan = plan(kernel, &input, &filter, kernel.def.op == "DepthwiseConv2dNative")?;
+    let out = ctx.allocate_output(0, input.dtype, &plan.out_shape)?;
+    launch_conv(ctx.stream()?, &plan, &input, &filter, &out)
+}
+
+/// Normalises `x` into `y` per channel with population statistics (inference batch norm).
+#[allow(clippy::too_many_arguments)]
+pub fn launch_batch_norm(
+    stream: &Stream,
+    x: &TensorRef,
+    scale: &TensorRef,
+    offset: &TensorRef,
+    mean: &TensorRef,
+    variance: &TensorRef,
+    epsilon: f32,
+    y: &TensorRef,
+) -> Result<()> {
+    let c = *x.shape.last().unwrap_or(&1);
+    let p = Params { c: c as u32, epsilon, ..Default::default() };
+    launch(stream, "batch_norm", p, &[x, scale, offset, mean, variance], y)
 }
 
 /// MaxPool and AvgPool.
@@ -237,9 +275,8 @@ pub fn fused_batch_norm(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
         }
     }
     let y = ctx.allocate_output(0, x.dtype, &x.shape)?;
-    let p = Params { c: c as u32, epsilon: kernel.attrs.float("epsilon")?, ..Default::default() };
-    let stream = ctx.stream()?;
-    launch(stream, "batch_norm", p, &[&x, &scale, &offset, &mean, &variance], &y)?;
+    let epsilon = kernel.attrs.float("epsilon")?;
+    launch_batch_norm(ctx.stream()?, &x, &scale, &offset, &mean, &variance, epsilon, &y)?;
     // In inference mode TF passes the population statistics through.
     for (index, source) in [(1, &mean), (2, &variance), (3, &mean), (4, &variance)] {
         let out = ctx.allocate_output(index, source.dtype, &source.shape)?;

@@ -6,6 +6,7 @@ pub mod binary;
 pub mod cast;
 pub mod conv;
 pub mod einsum;
+pub mod fused;
 pub mod index;
 pub mod matmul;
 pub mod nn;
@@ -172,11 +173,13 @@ pub enum AttrKind {
     Bool,
     Str,
     IntList,
+    StrList,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum AttrValue {
     IntList(Vec<i64>),
+    StrList(Vec<String>),
     Int(i64),
     Float(f32),
     Bool(bool),
@@ -227,6 +230,13 @@ impl Attrs {
         match self.get(name)? {
             AttrValue::IntList(v) => Ok(v.clone()),
             other => Err(Error::internal(format!("attribute {name} is {other:?}, not a list of ints"))),
+        }
+    }
+
+    pub fn strs(&self, name: &str) -> Result<Vec<String>> {
+        match self.get(name)? {
+            AttrValue::StrList(v) => Ok(v.clone()),
+            other => Err(Error::internal(format!("attribute {name} is {other:?}, not a list of strings"))),
         }
     }
 
@@ -430,6 +440,36 @@ fn build_table() -> Vec<KernelDef> {
         &[],
         &[("epsilon", AttrKind::Float), ("data_format", AttrKind::Str), ("is_training", AttrKind::Bool)],
         conv::fused_batch_norm,
+    ));
+    table.push(kernel(
+        "_FusedConv2D",
+        f32,
+        &[],
+        &[
+            ("strides", AttrKind::IntList),
+            ("dilations", AttrKind::IntList),
+            ("padding", AttrKind::Str),
+            ("explicit_paddings", AttrKind::IntList),
+            ("data_format", AttrKind::Str),
+            ("fused_ops", AttrKind::StrList),
+            ("epsilon", AttrKind::Float),
+            ("leakyrelu_alpha", AttrKind::Float),
+            ("num_args", AttrKind::Int),
+        ],
+        fused::conv2d,
+    ));
+    table.push(kernel(
+        "_FusedMatMul",
+        f32,
+        &[],
+        &[
+            ("transpose_a", AttrKind::Bool),
+            ("transpose_b", AttrKind::Bool),
+            ("fused_ops", AttrKind::StrList),
+            ("leakyrelu_alpha", AttrKind::Float),
+            ("num_args", AttrKind::Int),
+        ],
+        fused::matmul,
     ));
     table.push(kernel("Einsum", f32, &[], &[("equation", AttrKind::Str)], einsum::compute));
     for op in ["Softmax", "LogSoftmax"] {

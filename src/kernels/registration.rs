@@ -86,6 +86,44 @@ fn read_attrs(ctx: *mut TF_OpKernelConstruction, def: &KernelDef) -> Result<Attr
                 unsafe { get(ctx, c_name.as_ptr(), values.as_mut_ptr(), list_size.max(0), status.as_ptr()) };
                 AttrValue::IntList(values)
             }
+            AttrKind::StrList => {
+                let (size_of, get) = (
+                    tf_fn!(api(), TF_OpKernelConstruction_GetAttrSize),
+                    tf_fn!(api(), TF_OpKernelConstruction_GetAttrStringList),
+                );
+                let (mut list_size, mut total_size) = (0i32, 0i32);
+                // SAFETY: as above; TF reports the count and total length, then fills pointers into
+                // `storage` and their lengths.
+                unsafe { size_of(ctx, c_name.as_ptr(), &mut list_size, &mut total_size, status.as_ptr()) };
+                status.result()?;
+                let count = list_size.max(0) as usize;
+                let mut pointers = vec![std::ptr::null_mut::<c_char>(); count];
+                let mut lengths = vec![0usize; count];
+                let mut storage = vec![0u8; total_size.max(0) as usize + 1];
+                unsafe {
+                    get(
+                        ctx,
+                        c_name.as_ptr(),
+                        pointers.as_mut_ptr(),
+                        lengths.as_mut_ptr(),
+                        count as c_int,
+                        storage.as_mut_ptr() as *mut c_void,
+                        storage.len(),
+                        status.as_ptr(),
+                    )
+                };
+                status.result()?;
+                let values = pointers
+                    .iter()
+                    .zip(&lengths)
+                    .map(|(&ptr, &len)| {
+                        // SAFETY: TF pointed each entry at `len` bytes inside `storage`.
+                        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+                        String::from_utf8_lossy(bytes).into_owned()
+                    })
+                    .collect();
+                AttrValue::StrList(values)
+            }
             AttrKind::Str => {
                 let (size_of, get) = (
                     tf_fn!(api(), TF_OpKernelConstruction_GetAttrSize),

@@ -43,6 +43,9 @@ pub enum UnaryOp {
     Softsign = 27,
     ZerosLike = 28,
     OnesLike = 29,
+    /// Fused-op activations without a TF op of their own.
+    GeluExact = 30,
+    GeluApproximate = 31,
 }
 
 impl UnaryOp {

@@ -3,6 +3,7 @@
 //! errors into a `TF_Status`; the work itself is done by `runtime`.
 
 mod executor;
+mod graph;
 mod platform;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -10,6 +11,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{from_panic, Error, Result};
 use crate::ffi::tf::{set_status, TF_Status};
 
+pub use graph::TF_InitGraph;
 pub use platform::SE_InitPlugin;
 
 /// Platform name TF shows (`/physical_device:GPU:0` has this as its platform).
