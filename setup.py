@@ -21,10 +21,13 @@ class BuildWithCargo(build_py):
     def run(self):
         super().run()
         target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-        subprocess.check_call(["cargo", "build", "--release", "--lib"], cwd=ROOT)
+        # TF_WGPU_CARGO_PROFILE=dev gives a quicker, incremental debug build for development.
+        profile = os.environ.get("TF_WGPU_CARGO_PROFILE", "release")
+        subprocess.check_call(["cargo", "build", "--lib", "--profile", profile], cwd=ROOT)
         plugin_dir = os.path.join(self.build_lib, "tensorflow-plugins")
         os.makedirs(plugin_dir, exist_ok=True)
-        shutil.copy2(os.path.join(target, "release", LIB), os.path.join(plugin_dir, LIB))
+        out_dir = "debug" if profile == "dev" else profile
+        shutil.copy2(os.path.join(target, out_dir, LIB), os.path.join(plugin_dir, LIB))
 
 
 class BinaryDistribution(Distribution):

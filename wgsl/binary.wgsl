@@ -71,7 +71,9 @@ fn apply(x: f32, y: f32) -> f32 {
         case 4u: { return select(x / y, 0.0, y == 0.0); }
         case 5u: { return floor(x / y); }
         case 6u: {
-            var r = x - y * trunc(x / y);
+            // fmod semantics: an infinite divisor leaves x; the sign follows the divisor.
+            if (is_inf_f32(x) || y == 0.0 || is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
+            var r = select(x - y * trunc(x / y), x, is_inf_f32(y));
             if (r != 0.0 && (r < 0.0) != (y < 0.0)) { r += y; }
             return r;
         }

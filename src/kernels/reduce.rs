@@ -150,6 +150,18 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let out = ctx.allocate_output(0, input.dtype, &shape)?;
     let p = params_for(&split_dims(&input.shape, &mask))?;
     let stream = ctx.stream()?;
+    if input.num_elements() == 0 {
+        // Reducing nothing: every output is the reduction's identity (Mean of nothing is NaN).
+        let identity: u32 = match kernel.def.op {
+            "Prod" => 1f32.to_bits(),
+            "Max" => f32::NEG_INFINITY.to_bits(),
+            "Min" => f32::INFINITY.to_bits(),
+            "Mean" => f32::NAN.to_bits(),
+            "All" => 0x0101_0101,
+            _ => 0,
+        };
+        return stream.fill(out.address, out.byte_len(), identity);
+    }
     match kernel.def.op {
         "All" | "Any" => {
             stream.fill(out.address, out.byte_len(), 0)?;

@@ -527,6 +527,26 @@ pub extern "C" fn TF_InitKernel() {
     }
 }
 
+/// The registered (op × dtype) table as text, for tests and tools that load the library (not a TF
+/// symbol). One line per kernel: the op, then `attr=dtype` pairs.
+#[no_mangle]
+pub extern "C" fn tf_wgpu_kernel_table() -> *const c_char {
+    static TABLE: std::sync::OnceLock<CString> = std::sync::OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            let lines: Vec<String> = KERNELS
+                .iter()
+                .map(|k| {
+                    let attrs: Vec<String> =
+                        k.constraints.iter().map(|(a, d)| format!("{a}={}", d.tf_name())).collect();
+                    format!("{} {}", k.op, attrs.join(" ")).trim().to_string()
+                })
+                .collect();
+            CString::new(lines.join("\n")).unwrap_or_default()
+        })
+        .as_ptr()
+}
+
 /// The number of create functions available, checked against the table size in a test.
 pub const MAX_KERNELS: usize = 64 * 16;
 

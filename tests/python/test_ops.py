@@ -1,0 +1,482 @@
+"""Every registered (op, dtype) of the WGPU kernel table, run on /GPU:0 with soft placement off and
+compared with the same op on /CPU:0.
+
+Inputs cover ranks 0 to 5, broadcasting, size-1 and empty dimensions, sizes that are not multiples
+of the workgroup size, and NaN/Inf. Integer and bool results must be bit-exact; float tolerances
+are per op (`TOLERANCE`). `test_every_registered_op_is_exercised` fails when the table gains an op
+this file does not cover.
+"""
+
+import ctypes
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_wgpu
+
+GPU = "/GPU:0"
+
+
+def registered_kernels():
+    lib = ctypes.CDLL(tensorflow_wgpu.library_path())
+    lib.tf_wgpu_kernel_table.restype = ctypes.c_char_p
+    rows = []
+    for line in lib.tf_wgpu_kernel_table().decode().splitlines():
+        op, *attrs = line.split()
+        rows.append((op, dict(a.split("=") for a in attrs)))
+    return rows
+
+
+KERNELS = registered_kernels()
+
+# Float tolerance per op (default 1e-6 relative and absolute): transcendental functions differ in
+# the last bits between LLVM's vector math and Eigen, reductions and matmuls sum in another order.
+TOLERANCE = {
+    "Exp": 2e-6, "Expm1": 2e-6, "Log": 2e-6, "Log1p": 2e-6, "Sin": 2e-6, "Cos": 2e-6, "Tan": 1e-5,
+    "Tanh": 2e-6, "Sigmoid": 2e-6, "Erf": 2e-6, "Elu": 2e-6, "Selu": 2e-6, "Softplus": 2e-6, "Pow": 1e-5,
+    "Sum": 1e-5, "Mean": 1e-5, "Prod": 1e-5, "MatMul": 1e-5, "BatchMatMulV2": 1e-5, "BatchMatMulV3": 1e-5,
+    "Einsum": 1e-5, "Softmax": 1e-6, "LogSoftmax": 2e-6, "Conv2D": 1e-5, "DepthwiseConv2dNative": 1e-5,
+    "AvgPool": 1e-6, "FusedBatchNormV3": 1e-5, "_FusedConv2D": 1e-5, "_FusedMatMul": 1e-5, "RealDiv": 1e-6,
+    "Div": 1e-6, "FloorMod": 1e-5, "FloorDiv": 1e-6, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
+}
+
+rng_global = np.random.default_rng(1234)
+
+
+def rng_for(*key):
+    return np.random.default_rng(abs(hash(key)) % (2**32))
+
+
+def floats(rng, shape, specials=True, scale=3.0):
+    v = (rng.standard_normal(shape) * scale).astype(np.float32)
+    if specials and v.size >= 4:
+        flat = v.reshape(-1)
+        idx = rng.choice(flat.size, size=3, replace=False)
+        flat[idx] = [np.nan, np.inf, -np.inf]
+    return v
+
+
+def values(rng, dtype, shape):
+    """Random values of any dtype (bit patterns for floats, so NaN payloads too)."""
+    dtype = tf.as_dtype(dtype)
+    n = int(np.prod(shape))
+    if dtype == tf.bool:
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype == tf.bfloat16:
+        return tf.bitcast(tf.constant(rng.integers(0, 2**16, size=shape, dtype=np.uint16)), tf.bfloat16).numpy()
+    npd = np.dtype(dtype.as_numpy_dtype)
+    return rng.integers(0, 256, size=n * npd.itemsize, dtype=np.uint8).view(npd).reshape(shape)
+
+
+def random_shape(rng, rank=None, low=1, high=6):
+    rank = int(rng.integers(0, 6)) if rank is None else rank
+    return tuple(int(d) for d in rng.integers(low, high, size=rank))
+
+
+def broadcast_pair(rng):
+    out = random_shape(rng)
+    a = tuple(d if rng.random() < 0.7 else 1 for d in out)
+    b = tuple(d if rng.random() < 0.7 else 1 for d in out)
+    if out and rng.random() < 0.4:
+        b = b[int(rng.integers(0, len(out))):]
+    return a, b
+
+
+def run(fn, args):
+    with tf.device("/CPU:0"):
+        want = fn(*[tf.constant(a) for a in args])
+    with tf.device(GPU):
+        got = fn(*[tf.constant(a) for a in args])
+    return got, want
+
+
+def assert_same(op, got, want):
+    gots = got if isinstance(got, (list, tuple)) else [got]
+    wants = want if isinstance(want, (list, tuple)) else [want]
+    assert len(gots) == len(wants)
+    for g, w in zip(gots, wants):
+        assert g.device.endswith("device:GPU:0"), f"{op} ran on {g.device}"
+        assert g.shape == w.shape and g.dtype == w.dtype, (op, g.shape, w.shape, g.dtype, w.dtype)
+        gn, wn = g.numpy(), w.numpy()
+        if g.dtype.is_floating and g.dtype not in (tf.float16, tf.bfloat16) and op in FLOAT_MATH:
+            tol = TOLERANCE.get(op, 1e-6)
+            np.testing.assert_allclose(gn, wn, rtol=tol, atol=tol, equal_nan=True, err_msg=op)
+        else:
+            assert gn.tobytes() == wn.tobytes(), f"{op}: {gn} != {wn}"
+
+
+UNARY = {
+    "Abs": tf.abs, "Neg": tf.negative, "Sign": tf.sign, "Square": tf.square, "Sqrt": tf.sqrt,
+    "Rsqrt": tf.math.rsqrt, "Reciprocal": tf.math.reciprocal, "Inv": lambda x: tf.raw_ops.Inv(x=x), "Exp": tf.exp,
+    "Expm1": tf.math.expm1, "Log": tf.math.log, "Log1p": tf.math.log1p, "Sin": tf.sin, "Cos": tf.cos,
+    "Tan": tf.tan, "Tanh": tf.tanh, "Sigmoid": tf.sigmoid, "Erf": tf.math.erf, "Floor": tf.floor,
+    "Ceil": tf.math.ceil, "Round": tf.round, "Rint": tf.math.rint, "Relu": tf.nn.relu, "Relu6": tf.nn.relu6,
+    "Elu": tf.nn.elu, "Selu": tf.nn.selu, "LeakyRelu": lambda x: tf.nn.leaky_relu(x, 0.15),
+    "Softplus": tf.nn.softplus, "Softsign": tf.nn.softsign, "ZerosLike": tf.zeros_like, "OnesLike": tf.ones_like,
+}
+BINARY = {
+    "AddV2": tf.add, "Add": lambda a, b: tf.raw_ops.Add(x=a, y=b), "Mul": tf.multiply, "Sub": tf.subtract,
+    "RealDiv": tf.divide, "Div": lambda a, b: tf.raw_ops.Div(x=a, y=b), "DivNoNan": tf.math.divide_no_nan,
+    "FloorDiv": tf.math.floordiv, "FloorMod": tf.math.floormod, "Maximum": tf.maximum, "Minimum": tf.minimum,
+    "Pow": tf.pow, "SquaredDifference": tf.math.squared_difference,
+}
+COMPARE = {
+    "Equal": tf.equal, "NotEqual": tf.not_equal, "Less": tf.less, "LessEqual": tf.less_equal,
+    "Greater": tf.greater, "GreaterEqual": tf.greater_equal,
+}
+FLOAT_MATH = set(UNARY) | set(BINARY) | {
+    "BiasAdd", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "MatMul", "BatchMatMulV2",
+    "BatchMatMulV3", "Einsum", "Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool",
+    "AvgPool", "FusedBatchNormV3", "_FusedConv2D", "_FusedMatMul", "Range", "Cast",
+}
+
+
+def unary_cases(op, attrs, rng):
+    fn = UNARY[op]
+    for _ in range(4):
+        yield fn, [floats(rng, random_shape(rng))]
+    yield fn, [floats(rng, (2, 0, 3))]
+    yield fn, [floats(rng, (1000,), scale=0.01)]  # near zero: expm1/log1p precision
+
+
+def binary_cases(op, attrs, rng):
+    fn = BINARY[op]
+    for _ in range(6):
+        a, b = broadcast_pair(rng)
+        yield fn, [floats(rng, a), floats(rng, b)]
+    yield fn, [floats(rng, (0, 3)), floats(rng, (1, 3))]
+    yield fn, [floats(rng, (257,)), floats(rng, (257,))]
+
+
+def compare_cases(op, attrs, rng):
+    for _ in range(5):
+        a, b = broadcast_pair(rng)
+        x, y = floats(rng, a), floats(rng, b)
+        yield COMPARE[op], [x, y]
+    x = floats(rng, (5, 7))
+    yield COMPARE[op], [x, x.copy()]
+
+
+def classify_cases(op, attrs, rng):
+    fn = {"IsNan": tf.math.is_nan, "IsInf": tf.math.is_inf, "IsFinite": tf.math.is_finite}[op]
+    for shape in [(), (5,), (3, 7), (2, 3, 0), (1001,)]:
+        yield fn, [floats(rng, shape)]
+
+
+def logical_cases(op, attrs, rng):
+    if op == "LogicalNot":
+        for shape in [(), (7,), (3, 5, 2)]:
+            yield tf.logical_not, [values(rng, tf.bool, shape)]
+        return
+    fn = tf.logical_and if op == "LogicalAnd" else tf.logical_or
+    for _ in range(5):
+        a, b = broadcast_pair(rng)
+        yield fn, [values(rng, tf.bool, a), values(rng, tf.bool, b)]
+
+
+def select_cases(op, attrs, rng):
+    dt = tf.as_dtype(attrs["T"])
+    if op == "SelectV2":
+        for _ in range(4):
+            a, b = broadcast_pair(rng)
+            yield tf.where, [values(rng, tf.bool, a), values(rng, dt, b), values(rng, dt, a)]
+    else:
+        shape = (4, 3, 2)
+        yield (lambda c, x, y: tf.raw_ops.Select(condition=c, x=x, y=y)), [values(rng, tf.bool, shape), values(rng, dt, shape), values(rng, dt, shape)]
+        yield (lambda c, x, y: tf.raw_ops.Select(condition=c, x=x, y=y)), [values(rng, tf.bool, (4,)), values(rng, dt, shape), values(rng, dt, shape)]
+
+
+def misc_math_cases(op, attrs, rng):
+    if op == "BiasAdd":
+        for shape in [(3, 4), (2, 5, 7, 3), (0, 6)]:
+            yield tf.nn.bias_add, [floats(rng, shape), floats(rng, shape[-1:])]
+    elif op == "AddN":
+        shape = random_shape(rng)
+        yield (lambda a, b, c: tf.add_n([a, b, c])), [floats(rng, shape) for _ in range(3)]
+        yield (lambda a: tf.add_n([a])), [floats(rng, (5,))]
+    elif op == "ClipByValue":
+        yield (lambda a: tf.clip_by_value(a, -1.5, 2.0)), [floats(rng, (4, 6))]
+        yield (lambda a, lo: tf.clip_by_value(a, lo, 2.0)), [floats(rng, (4, 6)), floats(rng, (4, 6), specials=False) - 3]
+
+
+def cast_cases(op, attrs, rng):
+    src, dst = tf.as_dtype(attrs["SrcT"]), tf.as_dtype(attrs["DstT"])
+    if src == tf.float32:
+        x = (rng.standard_normal((5, 301)) * 1e5).astype(np.float32)
+    else:
+        x = rng.integers(-(2**31), 2**31 - 1, size=(5, 301), dtype=np.int32)
+    yield (lambda t: tf.cast(t, dst)), [x]
+    yield (lambda t: tf.cast(t, dst)), [x[:0]]
+
+
+def movement_cases(op, attrs, rng):
+    dt = tf.as_dtype(attrs.get("T") or attrs.get("Tparams"))
+    x = values(rng, dt, (4, 5, 6))
+    if op == "StridedSlice":
+        yield (lambda t: t[1:3, ::-2, None, 2]), [x]
+        yield (lambda t: t[..., 1:-1:2]), [x]
+        yield (lambda t: t[3:1]), [x]
+    elif op == "Slice":
+        yield (lambda t: tf.slice(t, [1, 0, 2], [2, -1, 3])), [x]
+    elif op == "Split":
+        yield (lambda t: tf.split(t, 3, axis=2)), [x]
+        yield (lambda t: tf.split(t, 2, axis=0)), [x]
+    elif op == "SplitV":
+        yield (lambda t: tf.split(t, [1, -1, 2], axis=1)), [x]
+    elif op == "Transpose":
+        yield (lambda t: tf.transpose(t, [2, 0, 1])), [x]
+        yield (lambda t: tf.transpose(t)), [values(rng, dt, (3, 1, 0))]
+    elif op == "Tile":
+        yield (lambda t: tf.tile(t, [2, 1, 3])), [x]
+    elif op == "Pad":
+        yield (lambda t: tf.pad(t, [[1, 0], [2, 3], [0, 1]])), [x]
+    elif op == "PadV2":
+        yield (lambda t, c: tf.raw_ops.PadV2(input=t, paddings=[[1, 0], [2, 3], [0, 1]], constant_values=c)), [x, values(rng, dt, ())]
+    elif op == "MirrorPad":
+        yield (lambda t: tf.pad(t, [[1, 2], [0, 3], [2, 1]], mode="REFLECT")), [x]
+        yield (lambda t: tf.pad(t, [[1, 2], [0, 3], [2, 1]], mode="SYMMETRIC")), [x]
+    elif op == "ReverseV2":
+        yield (lambda t: tf.reverse(t, [0, 2])), [x]
+    elif op == "BroadcastTo":
+        yield (lambda t: tf.broadcast_to(t[:, :1], [3, 4, 5, 6])), [x]
+    elif op == "Fill":
+        yield (lambda v: tf.fill([3, 0, 2], v)), [values(rng, dt, ())]
+        yield (lambda v: tf.fill([7, 5], v)), [values(rng, dt, ())]
+    elif op == "ConcatV2":
+        yield (lambda t: tf.concat([t, t[:, :2], t[:, 1:2]], axis=1)), [x]
+        yield (lambda t: tf.concat([t[..., :1], t, t[..., 3:4]], axis=-1)), [x]
+    elif op == "Pack":
+        yield (lambda t: tf.stack([t, t[::-1], t], axis=1)), [x]
+    elif op == "Unpack":
+        yield (lambda t: tf.unstack(t, axis=2)), [x]
+    elif op == "GatherV2":
+        it = np.int32 if attrs["Tindices"] == "int32" else np.int64
+        yield (lambda t, i: tf.gather(t, i, axis=1)), [x, np.array([[4, 0], [2, 2]], it)]
+        yield (lambda t, i: tf.gather(t, i, axis=0)), [x, np.array([3, 1, 0], it)]
+
+
+def reduce_cases(op, attrs, rng):
+    if op in ("All", "Any"):
+        fn = tf.reduce_all if op == "All" else tf.reduce_any
+        x = values(rng, tf.bool, (3, 4, 5))
+        for axes in [None, 0, [1, 2], -1]:
+            yield (lambda t, axes=axes: fn(t, axis=axes)), [x]
+        yield (lambda t: fn(t, axis=1)), [values(rng, tf.bool, (2, 0, 3))]
+        return
+    if op in ("ArgMax", "ArgMin"):
+        fn = tf.argmax if op == "ArgMax" else tf.argmin
+        out = tf.as_dtype(attrs["output_type"])
+        x = floats(rng, (4, 5, 300), specials=False)
+        for axis in [0, 1, 2, -1]:
+            yield (lambda t, axis=axis: fn(t, axis=axis, output_type=out)), [x]
+        return
+    fn = {"Sum": tf.reduce_sum, "Prod": tf.reduce_prod, "Max": tf.reduce_max, "Min": tf.reduce_min, "Mean": tf.reduce_mean}[op]
+    for _ in range(5):
+        shape = random_shape(rng)
+        x = floats(rng, shape, specials=op in ("Max", "Min"), scale=0.8)
+        axes = [a for a in range(len(shape)) if rng.random() < 0.5] or None
+        keep = bool(rng.random() < 0.5)
+        yield (lambda t, axes=axes, keep=keep: fn(t, axis=axes, keepdims=keep)), [x]
+    yield (lambda t: fn(t, axis=1)), [floats(rng, (3, 0, 2), specials=False)]
+    yield (lambda t: fn(t)), [floats(rng, (70001,), specials=False, scale=0.1)]
+
+
+def matmul_cases(op, attrs, rng):
+    f = lambda *s: floats(rng, s, specials=False)
+    if op == "MatMul":
+        for m, k, n in [(1, 1, 1), (7, 13, 5), (33, 17, 65), (16, 0, 3)]:
+            yield tf.matmul, [f(m, k), f(k, n)]
+            yield (lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True)), [f(k, m), f(n, k)]
+    elif op == "BatchMatMulV2":
+        yield tf.matmul, [f(2, 3, 4, 5), f(3, 5, 7)]
+        yield (lambda a, b: tf.matmul(a, b, adjoint_b=True)), [f(2, 1, 4, 5), f(3, 7, 5)]
+    elif op == "BatchMatMulV3":
+        yield (lambda a, b: tf.raw_ops.BatchMatMulV3(x=a, y=b, Tout=tf.float32)), [f(2, 4, 5), f(2, 5, 3)]
+    elif op == "Einsum":
+        for eq, sa, sb in [("ab,bc->ac", (3, 4), (4, 5)), ("aecd,abcd->acbe", (2, 5, 3, 4), (2, 7, 3, 4)),
+                           ("acbe,aecd->abcd", (2, 3, 7, 5), (2, 5, 3, 4)), ("abc,cd->abd", (2, 3, 4), (4, 6))]:
+            yield (lambda a, b, eq=eq: tf.einsum(eq, a, b)), [f(*sa), f(*sb)]
+
+
+def nn_cases(op, attrs, rng):
+    f = lambda *s: floats(rng, s, specials=False)
+    if op in ("Softmax", "LogSoftmax"):
+        fn = tf.nn.softmax if op == "Softmax" else tf.nn.log_softmax
+        for shape in [(5,), (3, 7), (2, 3, 1000), (4, 1)]:
+            yield fn, [f(*shape) * 5]
+    elif op == "Conv2D":
+        for pad in ["SAME", "VALID", [[0, 0], [1, 2], [0, 1], [0, 0]]]:
+            yield (lambda x, k, pad=pad: tf.nn.conv2d(x, k, strides=[1, 2, 1, 1], padding=pad)), [f(2, 9, 8, 4), f(3, 2, 4, 5)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME", dilations=2)), [f(1, 7, 7, 3), f(3, 3, 3, 2)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="VALID")), [f(1, 6, 6, 4), f(3, 3, 2, 6)]  # groups
+    elif op == "DepthwiseConv2dNative":
+        for pad in ["SAME", "VALID"]:
+            yield (lambda x, k, pad=pad: tf.raw_ops.DepthwiseConv2dNative(input=x, filter=k, strides=[1, 2, 2, 1], padding=pad)), [f(2, 9, 8, 3), f(3, 3, 3, 2)]
+    elif op in ("MaxPool", "AvgPool"):
+        fn = tf.nn.max_pool2d if op == "MaxPool" else tf.nn.avg_pool2d
+        for pad in ["SAME", "VALID"]:
+            yield (lambda x, pad=pad: fn(x, (3, 2), (2, 2), pad)), [f(2, 9, 8, 3)]
+    elif op == "FusedBatchNormV3":
+        c = 5
+        yield (lambda x, s, o, m, v: tf.raw_ops.FusedBatchNormV3(x=x, scale=s, offset=o, mean=m, variance=v, epsilon=0.001, is_training=False)[:3]), [
+            f(2, 3, 4, c), f(c), f(c), f(c), np.abs(f(c)) + 0.1]
+    elif op == "OneHot":
+        dt = tf.as_dtype(attrs["T"])
+        it = np.int32 if attrs["TI"] == "int32" else np.int64
+        on, off = np.array(2, dt.as_numpy_dtype), np.array(-1, dt.as_numpy_dtype)
+        yield (lambda i, a, b: tf.one_hot(i, 5, on_value=a, off_value=b)), [np.array([0, 3, 7, -1, 4], it), on, off]
+        yield (lambda i, a, b: tf.one_hot(i, 4, on_value=a, off_value=b, axis=0)), [np.array([[0, 3], [1, 2]], it), on, off]
+    elif op == "Range":
+        yield (lambda: tf.range(1.5, 9.0, 0.75)), []
+        yield (lambda: tf.range(5.0, -3.0, -1.5)), []
+
+
+def fused_cases(op, attrs, rng):
+    # Grappler's remapper makes these (the plugin turns it off for its graphs); build the nodes
+    # directly in a graph to exercise the kernels.
+    f = lambda *s: floats(rng, s, specials=False)
+    if op == "_FusedConv2D":
+        for fused, extra in [([b"BiasAdd"], 1), ([b"BiasAdd", b"Relu"], 1), ([b"FusedBatchNorm", b"Relu6"], 4)]:
+            args = [f(4)] * extra if extra == 1 else [f(4), f(4), f(4), np.abs(f(4)) + 0.5]
+            yield ("fused", op, fused, [f(2, 7, 6, 3), f(3, 3, 3, 4)] + args)
+    else:
+        for fused in [[b"BiasAdd"], [b"BiasAdd", b"Relu"], [b"BiasAdd", b"GeluExact"]]:
+            yield ("fused", op, fused, [f(5, 6), f(6, 4), f(4)])
+
+
+def fused_reference(op, fused, args):
+    x = tf.constant(args[0])
+    if op == "_FusedConv2D":
+        y = tf.nn.conv2d(x, args[1], strides=1, padding="SAME")
+        if fused[0] == b"BiasAdd":
+            y = tf.nn.bias_add(y, args[2])
+        else:
+            y = (y - args[4]) * tf.math.rsqrt(args[5] + 1e-3) * args[2] + args[3]
+    else:
+        y = tf.nn.bias_add(tf.matmul(x, args[1]), args[2])
+    act = fused[1] if len(fused) > 1 else None
+    return {None: y, b"Relu": tf.nn.relu(y) if act == b"Relu" else None, b"Relu6": tf.nn.relu6(y) if act == b"Relu6" else None,
+            b"GeluExact": tf.nn.gelu(y, approximate=False) if act == b"GeluExact" else None}[act]
+
+
+def run_fused(op, fused, args):
+    from tensorflow.python.framework import ops
+
+    graph = tf.Graph()
+    with graph.as_default(), tf.device(GPU):
+        tensors = [tf.constant(a) for a in args]
+        attrs = {"T": tf.float32, "fused_ops": fused, "epsilon": 1e-3, "leakyrelu_alpha": 0.2}
+        if op == "_FusedConv2D":
+            attrs.update(strides=[1, 1, 1, 1], padding=b"SAME", data_format=b"NHWC", dilations=[1, 1, 1, 1],
+                         explicit_paddings=[], use_cudnn_on_gpu=True, num_args=len(args) - 2, num_host_args=0,
+                         filter_format=b"HWIO", TArgs=[tf.float32] * (len(args) - 2))
+            inputs = tensors[:2] + [tensors[2:], []]
+        else:
+            attrs.update(transpose_a=False, transpose_b=False, num_args=1)
+            inputs = tensors[:2] + [tensors[2:]]
+        out = _make_op(graph, op, inputs, attrs)
+    config = tf.compat.v1.ConfigProto(allow_soft_placement=False)
+    with tf.compat.v1.Session(graph=graph, config=config) as sess:
+        return sess.run(out)
+
+
+def _make_op(graph, op, inputs, attrs):
+    from tensorflow.core.framework import attr_value_pb2
+
+    def attr(v):
+        if isinstance(v, tf.DType):
+            return attr_value_pb2.AttrValue(type=v.as_datatype_enum)
+        if isinstance(v, bool):
+            return attr_value_pb2.AttrValue(b=v)
+        if isinstance(v, bytes):
+            return attr_value_pb2.AttrValue(s=v)
+        if isinstance(v, float):
+            return attr_value_pb2.AttrValue(f=v)
+        if isinstance(v, int):
+            return attr_value_pb2.AttrValue(i=v)
+        if isinstance(v, list) and v and isinstance(v[0], bytes):
+            return attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(s=v))
+        if isinstance(v, list) and v and isinstance(v[0], tf.DType):
+            return attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(type=[d.as_datatype_enum for d in v]))
+        if isinstance(v, list):
+            return attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(i=v))
+        return attr_value_pb2.AttrValue(type=v)
+
+    flat = []
+    for i in inputs:
+        flat.extend(i if isinstance(i, list) else [i])
+    with graph.as_default(), tf.device(GPU):
+        node = graph._create_op_internal(op, flat, [tf.float32], name="fused", attrs={k: attr(v) for k, v in attrs.items()})
+    return node.outputs[0]
+
+
+CASES = {}
+for name in UNARY:
+    CASES[name] = unary_cases
+for name in BINARY:
+    CASES[name] = binary_cases
+for name in COMPARE:
+    CASES[name] = compare_cases
+for name in ("IsNan", "IsInf", "IsFinite"):
+    CASES[name] = classify_cases
+for name in ("LogicalAnd", "LogicalOr", "LogicalNot"):
+    CASES[name] = logical_cases
+for name in ("Select", "SelectV2"):
+    CASES[name] = select_cases
+for name in ("BiasAdd", "AddN", "ClipByValue"):
+    CASES[name] = misc_math_cases
+CASES["Cast"] = cast_cases
+for name in ("StridedSlice", "Slice", "Split", "SplitV", "Transpose", "Tile", "Pad", "PadV2", "MirrorPad",
+             "ReverseV2", "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "GatherV2"):
+    CASES[name] = movement_cases
+for name in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "ArgMax", "ArgMin"):
+    CASES[name] = reduce_cases
+for name in ("MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"):
+    CASES[name] = matmul_cases
+for name in ("Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool", "FusedBatchNormV3", "OneHot", "Range"):
+    CASES[name] = nn_cases
+for name in ("_FusedConv2D", "_FusedMatMul"):
+    CASES[name] = fused_cases
+
+
+def test_every_registered_op_is_exercised():
+    missing = sorted({op for op, _ in KERNELS if op not in CASES})
+    assert not missing, f"registered ops without a test case: {missing}"
+
+
+def kernel_id(kernel):
+    op, attrs = kernel
+    return "-".join([op] + [f"{v}" for v in attrs.values()])
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=[kernel_id(k) for k in KERNELS])
+def test_kernel_matches_cpu(kernel, strict_placement):
+    op, attrs = kernel
+    rng = rng_for(kernel_id(kernel))
+    cases = list(CASES[op](op, attrs, rng))
+    assert cases, f"no cases for {op}"
+    for case in cases:
+        if case[0] == "fused":
+            _, fop, fused, args = case
+            got = run_fused(fop, fused, args)
+            want = fused_reference(fop, fused, args).numpy()
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"{fop} {fused}")
+            continue
+        fn, args = case
+        got, want = run(fn, args)
+        assert_same(op, got, want)
+
+
+def test_kernels_on_interior_device_addresses(strict_placement):
+    """Inputs that are views into a larger device allocation (element offsets that are not
+    binding-aligned): TF hands such tensors to kernels after slicing along the first dimension."""
+    big = np.arange(4 * 1031, dtype=np.float32).reshape(4, 1031)
+    with tf.device(GPU):
+        x = tf.identity(tf.constant(big))
+        parts = tf.split(x, 4)  # four separate tensors on the device
+        rows = tf.unstack(x)
+        got = [tf.add(p, 1.0) for p in parts] + [tf.multiply(r, 2.0) for r in rows]
+    for i, g in enumerate(got[:4]):
+        np.testing.assert_array_equal(g.numpy(), big[i:i + 1] + 1.0)
+    for i, g in enumerate(got[4:]):
+        np.testing.assert_array_equal(g.numpy(), big[i] * 2.0)
