@@ -72,6 +72,38 @@ fn read_after_write_and_write_after_read_keep_program_order() {
 }
 
 #[test]
+fn kernels_read_and_write_views_at_interior_addresses() {
+    // Tensors at element offsets that are not storage-binding aligned (TF slices a buffer that way):
+    // the kernels must bind an aligned window and index from the uniform offset.
+    let p = plugin();
+    let s = p.stream();
+    let m = p.alloc(4 * 4096);
+    let data: Vec<f32> = (0..4096).map(|i| i as f32).collect();
+    p.htod(s, &m.base, bytemuck::cast_slice(&data));
+    let (a_at, b_at, out_at, n) = (3u64, 1000u64, 2051u64, 777usize);
+    let view = |at: u64| f32_tensor(&m.at(4 * at), n);
+    launch(runtime_stream(s), BinaryOp::Mul, &view(a_at), &view(b_at), &view(out_at)).unwrap();
+    let mut out = vec![0u8; 4 * n];
+    p.dtoh(s, &m.at(4 * out_at), &mut out);
+    p.sync(s);
+    let expected: Vec<f32> = (0..n).map(|i| data[a_at as usize + i] * data[b_at as usize + i]).collect();
+    assert_eq!(floats(&out), expected);
+
+    // A strided copy (StridedSlice's kernel) out of the middle of the buffer, into an interior view.
+    use tensorflow_wgpu::kernels::slice::{launch as strided, StridedView};
+    let source = TensorRef { address: m.at(4 * 5).opaque as u64, dtype: DType::F32, shape: vec![40, 10] };
+    let view = StridedView { base: 93, shape: vec![5, 3], strides: vec![-2 * 10, 3] };
+    let target = TensorRef { address: m.at(4 * 3001).opaque as u64, dtype: DType::F32, shape: vec![15] };
+    strided(runtime_stream(s), &source, &view, &target).unwrap();
+    let mut out = vec![0u8; 4 * 15];
+    p.dtoh(s, &m.at(4 * 3001), &mut out);
+    p.sync(s);
+    let expected: Vec<f32> = (0..5).flat_map(|r| (0..3).map(move |c| (5 + 93 - 20 * r + 3 * c) as f32)).collect();
+    assert_eq!(floats(&out), expected);
+    p.destroy_stream(s);
+}
+
+#[test]
 fn odd_sizes_round_trip_at_any_offset() {
     let p = plugin();
     let s = p.stream();

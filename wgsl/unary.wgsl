@@ -102,6 +102,7 @@ fn apply(v: f32) -> f32 {
             let inner = 0.7978845608028654 * (v + 0.044715 * v * v * v);
             return 0.5 * v * (1.0 + tanh(clamp(inner, -20.0, 20.0)));
         }
+        case 32u: { return 1.0 - erf_(v); }
         case 28u: { return 0.0; }
         case 29u: { return 1.0; }
         default: { return v; }

@@ -46,11 +46,12 @@ pub enum UnaryOp {
     /// Fused-op activations without a TF op of their own.
     GeluExact = 30,
     GeluApproximate = 31,
+    Erfc = 32,
 }
 
 impl UnaryOp {
     /// The TF op name of each unary op.
-    pub const ALL: [(&'static str, UnaryOp); 31] = [
+    pub const ALL: [(&'static str, UnaryOp); 32] = [
         ("Abs", UnaryOp::Abs),
         ("Neg", UnaryOp::Neg),
         ("Sign", UnaryOp::Sign),
@@ -69,6 +70,7 @@ impl UnaryOp {
         ("Tanh", UnaryOp::Tanh),
         ("Sigmoid", UnaryOp::Sigmoid),
         ("Erf", UnaryOp::Erf),
+        ("Erfc", UnaryOp::Erfc),
         ("Floor", UnaryOp::Floor),
         ("Ceil", UnaryOp::Ceil),
         ("Round", UnaryOp::Round),
