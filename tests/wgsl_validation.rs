@@ -20,8 +20,10 @@ fn memory_shader_is_valid() {
 #[test]
 fn broadcasting_shaders_are_valid() {
     use tensorflow_wgpu::kernels::binary::{COMPARE_SHADER, LOGICAL_SHADER, SELECT_SHADER, SHADER};
-    validate(&SHADER, &[("T", "f32")]);
-    validate(&COMPARE_SHADER, &[("T", "f32")]);
+    for ty in ["f32", "f16"] {
+        validate(&SHADER, &[("T", ty)]);
+        validate(&COMPARE_SHADER, &[("T", ty)]);
+    }
     validate(&LOGICAL_SHADER, &[]);
     validate(&SELECT_SHADER, &[]);
 }
@@ -30,6 +32,7 @@ fn broadcasting_shaders_are_valid() {
 fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::reduce::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f32")]);
+    validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f16")]);
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
 }
@@ -46,7 +49,7 @@ fn strided_shader_is_valid() {
 
 #[test]
 fn cast_shader_is_valid_for_every_pair() {
-    for (s, d) in [("f32", "i32"), ("i32", "f32"), ("f32", "u32"), ("u32", "f32")] {
+    for (s, d) in [("f32", "i32"), ("i32", "f32"), ("f32", "u32"), ("u32", "f32"), ("f32", "f16"), ("f16", "f32")] {
         validate(&tensorflow_wgpu::kernels::cast::SHADER, &[("S", s), ("D", d)]);
     }
 }
@@ -54,6 +57,7 @@ fn cast_shader_is_valid_for_every_pair() {
 #[test]
 fn unary_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::unary::SHADER, &[("T", "f32")]);
+    validate(&tensorflow_wgpu::kernels::unary::SHADER, &[("T", "f16")]);
     validate(&tensorflow_wgpu::kernels::unary::CLASSIFY_SHADER, &[]);
 }
 

@@ -1,22 +1,100 @@
-// Cast between 32-bit types. `S` and `D` are aliased per (SrcT, DstT). WGSL converts float to int by
-// truncating toward zero and saturating, as TF's GPU Cast does for in-range values.
+// Cast. `S` and `D` are aliased per (SrcT, DstT). Float to int truncates toward zero and saturates,
+// as TF's GPU Cast does for in-range values. Entry points:
+//   main:       between f32, f16, i32 and u32
+//   to_bool:    S -> bool (x != 0), packed four per word
+//   from_bool:  bool -> D
+//   to_i64:     f32 -> int64 (two words, two's complement)
+//   from_i64:   int64 -> f32
+// The raw-word views (`input_words`, `out_words`) alias the typed ones; each entry point uses one.
 
 struct Params {
     n: u32,
+    // Offsets in elements of the typed views, or in bytes / words for the raw ones.
     in_off: u32,
     out_off: u32,
     _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> input: array<S>;
+@group(0) @binding(0) var<storage, read_write> input_words: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<D>;
+@group(0) @binding(1) var<storage, read_write> out_words: array<u32>;
 @group(0) @binding(2) var<uniform> p: Params;
+
+fn linear_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * 256u;
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * 256u;
+    let i = linear_id(gid, nwg);
     if (i >= p.n) {
         return;
     }
     out[p.out_off + i] = D(input[p.in_off + i]);
+}
+
+@compute @workgroup_size(256)
+fn to_bool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = linear_id(gid, nwg);
+    if (w * 4u >= p.n) {
+        return;
+    }
+    var word = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        let i = w * 4u + k;
+        if (i < p.n && f32(input[p.in_off + i]) != 0.0) {
+            word |= 1u << (k * 8u);
+        }
+    }
+    // The output is a fresh allocation: word-aligned (out_off is in bytes).
+    out_words[p.out_off / 4u + w] = word;
+}
+
+@compute @workgroup_size(256)
+fn from_bool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let at = p.in_off + i;
+    let byte = (input_words[at >> 2u] >> ((at & 3u) * 8u)) & 0xffu;
+    out[p.out_off + i] = D(select(0.0, 1.0, byte != 0u));
+}
+
+@compute @workgroup_size(256)
+fn to_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let v = trunc(f32(input[p.in_off + i]));
+    let magnitude = abs(v);
+    let hi = floor(magnitude / 4294967296.0);
+    var lo_word = u32(magnitude - hi * 4294967296.0);
+    var hi_word = u32(hi);
+    if (v < 0.0) {
+        // Two's complement negation of the 64-bit magnitude.
+        lo_word = ~lo_word + 1u;
+        hi_word = ~hi_word + select(0u, 1u, lo_word == 0u);
+    }
+    out_words[p.out_off + 2u * i] = lo_word;
+    out_words[p.out_off + 2u * i + 1u] = hi_word;
+}
+
+@compute @workgroup_size(256)
+fn from_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    var lo = input_words[p.in_off + 2u * i];
+    var hi = input_words[p.in_off + 2u * i + 1u];
+    let negative = (hi & 0x80000000u) != 0u;
+    if (negative) {
+        lo = ~lo + 1u;
+        hi = ~hi + select(0u, 1u, lo == 0u);
+    }
+    let magnitude = f32(hi) * 4294967296.0 + f32(lo);
+    out[p.out_off + i] = D(select(magnitude, -magnitude, negative));
 }

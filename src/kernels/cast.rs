@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
-use super::{shader_len, KernelContext, KernelInstance, TensorRef};
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader { name: "cast", source: include_str!("../../wgsl/cast.wgsl"), storage_buffers: 2 };
 
@@ -17,6 +17,20 @@ struct Params {
     _pad: u32,
 }
 
+/// The `cast.wgsl` entry for a (source, destination) pair, or None when the pair is not supported.
+pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
+    use DType::*;
+    let typed = |d: DType| matches!(d, F32 | F16 | I32 | U32);
+    match (src, dst) {
+        (s, d) if typed(s) && typed(d) && s != d => Some("main"),
+        (F32 | F16, Bool) => Some("to_bool"),
+        (Bool, F32 | F16 | I32) => Some("from_bool"),
+        (F32, I64) => Some("to_i64"),
+        (I64, F32) => Some("from_i64"),
+        _ => None,
+    }
+}
+
 /// Encodes `out = cast(input)`; both tensors have the same shape.
 pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()> {
     if input.shape != out.shape {
@@ -26,22 +40,31 @@ pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()>
     if n == 0 {
         return Ok(());
     }
+    let entry = entry_for(input.dtype, out.dtype)
+        .ok_or_else(|| Error::unimplemented(format!("Cast {:?} -> {:?} on WGPU", input.dtype, out.dtype)))?;
+    // Each view is typed (alias), raw bytes (bool) or raw words (int64); unused aliases are u32.
+    let typed = |d: DType| if matches!(d, DType::Bool | DType::I64) { "u32" } else { d.wgsl() };
+    let unit = |d: DType| match d {
+        DType::Bool => 1,
+        DType::I64 => 4,
+        other => other.size(),
+    };
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    let pipeline = device.pipelines.get(
-        device,
-        &SHADER,
-        &PipelineSpec { entry: "main", aliases: &[("S", input.dtype.wgsl()), ("D", out.dtype.wgsl())], constants: &[] },
-    )?;
+    let aliases = [("S", typed(input.dtype)), ("D", typed(out.dtype))];
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
+    let threads = if entry == "to_bool" { n.div_ceil(4) } else { n };
     stream.encode(|core, encoder| {
-        let (in_bind, in_off) = storage_window(core, &in_mem, input.dtype.size())?;
-        let (out_bind, out_off) = storage_window(core, &out_mem, out.dtype.size())?;
+        let (in_bind, in_off) = storage_window(core, &in_mem, unit(input.dtype))?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, unit(out.dtype))?;
+        if entry == "to_bool" && out_off % 4 != 0 {
+            return Err(Error::unimplemented("bool output that is not word-aligned"));
+        }
         let params = Params { n, in_off, out_off, _pad: 0 };
-        dispatch(core, encoder, "cast", &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&params), n as u64)
+        dispatch(core, encoder, "cast", &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&params), threads as u64)
     })
 }
-
 pub fn cast(ctx: &mut dyn KernelContext, def: &KernelInstance) -> Result<()> {
     let (src, dst) = (def.dtype("SrcT")?, def.dtype("DstT")?);
     let input = ctx.input(0)?;

@@ -104,16 +104,15 @@ pub fn launch(
     let mems = [a, b, out].map(|t| device.memory.resolve(t.address, t.byte_len()));
     let [a_mem, b_mem, c_mem] = mems;
     let (a_mem, b_mem, c_mem) = (a_mem?, b_mem?, c_mem?);
-    let pipeline = device.pipelines.get(
-        device,
-        &SHADER,
-        &PipelineSpec { entry: "main", aliases: &[("T", "f32")], constants: &[] },
-    )?;
+    let aliases = [("T", out.dtype.wgsl())];
+    let pipeline =
+        device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &aliases, constants: &[] })?;
+    let size = out.dtype.size();
     let groups = [(n as u32).div_ceil(TILE), (m as u32).div_ceil(TILE), batch_count as u32];
     stream.encode(|core, encoder| {
-        let (a_bind, a_off) = storage_window(core, &a_mem, 4)?;
-        let (b_bind, b_off) = storage_window(core, &b_mem, 4)?;
-        let (c_bind, c_off) = storage_window(core, &c_mem, 4)?;
+        let (a_bind, a_off) = storage_window(core, &a_mem, size)?;
+        let (b_bind, b_off) = storage_window(core, &b_mem, size)?;
+        let (c_bind, c_off) = storage_window(core, &c_mem, size)?;
         (p.a_off, p.b_off, p.c_off) = (a_off, b_off, c_off);
         dispatch_workgroups(
             core,

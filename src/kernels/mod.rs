@@ -351,19 +351,46 @@ fn leak(constraints: Vec<(&'static str, DType)>) -> &'static [(&'static str, DTy
 }
 
 fn build_table() -> Vec<KernelDef> {
+    // float16 arithmetic kernels need SHADER_F16 on every adapter TF may place them on.
+    let with_f16 = crate::runtime::instance::all_adapters_support(wgpu::Features::SHADER_F16);
+    let floats: &[DType] = if with_f16 { &[DType::F32, DType::F16] } else { &[DType::F32] };
     let f32 = t_of(DType::F32);
     let mut table = Vec::new();
-    // Elementwise math (float32).
-    for (op, _) in binary::BINARY_OPS {
-        table.push(kernel(op, f32, &[], &[], binary::compute));
-    }
-    for (op, _) in binary::COMPARE_OPS {
-        table.push(kernel(op, f32, &[], &[], binary::compare));
-    }
-    for (op, unary_op) in unary::UnaryOp::ALL {
-        let attrs: &'static [(&'static str, AttrKind)] =
-            if unary_op == unary::UnaryOp::LeakyRelu { &[("alpha", AttrKind::Float)] } else { &[] };
-        table.push(kernel(op, f32, &[], attrs, unary::compute));
+    // Elementwise math, computed in f32 whatever the storage type.
+    for &dtype in floats {
+        let t = t_of(dtype);
+        for (op, _) in binary::BINARY_OPS {
+            table.push(kernel(op, t, &[], &[], binary::compute));
+        }
+        for (op, _) in binary::COMPARE_OPS {
+            table.push(kernel(op, t, &[], &[], binary::compare));
+        }
+        for (op, unary_op) in unary::UnaryOp::ALL {
+            // TF-CPU has no float16 Rint: keep the device's set the same as the reference's.
+            if dtype == DType::F16 && op == "Rint" {
+                continue;
+            }
+            let attrs: &'static [(&'static str, AttrKind)] =
+                if unary_op == unary::UnaryOp::LeakyRelu { &[("alpha", AttrKind::Float)] } else { &[] };
+            table.push(kernel(op, t, &[], attrs, unary::compute));
+        }
+        table.push(kernel("BiasAdd", t, &[], &[("data_format", AttrKind::Str)], binary::bias_add));
+        table.push(kernel("AddN", t, &[], &[], binary::add_n));
+        table.push(kernel("ClipByValue", t, &[], &[], binary::clip_by_value));
+        table.push(kernel(
+            "MatMul",
+            t,
+            &[],
+            &[("transpose_a", AttrKind::Bool), ("transpose_b", AttrKind::Bool)],
+            matmul::compute,
+        ));
+        table.push(kernel(
+            "BatchMatMulV2",
+            t,
+            &[],
+            &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)],
+            matmul::compute,
+        ));
     }
     for op in ["IsNan", "IsInf", "IsFinite"] {
         table.push(kernel(op, f32, &[], &[], unary::classify));
@@ -371,12 +398,21 @@ fn build_table() -> Vec<KernelDef> {
     for op in ["LogicalAnd", "LogicalOr", "LogicalNot"] {
         table.push(kernel(op, &[], &[], &[], binary::logical));
     }
-    table.push(kernel("BiasAdd", f32, &[], &[("data_format", AttrKind::Str)], binary::bias_add));
-    table.push(kernel("AddN", f32, &[], &[], binary::add_n));
-    table.push(kernel("ClipByValue", f32, &[], &[], binary::clip_by_value));
     for dtype in [DType::F32, DType::F64, DType::I64] {
         for op in ["Select", "SelectV2"] {
             table.push(kernel(op, t_of(dtype), &[], &[], binary::select));
+        }
+    }
+    let mut cast_types = vec![DType::F32, DType::I32, DType::Bool, DType::I64];
+    if with_f16 {
+        cast_types.push(DType::F16);
+    }
+    for &src in &cast_types {
+        for &dst in &cast_types {
+            // int32 -> int64 and friends stay with TF core (host memory); these are the float casts.
+            if cast::entry_for(src, dst).is_some() && !(src == DType::Bool && dst == DType::I32) {
+                table.push(kernel("Cast", leak(vec![("SrcT", src), ("DstT", dst)]), &[], &[], cast::cast));
+            }
         }
     }
     for (op, _) in reduce::FLOAT_REDUCTIONS {
@@ -396,20 +432,6 @@ fn build_table() -> Vec<KernelDef> {
             ));
         }
     }
-    table.push(kernel(
-        "MatMul",
-        f32,
-        &[],
-        &[("transpose_a", AttrKind::Bool), ("transpose_b", AttrKind::Bool)],
-        matmul::compute,
-    ));
-    table.push(kernel(
-        "BatchMatMulV2",
-        f32,
-        &[],
-        &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)],
-        matmul::compute,
-    ));
     table.push(kernel(
         "BatchMatMulV3",
         leak(vec![("Ta", DType::F32), ("Tb", DType::F32), ("Tout", DType::F32)]),
@@ -482,8 +504,6 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel("OneHot", constraints, &["depth"], &[("axis", AttrKind::Int)], index::one_hot));
         }
     }
-    table.push(kernel("Cast", &[("SrcT", DType::F32), ("DstT", DType::I32)], &[], &[], cast::cast));
-    table.push(kernel("Cast", &[("SrcT", DType::I32), ("DstT", DType::F32)], &[], &[], cast::cast));
     // Data movement: any dtype, the kernels only move bytes.
     for dtype in MOVABLE_DTYPES {
         let t = t_of(dtype);

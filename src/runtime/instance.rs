@@ -104,6 +104,12 @@ pub fn device_count() -> usize {
     registry().adapters.len()
 }
 
+/// Whether every exposed adapter offers `features` (kernels that need them register only then).
+pub fn all_adapters_support(features: wgpu::Features) -> bool {
+    let adapters = &registry().adapters;
+    !adapters.is_empty() && adapters.iter().all(|s| s.adapter.features().contains(features))
+}
+
 /// Adapter information for `ordinal`.
 pub fn adapter_info(ordinal: usize) -> Result<wgpu::AdapterInfo> {
     registry()

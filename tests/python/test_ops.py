@@ -56,6 +56,11 @@ def floats(rng, shape, specials=True, scale=3.0):
     return v
 
 
+def typed(attrs, array):
+    """`array` in the kernel's float type (attr T), so float16 kernels get float16 inputs."""
+    return array.astype(tf.as_dtype(attrs.get("T", "float32")).as_numpy_dtype)
+
+
 def values(rng, dtype, shape):
     """Random values of any dtype (bit patterns for floats, so NaN payloads too)."""
     dtype = tf.as_dtype(dtype)
@@ -98,8 +103,10 @@ def assert_same(op, got, want):
         assert g.device.endswith("device:GPU:0"), f"{op} ran on {g.device}"
         assert g.shape == w.shape and g.dtype == w.dtype, (op, g.shape, w.shape, g.dtype, w.dtype)
         gn, wn = g.numpy(), w.numpy()
-        if g.dtype.is_floating and g.dtype not in (tf.float16, tf.bfloat16) and op in FLOAT_MATH:
-            tol = TOLERANCE.get(op, 1e-6)
+        if g.dtype.is_floating and g.dtype != tf.bfloat16 and op in FLOAT_MATH:
+            # float16 results are computed in f32 and rounded: allow about one f16 ulp.
+            tol = 2e-3 if g.dtype == tf.float16 else TOLERANCE.get(op, 1e-6)
+            gn, wn = gn.astype(np.float32), wn.astype(np.float32)
             np.testing.assert_allclose(gn, wn, rtol=tol, atol=tol, equal_nan=True, err_msg=op)
         else:
             assert gn.tobytes() == wn.tobytes(), f"{op}: {gn} != {wn}"
@@ -134,26 +141,26 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | {
 def unary_cases(op, attrs, rng):
     fn = UNARY[op]
     for _ in range(4):
-        yield fn, [floats(rng, random_shape(rng))]
-    yield fn, [floats(rng, (2, 0, 3))]
-    yield fn, [floats(rng, (1000,), scale=0.01)]  # near zero: expm1/log1p precision
+        yield fn, [typed(attrs, floats(rng, random_shape(rng)))]
+    yield fn, [typed(attrs, floats(rng, (2, 0, 3)))]
+    yield fn, [typed(attrs, floats(rng, (1000,), scale=0.01))]  # near zero: expm1/log1p precision
 
 
 def binary_cases(op, attrs, rng):
     fn = BINARY[op]
     for _ in range(6):
         a, b = broadcast_pair(rng)
-        yield fn, [floats(rng, a), floats(rng, b)]
-    yield fn, [floats(rng, (0, 3)), floats(rng, (1, 3))]
-    yield fn, [floats(rng, (257,)), floats(rng, (257,))]
+        yield fn, [typed(attrs, floats(rng, a)), typed(attrs, floats(rng, b))]
+    yield fn, [typed(attrs, floats(rng, (0, 3))), typed(attrs, floats(rng, (1, 3)))]
+    yield fn, [typed(attrs, floats(rng, (257,))), typed(attrs, floats(rng, (257,)))]
 
 
 def compare_cases(op, attrs, rng):
     for _ in range(5):
         a, b = broadcast_pair(rng)
-        x, y = floats(rng, a), floats(rng, b)
+        x, y = typed(attrs, floats(rng, a)), typed(attrs, floats(rng, b))
         yield COMPARE[op], [x, y]
-    x = floats(rng, (5, 7))
+    x = typed(attrs, floats(rng, (5, 7)))
     yield COMPARE[op], [x, x.copy()]
 
 
@@ -187,22 +194,34 @@ def select_cases(op, attrs, rng):
 
 
 def misc_math_cases(op, attrs, rng):
+    def f(*args, **kwargs):  # in the kernel's float type
+        return typed(attrs, floats(*args, **kwargs))
+
     if op == "BiasAdd":
         for shape in [(3, 4), (2, 5, 7, 3), (0, 6)]:
-            yield tf.nn.bias_add, [floats(rng, shape), floats(rng, shape[-1:])]
+            yield tf.nn.bias_add, [f(rng, shape), f(rng, shape[-1:])]
     elif op == "AddN":
         shape = random_shape(rng)
-        yield (lambda a, b, c: tf.add_n([a, b, c])), [floats(rng, shape) for _ in range(3)]
-        yield (lambda a: tf.add_n([a])), [floats(rng, (5,))]
+        yield (lambda a, b, c: tf.add_n([a, b, c])), [f(rng, shape) for _ in range(3)]
+        yield (lambda a: tf.add_n([a])), [f(rng, (5,))]
     elif op == "ClipByValue":
-        yield (lambda a: tf.clip_by_value(a, -1.5, 2.0)), [floats(rng, (4, 6))]
-        yield (lambda a, lo: tf.clip_by_value(a, lo, 2.0)), [floats(rng, (4, 6)), floats(rng, (4, 6), specials=False) - 3]
+        lo, hi = typed(attrs, np.array(-1.5, np.float32)), typed(attrs, np.array(2.0, np.float32))
+        yield (lambda a, lo, hi: tf.clip_by_value(a, lo, hi)), [f(rng, (4, 6)), lo, hi]
+        yield (lambda a, lo, hi: tf.clip_by_value(a, lo, hi)), [f(rng, (4, 6)), f(rng, (4, 6), specials=False) - typed(attrs, np.array(3, np.float32)), hi]
 
 
 def cast_cases(op, attrs, rng):
     src, dst = tf.as_dtype(attrs["SrcT"]), tf.as_dtype(attrs["DstT"])
-    if src == tf.float32:
-        x = (rng.standard_normal((5, 301)) * 1e5).astype(np.float32)
+    if src == tf.bool:
+        x = values(rng, tf.bool, (5, 301))
+    elif src.is_floating:
+        scale = 1e3 if src == tf.float16 else 1e5
+        x = (rng.standard_normal((5, 301)) * scale).astype(src.as_numpy_dtype)
+        x.reshape(-1)[:7] = [0, -0.0, 0.5, -0.5, 1.5, -2.5, 3.0]
+        if dst == tf.int64:
+            x = x * 1e4  # beyond int32
+    elif src == tf.int64:
+        x = rng.integers(-(2**40), 2**40, size=(5, 301), dtype=np.int64)
     else:
         x = rng.integers(-(2**31), 2**31 - 1, size=(5, 301), dtype=np.int32)
     yield (lambda t: tf.cast(t, dst)), [x]
@@ -282,7 +301,7 @@ def reduce_cases(op, attrs, rng):
 
 
 def matmul_cases(op, attrs, rng):
-    f = lambda *s: floats(rng, s, specials=False)
+    f = lambda *s: typed(attrs, floats(rng, s, specials=False))
     if op == "MatMul":
         for m, k, n in [(1, 1, 1), (7, 13, 5), (33, 17, 65), (16, 0, 3)]:
             yield tf.matmul, [f(m, k), f(k, n)]
@@ -437,6 +456,27 @@ for name in ("Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPoo
     CASES[name] = nn_cases
 for name in ("_FusedConv2D", "_FusedMatMul"):
     CASES[name] = fused_cases
+
+
+# The op set issue 3 asks for (float32 at least). ResourceGather is missing: reading a resource
+# variable from a plugin kernel needs kernels_experimental.h, which TF >= 2.20 does not export.
+REQUIRED_FLOAT32_OPS = (
+    "Abs Neg Sign Square Sqrt Rsqrt Reciprocal Exp Expm1 Log Log1p Sin Cos Tan Tanh Sigmoid Erf Floor Ceil "
+    "Round Rint Relu Relu6 Elu Selu LeakyRelu Softplus Softsign IsNan IsInf IsFinite ZerosLike OnesLike "
+    "AddV2 Sub Mul RealDiv DivNoNan FloorDiv FloorMod Maximum Minimum Pow SquaredDifference Equal NotEqual "
+    "Less LessEqual Greater GreaterEqual BiasAdd AddN Select SelectV2 ClipByValue Cast Fill Range Transpose "
+    "ConcatV2 Pack Unpack Split SplitV Slice StridedSlice Tile Pad PadV2 MirrorPad GatherV2 OneHot ReverseV2 "
+    "BroadcastTo Sum Mean Max Min Prod ArgMax ArgMin MatMul BatchMatMulV2 BatchMatMulV3 Einsum Softmax "
+    "LogSoftmax Conv2D DepthwiseConv2dNative MaxPool AvgPool FusedBatchNormV3"
+).split()
+
+
+def test_required_ops_are_registered():
+    registered = {op for op, attrs in KERNELS if "float32" in attrs.values() or op == "Cast"}
+    missing = [op for op in REQUIRED_FLOAT32_OPS if op not in registered]
+    assert not missing, f"required float32 ops not registered: {missing}"
+    bool_ops = {op for op, attrs in KERNELS if not attrs or "bool" in attrs.values()}
+    assert {"LogicalAnd", "LogicalOr", "LogicalNot", "All", "Any"} <= bool_ops
 
 
 def test_every_registered_op_is_exercised():
