@@ -532,19 +532,23 @@ pub extern "C" fn TF_InitKernel() {
 #[no_mangle]
 pub extern "C" fn tf_wgpu_kernel_table() -> *const c_char {
     static TABLE: std::sync::OnceLock<CString> = std::sync::OnceLock::new();
-    TABLE
-        .get_or_init(|| {
-            let lines: Vec<String> = KERNELS
-                .iter()
-                .map(|k| {
-                    let attrs: Vec<String> =
-                        k.constraints.iter().map(|(a, d)| format!("{a}={}", d.tf_name())).collect();
-                    format!("{} {}", k.op, attrs.join(" ")).trim().to_string()
-                })
-                .collect();
-            CString::new(lines.join("\n")).unwrap_or_default()
-        })
-        .as_ptr()
+    let build = || {
+        let lines: Vec<String> = KERNELS
+            .iter()
+            .map(|k| {
+                let attrs: Vec<String> = k.constraints.iter().map(|(a, d)| format!("{a}={}", d.tf_name())).collect();
+                format!("{} {}", k.op, attrs.join(" ")).trim().to_string()
+            })
+            .collect();
+        CString::new(lines.join("\n")).unwrap_or_default()
+    };
+    match catch_unwind(|| TABLE.get_or_init(build).as_ptr()) {
+        Ok(table) => table,
+        Err(p) => {
+            log::error!("tensorflow-wgpu: tf_wgpu_kernel_table: {}", from_panic(p));
+            std::ptr::null()
+        }
+    }
 }
 
 /// The number of create functions available, checked against the table size in a test.
