@@ -367,7 +367,9 @@ impl Drop for Stream {
     }
 }
 
-/// Waits for every live stream of `device` and then for the queue itself.
+/// Waits for every live stream of `device`. Every submission comes from a stream, so this covers
+/// the whole queue. (Only the poller thread polls the device: wgpu-core 30 can trip an internal
+/// assertion when two threads poll with submission indices at once.)
 pub fn synchronize_device(device: &Device) -> Result<()> {
     let mut first_error = None;
     for stream in device.live_streams() {
@@ -375,10 +377,6 @@ pub fn synchronize_device(device: &Device) -> Result<()> {
             first_error.get_or_insert(e);
         }
     }
-    device
-        .device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| Error::internal(format!("WGPU poll failed: {e}")))?;
     match first_error {
         Some(e) => Err(e),
         None => device.device_error().map_or(Ok(()), Err),
