@@ -9,6 +9,7 @@ export TF_INCLUDE_DIR="$(TF_CPP_MIN_LOG_LEVEL=3 "$VENV/bin/python" -c 'import te
 echo "== cargo test"
 cargo test --all-targets 2>&1 | grep -v "XDG_RUNTIME_DIR" 
 echo "== cargo run --example registration (dlopen walk of the debug library)"
+cargo build -q --lib
 cargo run -q --example registration | tail -3
 
 echo "== pip install . (release build of the plugin)"
@@ -16,4 +17,4 @@ echo "== pip install . (release build of the plugin)"
 echo "== pytest tests/python"
 # The installed plugin is what `import tensorflow` loads; make sure no stale path overrides it.
 unset TF_PLUGGABLE_DEVICE_LIBRARY_PATH
-TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q tests/python
+TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q --durations=10 tests/python
