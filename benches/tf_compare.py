@@ -81,27 +81,31 @@ def training_step(kind):
     import keras
     from keras import layers
 
-    keras.utils.set_random_seed(0)
-    if kind == "mlp":
-        model = keras.Sequential([keras.Input((64,)), layers.Dense(128, activation="relu"), layers.Dense(10)])
-        x = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
-    else:
-        model = keras.Sequential([keras.Input((28, 28, 1)), layers.Conv2D(16, 3, activation="relu"), layers.MaxPooling2D(),
-                                  layers.Flatten(), layers.Dense(10)])
-        x = np.random.default_rng(0).standard_normal((64, 28, 28, 1)).astype(np.float32)
-    y = np.random.default_rng(1).integers(0, 10, size=(x.shape[0],))
-    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    def build():
+        keras.utils.set_random_seed(0)
+        if kind == "mlp":
+            return keras.Sequential([keras.Input((64,)), layers.Dense(128, activation="relu"), layers.Dense(10)]), (128, 64)
+        return keras.Sequential([keras.Input((28, 28, 1)), layers.Conv2D(16, 3, activation="relu"), layers.MaxPooling2D(),
+                                 layers.Flatten(), layers.Dense(10)]), (64, 28, 28, 1)
+
     results = {}
     previous = tf.config.get_soft_device_placement()
     for device in ("/GPU:0", "/CPU:0"):
+        # Soft placement off on the WGPU side: a step that would fall back to the CPU is reported, not timed.
         tf.config.set_soft_device_placement(device == "/CPU:0")
         try:
             with tf.device(device):
+                model, shape = build()  # variables live on the device under test
+                # No XLA: the plugin registers no XLA compiler.
+                model.compile(optimizer="sgd", jit_compile=False,
+                              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+                y = np.random.default_rng(1).integers(0, 10, size=(shape[0],))
                 model.train_on_batch(x, y)
                 seconds = timed(lambda: model.train_on_batch(x, y), repeats=3, warmup=0)
             results[device] = (seconds, seconds * 1e3)
         except Exception as e:  # noqa: BLE001 - reported, not hidden
-            results[device] = (None, f"cannot run: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+            results[device] = (None, f"cannot run: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
     tf.config.set_soft_device_placement(previous)
     return results
 
