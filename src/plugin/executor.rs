@@ -107,6 +107,15 @@ impl HostDst {
     }
 }
 
+/// The sink that writes a device-to-host copy into TF's host buffer.
+fn host_sink(host_dst: *mut c_void, size: u64) -> Result<crate::runtime::stream::HostSink> {
+    if host_dst.is_null() && size > 0 {
+        return Err(null_arg("host destination"));
+    }
+    let dst = HostDst(host_dst as usize);
+    Ok(Box::new(move |bytes| dst.write(bytes)))
+}
+
 // --- memory ----------------------------------------------------------------------------------------
 
 unsafe extern "C" fn allocate(dev: *const SP_Device, size: u64, memory_space: i64, mem: *mut SP_DeviceMemoryBase) {
@@ -348,13 +357,7 @@ unsafe extern "C" fn memcpy_dtoh(
     size: u64,
     status: *mut TF_Status,
 ) {
-    with_status(status, || {
-        if host_dst.is_null() && size > 0 {
-            return Err(null_arg("host destination"));
-        }
-        let dst = HostDst(host_dst as usize);
-        stream(s)?.memcpy_dtoh(address(device_src)?, size, Box::new(move |bytes| dst.write(bytes)))
-    })
+    with_status(status, || stream(s)?.memcpy_dtoh(address(device_src)?, size, host_sink(host_dst, size)?))
 }
 
 unsafe extern "C" fn memcpy_htod(
@@ -394,12 +397,8 @@ unsafe extern "C" fn sync_memcpy_dtoh(
     status: *mut TF_Status,
 ) {
     with_status(status, || {
-        if host_dst.is_null() && size > 0 {
-            return Err(null_arg("host destination"));
-        }
-        let dst = HostDst(host_dst as usize);
-        let src = address(device_src)?;
-        synchronously(dev, |s| s.memcpy_dtoh(src, size, Box::new(move |bytes| dst.write(bytes))))
+        let (src, sink) = (address(device_src)?, host_sink(host_dst, size)?);
+        synchronously(dev, |s| s.memcpy_dtoh(src, size, sink))
     })
 }
 
