@@ -9,4 +9,5 @@ pub mod error;
 pub mod ffi;
 pub mod kernels;
 pub mod plugin;
+pub mod rewrite;
 pub mod runtime;

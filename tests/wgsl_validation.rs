@@ -19,13 +19,14 @@ fn memory_shader_is_valid() {
 
 #[test]
 fn broadcasting_shaders_are_valid() {
-    use tensorflow_wgpu::kernels::binary::{COMPARE_SHADER, LOGICAL_SHADER, SELECT_SHADER, SHADER};
+    use tensorflow_wgpu::kernels::binary::{COMPARE_SHADER, INT64_SHADER, LOGICAL_SHADER, SELECT_SHADER, SHADER};
     for ty in ["f32", "f16"] {
         validate(&SHADER, &[("T", ty)]);
         validate(&COMPARE_SHADER, &[("T", ty)]);
     }
     validate(&LOGICAL_SHADER, &[]);
     validate(&SELECT_SHADER, &[]);
+    validate(&INT64_SHADER, &[]);
 }
 
 #[test]
@@ -72,6 +73,7 @@ fn every_wgsl_file_is_covered() {
         files,
         [
             "binary.wgsl",
+            "binary_int64.wgsl",
             "broadcast.wgsl",
             "cast.wgsl",
             "classify.wgsl",

@@ -23,6 +23,11 @@ pub const SHADER: Shader = broadcast_shader!("binary", "binary.wgsl", 3);
 pub const COMPARE_SHADER: Shader = broadcast_shader!("compare", "compare.wgsl", 3);
 pub const LOGICAL_SHADER: Shader = broadcast_shader!("logical", "logical.wgsl", 3);
 pub const SELECT_SHADER: Shader = broadcast_shader!("select", "select.wgsl", 4);
+pub const INT64_SHADER: Shader = broadcast_shader!("binary_int64", "binary_int64.wgsl", 3);
+
+/// The int64 ops of `binary_int64.wgsl` (TF-GPU keeps int64 AddV2/Sub on the device; Keras's
+/// iteration counter is an int64 variable updated with them).
+pub const INT64_OPS: [(&str, u32); 3] = [("AddV2", 0), ("Add", 0), ("Sub", 1)];
 
 /// The ops of `binary.wgsl`, by the value of its `OP` override constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,6 +219,17 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let shape = broadcast_shapes(&a.shape, &b.shape)?;
     let out = ctx.forward_input_or_allocate_output(&[0, 1], 0, dtype, &shape)?;
     launch(ctx.stream()?, op, &a, &b, &out)
+}
+
+/// int64 AddV2, Add and Sub.
+pub fn compute_int64(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = op_by_name(&INT64_OPS, kernel.def.op)?;
+    let a = ctx.input(0)?;
+    let b = ctx.input(1)?;
+    let shape = broadcast_shapes(&a.shape, &b.shape)?;
+    let out = ctx.forward_input_or_allocate_output(&[0, 1], 0, DType::I64, &shape)?;
+    let spec = PipelineSpec { entry: "main", aliases: &[], constants: &[("OP", op as f64)] };
+    launch_two(ctx.stream()?, &INT64_SHADER, spec, &a, &b, &out, 8, false)
 }
 
 /// BiasAdd: `value + bias` along the channel dimension (NHWC: the last one).

@@ -7,6 +7,7 @@ pub mod cast;
 pub mod conv;
 pub mod einsum;
 pub mod fused;
+pub mod half;
 pub mod index;
 pub mod matmul;
 pub mod nn;
@@ -14,6 +15,7 @@ pub mod reduce;
 pub mod registration;
 pub mod slice;
 pub mod unary;
+pub mod variables;
 
 use crate::error::{Error, Result};
 use crate::runtime::Stream;
@@ -156,6 +158,8 @@ pub trait KernelContext {
         shape: &[i64],
     ) -> Result<TensorRef>;
     fn num_outputs(&self) -> usize;
+    /// The dtype the node declares for output `index`.
+    fn expected_output_dtype(&self, index: usize) -> Result<DType>;
     /// The values of an int32/int64 input that TF keeps in host memory (shapes, axes, indices).
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)>;
     /// The values of a float32/float64 input that TF keeps in host memory.
@@ -392,6 +396,9 @@ fn build_table() -> Vec<KernelDef> {
             matmul::compute,
         ));
     }
+    for (op, _) in binary::INT64_OPS {
+        table.push(kernel(op, t_of(DType::I64), &[], &[], binary::compute_int64));
+    }
     for op in ["IsNan", "IsInf", "IsFinite"] {
         table.push(kernel(op, f32, &[], &[], unary::classify));
     }
@@ -530,7 +537,60 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel("GatherV2", constraints, &["axis"], &[("batch_dims", AttrKind::Int)], index::gather));
         }
     }
+    for dtype in MOVABLE_DTYPES {
+        for indices in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("dtype", dtype), ("Tindices", indices)]);
+            table.push(kernel("ResourceGather", constraints, &[], &[], variables::eager_only_in_graphs));
+        }
+    }
+    // TF core's DEVICE_DEFAULT kernels for these crash on device memory. Every dtype a variable
+    // on the device can have (int32 variables live in host memory, bool has no AssignAdd).
+    for dtype in MOVABLE_DTYPES.into_iter().filter(|&d| d != DType::Bool) {
+        for op in ["AssignAddVariableOp", "AssignSubVariableOp"] {
+            table.push(kernel(op, leak(vec![("dtype", dtype)]), &[], &[], variables::eager_only_in_graphs));
+        }
+    }
+    if with_f16 {
+        table.extend(half_twins(&table));
+    }
     table
+}
+
+/// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
+/// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
+const HALF_VIA_F32: [&str; 15] = [
+    "Sum",
+    "Prod",
+    "Max",
+    "Min",
+    "Mean",
+    "ArgMax",
+    "ArgMin",
+    "Einsum",
+    "Softmax",
+    "LogSoftmax",
+    "Conv2D",
+    "DepthwiseConv2dNative",
+    "MaxPool",
+    "AvgPool",
+    "FusedBatchNormV3",
+];
+
+/// float16 rows for the float32 rows of `HALF_VIA_F32` ops. FusedBatchNormV3 keeps its statistics
+/// (type attribute `U`) in float32, as TF does.
+fn half_twins(table: &[KernelDef]) -> Vec<KernelDef> {
+    table
+        .iter()
+        .filter(|k| HALF_VIA_F32.contains(&k.op))
+        .map(|k| {
+            let constraints = k
+                .constraints
+                .iter()
+                .map(|&(attr, d)| (attr, if d == DType::F32 && attr != "U" { DType::F16 } else { d }))
+                .collect();
+            KernelDef { constraints: leak(constraints), compute: half::via_f32, ..k.clone() }
+        })
+        .collect()
 }
 
 /// Every kernel this plugin registers, in a fixed order (TF's create callbacks index into it).

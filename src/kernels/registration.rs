@@ -346,6 +346,13 @@ impl KernelContext for TfKernelContext<'_> {
         self.api.TF_NumOutputs.map_or(0, |f| unsafe { f(self.ctx) } as usize)
     }
 
+    fn expected_output_dtype(&self, index: usize) -> Result<DType> {
+        let expected = tf_fn!(self.api, TF_ExpectedOutputDataType);
+        // SAFETY: `ctx` is live for this compute call; TF checks the index.
+        let code = unsafe { expected(self.ctx, index as c_int) };
+        DType::from_tf_code(code).ok_or_else(|| Error::unimplemented(format!("output dtype code {code} on WGPU")))
+    }
+
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
         let (bytes, tensor) = self.host_input(index)?;
         let values = match tensor.dtype {

@@ -3,8 +3,8 @@
 //! Our device is of type `GPU`, so TF's Grappler would apply its CUDA-minded rewrites to graphs
 //! placed on it: the layout optimizer turns NHWC convolutions, pools and batch norms into NCHW with
 //! transposes around them, and the remapper fuses ops into `_Fused*` kernels. The WGPU kernels are
-//! NHWC-native, so the plugin turns both optimizers off (TF applies plugin configs process-wide) and
-//! registers a pass-through optimizer for `GPU` graphs.
+//! NHWC-native, so the plugin turns both optimizers off (TF applies plugin configs process-wide).
+//! Its own optimizer rewrites the resource-variable ops our kernels cannot run (`crate::rewrite`).
 
 use std::ffi::c_void;
 
@@ -26,7 +26,7 @@ unsafe extern "C" fn free_graph_copy(data: *mut c_void, _length: usize) {
     unsafe { libc::free(data) }
 }
 
-/// Hands the graph back unchanged (the configs above are what matters).
+/// Hands back the graph with `crate::rewrite`'s rewrites applied.
 unsafe extern "C" fn optimize_graph(
     _optimizer: *mut c_void,
     graph: *const TF_Buffer,
@@ -38,17 +38,23 @@ unsafe extern "C" fn optimize_graph(
         // SAFETY: TF passes the serialized input graph and a buffer to fill (null checked).
         let (graph, optimized) = unsafe { (graph.as_ref(), optimized.as_mut()) };
         let (graph, optimized) = graph.zip(optimized).ok_or_else(|| null_arg("graph buffer"))?;
-        // SAFETY: malloc of the graph's length (at least 1 byte); the copy stays in bounds.
-        let copy = unsafe { libc::malloc(graph.length.max(1)) };
+        let input: &[u8] = if graph.length == 0 || graph.data.is_null() {
+            &[]
+        } else {
+            // SAFETY: TF's buffer holds `graph.length` bytes at `graph.data` for this call.
+            unsafe { std::slice::from_raw_parts(graph.data as *const u8, graph.length) }
+        };
+        let rewritten = crate::rewrite::rewrite_graph(input)?;
+        let output = rewritten.as_deref().unwrap_or(input);
+        // SAFETY: malloc of the output's length (at least 1 byte); TF frees it with `free_graph_copy`.
+        let copy = unsafe { libc::malloc(output.len().max(1)) };
         if copy.is_null() {
             return Err(Error::resource_exhausted("cannot copy the graph"));
         }
-        if graph.length > 0 {
-            // SAFETY: `graph.data` holds `graph.length` bytes; `copy` has room for them.
-            unsafe { std::ptr::copy_nonoverlapping(graph.data as *const u8, copy as *mut u8, graph.length) };
-        }
+        // SAFETY: `copy` has room for `output.len()` bytes; the regions are distinct.
+        unsafe { std::ptr::copy_nonoverlapping(output.as_ptr(), copy as *mut u8, output.len()) };
         optimized.data = copy;
-        optimized.length = graph.length;
+        optimized.length = output.len();
         optimized.data_deallocator = Some(free_graph_copy);
         Ok(())
     })

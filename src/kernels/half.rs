@@ -1,0 +1,111 @@
+//! float16 kernels for ops whose shaders work in float32 (reductions, softmax, convolutions, pools,
+//! batch norm, Einsum): the float16 inputs are cast into float32 temporaries, the op's float32
+//! kernel runs on them, and its float32 results are cast back into the float16 outputs. TF-CPU does
+//! the same for most of these ops (Eigen accumulates half in float), and one path per op keeps the
+//! shaders single-typed.
+
+use crate::error::{Error, Result};
+use crate::runtime::Stream;
+
+use super::{cast, DType, KernelContext, KernelDef, KernelInstance, TensorRef, KERNELS};
+
+/// The op's float32 row: the same op with every float16 type constraint replaced by float32.
+fn f32_twin(def: &KernelDef) -> Result<&'static KernelDef> {
+    let wanted: Vec<(&str, DType)> =
+        def.constraints.iter().map(|&(a, d)| (a, if d == DType::F16 { DType::F32 } else { d })).collect();
+    KERNELS
+        .iter()
+        .find(|k| k.op == def.op && k.constraints == wanted.as_slice())
+        .ok_or_else(|| Error::internal(format!("{}: no float32 kernel to run float16 through", def.op)))
+}
+
+/// Runs a float16 node through its op's float32 kernel.
+pub fn via_f32(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let twin = f32_twin(kernel.def)?;
+    let instance = KernelInstance { def: twin, attrs: kernel.attrs.clone() };
+    let mut view = F32View { inner: ctx, pending: Vec::new() };
+    (twin.compute)(&mut view, &instance)?;
+    let F32View { inner, pending } = view;
+    let stream = inner.stream()?;
+    for (wide, out) in pending {
+        cast::launch(stream, &wide, &out)?;
+    }
+    Ok(())
+}
+
+/// A `KernelContext` that shows float16 tensors to a float32 kernel as float32 temporaries.
+struct F32View<'a> {
+    inner: &'a mut dyn KernelContext,
+    /// (float32 temporary the kernel writes, float16 output it is cast into afterwards).
+    pending: Vec<(TensorRef, TensorRef)>,
+}
+
+impl F32View<'_> {
+    fn widen(&mut self, tensor: TensorRef) -> Result<TensorRef> {
+        if tensor.dtype != DType::F16 {
+            return Ok(tensor);
+        }
+        let wide = self.inner.allocate_temp(DType::F32, &tensor.shape)?;
+        cast::launch(self.inner.stream()?, &tensor, &wide)?;
+        Ok(wide)
+    }
+}
+
+impl KernelContext for F32View<'_> {
+    fn num_inputs(&self) -> usize {
+        self.inner.num_inputs()
+    }
+
+    fn input(&mut self, index: usize) -> Result<TensorRef> {
+        let tensor = self.inner.input(index)?;
+        self.widen(tensor)
+    }
+
+    fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        if dtype != DType::F32 || self.inner.expected_output_dtype(index)? != DType::F16 {
+            return self.inner.allocate_output(index, dtype, shape);
+        }
+        let out = self.inner.allocate_output(index, DType::F16, shape)?;
+        let wide = self.inner.allocate_temp(DType::F32, shape)?;
+        self.pending.push((wide.clone(), out));
+        Ok(wide)
+    }
+
+    fn forward_input_or_allocate_output(
+        &mut self,
+        _candidates: &[usize],
+        index: usize,
+        dtype: DType,
+        shape: &[i64],
+    ) -> Result<TensorRef> {
+        // The kernel's inputs are temporaries here, so there is nothing of TF's to forward.
+        self.allocate_output(index, dtype, shape)
+    }
+
+    fn num_outputs(&self) -> usize {
+        self.inner.num_outputs()
+    }
+
+    fn expected_output_dtype(&self, index: usize) -> Result<DType> {
+        match self.inner.expected_output_dtype(index)? {
+            DType::F16 => Ok(DType::F32),
+            other => Ok(other),
+        }
+    }
+
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+        self.inner.host_input_values(index)
+    }
+
+    fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
+        self.inner.host_input_floats(index)
+    }
+
+    fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        self.inner.allocate_temp(dtype, shape)
+    }
+
+    fn stream(&mut self) -> Result<&Stream> {
+        self.inner.stream()
+    }
+}

@@ -1,0 +1,282 @@
+//! Graph rewrites for the Grappler plugin, on serialized `GraphDef`s.
+//!
+//! Some ops on resource variables need the variable's tensor inside the kernel, which TF's kernel
+//! C API reaches only through `kernels_experimental.h`, and TF 2.20+ does not export it. In a graph
+//! they are rewritten, on the WGPU device, into ops our kernels and TF core's DEVICE_DEFAULT
+//! kernels do run:
+//! - `ResourceGather(v, i)` → `GatherV2(ReadVariableOp(v), i, axis = batch_dims)`;
+//! - `AssignAddVariableOp(v, x)` → `AssignVariableOp(v, AddV2(ReadVariableOp(v), x))`, and
+//!   `AssignSubVariableOp` likewise with `Sub`.
+//!
+//! The rewritten op keeps its node name, so fetches, outputs and control edges stay valid.
+
+pub mod proto;
+
+use std::collections::HashSet;
+
+use crate::error::Result;
+use proto::{Message, Value};
+
+const GRAPH_NODE: u32 = 1;
+const NODE_NAME: u32 = 1;
+const NODE_OP: u32 = 2;
+const NODE_INPUT: u32 = 3;
+const NODE_DEVICE: u32 = 4;
+const NODE_ATTR: u32 = 5;
+const ATTR_I: u32 = 3;
+const ATTR_B: u32 = 5;
+const ATTR_TYPE: u32 = 6;
+const ATTR_TENSOR: u32 = 8;
+const DT_INT32: u64 = 3;
+
+/// The ops `rewrite_graph` replaces when they are placed on the WGPU device.
+pub const REWRITTEN_OPS: [&str; 3] = ["ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp"];
+
+/// A `NodeDef`, decoded as far as the rewrites need.
+struct Node {
+    name: String,
+    op: String,
+    inputs: Vec<String>,
+    device: String,
+    attrs: Vec<(String, Message)>,
+}
+
+impl Node {
+    fn parse(bytes: &[u8]) -> Result<Node> {
+        let message = Message::parse(bytes)?;
+        let mut attrs = Vec::new();
+        for entry in message.bytes(NODE_ATTR) {
+            let entry = Message::parse(entry)?;
+            let value = Message::parse(entry.bytes(2).last().unwrap_or_default())?;
+            attrs.push((entry.string(1), value));
+        }
+        Ok(Node {
+            name: message.string(NODE_NAME),
+            op: message.string(NODE_OP),
+            inputs: message.bytes(NODE_INPUT).map(|b| String::from_utf8_lossy(b).into_owned()).collect(),
+            device: message.string(NODE_DEVICE),
+            attrs,
+        })
+    }
+
+    fn new(name: String, op: &str, inputs: Vec<String>, device: &str) -> Node {
+        Node { name, op: op.to_string(), inputs, device: device.to_string(), attrs: Vec::new() }
+    }
+
+    fn attr(mut self, name: &str, value: Message) -> Node {
+        self.attrs.push((name.to_string(), value));
+        self
+    }
+
+    fn attr_value(&self, name: &str) -> Option<&Message> {
+        self.attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut message =
+            Message::default().with_bytes(NODE_NAME, self.name.as_bytes()).with_bytes(NODE_OP, self.op.as_bytes());
+        for input in &self.inputs {
+            message = message.with_bytes(NODE_INPUT, input.as_bytes());
+        }
+        message = message.with_bytes(NODE_DEVICE, self.device.as_bytes());
+        for (name, value) in &self.attrs {
+            let entry = Message::default().with_bytes(1, name.as_bytes()).with_bytes(2, value.encode());
+            message = message.with_bytes(NODE_ATTR, entry.encode());
+        }
+        message.encode()
+    }
+
+    /// Data inputs and `^control` inputs, apart.
+    fn split_inputs(&self) -> (Vec<String>, Vec<String>) {
+        self.inputs.iter().cloned().partition(|i| !i.starts_with('^'))
+    }
+}
+
+fn type_attr(code: u64) -> Message {
+    Message::default().with_varint(ATTR_TYPE, code)
+}
+
+fn int_attr(value: i64) -> Message {
+    Message::default().with_varint(ATTR_I, value as u64)
+}
+
+fn bool_attr(value: bool) -> Message {
+    Message::default().with_varint(ATTR_B, u64::from(value))
+}
+
+/// A scalar int32 `TensorProto` (dtype 1, tensor_shape 2 with no dims, int_val 7).
+fn int32_scalar_tensor(value: i32) -> Message {
+    let tensor =
+        Message::default().with_varint(1, DT_INT32).with_bytes(2, Vec::new()).with_varint(7, value as i64 as u64);
+    Message::default().with_bytes(ATTR_TENSOR, tensor.encode())
+}
+
+/// Whether TF placed `device` on a GPU-typed device: ours, as the plugin's device type is `GPU`.
+fn on_wgpu(device: &str) -> bool {
+    device.contains("device:GPU:")
+}
+
+/// Node names that do not clash with the graph's.
+struct Names(HashSet<String>);
+
+impl Names {
+    fn fresh(&mut self, base: &str, suffix: &str) -> String {
+        let mut name = format!("{base}/{suffix}");
+        let mut k = 1;
+        while self.0.contains(&name) {
+            name = format!("{base}/{suffix}_{k}");
+            k += 1;
+        }
+        self.0.insert(name.clone());
+        name
+    }
+}
+
+/// The nodes that replace `node`, or None when it stays as it is.
+fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
+    if !on_wgpu(&node.device) {
+        return None;
+    }
+    let (data, control) = node.split_inputs();
+    let dtype = node.attr_value("dtype")?.varint(ATTR_TYPE)?;
+    let device = node.device.as_str();
+    // The read carries the node's control inputs, so it is ordered after what the op was.
+    let read_name = names.fresh(&node.name, "wgpu_read");
+    let read_inputs = std::iter::once(data.first()?.clone()).chain(control).collect();
+    let read = Node::new(read_name.clone(), "ReadVariableOp", read_inputs, device).attr("dtype", type_attr(dtype));
+    match node.op.as_str() {
+        "ResourceGather" if data.len() == 2 => {
+            let batch_dims = node.attr_value("batch_dims").and_then(|v| v.varint(ATTR_I)).unwrap_or(0) as i64;
+            let tindices = node.attr_value("Tindices")?.varint(ATTR_TYPE)?;
+            // A control edge from the read keeps the constant in the op's frame (inside loops).
+            let axis_name = names.fresh(&node.name, "wgpu_axis");
+            let axis = Node::new(axis_name.clone(), "Const", vec![format!("^{read_name}")], device)
+                .attr("dtype", type_attr(DT_INT32))
+                .attr("value", int32_scalar_tensor(i32::try_from(batch_dims).ok()?));
+            let gather = Node::new(node.name.clone(), "GatherV2", vec![read_name, data[1].clone(), axis_name], device)
+                .attr("Tparams", type_attr(dtype))
+                .attr("Tindices", type_attr(tindices))
+                .attr("Taxis", type_attr(DT_INT32))
+                .attr("batch_dims", int_attr(batch_dims));
+            Some(vec![read, axis, gather])
+        }
+        "AssignAddVariableOp" | "AssignSubVariableOp" if data.len() == 2 => {
+            let math = if node.op == "AssignAddVariableOp" { "AddV2" } else { "Sub" };
+            let update_name = names.fresh(&node.name, "wgpu_update");
+            let update = Node::new(update_name.clone(), math, vec![read_name, data[1].clone()], device)
+                .attr("T", type_attr(dtype));
+            let assign = Node::new(node.name.clone(), "AssignVariableOp", vec![data[0].clone(), update_name], device)
+                .attr("dtype", type_attr(dtype))
+                .attr("validate_shape", bool_attr(false));
+            Some(vec![read, update, assign])
+        }
+        _ => None,
+    }
+}
+
+/// Rewrites a serialized `GraphDef`. Returns None when no node needed it.
+pub fn rewrite_graph(graph: &[u8]) -> Result<Option<Vec<u8>>> {
+    let mut message = Message::parse(graph)?;
+    let mut nodes = Vec::new();
+    for (number, value) in &message.fields {
+        if let (GRAPH_NODE, Value::Bytes(bytes)) = (*number, value) {
+            nodes.push(Node::parse(bytes)?);
+        }
+    }
+    if !nodes.iter().any(|n| REWRITTEN_OPS.contains(&n.op.as_str()) && on_wgpu(&n.device)) {
+        return Ok(None);
+    }
+    let mut names = Names(nodes.iter().map(|n| n.name.clone()).collect());
+    let mut fields = Vec::with_capacity(message.fields.len());
+    let mut rewritten = 0;
+    for (number, value) in std::mem::take(&mut message.fields) {
+        let Value::Bytes(bytes) = &value else {
+            fields.push((number, value));
+            continue;
+        };
+        if number != GRAPH_NODE {
+            fields.push((number, value));
+            continue;
+        }
+        let node = Node::parse(bytes)?;
+        match REWRITTEN_OPS.contains(&node.op.as_str()).then(|| replace(&node, &mut names)).flatten() {
+            Some(replacements) => {
+                log::debug!("tensorflow-wgpu: rewrote {} ({}) for the WGPU device", node.name, node.op);
+                rewritten += 1;
+                fields.extend(replacements.iter().map(|n| (GRAPH_NODE, Value::Bytes(n.encode()))));
+            }
+            None => fields.push((number, value)),
+        }
+    }
+    message.fields = fields;
+    Ok((rewritten > 0).then(|| message.encode()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GPU: &str = "/job:localhost/replica:0/task:0/device:GPU:0";
+
+    fn graph(nodes: &[Node]) -> Vec<u8> {
+        let mut message = Message::default();
+        for n in nodes {
+            message = message.with_bytes(GRAPH_NODE, n.encode());
+        }
+        // versions { producer: 1 } must survive untouched.
+        message.with_bytes(4, Message::default().with_varint(1, 1).encode()).encode()
+    }
+
+    fn nodes_of(bytes: &[u8]) -> Vec<Node> {
+        Message::parse(bytes).unwrap().bytes(GRAPH_NODE).map(|b| Node::parse(b).unwrap()).collect()
+    }
+
+    fn gather(device: &str) -> Node {
+        Node::new("emb".into(), "ResourceGather", vec!["v".into(), "ids".into(), "^init".into()], device)
+            .attr("dtype", type_attr(1))
+            .attr("Tindices", type_attr(9))
+            .attr("batch_dims", int_attr(0))
+    }
+
+    #[test]
+    fn resource_gather_becomes_read_and_gather() {
+        let out = rewrite_graph(&graph(&[gather(GPU)])).unwrap().expect("rewritten");
+        let nodes = nodes_of(&out);
+        let ops: Vec<&str> = nodes.iter().map(|n| n.op.as_str()).collect();
+        assert_eq!(ops, ["ReadVariableOp", "Const", "GatherV2"]);
+        assert_eq!(nodes[0].inputs, ["v", "^init"]);
+        assert_eq!(nodes[1].inputs, ["^emb/wgpu_read"]);
+        assert_eq!(nodes[2].name, "emb");
+        assert_eq!(nodes[2].inputs, ["emb/wgpu_read", "ids", "emb/wgpu_axis"]);
+        assert_eq!(nodes[2].attr_value("Tindices").unwrap().varint(ATTR_TYPE), Some(9));
+        assert!(nodes.iter().all(|n| n.device == GPU));
+        assert_eq!(Message::parse(&out).unwrap().bytes(4).count(), 1, "versions kept");
+    }
+
+    #[test]
+    fn assign_add_becomes_read_add_assign() {
+        let node = Node::new("upd".into(), "AssignSubVariableOp", vec!["v".into(), "x".into()], GPU)
+            .attr("dtype", type_attr(1));
+        let nodes = nodes_of(&rewrite_graph(&graph(&[node])).unwrap().unwrap());
+        let ops: Vec<&str> = nodes.iter().map(|n| n.op.as_str()).collect();
+        assert_eq!(ops, ["ReadVariableOp", "Sub", "AssignVariableOp"]);
+        assert_eq!(nodes[1].inputs, ["upd/wgpu_read", "x"]);
+        assert_eq!(nodes[2].inputs, ["v", "upd/wgpu_update"]);
+        assert_eq!(nodes[2].name, "upd");
+    }
+
+    #[test]
+    fn other_devices_and_ops_are_left_alone() {
+        let cpu = gather("/job:localhost/replica:0/task:0/device:CPU:0");
+        let other = Node::new("a".into(), "AddV2", vec!["x".into(), "y".into()], GPU);
+        assert_eq!(rewrite_graph(&graph(&[cpu, other])).unwrap(), None);
+    }
+
+    #[test]
+    fn fresh_names_avoid_existing_ones() {
+        let taken = Node::new("emb/wgpu_read".into(), "NoOp", vec![], GPU);
+        let nodes = nodes_of(&rewrite_graph(&graph(&[taken, gather(GPU)])).unwrap().unwrap());
+        assert_eq!(nodes[1].name, "emb/wgpu_read_1");
+        assert_eq!(nodes[3].inputs[0], "emb/wgpu_read_1");
+    }
+}
