@@ -1,6 +1,11 @@
-// Batched matrix multiply C[b] = A[b] x B[b] in 16x16 tiles staged through workgroup memory.
+// Batched matrix multiply C[b] = A[b] x B[b], register-blocked, without workgroup memory or
+// barriers. Each of a workgroup's 16 invocations computes a ROWS x COLS block of C; per step of K it loads ROWS values
+// of A and COLS of B and does ROWS * COLS multiply-adds. On lavapipe every storage or workgroup
+// load is a per-lane scalar loop (Mesa 22.3's llvmpipe), so loads, not FMAs, bound a matmul there:
+// the block size sets the FMAs per load. Real GPUs also want this register blocking.
 // Row/column strides encode transposes; batch strides (0 where a batch dim broadcasts) follow the
-// output batch shape (rank <= 4). Dispatch: (ceil(N/16), ceil(M/16), batch).
+// output batch shape (rank <= 4). Rows and columns past the edge are clamped for loads and not
+// stored. Dispatch: (ceil(N / (16 * COLS)), ceil(M / ROWS), batch).
 
 struct Params {
     m: u32,
@@ -26,16 +31,16 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> c: array<T>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-var<workgroup> tile_a: array<array<f32, 16>, 16>;
-var<workgroup> tile_b: array<array<f32, 16>, 16>;
+const ROWS: u32 = 16u;
+const COLS: u32 = 16u;
 
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(16)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
-    let row = wid.y * 16u + lid.y;
-    let col = wid.x * 16u + lid.x;
+    let col0 = (wid.x * 16u + lid.x) * COLS;
+    let row0 = wid.y * ROWS;
     // Batch offsets of A and B for this output batch index.
     var rem = wid.z;
     var a_base = p.a_off;
@@ -47,20 +52,36 @@ fn main(
         a_base += coord * p.a_batch_stride[k];
         b_base += coord * p.b_batch_stride[k];
     }
-    var acc = 0.0;
-    let tiles = (p.k + 15u) / 16u;
-    for (var t = 0u; t < tiles; t++) {
-        let ak = t * 16u + lid.x;
-        let bk = t * 16u + lid.y;
-        tile_a[lid.y][lid.x] = select(0.0, f32(a[a_base + row * p.a_rs + ak * p.a_cs]), row < p.m && ak < p.k);
-        tile_b[lid.y][lid.x] = select(0.0, f32(b[b_base + bk * p.b_rs + col * p.b_cs]), bk < p.k && col < p.n);
-        workgroupBarrier();
-        for (var i = 0u; i < 16u; i++) {
-            acc += tile_a[lid.y][i] * tile_b[i][lid.x];
-        }
-        workgroupBarrier();
+    var a_at: array<u32, ROWS>;
+    for (var r = 0u; r < ROWS; r++) {
+        a_at[r] = a_base + min(row0 + r, p.m - 1u) * p.a_rs;
     }
-    if (row < p.m && col < p.n) {
-        c[p.c_off + (wid.z * p.m + row) * p.n + col] = T(acc);
+    var b_at: array<u32, COLS>;
+    for (var j = 0u; j < COLS; j++) {
+        b_at[j] = b_base + min(col0 + j, p.n - 1u) * p.b_cs;
+    }
+    var acc: array<array<f32, COLS>, ROWS>;
+    for (var k = 0u; k < p.k; k++) {
+        var bk: array<f32, COLS>;
+        for (var j = 0u; j < COLS; j++) {
+            bk[j] = f32(b[b_at[j] + k * p.b_rs]);
+        }
+        for (var r = 0u; r < ROWS; r++) {
+            let ak = f32(a[a_at[r] + k * p.a_cs]);
+            for (var j = 0u; j < COLS; j++) {
+                acc[r][j] += ak * bk[j];
+            }
+        }
+    }
+    if (col0 >= p.n) {
+        return;
+    }
+    let out = p.c_off + (wid.z * p.m + row0) * p.n + col0;
+    let rows = min(ROWS, p.m - row0);
+    let cols = min(COLS, p.n - col0);
+    for (var r = 0u; r < rows; r++) {
+        for (var j = 0u; j < cols; j++) {
+            c[out + r * p.n + j] = T(acc[r][j]);
+        }
     }
 }

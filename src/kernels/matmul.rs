@@ -12,7 +12,9 @@ pub const SHADER: Shader =
     Shader { name: "matmul", source: include_str!("../../wgsl/matmul.wgsl"), storage_buffers: 3 };
 
 const MAX_BATCH_RANK: usize = 4;
-const TILE: u32 = 16;
+/// The block of C each workgroup computes (`wgsl/matmul.wgsl`: 16 invocations of ROWS x COLS).
+const COLUMNS_PER_GROUP: u32 = 16 * 16;
+const ROWS_PER_GROUP: u32 = 16;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -108,7 +110,7 @@ pub fn launch(
     let pipeline =
         device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &aliases, constants: &[] })?;
     let size = out.dtype.size();
-    let groups = [(n as u32).div_ceil(TILE), (m as u32).div_ceil(TILE), batch_count as u32];
+    let groups = [(n as u32).div_ceil(COLUMNS_PER_GROUP), (m as u32).div_ceil(ROWS_PER_GROUP), batch_count as u32];
     stream.encode(|core, encoder| {
         let (a_bind, a_off) = storage_window(core, &a_mem, size)?;
         let (b_bind, b_off) = storage_window(core, &b_mem, size)?;

@@ -40,7 +40,8 @@ TOLERANCE = {
     "Div": 1e-6, "FloorMod": 1e-5, "FloorDiv": 1e-6, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
 }
 
-# float16 ops whose TF-CPU kernels accumulate long sums in half precision (see `run`).
+# Ops that accumulate long sums. TF-CPU's float16 kernels of these keep partial sums in half
+# precision (see `run`), and float32 results differ by summation order (see `assert_same`).
 HALF_ACCUMULATING = {"Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
                      "AvgPool", "FusedBatchNormV3", "AddN"}
 
@@ -121,6 +122,11 @@ def assert_same(op, got, want):
         if g.dtype.is_floating and g.dtype != tf.bfloat16 and op in FLOAT_MATH:
             gn, wn = gn.astype(np.float32), wn.astype(np.float32)
             rtol = atol = TOLERANCE.get(op, 1e-6)
+            if op in HALF_ACCUMULATING:
+                # Sums in another order: cancellation leaves an absolute error that scales with
+                # the size of the terms, not of the result.
+                finite = np.abs(wn[np.isfinite(wn)])
+                atol *= max(1.0, float(finite.max()) if finite.size else 1.0)
             if g.dtype == tf.float16:
                 # We compute in f32 and round once: about one f16 ulp apart.
                 rtol = atol = 2e-3
@@ -326,7 +332,7 @@ def reduce_cases(op, attrs, rng):
 def matmul_cases(op, attrs, rng):
     f = lambda *s: typed(attrs, floats(rng, s, specials=False))
     if op == "MatMul":
-        for m, k, n in [(1, 1, 1), (7, 13, 5), (33, 17, 65), (16, 0, 3)]:
+        for m, k, n in [(1, 1, 1), (7, 13, 5), (33, 17, 65), (16, 0, 3), (19, 40, 517)]:
             yield tf.matmul, [f(m, k), f(k, n)]
             yield (lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True)), [f(k, m), f(n, k)]
     elif op == "BatchMatMulV2":
