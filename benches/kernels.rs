@@ -174,14 +174,14 @@ fn bench(c: &mut Criterion) {
     });
     let sum = kernel_for("Sum", &[("keep_dims", AttrValue::Bool(false))]);
     group.bench_function("Sum over the last axis", |bench| {
-        bench.iter(|| run(reduce::compute, &sum, &[big.clone()], vec![vec![], vec![1]]))
+        bench.iter(|| run(reduce::compute, &sum, std::slice::from_ref(&big), vec![vec![], vec![1]]))
     });
     group.bench_function("Sum over the first axis", |bench| {
-        bench.iter(|| run(reduce::compute, &sum, &[big.clone()], vec![vec![], vec![0]]))
+        bench.iter(|| run(reduce::compute, &sum, std::slice::from_ref(&big), vec![vec![], vec![0]]))
     });
     let softmax = kernel_for("Softmax", &[]);
     group.bench_function("Softmax over rows of 4096", |bench| {
-        bench.iter(|| run(nn::softmax, &softmax, &[big.clone()], vec![]))
+        bench.iter(|| run(nn::softmax, &softmax, std::slice::from_ref(&big), vec![]))
     });
     group.finish();
 }
