@@ -72,6 +72,34 @@ fn read_after_write_and_write_after_read_keep_program_order() {
 }
 
 #[test]
+fn upload_to_an_idle_stream_waits_for_its_submitted_readers() {
+    // Once the stream's work is submitted (recording an event flushes it), an upload takes the
+    // direct `Queue::write_buffer` route; it must still land after the kernel that reads A.
+    let p = plugin();
+    let n = 4096;
+    let (a, b, c) = (p.alloc(4 * n as u64), p.alloc(4 * n as u64), p.alloc(4 * n as u64));
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let z: Vec<f32> = vec![-5.0; n];
+    let s = p.stream();
+    p.htod(s, &a.base, bytemuck::cast_slice(&x));
+    p.htod(s, &b.base, bytemuck::cast_slice(&x));
+    for _ in 0..20 {
+        add(s, &a.base, &b.base, &c.base, n);
+        let e = p.event();
+        p.record(s, e);
+        p.htod(s, &a.base, bytemuck::cast_slice(&z));
+        let mut got_c = vec![0u8; 4 * n];
+        p.dtoh(s, &c.base, &mut got_c);
+        p.sync(s);
+        assert_eq!(floats(&got_c), x.iter().map(|v| v + v).collect::<Vec<f32>>(), "kernel saw the later upload");
+        assert_eq!(floats(&p.read(&a.base, 4 * n)), z);
+        p.htod(s, &a.base, bytemuck::cast_slice(&x));
+        unsafe { (p.se.destroy_event.unwrap())(p.dev(), e) };
+    }
+    p.destroy_stream(s);
+}
+
+#[test]
 fn kernels_read_and_write_views_at_interior_addresses() {
     // Tensors at element offsets that are not storage-binding aligned (TF slices a buffer that way):
     // the kernels must bind an aligned window and index from the uniform offset.

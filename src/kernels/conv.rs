@@ -195,6 +195,24 @@ pub fn launch_conv(
     filter: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
+    let p = &plan.params;
+    let pointwise = !plan.depthwise
+        && (p.kh, p.kw, p.sh, p.sw, p.pad_top, p.pad_left) == (1, 1, 1, 1, 0, 0)
+        && p.fc == p.c
+        && (p.oh, p.ow) == (p.h, p.w);
+    if pointwise {
+        // A 1x1 convolution is a matmul: [batch * h * w, c] x [c, oc] on the same bytes.
+        let rows = i64::from(p.batch) * i64::from(p.h) * i64::from(p.w);
+        let as_matrix = |t: &TensorRef, shape: [i64; 2]| TensorRef { shape: shape.to_vec(), ..t.clone() };
+        return super::matmul::launch(
+            stream,
+            &as_matrix(input, [rows, i64::from(p.c)]),
+            &as_matrix(filter, [i64::from(p.c), i64::from(p.oc)]),
+            &as_matrix(out, [rows, i64::from(p.oc)]),
+            false,
+            false,
+        );
+    }
     launch(stream, if plan.depthwise { "depthwise" } else { "conv2d" }, plan.params, &[input, filter], out)
 }
 

@@ -121,6 +121,24 @@ impl StreamCore {
         f(core, encoder)
     }
 
+    /// Writes `data` with `Queue::write_buffer` when nothing of this stream waits to be submitted,
+    /// and submits right after, so the write keeps its place in the stream's order. (A queued write
+    /// lands before the *next* submit of any stream, so with work of ours still unsubmitted it would
+    /// jump ahead of it.) Returns false, writing nothing, when the stream is not idle.
+    fn write_when_idle(&self, core: &DeviceCore, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) -> Result<bool> {
+        let mut state = self.lock();
+        if state.encoder.is_some() || !state.tasks.is_empty() || state.host_task_running {
+            return Ok(false);
+        }
+        let ((), error) = core.capture_errors(|| core.queue.write_buffer(buffer, offset, data));
+        if let Some(e) = error {
+            return Err(Error::internal(format!("host-to-device write failed: {e}")));
+        }
+        let empty = core.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("h2d write") });
+        state.last_submitted_seq = core.submit(empty.finish());
+        Ok(true)
+    }
+
     /// Submits the open encoder now, or queues the submit behind pending host tasks.
     fn flush_with(&self, core: &DeviceCore, after: Vec<AfterSubmit>) {
         let mut state = self.lock();
@@ -235,6 +253,11 @@ impl Stream {
         }
         let len = data.len() as u64;
         let target = self.device.memory.resolve(dst, len)?;
+        // The direct route skips a staging buffer of our own (created zeroed, then copied from).
+        let aligned = len % wgpu::COPY_BUFFER_ALIGNMENT == 0 && target.offset % wgpu::COPY_BUFFER_ALIGNMENT == 0;
+        if aligned && self.core.write_when_idle(&self.device, target.buffer(), target.offset, data)? {
+            return Ok(());
+        }
         let staging = self.device.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("h2d staging"),
             size: len.div_ceil(4) * 4,

@@ -359,6 +359,10 @@ def nn_cases(op, attrs, rng):
             yield (lambda x, k, pad=pad: tf.nn.conv2d(x, k, strides=[1, 2, 1, 1], padding=pad)), [f(2, 9, 8, 4), f(3, 2, 4, 5)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME", dilations=2)), [f(1, 7, 7, 3), f(3, 3, 3, 2)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="VALID")), [f(1, 6, 6, 4), f(3, 3, 2, 6)]  # groups
+        # 1x1: stride 1 runs as a matmul; stride 2 and groups take the direct kernel.
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME")), [f(2, 5, 7, 6), f(1, 1, 6, 300)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding="VALID")), [f(2, 5, 7, 6), f(1, 1, 6, 5)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="VALID")), [f(1, 4, 4, 6), f(1, 1, 3, 4)]
     elif op == "DepthwiseConv2dNative":
         for pad in ["SAME", "VALID"]:
             yield (lambda x, k, pad=pad: tf.raw_ops.DepthwiseConv2dNative(input=x, filter=k, strides=[1, 2, 2, 1], padding=pad)), [f(2, 9, 8, 3), f(3, 3, 3, 2)]
