@@ -254,7 +254,8 @@ impl Stream {
         let len = data.len() as u64;
         let target = self.device.memory.resolve(dst, len)?;
         // The direct route skips a staging buffer of our own (created zeroed, then copied from).
-        let aligned = len % wgpu::COPY_BUFFER_ALIGNMENT == 0 && target.offset % wgpu::COPY_BUFFER_ALIGNMENT == 0;
+        let aligned = len.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+            && target.offset.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
         if aligned && self.core.write_when_idle(&self.device, target.buffer(), target.offset, data)? {
             return Ok(());
         }
