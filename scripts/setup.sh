@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian/Ubuntu machine: Mesa's software Vulkan
-# (lavapipe) and the Vulkan loader, a C compiler, and a venv with tensorflow-cpu and pytest.
+# (lavapipe) and the Vulkan loader, a C compiler, and a venv with tensorflow-cpu, pytest and
+# scikit-learn.
 # Idempotent; sourced by run-main.sh and test-all.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +28,10 @@ fi
 if ! "$VENV/bin/python" -c "import tensorflow as tf, sys; sys.exit(tf.__version__ != '$TF_VERSION')" 2>/dev/null; then
   echo "setup: installing tensorflow-cpu==$TF_VERSION into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q "tensorflow-cpu==$TF_VERSION" numpy pytest "setuptools>=64" wheel
+  "$VENV/bin/pip" install -q "tensorflow-cpu==$TF_VERSION" numpy pytest "setuptools>=64" wheel scikit-learn
 fi
-"$VENV/bin/python" -c "import pytest, wheel" 2>/dev/null || "$VENV/bin/pip" install -q pytest "setuptools>=64" wheel
+# scikit-learn ships the digits data set the training tests fit on (no download).
+"$VENV/bin/python" -c "import pytest, wheel, sklearn" 2>/dev/null \
+  || "$VENV/bin/pip" install -q pytest "setuptools>=64" wheel scikit-learn
 # The Vulkan loader complains on every start without it; harmless, but noisy.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"

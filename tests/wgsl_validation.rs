@@ -35,6 +35,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f16")]);
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
 }
 
@@ -87,7 +88,8 @@ fn every_wgsl_file_is_covered() {
             "select.wgsl",
             "softmax.wgsl",
             "strided.wgsl",
-            "unary.wgsl"
+            "unary.wgsl",
+            "xent.wgsl"
         ],
         "add a validation test for the new shader"
     );

@@ -1,7 +1,9 @@
-// Elementwise binary float ops with NumPy broadcasting (`broadcast.wgsl` is prepended). `T` is
+// Elementwise binary float ops with NumPy broadcasting, and activation gradients (`broadcast.wgsl` is prepended). `T` is
 // aliased per dtype; `OP` is an override constant, so each op is its own specialised pipeline.
 
 override OP: u32 = 0u;
+// LeakyReluGrad's slope.
+override ALPHA: f32 = 0.0;
 
 struct Params {
     n: u32,
@@ -87,6 +89,21 @@ fn apply(x: f32, y: f32) -> f32 {
         }
         case 9u: { return pow_(x, y); }
         case 10u: { return (x - y) * (x - y); }
+        // Activation gradients, in TF's argument order: (gradients, features) for 11-16 and
+        // (outputs, output gradients) for 17-21.
+        // As TF: a product with the mask (so NaN gradients stay NaN), and a zero gradient gives
+        // zero for Rsqrt/Sqrt/Reciprocal even where the output is infinite.
+        case 11u: { return x * select(0.0, 1.0, y > 0.0); }
+        case 12u: { return x * select(0.0, 1.0, y > 0.0 && y < 6.0); }
+        case 13u: { return select(x, x * (y + 1.0), y < 0.0); }
+        case 14u: { return select(x * 1.0507009873554805, x * (y + 1.7580993408473769), y < 0.0); }
+        case 15u: { return select(x * ALPHA, x, y > 0.0); }
+        case 16u: { return x / (1.0 + exp(-y)); }
+        case 17u: { return y * x * (1.0 - x); }
+        case 18u: { return y * (1.0 - x * x); }
+        case 19u: { return select(-0.5 * (y * x) * (x * x), 0.0, y == 0.0); }
+        case 20u: { return select(0.5 * y / x, 0.0, y == 0.0); }
+        case 21u: { return select(-y * x * x, 0.0, y == 0.0); }
         default: { return x; }
     }
 }

@@ -5,6 +5,8 @@
 //   from_bool:  bool -> D
 //   to_i64:     f32 -> int64 (two words, two's complement)
 //   from_i64:   int64 -> f32
+//   widen_i32:  int32 -> int64 (sign-extended)
+//   narrow_i64: int64 -> int32 (the low word, wrapping as C++'s static_cast does)
 // The raw-word views (`input_words`, `out_words`) alias the typed ones; each entry point uses one.
 
 struct Params {
@@ -97,4 +99,24 @@ fn from_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     }
     let magnitude = f32(hi) * 4294967296.0 + f32(lo);
     out[p.out_off + i] = D(select(magnitude, -magnitude, negative));
+}
+
+@compute @workgroup_size(256)
+fn widen_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let v = i32(input[p.in_off + i]);
+    out_words[p.out_off + 2u * i] = bitcast<u32>(v);
+    out_words[p.out_off + 2u * i + 1u] = select(0u, 0xffffffffu, v < 0);
+}
+
+@compute @workgroup_size(256)
+fn narrow_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    out[p.out_off + i] = D(bitcast<i32>(input_words[p.in_off + 2u * i]));
 }

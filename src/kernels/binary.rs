@@ -43,7 +43,34 @@ pub enum BinaryOp {
     Minimum = 8,
     Pow = 9,
     SquaredDifference = 10,
+    ReluGrad = 11,
+    Relu6Grad = 12,
+    EluGrad = 13,
+    SeluGrad = 14,
+    LeakyReluGrad = 15,
+    SoftplusGrad = 16,
+    SigmoidGrad = 17,
+    TanhGrad = 18,
+    RsqrtGrad = 19,
+    SqrtGrad = 20,
+    ReciprocalGrad = 21,
 }
+
+/// Activation gradients: same-shape elementwise ops of `binary.wgsl`.
+pub const GRAD_OPS: [(&str, BinaryOp); 12] = [
+    ("ReluGrad", BinaryOp::ReluGrad),
+    ("Relu6Grad", BinaryOp::Relu6Grad),
+    ("EluGrad", BinaryOp::EluGrad),
+    ("SeluGrad", BinaryOp::SeluGrad),
+    ("LeakyReluGrad", BinaryOp::LeakyReluGrad),
+    ("SoftplusGrad", BinaryOp::SoftplusGrad),
+    ("SigmoidGrad", BinaryOp::SigmoidGrad),
+    ("TanhGrad", BinaryOp::TanhGrad),
+    ("RsqrtGrad", BinaryOp::RsqrtGrad),
+    ("SqrtGrad", BinaryOp::SqrtGrad),
+    ("ReciprocalGrad", BinaryOp::ReciprocalGrad),
+    ("InvGrad", BinaryOp::ReciprocalGrad),
+];
 
 /// TF op name → binary op.
 pub const BINARY_OPS: [(&str, BinaryOp); 13] = [
@@ -219,6 +246,26 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let shape = broadcast_shapes(&a.shape, &b.shape)?;
     let out = ctx.forward_input_or_allocate_output(&[0, 1], 0, dtype, &shape)?;
     launch(ctx.stream()?, op, &a, &b, &out)
+}
+
+/// Activation gradients: both inputs and the output have one shape (TF does not broadcast them).
+pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = op_by_name(&GRAD_OPS, kernel.def.op)?;
+    let dtype = kernel.dtype("T")?;
+    let a = ctx.input(0)?;
+    let b = ctx.input(1)?;
+    if a.shape != b.shape {
+        return Err(Error::invalid_argument(format!(
+            "{}: inputs must have the same shape: {:?} vs. {:?}",
+            kernel.def.op, a.shape, b.shape
+        )));
+    }
+    let alpha = if op == BinaryOp::LeakyReluGrad { kernel.attrs.float("alpha")? } else { 0.0 };
+    let out = ctx.forward_input_or_allocate_output(&[0, 1], 0, dtype, &a.shape)?;
+    let aliases = [("T", dtype.wgsl())];
+    let constants = [("OP", op as u32 as f64), ("ALPHA", f64::from(alpha))];
+    let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &constants };
+    launch_two(ctx.stream()?, &SHADER, spec, &a, &b, &out, dtype.size(), false)
 }
 
 /// int64 AddV2, Add and Sub.

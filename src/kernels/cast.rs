@@ -27,6 +27,8 @@ pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
         (Bool, F32 | F16 | I32) => Some("from_bool"),
         (F32, I64) => Some("to_i64"),
         (I64, F32) => Some("from_i64"),
+        (I32, I64) => Some("widen_i32"),
+        (I64, I32) => Some("narrow_i64"),
         _ => None,
     }
 }

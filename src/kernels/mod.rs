@@ -378,6 +378,11 @@ fn build_table() -> Vec<KernelDef> {
                 if unary_op == unary::UnaryOp::LeakyRelu { &[("alpha", AttrKind::Float)] } else { &[] };
             table.push(kernel(op, t, &[], attrs, unary::compute));
         }
+        for (op, grad_op) in binary::GRAD_OPS {
+            let attrs: &'static [(&'static str, AttrKind)] =
+                if grad_op == binary::BinaryOp::LeakyReluGrad { &[("alpha", AttrKind::Float)] } else { &[] };
+            table.push(kernel(op, t, &[], attrs, binary::grad));
+        }
         table.push(kernel("BiasAdd", t, &[], &[("data_format", AttrKind::Str)], binary::bias_add));
         table.push(kernel("AddN", t, &[], &[], binary::add_n));
         table.push(kernel("ClipByValue", t, &[], &[], binary::clip_by_value));
@@ -416,7 +421,7 @@ fn build_table() -> Vec<KernelDef> {
     }
     for &src in &cast_types {
         for &dst in &cast_types {
-            // int32 -> int64 and friends stay with TF core (host memory); these are the float casts.
+            // bool -> int32 is left to TF core: its int32 results feed host-memory shape math.
             if cast::entry_for(src, dst).is_some() && !(src == DType::Bool && dst == DType::I32) {
                 table.push(kernel("Cast", leak(vec![("SrcT", src), ("DstT", dst)]), &[], &[], cast::cast));
             }
@@ -504,6 +509,12 @@ fn build_table() -> Vec<KernelDef> {
     for op in ["Softmax", "LogSoftmax"] {
         table.push(kernel(op, f32, &[], &[], nn::softmax));
     }
+    table.push(kernel("SoftmaxCrossEntropyWithLogits", f32, &[], &[], nn::cross_entropy));
+    for labels in [DType::I32, DType::I64] {
+        let constraints = leak(vec![("T", DType::F32), ("Tlabels", labels)]);
+        table.push(kernel("SparseSoftmaxCrossEntropyWithLogits", constraints, &[], &[], nn::cross_entropy));
+    }
+    table.push(kernel("BiasAddGrad", f32, &[], &[("data_format", AttrKind::Str)], reduce::bias_add_grad));
     table.push(kernel("Range", &[("Tidx", DType::F32)], &["start", "limit", "delta"], &[], index::range));
     for dtype in [DType::F32, DType::F64, DType::I64] {
         for indices in [DType::I32, DType::I64] {
@@ -558,7 +569,10 @@ fn build_table() -> Vec<KernelDef> {
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 15] = [
+const HALF_VIA_F32: [&str; 18] = [
+    "BiasAddGrad",
+    "SoftmaxCrossEntropyWithLogits",
+    "SparseSoftmaxCrossEntropyWithLogits",
     "Sum",
     "Prod",
     "Max",

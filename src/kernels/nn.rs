@@ -1,9 +1,10 @@
-//! Neural-network ops: Softmax and LogSoftmax (`wgsl/softmax.wgsl`).
+//! Neural-network ops: Softmax and LogSoftmax (`wgsl/softmax.wgsl`), and softmax cross-entropy
+//! with its gradient (`wgsl/xent.wgsl`).
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch_workgroups, grid, storage_window, PipelineSpec, Shader};
 
-use super::{shader_len, KernelContext, KernelInstance};
+use super::{shader_len, DType, KernelContext, KernelInstance};
 
 pub const SOFTMAX_SHADER: Shader =
     Shader { name: "softmax", source: include_str!("../../wgsl/softmax.wgsl"), storage_buffers: 2 };
@@ -51,6 +52,82 @@ pub fn softmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
             "softmax",
             &pipeline,
             &[in_bind, out_bind],
+            bytemuck::bytes_of(&params),
+            groups,
+        )
+    })
+}
+
+pub const XENT_SHADER: Shader =
+    Shader { name: "xent", source: include_str!("../../wgsl/xent.wgsl"), storage_buffers: 4 };
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct XentParams {
+    rows: u32,
+    cols: u32,
+    f_off: u32,
+    labels_off: u32,
+    loss_off: u32,
+    back_off: u32,
+    label_words: u32,
+    _pad: u32,
+}
+
+/// SparseSoftmaxCrossEntropyWithLogits (int32/int64 class labels) and SoftmaxCrossEntropyWithLogits
+/// (dense label rows): per-row loss and its gradient with respect to the logits.
+pub fn cross_entropy(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = kernel.def.op;
+    let sparse = op == "SparseSoftmaxCrossEntropyWithLogits";
+    let features = ctx.input(0)?;
+    let labels = ctx.input(1)?;
+    if features.shape.len() != 2 {
+        return Err(Error::invalid_argument(format!("logits must be 2-D, but got shape {:?}", features.shape)));
+    }
+    let (rows, cols) = (features.shape[0], features.shape[1]);
+    if sparse && labels.shape != [rows] {
+        return Err(Error::invalid_argument(format!(
+            "logits and labels must have the same first dimension, got logits shape {:?} and labels shape {:?}",
+            features.shape, labels.shape
+        )));
+    }
+    if !sparse && labels.shape != features.shape {
+        return Err(Error::unimplemented(format!(
+            "{op} on WGPU needs logits and labels of one shape, got {:?} and {:?}",
+            features.shape, labels.shape
+        )));
+    }
+    if cols == 0 && rows > 0 {
+        return Err(Error::invalid_argument("Must have at least one class, but got logits with 0 columns"));
+    }
+    let loss = ctx.allocate_output(0, features.dtype, &[rows])?;
+    let backprop = ctx.allocate_output(1, features.dtype, &features.shape)?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let label_words = if labels.dtype == DType::I64 { 2 } else { 1 };
+    let rows = shader_len(rows as u64, op)?;
+    let stream = ctx.stream()?;
+    let device = stream.device();
+    let mems = [&features, &labels, &loss, &backprop].map(|t| device.memory.resolve(t.address, t.byte_len()));
+    let [f_mem, l_mem, loss_mem, back_mem] = mems;
+    let (f_mem, l_mem, loss_mem, back_mem) = (f_mem?, l_mem?, loss_mem?, back_mem?);
+    let entry = if sparse { "sparse" } else { "dense" };
+    let pipeline = device.pipelines.get(device, &XENT_SHADER, &PipelineSpec { entry, aliases: &[], constants: &[] })?;
+    stream.encode(|core, encoder| {
+        let (f_bind, f_off) = storage_window(core, &f_mem, 4)?;
+        let (l_bind, labels_off) = storage_window(core, &l_mem, 4)?;
+        let (loss_bind, loss_off) = storage_window(core, &loss_mem, 4)?;
+        let (back_bind, back_off) = storage_window(core, &back_mem, 4)?;
+        let params =
+            XentParams { rows, cols: cols as u32, f_off, labels_off, loss_off, back_off, label_words, _pad: 0 };
+        let groups = grid(core, rows as u64, entry)?;
+        dispatch_workgroups(
+            core,
+            encoder,
+            entry,
+            &pipeline,
+            &[f_bind, l_bind, loss_bind, back_bind],
             bytemuck::bytes_of(&params),
             groups,
         )

@@ -174,6 +174,26 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     }
 }
 
+/// BiasAddGrad: `out_backprop` summed over every dimension but the channel one.
+pub fn bias_add_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let grad = ctx.input(0)?;
+    if grad.shape.len() < 2 {
+        return Err(Error::invalid_argument(format!("Input tensor must be at least 2D: {:?}", grad.shape)));
+    }
+    let channel = match kernel.attrs.str("data_format")? {
+        "NHWC" => grad.shape.len() - 1,
+        "NCHW" => 1,
+        other => return Err(Error::invalid_argument(format!("Unknown data_format {other}"))),
+    };
+    let mask: Vec<bool> = (0..grad.shape.len()).map(|d| d != channel).collect();
+    let out = ctx.allocate_output(0, grad.dtype, &[grad.shape[channel]])?;
+    let stream = ctx.stream()?;
+    if grad.num_elements() == 0 {
+        return stream.fill(out.address, out.byte_len(), 0);
+    }
+    launch(stream, "reduce_f32", 0, params_for(&split_dims(&grad.shape, &mask))?, &grad, &out)
+}
+
 /// ArgMax and ArgMin over one axis, into int64 or int32.
 pub fn arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;

@@ -37,12 +37,13 @@ TOLERANCE = {
     "Sum": 1e-5, "Mean": 1e-5, "Prod": 1e-5, "MatMul": 1e-5, "BatchMatMulV2": 1e-5, "BatchMatMulV3": 1e-5,
     "Einsum": 1e-5, "Softmax": 1e-6, "LogSoftmax": 2e-6, "Conv2D": 1e-5, "DepthwiseConv2dNative": 1e-5,
     "AvgPool": 1e-6, "FusedBatchNormV3": 1e-5, "_FusedConv2D": 1e-5, "_FusedMatMul": 1e-5, "RealDiv": 1e-6,
-    "Div": 1e-6, "FloorMod": 1e-5, "FloorDiv": 1e-6, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
+    "Div": 1e-6, "FloorMod": 1e-5, "SoftplusGrad": 2e-6, "RsqrtGrad": 2e-6, "SqrtGrad": 2e-6, "BiasAddGrad": 1e-5,
+    "SoftmaxCrossEntropyWithLogits": 1e-5, "SparseSoftmaxCrossEntropyWithLogits": 1e-5, "FloorDiv": 1e-6, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
 }
 
 # Ops that accumulate long sums. TF-CPU's float16 kernels of these keep partial sums in half
 # precision (see `run`), and float32 results differ by summation order (see `assert_same`).
-HALF_ACCUMULATING = {"Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
+HALF_ACCUMULATING = {"BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
                      "AvgPool", "FusedBatchNormV3", "AddN"}
 
 rng_global = np.random.default_rng(1234)
@@ -154,11 +155,50 @@ COMPARE = {
     "Equal": tf.equal, "NotEqual": tf.not_equal, "Less": tf.less, "LessEqual": tf.less_equal,
     "Greater": tf.greater, "GreaterEqual": tf.greater_equal,
 }
-FLOAT_MATH = set(UNARY) | set(BINARY) | {
+# Activation gradients: op -> its two argument names, in order.
+GRADS = {
+    "ReluGrad": ("gradients", "features"), "Relu6Grad": ("gradients", "features"),
+    "EluGrad": ("gradients", "outputs"), "SeluGrad": ("gradients", "outputs"),
+    "LeakyReluGrad": ("gradients", "features"), "SoftplusGrad": ("gradients", "features"),
+    "SigmoidGrad": ("y", "dy"), "TanhGrad": ("y", "dy"), "RsqrtGrad": ("y", "dy"), "SqrtGrad": ("y", "dy"),
+    "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"),
+}
+FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
+    "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
     "BiasAdd", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "MatMul", "BatchMatMulV2",
     "BatchMatMulV3", "Einsum", "Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool",
     "AvgPool", "FusedBatchNormV3", "_FusedConv2D", "_FusedMatMul", "Range", "Cast",
 }
+
+
+def grad_cases(op, attrs, rng):
+    first, second = GRADS[op]
+    extra = {"alpha": 0.15} if op == "LeakyReluGrad" else {}
+    fn = lambda a, b: getattr(tf.raw_ops, op)(**{first: a, second: b}, **extra)
+    for shape in [(), (7,), (3, 5, 2), (2, 0, 3), (1001,)]:
+        a, b = typed(attrs, floats(rng, shape)), typed(attrs, floats(rng, shape))
+        if b.size >= 6:
+            b.reshape(-1)[-3:] = [0.0, -0.0, 6.0]  # the edges of Relu/Relu6's gradients
+        yield fn, [a, b]
+
+
+def training_cases(op, attrs, rng):
+    f = lambda *s: typed(attrs, floats(rng, s, specials=False))
+    if op == "BiasAddGrad":
+        for shape in [(3, 4), (2, 5, 7, 3), (0, 6), (70, 33)]:
+            yield (lambda g: tf.raw_ops.BiasAddGrad(out_backprop=g)), [f(*shape)]
+        yield (lambda g: tf.raw_ops.BiasAddGrad(out_backprop=g, data_format="NCHW")), [f(2, 3, 4, 5)]
+    elif op == "SparseSoftmaxCrossEntropyWithLogits":
+        it = np.int32 if attrs["Tlabels"] == "int32" else np.int64
+        fn = lambda x, l: tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=x, labels=l)
+        for rows, cols in [(5, 7), (3, 1000), (1, 1), (0, 4)]:
+            yield fn, [f(rows, cols) * 4, rng.integers(0, cols, size=rows).astype(it)]
+    else:
+        fn = lambda x, l: tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=x, labels=l)
+        for rows, cols in [(5, 7), (3, 1000), (2, 1)]:
+            probs = np.abs(floats(rng, (rows, cols), specials=False))
+            yield fn, [f(rows, cols) * 4, typed(attrs, probs / probs.sum(axis=1, keepdims=True))]
+        yield fn, [f(4, 6), typed(attrs, np.abs(floats(rng, (4, 6), specials=False)))]  # rows not summing to 1
 
 
 def unary_cases(op, attrs, rng):
@@ -545,6 +585,10 @@ for name in ("_FusedConv2D", "_FusedMatMul"):
     CASES[name] = fused_cases
 for name in ("ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp"):
     CASES[name] = variable_cases
+for name in GRADS:
+    CASES[name] = grad_cases
+for name in ("BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits"):
+    CASES[name] = training_cases
 
 
 # The op set issue 3 asks for (float32 at least). ResourceGather runs in graphs only (see

@@ -1,0 +1,127 @@
+// Softmax cross-entropy with its gradient, one workgroup per row of `features` [rows, cols]:
+//   loss[r] = log(sum_j exp(f[r, j] - max)) - sum_j p[r, j] * (f[r, j] - max)
+//   backprop[r, j] = softmax(f)[r, j] - p[r, j]
+// where p is one-hot(labels[r]) for `sparse` (int32 labels, or int64 read as their low word) and
+// the dense `labels` row for `dense` (float32 bits). A sparse label outside [0, cols) makes the
+// row NaN, as TF's GPU kernel does.
+
+struct Params {
+    rows: u32,
+    cols: u32,
+    f_off: u32,
+    labels_off: u32,
+    loss_off: u32,
+    back_off: u32,
+    // 1 for int32 labels, 2 for int64 (words per label).
+    label_words: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read_write> features: array<f32>;
+@group(0) @binding(1) var<storage, read_write> labels: array<u32>;
+@group(0) @binding(2) var<storage, read_write> loss: array<f32>;
+@group(0) @binding(3) var<storage, read_write> backprop: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+var<workgroup> scratch: array<f32, 256>;
+
+fn tree_max(lid: u32, value: f32) -> f32 {
+    scratch[lid] = value;
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step >>= 1u) {
+        if (lid < step) {
+            scratch[lid] = max(scratch[lid], scratch[lid + step]);
+        }
+        workgroupBarrier();
+    }
+    let result = scratch[0];
+    workgroupBarrier();
+    return result;
+}
+
+fn tree_sum(lid: u32, value: f32) -> f32 {
+    scratch[lid] = value;
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step >>= 1u) {
+        if (lid < step) {
+            scratch[lid] = scratch[lid] + scratch[lid + step];
+        }
+        workgroupBarrier();
+    }
+    let result = scratch[0];
+    workgroupBarrier();
+    return result;
+}
+
+// The target probability of column `j` in row `row`.
+fn target_of(sparse: bool, row: u32, j: u32) -> f32 {
+    if (sparse) {
+        let label = labels[p.labels_off + row * p.label_words];
+        return select(0.0, 1.0, label == j);
+    }
+    return bitcast<f32>(labels[p.labels_off + row * p.cols + j]);
+}
+
+fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
+    let row = wid.x + wid.y * nwg.x;
+    let valid = row < p.rows;
+    let base = p.f_off + select(0u, row, valid) * p.cols;
+    var m = bitcast<f32>(0xff800000u);
+    if (valid) {
+        for (var j = lid; j < p.cols; j += 256u) {
+            m = max(m, features[base + j]);
+        }
+    }
+    let row_max = tree_max(lid, m);
+    var s = 0.0;
+    var dot = 0.0;
+    var mass = 0.0;
+    if (valid) {
+        for (var j = lid; j < p.cols; j += 256u) {
+            let shifted = features[base + j] - row_max;
+            let t = target_of(sparse, row, j);
+            s += exp(shifted);
+            dot += t * shifted;
+            mass += t;
+        }
+    }
+    let total = tree_sum(lid, s);
+    let target_dot = tree_sum(lid, dot);
+    // Dense labels need not sum to 1: the loss is sum_j p_j * (log(total) - shifted_j).
+    let target_sum = tree_sum(lid, mass);
+    if (!valid) {
+        return;
+    }
+    var out_of_range = false;
+    if (sparse) {
+        out_of_range = labels[p.labels_off + row * p.label_words] >= p.cols
+            || (p.label_words == 2u && labels[p.labels_off + row * 2u + 1u] != 0u);
+    }
+    let nan = bitcast<f32>(0x7fc00000u);
+    if (lid == 0u) {
+        loss[p.loss_off + row] = select(log(total) * target_sum - target_dot, nan, out_of_range);
+    }
+    let back = p.back_off + row * p.cols;
+    for (var j = lid; j < p.cols; j += 256u) {
+        let softmax = exp(features[base + j] - row_max) / total;
+        backprop[back + j] = select(softmax - target_of(sparse, row, j), nan, out_of_range);
+    }
+}
+
+@compute @workgroup_size(256)
+fn sparse(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    cross_entropy(true, wid, nwg, lid);
+}
+
+@compute @workgroup_size(256)
+fn dense(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    cross_entropy(false, wid, nwg, lid);
+}
