@@ -3,6 +3,12 @@
 //   depthwise: DepthwiseConv2dNative; filter [KH, KW, C, M], output channel c * M + m
 //   max_pool, avg_pool: windows over H and W; padding is excluded from max and from the average
 //   batch_norm: FusedBatchNormV3 inference, y = (x - mean) * rsqrt(var + eps) * scale + offset
+// and their gradients, one invocation per element of the gradient they produce:
+//   conv2d_grad_input, depthwise_grad_input: dx from dy (`input`) and the filter (`weights`)
+//   conv2d_grad_filter, depthwise_grad_filter: df from x (`input`) and dy (`weights`)
+//   max_pool_grad: dx from x (`input`) and dy (`weights`); each window's gradient goes to its first
+//     maximum, as TF-CPU routes it
+//   avg_pool_grad: dx from dy (`input`), shared among each window's non-padding elements
 
 struct Params {
     n: u32,
@@ -164,4 +170,203 @@ fn batch_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     let scale = weights[p.f_off + ch];
     let inv = inverseSqrt(variance[p.var_off + ch] + p.epsilon);
     out[p.out_off + i] = (input[p.in_off + i] - mean[p.mean_off + ch]) * inv * scale + shift[p.offset_off + ch];
+}
+
+// The (batch, y, x, channel) of element `i` of an input-shaped [batch, h, w, c] tensor.
+fn input_position(i: u32) -> Position {
+    var pos: Position;
+    pos.ch = i % p.c;
+    pos.x = (i / p.c) % p.w;
+    pos.y = (i / (p.c * p.w)) % p.h;
+    pos.b = i / (p.c * p.w * p.h);
+    return pos;
+}
+
+// The output row or column that reads input row/column `at` through kernel tap `k`, if any.
+fn output_index(at: u32, k: u32, stride: u32, dilation: u32, pad: u32, size: u32) -> i32 {
+    let t = i32(at + pad) - i32(k * dilation);
+    if (t < 0 || t % i32(stride) != 0 || t / i32(stride) >= i32(size)) {
+        return -1;
+    }
+    return t / i32(stride);
+}
+
+fn dy_index(b: u32, oy: u32, ox: u32, o: u32) -> u32 {
+    return ((b * p.oh + oy) * p.ow + ox) * p.oc + o;
+}
+
+@compute @workgroup_size(256)
+fn conv2d_grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let pos = input_position(i);
+    let groups = p.c / p.fc;
+    let per_group = p.oc / groups;
+    let group = pos.ch / p.fc;
+    let ci = pos.ch % p.fc;
+    var acc = 0.0;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let oy = output_index(pos.y, ky, p.sh, p.dh, p.pad_top, p.oh);
+        if (oy < 0) { continue; }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let ox = output_index(pos.x, kx, p.sw, p.dw, p.pad_left, p.ow);
+            if (ox < 0) { continue; }
+            let dy_base = p.in_off + dy_index(pos.b, u32(oy), u32(ox), group * per_group);
+            let f_base = p.f_off + ((ky * p.kw + kx) * p.fc + ci) * p.oc + group * per_group;
+            for (var o = 0u; o < per_group; o++) {
+                acc += input[dy_base + o] * weights[f_base + o];
+            }
+        }
+    }
+    out[p.out_off + i] = acc;
+}
+
+@compute @workgroup_size(256)
+fn conv2d_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    // Filter element [ky, kx, ci, o].
+    let o = i % p.oc;
+    let ci = (i / p.oc) % p.fc;
+    let kx = (i / (p.oc * p.fc)) % p.kw;
+    let ky = i / (p.oc * p.fc * p.kw);
+    let groups = p.c / p.fc;
+    let ch = (o / (p.oc / groups)) * p.fc + ci;
+    var acc = 0.0;
+    for (var b = 0u; b < p.batch; b++) {
+        for (var oy = 0u; oy < p.oh; oy++) {
+            let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
+            if (iy < 0 || iy >= i32(p.h)) { continue; }
+            for (var ox = 0u; ox < p.ow; ox++) {
+                let ix = i32(ox * p.sw + kx * p.dw) - i32(p.pad_left);
+                if (ix < 0 || ix >= i32(p.w)) { continue; }
+                acc += input_at(b, u32(iy), u32(ix), ch) * weights[p.f_off + dy_index(b, oy, ox, o)];
+            }
+        }
+    }
+    out[p.out_off + i] = acc;
+}
+
+@compute @workgroup_size(256)
+fn depthwise_grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let pos = input_position(i);
+    var acc = 0.0;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let oy = output_index(pos.y, ky, p.sh, p.dh, p.pad_top, p.oh);
+        if (oy < 0) { continue; }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let ox = output_index(pos.x, kx, p.sw, p.dw, p.pad_left, p.ow);
+            if (ox < 0) { continue; }
+            for (var m = 0u; m < p.fc; m++) {
+                acc += input[p.in_off + dy_index(pos.b, u32(oy), u32(ox), pos.ch * p.fc + m)]
+                    * weights[p.f_off + ((ky * p.kw + kx) * p.c + pos.ch) * p.fc + m];
+            }
+        }
+    }
+    out[p.out_off + i] = acc;
+}
+
+@compute @workgroup_size(256)
+fn depthwise_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    // Filter element [ky, kx, ch, m].
+    let m = i % p.fc;
+    let ch = (i / p.fc) % p.c;
+    let kx = (i / (p.fc * p.c)) % p.kw;
+    let ky = i / (p.fc * p.c * p.kw);
+    var acc = 0.0;
+    for (var b = 0u; b < p.batch; b++) {
+        for (var oy = 0u; oy < p.oh; oy++) {
+            let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
+            if (iy < 0 || iy >= i32(p.h)) { continue; }
+            for (var ox = 0u; ox < p.ow; ox++) {
+                let ix = i32(ox * p.sw + kx * p.dw) - i32(p.pad_left);
+                if (ix < 0 || ix >= i32(p.w)) { continue; }
+                acc += input_at(b, u32(iy), u32(ix), ch) * weights[p.f_off + dy_index(b, oy, ox, ch * p.fc + m)];
+            }
+        }
+    }
+    out[p.out_off + i] = acc;
+}
+
+// The flat input index of the first maximum of output window (b, oy, ox, ch), or -1 if empty.
+fn window_argmax(b: u32, oy: u32, ox: u32, ch: u32) -> i32 {
+    var best = 0.0;
+    var best_at = -1;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let iy = i32(oy * p.sh + ky) - i32(p.pad_top);
+        if (iy < 0 || iy >= i32(p.h)) { continue; }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let ix = i32(ox * p.sw + kx) - i32(p.pad_left);
+            if (ix < 0 || ix >= i32(p.w)) { continue; }
+            let v = input_at(b, u32(iy), u32(ix), ch);
+            if (best_at < 0 || best < v) {
+                best = v;
+                best_at = i32(((b * p.h + u32(iy)) * p.w + u32(ix)) * p.c + ch);
+            }
+        }
+    }
+    return best_at;
+}
+
+@compute @workgroup_size(256)
+fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let pos = input_position(i);
+    var acc = 0.0;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let oy = output_index(pos.y, ky, p.sh, 1u, p.pad_top, p.oh);
+        if (oy < 0) { continue; }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let ox = output_index(pos.x, kx, p.sw, 1u, p.pad_left, p.ow);
+            if (ox < 0) { continue; }
+            if (window_argmax(pos.b, u32(oy), u32(ox), pos.ch) == i32(i)) {
+                acc += weights[p.f_off + dy_index(pos.b, u32(oy), u32(ox), pos.ch)];
+            }
+        }
+    }
+    out[p.out_off + i] = acc;
+}
+
+// The number of non-padding elements of an output window along one dimension.
+fn window_extent(o: u32, stride: u32, k: u32, pad: u32, size: u32) -> u32 {
+    let start = i32(o * stride) - i32(pad);
+    let end = min(start + i32(k), i32(size));
+    return u32(end - max(start, 0));
+}
+
+@compute @workgroup_size(256)
+fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let pos = input_position(i);
+    var acc = 0.0;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let oy = output_index(pos.y, ky, p.sh, 1u, p.pad_top, p.oh);
+        if (oy < 0) { continue; }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let ox = output_index(pos.x, kx, p.sw, 1u, p.pad_left, p.ow);
+            if (ox < 0) { continue; }
+            let count = window_extent(u32(oy), p.sh, p.kh, p.pad_top, p.h)
+                * window_extent(u32(ox), p.sw, p.kw, p.pad_left, p.w);
+            acc += input[p.in_off + dy_index(pos.b, u32(oy), u32(ox), pos.ch)] / f32(count);
+        }
+    }
+    out[p.out_off + i] = acc;
 }

@@ -242,19 +242,19 @@ pub fn launch_batch_norm(
     launch(stream, "batch_norm", p, &[x, scale, offset, mean, variance], y)
 }
 
-/// MaxPool and AvgPool.
-pub fn pool(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+/// Launch parameters of a pooling window over an NHWC `shape`.
+fn pool_params(kernel: &KernelInstance, shape: &[i64]) -> Result<Params> {
     nhwc(kernel)?;
-    let input = ctx.input(0)?;
-    check_4d(&input, "input")?;
+    if shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("input must be 4-dimensional: {shape:?}")));
+    }
     let (kh, kw) = hw(kernel, "ksize")?;
     let (sh, sw) = hw(kernel, "strides")?;
     let padding = kernel.attrs.str("padding")?;
-    let (batch, h, w, c) = (input.shape[0], input.shape[1], input.shape[2], input.shape[3]);
+    let (batch, h, w, c) = (shape[0], shape[1], shape[2], shape[3]);
     let (oh, top) = window(h, kh, sh, 1, padding, (0, 0))?;
     let (ow, left) = window(w, kw, sw, 1, padding, (0, 0))?;
-    let out = ctx.allocate_output(0, input.dtype, &[batch, oh, ow, c])?;
-    let p = Params {
+    Ok(Params {
         batch: batch as u32,
         h: h as u32,
         w: w as u32,
@@ -271,10 +271,74 @@ pub fn pool(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
         pad_top: top as u32,
         pad_left: left as u32,
         ..Default::default()
-    };
+    })
+}
+
+fn pooled_shape(p: &Params) -> Vec<i64> {
+    [p.batch, p.oh, p.ow, p.c].map(i64::from).to_vec()
+}
+
+/// MaxPool and AvgPool.
+pub fn pool(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let p = pool_params(kernel, &input.shape)?;
+    let out = ctx.allocate_output(0, input.dtype, &pooled_shape(&p))?;
     let entry = if kernel.def.op == "MaxPool" { "max_pool" } else { "avg_pool" };
     // The filter slot is unused by the pools; the input stands in for it.
     launch(ctx.stream()?, entry, p, &[&input, &input], &out)
+}
+
+fn check_gradient_shape(op: &str, grad: &TensorRef, expected: &[i64]) -> Result<()> {
+    if grad.shape != expected {
+        return Err(Error::invalid_argument(format!(
+            "{op}: the gradient has shape {:?}, but the forward op's output shape is {expected:?}",
+            grad.shape
+        )));
+    }
+    Ok(())
+}
+
+/// MaxPoolGrad (orig_input, orig_output, grad) and AvgPoolGrad (orig_input_shape, grad).
+pub fn pool_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = kernel.def.op;
+    let max = op == "MaxPoolGrad";
+    let (input, grad) = if max { (Some(ctx.input(0)?), ctx.input(2)?) } else { (None, ctx.input(1)?) };
+    let shape = match &input {
+        Some(t) => t.shape.clone(),
+        None => ctx.host_input_values(0)?.0,
+    };
+    let p = pool_params(kernel, &shape)?;
+    check_gradient_shape(op, &grad, &pooled_shape(&p))?;
+    let dx = ctx.allocate_output(0, grad.dtype, &shape)?;
+    match &input {
+        Some(x) => launch(ctx.stream()?, "max_pool_grad", p, &[x, &grad], &dx),
+        None => launch(ctx.stream()?, "avg_pool_grad", p, &[&grad, &grad], &dx),
+    }
+}
+
+/// Conv2DBackpropInput, Conv2DBackpropFilter and their DepthwiseConv2dNative twins. The sizes of
+/// the gradient they produce come as a host-memory input.
+pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = kernel.def.op;
+    let depthwise = op.starts_with("Depthwise");
+    let for_filter = op.ends_with("Filter");
+    let dy = ctx.input(2)?;
+    let (sizes, _) = ctx.host_input_values(if for_filter { 1 } else { 0 })?;
+    let known = ctx.input(if for_filter { 0 } else { 1 })?;
+    let sized = TensorRef { shape: sizes.clone(), ..known.clone() };
+    let (input, filter) = if for_filter { (&known, &sized) } else { (&sized, &known) };
+    let plan = plan(kernel, input, filter, depthwise)?;
+    check_gradient_shape(op, &dy, &plan.out_shape)?;
+    let out = ctx.allocate_output(0, dy.dtype, &sizes)?;
+    let entry = match (depthwise, for_filter) {
+        (false, false) => "conv2d_grad_input",
+        (false, true) => "conv2d_grad_filter",
+        (true, false) => "depthwise_grad_input",
+        (true, true) => "depthwise_grad_filter",
+    };
+    // grad_input reads (dy, filter); grad_filter reads (x, dy).
+    let operands = if for_filter { [&known, &dy] } else { [&dy, &known] };
+    launch(ctx.stream()?, entry, plan.params, &operands, &out)
 }
 
 /// FusedBatchNormV3 with is_training = false: normalise with the given mean and variance.

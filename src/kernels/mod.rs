@@ -468,6 +468,12 @@ fn build_table() -> Vec<KernelDef> {
     table.push(kernel("DepthwiseConv2dNative", f32, &[], CONV_ATTRS, conv::conv));
     table.push(kernel("MaxPool", f32, &[], POOL_ATTRS, conv::pool));
     table.push(kernel("AvgPool", f32, &[], POOL_ATTRS, conv::pool));
+    table.push(kernel("Conv2DBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
+    table.push(kernel("Conv2DBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
+    table.push(kernel("DepthwiseConv2dNativeBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
+    table.push(kernel("DepthwiseConv2dNativeBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
+    table.push(kernel("MaxPoolGrad", f32, &[], POOL_ATTRS, conv::pool_grad));
+    table.push(kernel("AvgPoolGrad", f32, &["orig_input_shape"], POOL_ATTRS, conv::pool_grad));
     table.push(kernel(
         "FusedBatchNormV3",
         leak(vec![("T", DType::F32), ("U", DType::F32)]),
@@ -569,7 +575,13 @@ fn build_table() -> Vec<KernelDef> {
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 18] = [
+const HALF_VIA_F32: [&str; 24] = [
+    "Conv2DBackpropInput",
+    "Conv2DBackpropFilter",
+    "DepthwiseConv2dNativeBackpropInput",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "MaxPoolGrad",
+    "AvgPoolGrad",
     "BiasAddGrad",
     "SoftmaxCrossEntropyWithLogits",
     "SparseSoftmaxCrossEntropyWithLogits",

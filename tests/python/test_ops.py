@@ -38,12 +38,15 @@ TOLERANCE = {
     "Einsum": 1e-5, "Softmax": 1e-6, "LogSoftmax": 2e-6, "Conv2D": 1e-5, "DepthwiseConv2dNative": 1e-5,
     "AvgPool": 1e-6, "FusedBatchNormV3": 1e-5, "_FusedConv2D": 1e-5, "_FusedMatMul": 1e-5, "RealDiv": 1e-6,
     "Div": 1e-6, "FloorMod": 1e-5, "SoftplusGrad": 2e-6, "RsqrtGrad": 2e-6, "SqrtGrad": 2e-6, "BiasAddGrad": 1e-5,
-    "SoftmaxCrossEntropyWithLogits": 1e-5, "SparseSoftmaxCrossEntropyWithLogits": 1e-5, "FloorDiv": 1e-6, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
+    "SoftmaxCrossEntropyWithLogits": 1e-5, "SparseSoftmaxCrossEntropyWithLogits": 1e-5, "Conv2DBackpropInput": 1e-5,
+    "Conv2DBackpropFilter": 1e-5, "DepthwiseConv2dNativeBackpropInput": 1e-5, "DepthwiseConv2dNativeBackpropFilter": 1e-5,
+    "AvgPoolGrad": 1e-6, "FloorDiv": 1e-6, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
 }
 
 # Ops that accumulate long sums. TF-CPU's float16 kernels of these keep partial sums in half
 # precision (see `run`), and float32 results differ by summation order (see `assert_same`).
-HALF_ACCUMULATING = {"BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
+HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
+                     "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
                      "AvgPool", "FusedBatchNormV3", "AddN"}
 
 rng_global = np.random.default_rng(1234)
@@ -164,7 +167,9 @@ GRADS = {
     "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"),
 }
 FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
-    "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
+    "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
+    "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPoolGrad",
+    "AvgPoolGrad",
     "BiasAdd", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "MatMul", "BatchMatMulV2",
     "BatchMatMulV3", "Einsum", "Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool",
     "AvgPool", "FusedBatchNormV3", "_FusedConv2D", "_FusedMatMul", "Range", "Cast",
@@ -199,6 +204,55 @@ def training_cases(op, attrs, rng):
             probs = np.abs(floats(rng, (rows, cols), specials=False))
             yield fn, [f(rows, cols) * 4, typed(attrs, probs / probs.sum(axis=1, keepdims=True))]
         yield fn, [f(4, 6), typed(attrs, np.abs(floats(rng, (4, 6), specials=False)))]  # rows not summing to 1
+
+
+# (TF-CPU has no dilated convolution gradients to compare with, so none are dilated.)
+CONV_GRAD_CONFIGS = [  # input shape, filter shape, strides, padding, dilations
+    ((2, 9, 8, 4), (3, 2, 4, 5), [1, 2, 1, 1], "SAME", [1, 1, 1, 1]),
+    ((2, 9, 8, 4), (3, 2, 4, 5), [1, 2, 1, 1], "VALID", [1, 1, 1, 1]),
+    ((2, 9, 8, 4), (3, 2, 4, 5), [1, 1, 2, 1], [[0, 0], [1, 2], [0, 1], [0, 0]], [1, 1, 1, 1]),
+    ((2, 5, 7, 6), (1, 1, 6, 7), [1, 1, 1, 1], "SAME", [1, 1, 1, 1]),
+]
+
+
+def conv_grad_cases(op, attrs, rng):
+    f = lambda *s: typed(attrs, floats(rng, s, specials=False))
+    depthwise = op.startswith("Depthwise")
+    forward = tf.raw_ops.DepthwiseConv2dNative if depthwise else tf.raw_ops.Conv2D
+    # TF-CPU's depthwise convolution needs equal strides and filter channels equal to the input's.
+    configs = [c for c in CONV_GRAD_CONFIGS if not depthwise or (c[1][2] == c[0][3] and c[2][1] == c[2][2])]
+    if depthwise:
+        configs += [((2, 9, 8, 3), (3, 3, 3, 2), [1, 2, 2, 1], pad, [1, 1, 1, 1]) for pad in ("SAME", "VALID")]
+    for xs, ks, strides, padding, dilations in configs:
+        pad, explicit = (padding, []) if isinstance(padding, str) else ("EXPLICIT", sum(padding, []))
+        conv = dict(strides=strides, padding=pad, dilations=dilations)
+        if not depthwise:
+            conv["explicit_paddings"] = explicit
+        elif pad == "EXPLICIT":
+            continue
+        with tf.device("/CPU:0"):
+            dy_shape = forward(input=tf.zeros(xs), filter=tf.zeros(ks), **conv).shape
+        if op.endswith("Input"):
+            fn = lambda k, dy, xs=xs, conv=conv: getattr(tf.raw_ops, op)(input_sizes=list(xs), filter=k, out_backprop=dy, **conv)
+            yield fn, [f(*ks), f(*dy_shape)]
+        else:
+            fn = lambda x, dy, ks=ks, conv=conv: getattr(tf.raw_ops, op)(input=x, filter_sizes=list(ks), out_backprop=dy, **conv)
+            yield fn, [f(*xs), f(*dy_shape)]
+
+
+def pool_grad_cases(op, attrs, rng):
+    f = lambda *s: typed(attrs, floats(rng, s, specials=False))
+    for xs, ksize, strides, padding in [((2, 9, 8, 3), (3, 2), (2, 2), "SAME"), ((2, 9, 8, 3), (3, 2), (2, 2), "VALID"),
+                                        ((1, 6, 6, 2), (2, 2), (1, 1), "SAME")]:
+        pool = dict(ksize=[1, *ksize, 1], strides=[1, *strides, 1], padding=padding)
+        x = f(*xs)
+        with tf.device("/CPU:0"):
+            y = tf.raw_ops.MaxPool(input=x, **pool) if op == "MaxPoolGrad" else tf.raw_ops.AvgPool(value=x, **pool)
+        dy = f(*y.shape)
+        if op == "MaxPoolGrad":
+            yield (lambda x, y, dy, pool=pool: tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=y, grad=dy, **pool)), [x, y.numpy().astype(x.dtype), dy]
+        else:
+            yield (lambda dy, xs=xs, pool=pool: tf.raw_ops.AvgPoolGrad(orig_input_shape=list(xs), grad=dy, **pool)), [dy]
 
 
 def unary_cases(op, attrs, rng):
@@ -589,6 +643,11 @@ for name in GRADS:
     CASES[name] = grad_cases
 for name in ("BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits"):
     CASES[name] = training_cases
+for name in ("Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
+             "DepthwiseConv2dNativeBackpropFilter"):
+    CASES[name] = conv_grad_cases
+for name in ("MaxPoolGrad", "AvgPoolGrad"):
+    CASES[name] = pool_grad_cases
 
 
 # The op set issue 3 asks for (float32 at least). ResourceGather runs in graphs only (see

@@ -5,8 +5,8 @@ log showing the training step's compute on the device.
 Keras's default `jit_compile="auto"` turns XLA on for any GPU but Apple's, and XLA has no compiler
 for the WGPU platform, so the models compile with `jit_compile=False` (the README says so).
 
-Not covered yet (see the README's limits): Dropout (needs the Philox stateless RNG kernels),
-convolution and pooling gradients, and `run_eagerly=True`, whose optimizer updates are eager
+Not covered yet (see the README's limits): Dropout (needs the Philox stateless RNG kernels) and
+`run_eagerly=True`, whose optimizer updates are eager
 AssignAdd/AssignSub that TF >= 2.20 gives plugins no way to run (they fail with a clear error).
 """
 
@@ -38,6 +38,11 @@ with tf.device("/%s:0" % device):
     if name == "mlp":
         model = keras.Sequential([keras.Input((64,)), layers.Dense(32, activation="relu"), layers.BatchNormalization(),
                                   layers.Dense(16, activation="tanh"), layers.Dense(10)])
+    elif name == "cnn":
+        x = x.reshape(-1, 8, 8, 1)
+        model = keras.Sequential([keras.Input((8, 8, 1)), layers.Conv2D(8, 3, padding="same", activation="relu"),
+                                  layers.BatchNormalization(), layers.MaxPooling2D(),
+                                  layers.Conv2D(16, 3, activation="relu"), layers.Flatten(), layers.Dense(10)])
     else:  # a Transformer-encoder classifier over the 8 rows of each 8x8 digit
         x = x.reshape(-1, 8, 8)
         inp = keras.Input((8, 8))
@@ -78,7 +83,7 @@ def result_of(text):
     return json.loads(match.group(1))
 
 
-@pytest.mark.parametrize("name", ["mlp", "transformer"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
 def test_fit_matches_cpu_and_trains_on_wgpu(name):
     code, cpu_text = fit(name, "CPU")
     assert code == 0, cpu_text[-4000:]
