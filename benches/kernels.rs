@@ -66,6 +66,9 @@ impl KernelContext for BenchContext<'_> {
         let len = v.len() as i64;
         Ok((v, vec![len]))
     }
+    fn write_host_output(&mut self, _: usize, _: DType, _: &[i64], _: &[u8]) -> Result<()> {
+        Err(Error::internal("not used by the benchmarks"))
+    }
     fn host_input_floats(&mut self, _index: usize) -> Result<Vec<f64>> {
         Err(Error::internal("not used by the benchmarks"))
     }

@@ -36,6 +36,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f16")]);
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::random::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
 }
 
@@ -84,6 +85,7 @@ fn every_wgsl_file_is_covered() {
             "logical.wgsl",
             "matmul.wgsl",
             "memory.wgsl",
+            "random.wgsl",
             "reduce.wgsl",
             "select.wgsl",
             "softmax.wgsl",

@@ -104,6 +104,7 @@ tf_api! {
     TF_NumInputs: fn(*mut TF_OpKernelContext) -> c_int;
     TF_NumOutputs: fn(*mut TF_OpKernelContext) -> c_int;
     TF_ExpectedOutputDataType: fn(*mut TF_OpKernelContext, c_int) -> TF_DataType;
+    TF_IsHostMemoryOutput: fn(*mut TF_OpKernelContext, c_int, *mut TF_Status) -> TF_Bool;
     TF_GetInput: fn(*mut TF_OpKernelContext, c_int, *mut *mut TF_Tensor, *mut TF_Status);
     TF_AllocateOutput: fn(*mut TF_OpKernelContext, c_int, TF_DataType, *const i64, c_int, usize, *mut TF_Status) -> *mut TF_Tensor;
     TF_ForwardInputOrAllocateOutput: fn(*mut TF_OpKernelContext, *const c_int, c_int, c_int, *const i64, c_int, *mut c_int, *mut TF_Status) -> *mut TF_Tensor;

@@ -25,9 +25,10 @@ pub const LOGICAL_SHADER: Shader = broadcast_shader!("logical", "logical.wgsl", 
 pub const SELECT_SHADER: Shader = broadcast_shader!("select", "select.wgsl", 4);
 pub const INT64_SHADER: Shader = broadcast_shader!("binary_int64", "binary_int64.wgsl", 3);
 
-/// The int64 ops of `binary_int64.wgsl` (TF-GPU keeps int64 AddV2/Sub on the device; Keras's
-/// iteration counter is an int64 variable updated with them).
-pub const INT64_OPS: [(&str, u32); 3] = [("AddV2", 0), ("Add", 0), ("Sub", 1)];
+/// The int64 ops of `binary_int64.wgsl`, which TF-GPU also runs on the device (Keras's iteration
+/// counter and random-seed state are int64 variables updated with them).
+pub const INT64_OPS: [(&str, u32); 6] =
+    [("AddV2", 0), ("Add", 0), ("Sub", 1), ("Mul", 2), ("FloorMod", 3), ("FloorDiv", 4)];
 
 /// The ops of `binary.wgsl`, by the value of its `OP` override constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,7 +269,7 @@ pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     launch_two(ctx.stream()?, &SHADER, spec, &a, &b, &out, dtype.size(), false)
 }
 
-/// int64 AddV2, Add and Sub.
+/// int64 AddV2, Add, Sub, Mul, FloorMod and FloorDiv.
 pub fn compute_int64(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let op = op_by_name(&INT64_OPS, kernel.def.op)?;
     let a = ctx.input(0)?;

@@ -97,6 +97,10 @@ impl KernelContext for F32View<'_> {
         self.inner.host_input_values(index)
     }
 
+    fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
+        self.inner.write_host_output(index, dtype, shape, bytes)
+    }
+
     fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
         self.inner.host_input_floats(index)
     }

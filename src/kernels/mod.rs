@@ -11,6 +11,7 @@ pub mod half;
 pub mod index;
 pub mod matmul;
 pub mod nn;
+pub mod random;
 pub mod reduce;
 pub mod registration;
 pub mod slice;
@@ -162,6 +163,8 @@ pub trait KernelContext {
     fn expected_output_dtype(&self, index: usize) -> Result<DType>;
     /// The values of an int32/int64 input that TF keeps in host memory (shapes, axes, indices).
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)>;
+    /// Allocates host-memory output `index` (declared HostMemory) and fills it with `bytes`.
+    fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()>;
     /// The values of a float32/float64 input that TF keeps in host memory.
     fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>>;
     /// A device tensor that lives until the kernel returns (and its enqueued work is done with it).
@@ -514,6 +517,22 @@ fn build_table() -> Vec<KernelDef> {
     table.push(kernel("Einsum", f32, &[], &[("equation", AttrKind::Str)], einsum::compute));
     for op in ["Softmax", "LogSoftmax"] {
         table.push(kernel(op, f32, &[], &[], nn::softmax));
+    }
+    for int in [DType::I32, DType::I64] {
+        table.push(kernel(
+            "StatelessRandomGetKeyCounter",
+            leak(vec![("Tseed", int)]),
+            &["seed", "key", "counter"],
+            &[],
+            random::get_key_counter,
+        ));
+        table.push(kernel(
+            "StatelessRandomUniformV2",
+            leak(vec![("dtype", DType::F32), ("Tshape", int)]),
+            &["shape", "key", "counter", "alg"],
+            &[],
+            random::uniform,
+        ));
     }
     table.push(kernel("SoftmaxCrossEntropyWithLogits", f32, &[], &[], nn::cross_entropy));
     for labels in [DType::I32, DType::I64] {

@@ -359,10 +359,33 @@ impl KernelContext for TfKernelContext<'_> {
             DType::I32 => {
                 bytes.chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap_or_default()) as i64).collect()
             }
-            DType::I64 => bytes.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap_or_default())).collect(),
-            other => return Err(Error::invalid_argument(format!("expected an int32 or int64 input, got {other:?}"))),
+            // uint64 (random keys and counters) keeps its bits.
+            DType::I64 | DType::U64 => {
+                bytes.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap_or_default())).collect()
+            }
+            other => return Err(Error::invalid_argument(format!("expected an integer input, got {other:?}"))),
         };
         Ok((values, tensor.shape))
+    }
+
+    fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
+        let out = self.allocate_output(index, dtype, shape)?;
+        if out.byte_len() != bytes.len() as u64 {
+            return Err(Error::internal(format!("host output {index}: {} bytes for {shape:?}", bytes.len())));
+        }
+        let is_host = tf_fn!(self.api, TF_IsHostMemoryOutput);
+        let status = OwnedStatus::new();
+        // SAFETY: `ctx` is live for this compute call.
+        let on_host = unsafe { is_host(self.ctx, index as c_int, status.as_ptr()) };
+        status.result()?;
+        if on_host == 0 {
+            return Err(Error::internal(format!("output {index} is not in host memory")));
+        }
+        if !bytes.is_empty() {
+            // SAFETY: a host-memory output's data is a host pointer to `out.byte_len()` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.address as *mut u8, bytes.len()) };
+        }
+        Ok(())
     }
 
     fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {

@@ -255,6 +255,26 @@ def pool_grad_cases(op, attrs, rng):
             yield (lambda dy, xs=xs, pool=pool: tf.raw_ops.AvgPoolGrad(orig_input_shape=list(xs), grad=dy, **pool)), [dy]
 
 
+def random_cases(op, attrs, rng):
+    int_type = np.int32 if attrs.get("Tseed", attrs.get("Tshape")) == "int32" else np.int64
+    if op == "StatelessRandomGetKeyCounter":
+        for seed in [(0, 0), (1, 2), (-7, 2**31 - 1)]:
+            yield (lambda s: tf.raw_ops.StatelessRandomGetKeyCounter(seed=s)), [np.array(seed, int_type)]
+        return
+    for seed, shape, alg in [((1, 2), [], 1), ((3, 4), [5], 3), ((5, 6), [3, 1001], 1), ((7, 8), [0, 4], 1)]:
+        with tf.device("/CPU:0"):
+            key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=np.array(seed, int_type))
+        fn = lambda k, c, shape=shape, alg=alg: tf.raw_ops.StatelessRandomUniformV2(
+            shape=np.array(shape, int_type), key=k, counter=c, alg=alg)
+        yield fn, [key.numpy(), counter.numpy()]
+    # A counter about to carry across its 32-bit words.
+    edge = np.array([2**64 - 3, 2**32 - 1], np.uint64)
+    yield (lambda k, c: tf.raw_ops.StatelessRandomUniformV2(shape=np.array([37], int_type), key=k, counter=c, alg=1)), [
+        np.array([12345], np.uint64), edge]
+    # The public API, which chains both ops.
+    yield (lambda: tf.random.stateless_uniform([4, 9], seed=[11, 12])), []
+
+
 def unary_cases(op, attrs, rng):
     fn = UNARY[op]
     for _ in range(4):
@@ -269,7 +289,11 @@ def binary_cases(op, attrs, rng):
         for _ in range(6):
             a, b = broadcast_pair(rng)
             yield fn, [values(rng, tf.int64, a), values(rng, tf.int64, b)]
-        yield fn, [np.array([2**32 - 1, -1, 2**63 - 1, -(2**63)], np.int64), np.array([1, 1, 1, -1], np.int64)]
+        if op in ("FloorMod", "FloorDiv"):  # signs, exact multiples, and no INT64_MIN / -1
+            yield fn, [np.array([2**32 - 1, -1, 2**63 - 1, -(2**63), 21, -21, 21, -21, 5], np.int64),
+                       np.array([1, 3, -7, 7, 7, 7, -4, -4, 2**40], np.int64)]
+        else:
+            yield fn, [np.array([2**32 - 1, -1, 2**63 - 1, -(2**63)], np.int64), np.array([1, 1, 1, -1], np.int64)]
         return
     for _ in range(6):
         a, b = broadcast_pair(rng)
@@ -648,6 +672,8 @@ for name in ("Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNati
     CASES[name] = conv_grad_cases
 for name in ("MaxPoolGrad", "AvgPoolGrad"):
     CASES[name] = pool_grad_cases
+for name in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2"):
+    CASES[name] = random_cases
 
 
 # The op set issue 3 asks for (float32 at least). ResourceGather runs in graphs only (see

@@ -36,7 +36,8 @@ y = digits.target.astype(np.int64)[:512]
 keras.utils.set_random_seed(0)
 with tf.device("/%s:0" % device):
     if name == "mlp":
-        model = keras.Sequential([keras.Input((64,)), layers.Dense(32, activation="relu"), layers.BatchNormalization(),
+        model = keras.Sequential([keras.Input((64,)), layers.Dense(32, activation="relu"), layers.Dropout(0.2),
+                                  layers.BatchNormalization(),
                                   layers.Dense(16, activation="tanh"), layers.Dense(10)])
     elif name == "cnn":
         x = x.reshape(-1, 8, 8, 1)

@@ -1,0 +1,130 @@
+//! Stateless random numbers (`wgsl/random.wgsl`): StatelessRandomGetKeyCounter and
+//! StatelessRandomUniformV2 on TF's Philox-4x32-10 stream, so that Dropout masks and initializers
+//! equal TF-CPU's bit for bit. The seed scrambling runs on the host (it is one Philox call); the
+//! fill runs one invocation per Philox call of four outputs, as TF's `FillPhiloxRandom` groups them.
+
+use crate::error::{Error, Result};
+use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+
+use super::{shader_len, DType, KernelContext, KernelInstance};
+
+pub const SHADER: Shader =
+    Shader { name: "random", source: include_str!("../../wgsl/random.wgsl"), storage_buffers: 1 };
+
+const W32A: u32 = 0x9E37_79B9;
+const W32B: u32 = 0xBB67_AE85;
+const M4X32A: u32 = 0xD251_1F53;
+const M4X32B: u32 = 0xCD9E_8D57;
+
+/// TF's `Algorithm` values for the V2 ops.
+const RNG_ALG_PHILOX: i64 = 1;
+const RNG_ALG_AUTO_SELECT: i64 = 3;
+
+/// One Philox-4x32-10 block: 10 rounds of `counter` under `key`, as `random::PhiloxRandom` runs them.
+pub fn philox(mut counter: [u32; 4], mut key: [u32; 2]) -> [u32; 4] {
+    for round in 0..10 {
+        let p0 = u64::from(M4X32A) * u64::from(counter[0]);
+        let p1 = u64::from(M4X32B) * u64::from(counter[2]);
+        counter =
+            [(p1 >> 32) as u32 ^ counter[1] ^ key[0], p1 as u32, (p0 >> 32) as u32 ^ counter[3] ^ key[1], p0 as u32];
+        if round < 9 {
+            key = [key[0].wrapping_add(W32A), key[1].wrapping_add(W32B)];
+        }
+    }
+    counter
+}
+
+/// TF's `GenerateKey`: the Philox key and counter for a two-element seed.
+pub fn key_counter_from_seed(seed0: u64, seed1: u64) -> ([u32; 2], [u32; 4]) {
+    let counter = [seed0 as u32, (seed0 >> 32) as u32, seed1 as u32, (seed1 >> 32) as u32];
+    let mix = philox(counter, [0x3ec8_f720, 0x0246_1e29]);
+    ([mix[0], mix[1]], [0, 0, mix[2], mix[3]])
+}
+
+/// TF's `Uint32ToFloat`: 23 random mantissa bits, a float in [0, 1).
+pub fn uint32_to_float(x: u32) -> f32 {
+    f32::from_bits((127 << 23) | (x & 0x7f_ffff)) - 1.0
+}
+
+/// StatelessRandomGetKeyCounter: seed (int32 or int64, [2]) -> key (uint64 [1]), counter
+/// (uint64 [2]), all in host memory.
+pub fn get_key_counter(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+    let (seed, shape) = ctx.host_input_values(0)?;
+    if shape != [2] {
+        return Err(Error::invalid_argument(format!("seed must have shape [2], not {shape:?}")));
+    }
+    let (key, counter) = key_counter_from_seed(seed[0] as u64, seed[1] as u64);
+    let words = |lo: u32, hi: u32| ((u64::from(hi) << 32) | u64::from(lo)).to_ne_bytes();
+    ctx.write_host_output(0, DType::U64, &[1], &words(key[0], key[1]))?;
+    let mut counter_bytes = words(counter[0], counter[1]).to_vec();
+    counter_bytes.extend(words(counter[2], counter[3]));
+    ctx.write_host_output(1, DType::U64, &[2], &counter_bytes)
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    out_off: u32,
+    key: [u32; 2],
+    counter: [u32; 4],
+}
+
+/// StatelessRandomUniformV2 (float32): shape, key, counter and alg in host memory.
+pub fn uniform(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("dtype")?;
+    let (shape, _) = ctx.host_input_values(0)?;
+    let (key, key_shape) = ctx.host_input_values(1)?;
+    let (counter, _) = ctx.host_input_values(2)?;
+    let (alg, _) = ctx.host_input_values(3)?;
+    match alg.first() {
+        Some(&RNG_ALG_PHILOX) | Some(&RNG_ALG_AUTO_SELECT) => {}
+        other => return Err(Error::unimplemented(format!("random algorithm {other:?} on WGPU (only Philox)"))),
+    }
+    if key_shape != [1] || counter.len() < 2 {
+        return Err(Error::invalid_argument("key must have shape [1] and counter at least 2 elements"));
+    }
+    if shape.iter().any(|&d| d < 0) {
+        return Err(Error::invalid_argument(format!("shape must be non-negative: {shape:?}")));
+    }
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    let n = shader_len(out.num_elements(), kernel.def.op)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let split = |v: i64| [v as u64 as u32, (v as u64 >> 32) as u32];
+    let [k0, k1] = split(key[0]);
+    let ([c0, c1], [c2, c3]) = (split(counter[0]), split(counter[1]));
+    let stream = ctx.stream()?;
+    let device = stream.device();
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let pipeline =
+        device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "fill_uniform", ..Default::default() })?;
+    stream.encode(|core, encoder| {
+        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        let params = Params { n, out_off, key: [k0, k1], counter: [c0, c1, c2, c3] };
+        dispatch(core, encoder, "random", &pipeline, &[out_bind], bytemuck::bytes_of(&params), n.div_ceil(4) as u64)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn philox_matches_the_published_known_answers() {
+        // Random123's kat_vectors for philox4x32_10.
+        assert_eq!(philox([0; 4], [0; 2]), [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]);
+        assert_eq!(philox([u32::MAX; 4], [u32::MAX; 2]), [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]);
+        assert_eq!(
+            philox([0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344], [0xa4093822, 0x299f31d0]),
+            [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1]
+        );
+    }
+
+    #[test]
+    fn uniform_floats_use_23_mantissa_bits() {
+        assert_eq!(uint32_to_float(0), 0.0);
+        assert_eq!(uint32_to_float(u32::MAX), 1.0 - f32::EPSILON);
+    }
+}
