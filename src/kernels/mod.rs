@@ -586,6 +586,10 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, leak(vec![("dtype", dtype)]), &[], &[], variables::eager_only_in_graphs));
         }
     }
+    for &dtype in floats {
+        let attrs: &'static [(&'static str, AttrKind)] = &[];
+        table.push(kernel("ResourceApplyGradientDescent", t_of(dtype), &[], attrs, variables::eager_only_in_graphs));
+    }
     if with_f16 {
         table.extend(half_twins(&table));
     }

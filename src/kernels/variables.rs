@@ -1,5 +1,5 @@
 //! Resource-variable ops whose kernels would need the variable's tensor: ResourceGather,
-//! AssignAddVariableOp, AssignSubVariableOp.
+//! AssignAddVariableOp, AssignSubVariableOp, ResourceApplyGradientDescent.
 //!
 //! TF's kernel C API reaches a variable's tensor only through `kernels_experimental.h`, which TF
 //! 2.20+ does not export. These rows exist so that TF places the ops on the WGPU device (where the
@@ -16,6 +16,7 @@ pub fn eager_only_in_graphs(_ctx: &mut dyn KernelContext, kernel: &KernelInstanc
     let instead = match kernel.def.op {
         "ResourceGather" => "tf.gather(v.read_value(), indices)",
         "AssignSubVariableOp" => "v.assign(v - x)",
+        "ResourceApplyGradientDescent" => "v.assign(v - alpha * delta)",
         _ => "v.assign(v + x)",
     };
     Err(Error::unimplemented(format!(

@@ -6,7 +6,9 @@
 //! kernels do run:
 //! - `ResourceGather(v, i)` → `GatherV2(ReadVariableOp(v), i, axis = batch_dims)`;
 //! - `AssignAddVariableOp(v, x)` → `AssignVariableOp(v, AddV2(ReadVariableOp(v), x))`, and
-//!   `AssignSubVariableOp` likewise with `Sub`.
+//!   `AssignSubVariableOp` likewise with `Sub`;
+//! - `ResourceApplyGradientDescent(v, alpha, delta)` →
+//!   `AssignVariableOp(v, Sub(ReadVariableOp(v), Mul(alpha, delta)))` (TF1-style optimizers).
 //!
 //! The rewritten op keeps its node name, so fetches, outputs and control edges stay valid.
 
@@ -30,7 +32,8 @@ const ATTR_TENSOR: u32 = 8;
 const DT_INT32: u64 = 3;
 
 /// The ops `rewrite_graph` replaces when they are placed on the WGPU device.
-pub const REWRITTEN_OPS: [&str; 3] = ["ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp"];
+pub const REWRITTEN_OPS: [&str; 4] =
+    ["ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApplyGradientDescent"];
 
 /// A `NodeDef`, decoded as far as the rewrites need.
 struct Node {
@@ -138,7 +141,7 @@ fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
         return None;
     }
     let (data, control) = node.split_inputs();
-    let dtype = node.attr_value("dtype")?.varint(ATTR_TYPE)?;
+    let dtype = node.attr_value("dtype").or_else(|| node.attr_value("T"))?.varint(ATTR_TYPE)?;
     let device = node.device.as_str();
     // The read carries the node's control inputs, so it is ordered after what the op was.
     let read_name = names.fresh(&node.name, "wgpu_read");
@@ -169,6 +172,18 @@ fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
                 .attr("dtype", type_attr(dtype))
                 .attr("validate_shape", bool_attr(false));
             Some(vec![read, update, assign])
+        }
+        "ResourceApplyGradientDescent" if data.len() == 3 => {
+            let step_name = names.fresh(&node.name, "wgpu_step");
+            let step = Node::new(step_name.clone(), "Mul", vec![data[1].clone(), data[2].clone()], device)
+                .attr("T", type_attr(dtype));
+            let update_name = names.fresh(&node.name, "wgpu_update");
+            let update =
+                Node::new(update_name.clone(), "Sub", vec![read_name, step_name], device).attr("T", type_attr(dtype));
+            let assign = Node::new(node.name.clone(), "AssignVariableOp", vec![data[0].clone(), update_name], device)
+                .attr("dtype", type_attr(dtype))
+                .attr("validate_shape", bool_attr(false));
+            Some(vec![read, step, update, assign])
         }
         _ => None,
     }
@@ -263,6 +278,19 @@ mod tests {
         assert_eq!(nodes[1].inputs, ["upd/wgpu_read", "x"]);
         assert_eq!(nodes[2].inputs, ["v", "upd/wgpu_update"]);
         assert_eq!(nodes[2].name, "upd");
+    }
+
+    #[test]
+    fn gradient_descent_becomes_read_mul_sub_assign() {
+        let node =
+            Node::new("sgd".into(), "ResourceApplyGradientDescent", vec!["v".into(), "lr".into(), "g".into()], GPU)
+                .attr("T", type_attr(1));
+        let nodes = nodes_of(&rewrite_graph(&graph(&[node])).unwrap().unwrap());
+        let ops: Vec<&str> = nodes.iter().map(|n| n.op.as_str()).collect();
+        assert_eq!(ops, ["ReadVariableOp", "Mul", "Sub", "AssignVariableOp"]);
+        assert_eq!(nodes[1].inputs, ["lr", "g"]);
+        assert_eq!(nodes[2].inputs, ["sgd/wgpu_read", "sgd/wgpu_step"]);
+        assert_eq!(nodes[3].inputs, ["v", "sgd/wgpu_update"]);
     }
 
     #[test]

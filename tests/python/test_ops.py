@@ -167,7 +167,7 @@ GRADS = {
     "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"),
 }
 FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
-    "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
+    "ResourceApplyGradientDescent", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
     "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPoolGrad",
     "AvgPoolGrad",
     "BiasAdd", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "MatMul", "BatchMatMulV2",
@@ -588,7 +588,16 @@ ASSIGN_UPDATE_DTYPES = {"float32", "float16", "int64"}
 
 
 def variable_cases(op, attrs, rng):
-    dt = tf.as_dtype(attrs["dtype"])
+    dt = tf.as_dtype(attrs.get("dtype") or attrs["T"])
+    if op == "ResourceApplyGradientDescent":
+        init, delta = typed(attrs, floats(rng, (4, 3))), typed(attrs, floats(rng, (4, 3)))
+
+        def sgd(v, alpha, delta):
+            tf.raw_ops.ResourceApplyGradientDescent(var=v.handle, alpha=alpha, delta=delta)
+            return v.read_value()
+
+        yield ("variable", sgd, init, [typed(attrs, np.array(0.25, np.float32)), delta])
+        return
     if op == "ResourceGather":
         it = np.int32 if attrs["Tindices"] == "int32" else np.int64
         table = values(rng, dt, (6, 3, 2))
@@ -617,7 +626,7 @@ def run_variable(fn, init, args, device):
 
 
 def check_variable_case(op, attrs, fn, init, args):
-    if op != "ResourceGather" and attrs["dtype"] not in ASSIGN_UPDATE_DTYPES:
+    if op != "ResourceGather" and (attrs.get("dtype") or attrs["T"]) not in ASSIGN_UPDATE_DTYPES:
         # No AddV2/Sub kernel of this dtype on the device: a clear graph error, never a crash.
         with pytest.raises((tf.errors.NotFoundError, tf.errors.InvalidArgumentError), match="AddV2|Sub"):
             run_variable(fn, init, args, GPU)
@@ -630,6 +639,8 @@ def check_variable_case(op, attrs, fn, init, args):
         with pytest.raises(tf.errors.UnimplementedError, match="inside tf.function"):
             if op == "ResourceGather":
                 tf.gather(v, args[0])
+            elif op == "ResourceApplyGradientDescent":
+                tf.raw_ops.ResourceApplyGradientDescent(var=v.handle, alpha=args[0], delta=args[1])
             else:
                 v.assign_add(args[0])
 
@@ -661,7 +672,7 @@ for name in ("Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPoo
     CASES[name] = nn_cases
 for name in ("_FusedConv2D", "_FusedMatMul"):
     CASES[name] = fused_cases
-for name in ("ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp"):
+for name in ("ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApplyGradientDescent"):
     CASES[name] = variable_cases
 for name in GRADS:
     CASES[name] = grad_cases

@@ -111,3 +111,28 @@ def test_run_eagerly_fails_with_a_clear_error_not_a_crash():
     code, text = fit("mlp", "GPU", "eager")
     assert code == 1, f"expected a Python exception (exit 1), got exit code {code}: {text[-2000:]}"
     assert "UnimplementedError" in text and "inside tf.function" in text, text[-3000:]
+
+
+def test_tf1_style_optimizer_trains_in_a_graph(strict_placement):
+    """tf.compat.v1's GradientDescentOptimizer (ResourceApplyGradientDescent, rewritten by the
+    plugin's graph pass) inside tf.function gives TF-CPU's variable values."""
+    import tensorflow as tf
+
+    def train(device):
+        with tf.device(device):
+            v = tf.Variable([1.0, -2.0, 3.0])
+            opt = tf.compat.v1.train.GradientDescentOptimizer(0.25)
+
+            @tf.function
+            def step():
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_sum(v * v * v)
+                opt.apply_gradients(zip(tape.gradient(loss, [v]), [v]))
+                return v.read_value()
+
+            values = [step() for _ in range(3)]
+        return values[-1]
+
+    got = train("/GPU:0")
+    assert got.device.endswith("GPU:0")
+    np.testing.assert_allclose(got.numpy(), train("/CPU:0").numpy(), rtol=1e-6)
