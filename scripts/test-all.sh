@@ -12,9 +12,21 @@ echo "== cargo run --example registration (dlopen walk of the debug library)"
 cargo build -q --lib
 cargo run -q --example registration | tail -3
 
-echo "== pip install . (release build of the plugin)"
-"$VENV/bin/pip" install -q --no-build-isolation .
-echo "== pytest tests/python"
+echo "== build the plugin wheel once (release), install it into the TF $TF_VERSION venv"
+rm -rf target/wheels
+"$VENV/bin/pip" wheel -q --no-build-isolation --no-deps -w target/wheels .
+WHEEL="$(ls target/wheels/tensorflow_wgpu-*.whl)"
+"$VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"
+echo "== pytest tests/python (TF $TF_VERSION)"
 # The installed plugin is what `import tensorflow` loads; make sure no stale path overrides it.
 unset TF_PLUGGABLE_DEVICE_LIBRARY_PATH
 TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q --durations=10 tests/python
+
+# The same built library on an older TensorFlow: symbols are resolved at run time and struct sizes
+# respected, so one binary serves both.
+OLD_TF="${OLD_TF_VERSION:-2.19.1}"
+OLD_VENV="$PWD/.venv-tf$OLD_TF"
+echo "== the same wheel on TF $OLD_TF"
+TF_VERSION="$OLD_TF" VENV="$OLD_VENV" bash scripts/setup.sh
+"$OLD_VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"
+TF_CPP_MIN_LOG_LEVEL=2 "$OLD_VENV/bin/python" -m pytest -q --durations=5 tests/python
