@@ -22,11 +22,13 @@ echo "== pytest tests/python (TF $TF_VERSION)"
 unset TF_PLUGGABLE_DEVICE_LIBRARY_PATH
 TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q --durations=10 tests/python
 
-# The same built library on an older TensorFlow: symbols are resolved at run time and struct sizes
-# respected, so one binary serves both.
-OLD_TF="${OLD_TF_VERSION:-2.19.1}"
-OLD_VENV="$PWD/.venv-tf$OLD_TF"
-echo "== the same wheel on TF $OLD_TF"
-TF_VERSION="$OLD_TF" VENV="$OLD_VENV" bash scripts/setup.sh
-"$OLD_VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"
-TF_CPP_MIN_LOG_LEVEL=2 "$OLD_VENV/bin/python" -m pytest -q --durations=5 tests/python
+# The same built library on older TensorFlows: symbols are resolved at run time and struct sizes
+# respected, so one binary serves them all (2.16 also exports the variable functions that make eager
+# variable updates run).
+for OLD_TF in ${OLD_TF_VERSIONS:-2.19.1 2.16.2}; do
+  OLD_VENV="$PWD/.venv-tf$OLD_TF"
+  echo "== the same wheel on TF $OLD_TF"
+  TF_VERSION="$OLD_TF" VENV="$OLD_VENV" bash scripts/setup.sh
+  "$OLD_VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"
+  TF_CPP_MIN_LOG_LEVEL=2 "$OLD_VENV/bin/python" -m pytest -q --durations=5 tests/python
+done

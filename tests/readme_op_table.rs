@@ -6,5 +6,5 @@ fn readme_shows_the_current_op_table() {
     let block = readme.split("<!-- op-table -->").nth(1).and_then(|s| s.split("<!-- /op-table -->").next()).unwrap();
     let table = tensorflow_wgpu::kernels::op_table();
     let expected = format!("\n```text\n{table}\n({} kernels)\n```\n", tensorflow_wgpu::kernels::KERNELS.len());
-    assert_eq!(block, expected, "regenerate the README table with `cargo run -q --example op_table`");
+    assert_eq!(block, expected, "regenerate the README table: bash scripts/update-readme-op-table.sh");
 }

@@ -38,6 +38,8 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::random::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::batch_norm::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::scatter::SHADER, &[]);
 }
 
 #[test]
@@ -74,6 +76,7 @@ fn every_wgsl_file_is_covered() {
     assert_eq!(
         files,
         [
+            "batch_norm.wgsl",
             "binary.wgsl",
             "binary_int64.wgsl",
             "broadcast.wgsl",
@@ -87,6 +90,7 @@ fn every_wgsl_file_is_covered() {
             "memory.wgsl",
             "random.wgsl",
             "reduce.wgsl",
+            "scatter.wgsl",
             "select.wgsl",
             "softmax.wgsl",
             "strided.wgsl",

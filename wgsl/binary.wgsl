@@ -64,6 +64,56 @@ fn pow_(x: f32, y: f32) -> f32 {
     return pow(x, y);
 }
 
+// C's fmod for finite x and finite nonzero y: x - trunc(x / y) * y without rounding, by long
+// division of the integer significands (musl's fmodf). `x - y * trunc(x / y)` in floats is off
+// by a whole y when x / y rounds up to an integer.
+fn fmod_exact(x: f32, y: f32) -> f32 {
+    let ux = bitcast<u32>(x) & 0x7fffffffu;
+    let uy = bitcast<u32>(y) & 0x7fffffffu;
+    let sign = bitcast<u32>(x) & 0x80000000u;
+    if (ux < uy) {
+        return x;
+    }
+    var ex = i32(ux >> 23u);
+    var ey = i32(uy >> 23u);
+    var mx = ux & 0x7fffffu;
+    var my = uy & 0x7fffffu;
+    // Significands with their leading one at bit 23; subnormals are shifted up to get there.
+    if (ex == 0) {
+        let shift = countLeadingZeros(mx) - 8u;
+        mx <<= shift;
+        ex = 1 - i32(shift);
+    } else {
+        mx |= 0x800000u;
+    }
+    if (ey == 0) {
+        let shift = countLeadingZeros(my) - 8u;
+        my <<= shift;
+        ey = 1 - i32(shift);
+    } else {
+        my |= 0x800000u;
+    }
+    for (; ex > ey; ex--) {
+        if (mx >= my) {
+            mx -= my;
+        }
+        mx <<= 1u;
+    }
+    if (mx >= my) {
+        mx -= my;
+    }
+    if (mx == 0u) {
+        return bitcast<f32>(sign);
+    }
+    let shift = countLeadingZeros(mx) - 8u;
+    mx <<= shift;
+    ex -= i32(shift);
+    if (ex > 0) {
+        return bitcast<f32>(sign | (u32(ex) << 23u) | (mx & 0x7fffffu));
+    }
+    return bitcast<f32>(sign | (mx >> u32(1 - ex)));
+}
+
 fn apply(x: f32, y: f32) -> f32 {
     switch OP {
         case 0u: { return x + y; }
@@ -71,11 +121,12 @@ fn apply(x: f32, y: f32) -> f32 {
         case 2u: { return x - y; }
         case 3u: { return x / y; }
         case 4u: { return select(x / y, 0.0, y == 0.0); }
-        case 5u: { return floor(x / y); }
+        // The quotient rounded to T first, as TF's half kernel floors a half quotient.
+        case 5u: { return floor(f32(T(x / y))); }
         case 6u: {
             // fmod semantics: an infinite divisor leaves x; the sign follows the divisor.
             if (is_inf_f32(x) || y == 0.0 || is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
-            var r = select(x - y * trunc(x / y), x, is_inf_f32(y));
+            var r = select(fmod_exact(x, y), x, is_inf_f32(y));
             if (r != 0.0 && (r < 0.0) != (y < 0.0)) { r += y; }
             return r;
         }

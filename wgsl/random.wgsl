@@ -1,6 +1,10 @@
-// StatelessRandomUniformV2 (float32) on Philox-4x32-10, as TF's FillPhiloxRandom: invocation g runs
-// one Philox block on counter + g and writes outputs 4g..4g+3, each 23 random mantissa bits as a
-// float in [0, 1).
+// Stateless random fills (float32) on Philox-4x32-10, grouped as TF's FillPhiloxRandom groups them.
+//   fill_uniform (StatelessRandomUniformV2): invocation g runs one Philox block on counter + g and
+//     writes outputs 4g..4g+3, each 23 random mantissa bits as a float in [0, 1).
+//   fill_normal (StatelessRandomNormalV2): the same block, as two Box-Muller pairs.
+//   fill_truncated_normal (StatelessTruncatedNormalV2): group g owns the 256 blocks from
+//     counter + 256 g and draws Box-Muller pairs from them one sample at a time, keeping values with
+//     |v| < 2 until it has four (TF's variable-sample FillPhiloxRandomTask).
 
 struct Params {
     n: u32,
@@ -55,9 +59,94 @@ fn skip(counter: vec4<u32>, g: u32) -> vec4<u32> {
     return c;
 }
 
+fn uint32_to_float(x: u32) -> f32 {
+    return bitcast<f32>((127u << 23u) | (x & 0x7fffffu)) - 1.0;
+}
+
+// TF's BoxMullerFloat.
+fn box_muller(x0: u32, x1: u32) -> vec2<f32> {
+    let u1 = max(uint32_to_float(x0), 1.0e-7);
+    let v1 = 6.2831853071795864 * uint32_to_float(x1);
+    let u2 = sqrt(-2.0 * log(u1));
+    return vec2<f32>(sin(v1), cos(v1)) * u2;
+}
+
+fn group_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * 256u;
+}
+
+@compute @workgroup_size(256)
+fn fill_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = group_id(gid, nwg);
+    if (g * 4u >= p.n) {
+        return;
+    }
+    let bits = philox(skip(p.counter, g), p.key);
+    let values = array<vec2<f32>, 2>(box_muller(bits.x, bits.y), box_muller(bits.z, bits.w));
+    for (var j = 0u; j < 4u; j++) {
+        let i = g * 4u + j;
+        if (i < p.n) {
+            out[p.out_off + i] = values[j / 2u][j % 2u];
+        }
+    }
+}
+
+// counter + (hi << 32 | lo), as TF's PhiloxRandom::Skip carries it.
+fn skip64(counter: vec4<u32>, lo: u32, hi_in: u32) -> vec4<u32> {
+    var c = counter;
+    var hi = hi_in;
+    c.x += lo;
+    if (c.x < lo) {
+        hi += 1u;
+    }
+    c.y += hi;
+    if (c.y < hi) {
+        c.z += 1u;
+        if (c.z == 0u) {
+            c.w += 1u;
+        }
+    }
+    return c;
+}
+
+// Group g's draws start 256 Philox blocks (its reserved samples) after group g - 1's.
+const BLOCKS_PER_GROUP: u32 = 256u;
+
+@compute @workgroup_size(256)
+fn fill_truncated_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = group_id(gid, nwg);
+    if (g * 4u >= p.n) {
+        return;
+    }
+    var block = skip64(p.counter, g * BLOCKS_PER_GROUP, g >> 24u);
+    var bits = vec4<u32>();
+    var used = 4u;
+    var kept = 0u;
+    // Each of the 256 blocks yields two pairs; the chance of needing them all is nil, and the bound
+    // keeps a broken generator from hanging the device.
+    for (var pair = 0u; pair < 2u * BLOCKS_PER_GROUP && kept < 4u; pair++) {
+        if (used == 4u) {
+            bits = philox(block, p.key);
+            block = skip(block, 1u);
+            used = 0u;
+        }
+        let f = box_muller(bits[used], bits[used + 1u]);
+        used += 2u;
+        for (var k = 0u; k < 2u; k++) {
+            if (kept < 4u && abs(f[k]) < 2.0) {
+                let i = g * 4u + kept;
+                if (i < p.n) {
+                    out[p.out_off + i] = f[k];
+                }
+                kept += 1u;
+            }
+        }
+    }
+}
+
 @compute @workgroup_size(256)
 fn fill_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let g = gid.x + gid.y * nwg.x * 256u;
+    let g = group_id(gid, nwg);
     if (g * 4u >= p.n) {
         return;
     }
@@ -65,7 +154,7 @@ fn fill_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     for (var j = 0u; j < 4u; j++) {
         let i = g * 4u + j;
         if (i < p.n) {
-            out[p.out_off + i] = bitcast<f32>((127u << 23u) | (bits[j] & 0x7fffffu)) - 1.0;
+            out[p.out_off + i] = uint32_to_float(bits[j]);
         }
     }
 }

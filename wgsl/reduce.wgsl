@@ -1,7 +1,8 @@
 // Reductions over any set of axes: one workgroup per output element, its 256 threads striding over
 // the reduced elements, then a tree in workgroup memory. Input and output are u32 words (floats
 // bitcast), so one layout serves float, bool and argmax results.
-//   reduce_f32: Sum (OP 0), Prod (1), Max (2), Min (3), Mean (4); NaN propagates through Max/Min.
+//   reduce_f32: Sum (OP 0), Prod (1), Max (2), Min (3), Mean (4), half the sum of squares (5,
+//     L2Loss); NaN propagates through Max/Min.
 //   reduce_bool: All (OP 0), Any (1) over bool bytes; results are OR-ed into a zeroed output.
 //   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis; first index wins ties; `out_words` 1 or 2.
 
@@ -75,6 +76,14 @@ fn combine(x: f32, y: f32) -> f32 {
     }
 }
 
+// What each input element contributes: itself, or its square for L2Loss.
+fn term(x: f32) -> f32 {
+    if (OP == 5u) {
+        return x * x;
+    }
+    return x;
+}
+
 fn output_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;
 }
@@ -91,7 +100,7 @@ fn reduce_f32(
     var acc = identity();
     if (valid) {
         for (var r = lid; r < p.count; r += 256u) {
-            acc = combine(acc, bitcast<f32>(input[base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)]));
+            acc = combine(acc, term(bitcast<f32>(input[base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)])));
         }
     }
     partial[lid] = acc;
@@ -106,6 +115,9 @@ fn reduce_f32(
         var result = partial[0];
         if (OP == 4u) {
             result = result / f32(p.count);
+        }
+        if (OP == 5u) {
+            result = result * 0.5;
         }
         atomicStore(&out[p.out_off + o], bitcast<u32>(result));
     }

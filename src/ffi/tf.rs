@@ -2,7 +2,8 @@
 //! resolution of the `TF_*` functions.
 //!
 //! The cdylib never links against TensorFlow: every `TF_*` function is looked up with `dlsym` in the
-//! process (TF loads `libtensorflow_framework.so.2` and `_pywrap_tensorflow_internal` with RTLD_GLOBAL).
+//! process (TF 2.19 and later load `libtensorflow_framework.so.2` and `_pywrap_tensorflow_internal`
+//! with RTLD_GLOBAL), then in `libtensorflow_framework.so.2` itself (TF 2.16 loads it locally).
 //! That keeps `cargo test` free of TensorFlow and lets one binary run on several TF versions. When no
 //! TF status functions are present (Rust tests, the dlopen example), a small built-in `TF_Status`
 //! stand-in is used instead; it is all-or-nothing so that a real TF status is never handled by it.
@@ -24,6 +25,11 @@ pub struct TF_Tensor {
 }
 #[repr(C)]
 pub struct TF_OpKernelContext {
+    _private: [u8; 0],
+}
+/// Locks taken by `TF_MaybeLockVariableInputMutexesInOrder` (`kernels_experimental.h`).
+#[repr(C)]
+pub struct TF_VariableInputLockHolder {
     _private: [u8; 0],
 }
 #[repr(C)]
@@ -53,6 +59,8 @@ use super::se::SP_Stream;
 type CreateFn = unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void;
 type ComputeFn = unsafe extern "C" fn(*mut c_void, *mut TF_OpKernelContext);
 type DeleteFn = unsafe extern "C" fn(*mut c_void);
+/// `kernels_experimental.h`'s copy callback: copy `source` into `dest` (same device, same size).
+pub type VariableCopyFn = unsafe extern "C" fn(*mut TF_OpKernelContext, *mut TF_Tensor, *mut TF_Tensor);
 
 /// Declares the table of `TF_*` functions resolved at run time; each entry is `None` where TF lacks it.
 macro_rules! tf_api {
@@ -111,6 +119,11 @@ tf_api! {
     TF_OpKernelContext_Failure: fn(*mut TF_OpKernelContext, *mut TF_Status);
     TF_AllocateTemp: fn(*mut TF_OpKernelContext, TF_DataType, *const i64, c_int, *mut TF_AllocatorAttributes, *mut TF_Status) -> *mut TF_Tensor;
 
+    // kernels_experimental.h: exported by TF 2.16, not by 2.19 and later (optional).
+    TF_MaybeLockVariableInputMutexesInOrder: fn(*mut TF_OpKernelContext, bool, bool, *const c_int, usize, Option<VariableCopyFn>, *mut *mut TF_VariableInputLockHolder, *mut TF_Status);
+    TF_GetInputTensorFromVariable: fn(*mut TF_OpKernelContext, c_int, bool, bool, bool, Option<VariableCopyFn>, *mut *mut TF_Tensor, *mut TF_Status);
+    TF_ReleaseVariableInputLockHolder: fn(*mut TF_VariableInputLockHolder);
+
     TF_DeleteTensor: fn(*mut TF_Tensor);
     TF_TensorType: fn(*const TF_Tensor) -> TF_DataType;
     TF_NumDims: fn(*const TF_Tensor) -> c_int;
@@ -119,9 +132,37 @@ tf_api! {
     TF_TensorData: fn(*const TF_Tensor) -> *mut c_void;
 }
 
+/// The already-loaded TF library that defines the C API, for TF versions (2.16) that load it
+/// without putting it in the global scope. Null when it is not loaded.
+fn framework_handle() -> *mut c_void {
+    struct Handle(*mut c_void);
+    // SAFETY: a dlopen handle is a process-wide token, usable from any thread.
+    unsafe impl Send for Handle {}
+    unsafe impl Sync for Handle {}
+    static HANDLE: OnceLock<Handle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            // SAFETY: RTLD_NOLOAD only returns a library that is already loaded (taking a reference
+            // that is kept for the life of the process); it never loads one.
+            Handle(unsafe {
+                libc::dlopen(c"libtensorflow_framework.so.2".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD)
+            })
+        })
+        .0
+}
+
 fn lookup(name_nul: &str) -> *mut c_void {
     // SAFETY: `name_nul` is a NUL-terminated literal; RTLD_DEFAULT searches the global scope.
-    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name_nul.as_ptr() as *const c_char) }
+    let global = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name_nul.as_ptr() as *const c_char) };
+    if !global.is_null() {
+        return global;
+    }
+    let framework = framework_handle();
+    if framework.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `framework` is a live handle from dlopen; `name_nul` is NUL-terminated.
+    unsafe { libc::dlsym(framework, name_nul.as_ptr() as *const c_char) }
 }
 
 /// The resolved `TF_*` functions of this process (resolved once).
@@ -131,6 +172,13 @@ pub fn api() -> &'static TfApi {
 }
 
 impl TfApi {
+    /// Whether this TF lets kernels reach resource variables' tensors (`kernels_experimental.h`).
+    pub fn has_variable_access(&self) -> bool {
+        self.TF_MaybeLockVariableInputMutexesInOrder.is_some()
+            && self.TF_GetInputTensorFromVariable.is_some()
+            && self.TF_ReleaseVariableInputLockHolder.is_some()
+    }
+
     /// Whether every function the kernel registration path needs is present.
     pub fn missing_kernel_symbols(&self) -> Vec<&'static str> {
         let mut missing = Vec::new();

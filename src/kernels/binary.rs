@@ -271,13 +271,18 @@ pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
 
 /// int64 AddV2, Add, Sub, Mul, FloorMod and FloorDiv.
 pub fn compute_int64(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let op = op_by_name(&INT64_OPS, kernel.def.op)?;
     let a = ctx.input(0)?;
     let b = ctx.input(1)?;
     let shape = broadcast_shapes(&a.shape, &b.shape)?;
     let out = ctx.forward_input_or_allocate_output(&[0, 1], 0, DType::I64, &shape)?;
+    launch_int64(ctx.stream()?, kernel.def.op, &a, &b, &out)
+}
+
+/// Encodes `out = op(a, b)` on int64 tensors, `op` named as the TF op; `out` may alias either.
+pub fn launch_int64(stream: &Stream, op: &str, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
+    let op = op_by_name(&INT64_OPS, op)?;
     let spec = PipelineSpec { entry: "main", aliases: &[], constants: &[("OP", op as f64)] };
-    launch_two(ctx.stream()?, &INT64_SHADER, spec, &a, &b, &out, 8, false)
+    launch_two(stream, &INT64_SHADER, spec, a, b, out, 8, false)
 }
 
 /// BiasAdd: `value + bias` along the channel dimension (NHWC: the last one).

@@ -345,7 +345,7 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
 pub fn fused_batch_norm(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     nhwc(kernel)?;
     if kernel.attrs.bool("is_training")? {
-        return Err(Error::unimplemented("FusedBatchNormV3 training mode is not supported on WGPU yet"));
+        return super::batch_norm::forward_training(ctx, kernel);
     }
     let x = ctx.input(0)?;
     let [scale, offset, mean, variance] = [1, 2, 3, 4].map(|i| ctx.input(i));

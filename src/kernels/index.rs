@@ -442,14 +442,19 @@ pub fn unpack(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
 }
 
 pub fn gather(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let dtype = kernel.dtype("Tparams")?;
     let params = ctx.input(0)?;
     let indices = ctx.input(1)?;
     let (axis, _) = ctx.host_input_values(2)?;
     if kernel.attrs.int("batch_dims")? != 0 {
         return Err(Error::unimplemented("GatherV2 with batch_dims != 0"));
     }
-    let axis = normalise_axis(*axis.first().unwrap_or(&0), params.shape.len(), "GatherV2")?;
+    gather_into(ctx, &params, &indices, *axis.first().unwrap_or(&0))
+}
+
+/// Output 0 = the slices of `params` along `axis` that `indices` pick (GatherV2, ResourceGather).
+pub fn gather_into(ctx: &mut dyn KernelContext, params: &TensorRef, indices: &TensorRef, axis: i64) -> Result<()> {
+    let dtype = params.dtype;
+    let axis = normalise_axis(axis, params.shape.len(), "GatherV2")?;
     let outer: i64 = params.shape[..axis].iter().product();
     let inner: i64 = params.shape[axis + 1..].iter().product();
     let count = indices.num_elements() as i64;
@@ -471,12 +476,12 @@ pub fn gather(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let (entry, threads) =
         if bytes { ("gather_bytes", (p.n as u64).div_ceil(4) + 1) } else { ("gather_words", p.n as u64) };
     let unit_bytes = if bytes { 1 } else { 4 };
-    let params_ref = (params.num_elements() > 0).then_some(&params);
+    let params_ref = (params.num_elements() > 0).then_some(params);
     Launch {
         stream: ctx.stream()?,
         entry,
         params: p,
-        tensors: [params_ref, Some(&out), Some(&indices), None],
+        tensors: [params_ref, Some(&out), Some(indices), None],
         units: [unit_bytes, unit_bytes, 4, 4],
         threads,
     }

@@ -2,6 +2,7 @@
 //! (implemented over TF's `TF_OpKernelContext` by `registration`, and by plain Rust in tests), so no
 //! kernel touches an FFI struct. Adding an op is a table line plus a WGSL function.
 
+pub mod batch_norm;
 pub mod binary;
 pub mod cast;
 pub mod conv;
@@ -14,6 +15,7 @@ pub mod nn;
 pub mod random;
 pub mod reduce;
 pub mod registration;
+pub mod scatter;
 pub mod slice;
 pub mod unary;
 pub mod variables;
@@ -170,6 +172,21 @@ pub trait KernelContext {
     /// A device tensor that lives until the kernel returns (and its enqueued work is done with it).
     fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef>;
     fn stream(&mut self) -> Result<&Stream>;
+    /// Whether `with_variable` can reach variables on this TensorFlow (2.16 yes, 2.19+ no).
+    fn variables_accessible(&self) -> bool {
+        false
+    }
+    /// Runs `f` on the tensor of the resource variable at input `resource`, holding the variable's
+    /// lock, after TF's copy-on-write has made the tensor the variable's own (so `f` may update it
+    /// in place).
+    fn with_variable(
+        &mut self,
+        resource: usize,
+        f: &mut dyn FnMut(&mut dyn KernelContext, &TensorRef) -> Result<()>,
+    ) -> Result<()> {
+        let _ = (resource, f);
+        Err(Error::unimplemented("this TensorFlow gives plugins no access to resource variables"))
+    }
 }
 
 /// The kind of a node attribute a kernel reads at construction.
@@ -481,8 +498,20 @@ fn build_table() -> Vec<KernelDef> {
         "FusedBatchNormV3",
         leak(vec![("T", DType::F32), ("U", DType::F32)]),
         &[],
-        &[("epsilon", AttrKind::Float), ("data_format", AttrKind::Str), ("is_training", AttrKind::Bool)],
+        &[
+            ("epsilon", AttrKind::Float),
+            ("exponential_avg_factor", AttrKind::Float),
+            ("data_format", AttrKind::Str),
+            ("is_training", AttrKind::Bool),
+        ],
         conv::fused_batch_norm,
+    ));
+    table.push(kernel(
+        "FusedBatchNormGradV3",
+        leak(vec![("T", DType::F32), ("U", DType::F32)]),
+        &[],
+        &[("epsilon", AttrKind::Float), ("data_format", AttrKind::Str), ("is_training", AttrKind::Bool)],
+        batch_norm::grad,
     ));
     table.push(kernel(
         "_FusedConv2D",
@@ -533,6 +562,13 @@ fn build_table() -> Vec<KernelDef> {
             &[],
             random::uniform,
         ));
+        for (op, fill) in [
+            ("StatelessRandomNormalV2", random::normal as ComputeFn),
+            ("StatelessTruncatedNormalV2", random::truncated_normal),
+        ] {
+            let constraints = leak(vec![("dtype", DType::F32), ("Tshape", int)]);
+            table.push(kernel(op, constraints, &["shape", "key", "counter", "alg"], &[], fill));
+        }
     }
     table.push(kernel("SoftmaxCrossEntropyWithLogits", f32, &[], &[], nn::cross_entropy));
     for labels in [DType::I32, DType::I64] {
@@ -540,6 +576,22 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("SparseSoftmaxCrossEntropyWithLogits", constraints, &[], &[], nn::cross_entropy));
     }
     table.push(kernel("BiasAddGrad", f32, &[], &[("data_format", AttrKind::Str)], reduce::bias_add_grad));
+    table.push(kernel("L2Loss", f32, &[], &[], reduce::l2_loss));
+    for indices in [DType::I32, DType::I64] {
+        for segments in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("T", DType::F32), ("Tindices", indices), ("Tnumsegments", segments)]);
+            table.push(kernel(
+                "UnsortedSegmentSum",
+                constraints,
+                &["num_segments"],
+                &[],
+                scatter::unsorted_segment_sum,
+            ));
+        }
+        let constraints = leak(vec![("T", DType::F32), ("Tindices", indices)]);
+        table.push(kernel("ScatterNd", constraints, &["shape"], &[], scatter::scatter_nd));
+        table.push(kernel("TensorScatterAdd", constraints, &[], &[], scatter::tensor_scatter_add));
+    }
     table.push(kernel("Range", &[("Tidx", DType::F32)], &["start", "limit", "delta"], &[], index::range));
     for dtype in [DType::F32, DType::F64, DType::I64] {
         for indices in [DType::I32, DType::I64] {
@@ -576,19 +628,25 @@ fn build_table() -> Vec<KernelDef> {
     for dtype in MOVABLE_DTYPES {
         for indices in [DType::I32, DType::I64] {
             let constraints = leak(vec![("dtype", dtype), ("Tindices", indices)]);
-            table.push(kernel("ResourceGather", constraints, &[], &[], variables::eager_only_in_graphs));
+            table.push(kernel(
+                "ResourceGather",
+                constraints,
+                &[],
+                &[("batch_dims", AttrKind::Int)],
+                variables::compute,
+            ));
         }
     }
     // TF core's DEVICE_DEFAULT kernels for these crash on device memory. Every dtype a variable
     // on the device can have (int32 variables live in host memory, bool has no AssignAdd).
     for dtype in MOVABLE_DTYPES.into_iter().filter(|&d| d != DType::Bool) {
         for op in ["AssignAddVariableOp", "AssignSubVariableOp"] {
-            table.push(kernel(op, leak(vec![("dtype", dtype)]), &[], &[], variables::eager_only_in_graphs));
+            table.push(kernel(op, leak(vec![("dtype", dtype)]), &[], &[], variables::compute));
         }
     }
     for &dtype in floats {
         let attrs: &'static [(&'static str, AttrKind)] = &[];
-        table.push(kernel("ResourceApplyGradientDescent", t_of(dtype), &[], attrs, variables::eager_only_in_graphs));
+        table.push(kernel("ResourceApplyGradientDescent", t_of(dtype), &[], attrs, variables::compute));
     }
     if with_f16 {
         table.extend(half_twins(&table));
@@ -598,7 +656,9 @@ fn build_table() -> Vec<KernelDef> {
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 24] = [
+const HALF_VIA_F32: [&str; 26] = [
+    "FusedBatchNormGradV3",
+    "L2Loss",
     "Conv2DBackpropInput",
     "Conv2DBackpropFilter",
     "DepthwiseConv2dNativeBackpropInput",

@@ -1,7 +1,8 @@
-//! Stateless random numbers (`wgsl/random.wgsl`): StatelessRandomGetKeyCounter and
-//! StatelessRandomUniformV2 on TF's Philox-4x32-10 stream, so that Dropout masks and initializers
-//! equal TF-CPU's bit for bit. The seed scrambling runs on the host (it is one Philox call); the
-//! fill runs one invocation per Philox call of four outputs, as TF's `FillPhiloxRandom` groups them.
+//! Stateless random numbers (`wgsl/random.wgsl`): StatelessRandomGetKeyCounter,
+//! StatelessRandomUniformV2, StatelessRandomNormalV2 and StatelessTruncatedNormalV2 on TF's
+//! Philox-4x32-10 stream, so that Dropout masks and initializers draw TF-CPU's bits. The seed
+//! scrambling runs on the host (it is one Philox call); the fills run one invocation per group of
+//! four outputs, as TF's `FillPhiloxRandom` groups them.
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
@@ -72,6 +73,20 @@ struct Params {
 
 /// StatelessRandomUniformV2 (float32): shape, key, counter and alg in host memory.
 pub fn uniform(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    fill(ctx, kernel, "fill_uniform")
+}
+
+/// StatelessRandomNormalV2 (float32): Box-Muller pairs of the uniform stream.
+pub fn normal(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    fill(ctx, kernel, "fill_normal")
+}
+
+/// StatelessTruncatedNormalV2 (float32): normal values with |v| < 2, by rejection.
+pub fn truncated_normal(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    fill(ctx, kernel, "fill_truncated_normal")
+}
+
+fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'static str) -> Result<()> {
     let dtype = kernel.dtype("dtype")?;
     let (shape, _) = ctx.host_input_values(0)?;
     let (key, key_shape) = ctx.host_input_values(1)?;
@@ -98,12 +113,11 @@ pub fn uniform(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let stream = ctx.stream()?;
     let device = stream.device();
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    let pipeline =
-        device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "fill_uniform", ..Default::default() })?;
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
     stream.encode(|core, encoder| {
         let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
         let params = Params { n, out_off, key: [k0, k1], counter: [c0, c1, c2, c3] };
-        dispatch(core, encoder, "random", &pipeline, &[out_bind], bytemuck::bytes_of(&params), n.div_ceil(4) as u64)
+        dispatch(core, encoder, entry, &pipeline, &[out_bind], bytemuck::bytes_of(&params), n.div_ceil(4) as u64)
     })
 }
 

@@ -15,6 +15,8 @@ const MAX_RANK: usize = 8;
 
 /// TF op name → `OP` of `reduce_f32`.
 pub const FLOAT_REDUCTIONS: [(&str, u32); 5] = [("Sum", 0), ("Prod", 1), ("Max", 2), ("Min", 3), ("Mean", 4)];
+/// `OP` of `reduce_f32` for L2Loss.
+const L2_LOSS: u32 = 5;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -192,6 +194,18 @@ pub fn bias_add_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
         return stream.fill(out.address, out.byte_len(), 0);
     }
     launch(stream, "reduce_f32", 0, params_for(&split_dims(&grad.shape, &mask))?, &grad, &out)
+}
+
+/// L2Loss: half the sum of squares of every element, a scalar.
+pub fn l2_loss(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+    let t = ctx.input(0)?;
+    let out = ctx.allocate_output(0, t.dtype, &[])?;
+    let stream = ctx.stream()?;
+    if t.num_elements() == 0 {
+        return stream.fill(out.address, out.byte_len(), 0);
+    }
+    let everything = vec![true; t.shape.len()];
+    launch(stream, "reduce_f32", L2_LOSS, params_for(&split_dims(&t.shape, &everything))?, &t, &out)
 }
 
 /// ArgMax and ArgMin over one axis, into int64 or int32.

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{from_panic, Error, Result};
 use crate::ffi::tf::{
     api, set_status, OwnedStatus, TF_AllocatorAttributes, TF_OpKernelConstruction, TF_OpKernelContext, TF_Tensor,
-    TfApi, TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE,
+    TF_VariableInputLockHolder, TfApi, TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE,
 };
 use crate::runtime::Stream;
 
@@ -269,6 +269,71 @@ unsafe extern "C" fn compute_kernel(state: *mut c_void, ctx: *mut TF_OpKernelCon
     }
 }
 
+/// The stream TF runs this kernel call on.
+///
+/// # Safety
+/// `ctx` must be the live context of a compute call on our device.
+unsafe fn stream_of<'a>(api: &TfApi, ctx: *mut TF_OpKernelContext) -> Result<&'a Stream> {
+    let get = tf_fn!(api, TF_GetStream);
+    let status = OwnedStatus::new();
+    // SAFETY: per this function's contract; on our device the SP_Stream is a `Box<Stream>` from
+    // create_stream, alive for at least the duration of the compute call.
+    let stream = unsafe { (get(ctx, status.as_ptr()) as *const Stream).as_ref() };
+    status.result()?;
+    stream.ok_or_else(|| Error::internal("TF_GetStream returned null"))
+}
+
+/// `kernels_experimental.h`'s copy callback, run when TF copies a variable's tensor before an
+/// update (copy-on-write): a device-to-device copy on the kernel's stream. The callback owns both
+/// tensors.
+unsafe extern "C" fn copy_variable_tensor(ctx: *mut TF_OpKernelContext, source: *mut TF_Tensor, dest: *mut TF_Tensor) {
+    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
+        let api = api();
+        let (data, size) = (tf_fn!(api, TF_TensorData), tf_fn!(api, TF_TensorByteSize));
+        // SAFETY: TF calls this during our compute call with live tensors of one size on our device.
+        unsafe {
+            let stream = stream_of(api, ctx)?;
+            let len = size(source) as u64;
+            if len > 0 {
+                stream.memcpy_dtod(data(dest) as u64, data(source) as u64, len)?;
+            }
+        }
+        Ok(())
+    }))
+    .unwrap_or_else(|p| Err(from_panic(p)));
+    let api = api();
+    if let Some(delete) = api.TF_DeleteTensor {
+        // SAFETY: the callback owns both tensors (kernels_experimental.h) and deletes each once.
+        unsafe {
+            delete(source);
+            delete(dest);
+        }
+    }
+    if let (Err(e), Some(fail)) = (outcome, api.TF_OpKernelContext_Failure) {
+        let status = OwnedStatus::new();
+        // SAFETY: our own live status, and the live context TF passed to the callback.
+        unsafe {
+            set_status(status.as_ptr(), &Err(e));
+            fail(ctx, status.as_ptr());
+        }
+    }
+}
+
+/// Releases the variable locks when dropped.
+struct VariableLocks<'a> {
+    holder: *mut TF_VariableInputLockHolder,
+    api: &'a TfApi,
+}
+
+impl Drop for VariableLocks<'_> {
+    fn drop(&mut self) {
+        if let (false, Some(release)) = (self.holder.is_null(), self.api.TF_ReleaseVariableInputLockHolder) {
+            // SAFETY: the holder came from TF_MaybeLockVariableInputMutexesInOrder, released once.
+            unsafe { release(self.holder) };
+        }
+    }
+}
+
 /// `KernelContext` over a live `TF_OpKernelContext`.
 struct TfKernelContext<'a> {
     ctx: *mut TF_OpKernelContext,
@@ -481,15 +546,59 @@ impl KernelContext for TfKernelContext<'_> {
 
     fn stream(&mut self) -> Result<&Stream> {
         if self.stream.is_none() {
-            let get = tf_fn!(self.api, TF_GetStream);
-            let status = OwnedStatus::new();
-            // SAFETY: `ctx` is live; on our device the SP_Stream is a `Box<Stream>` from create_stream,
-            // alive for at least the duration of this compute call.
-            let stream = unsafe { (get(self.ctx, status.as_ptr()) as *const Stream).as_ref() };
-            status.result()?;
-            self.stream = Some(stream.ok_or_else(|| Error::internal("TF_GetStream returned null"))?);
+            // SAFETY: `ctx` is the live context of this compute call.
+            self.stream = Some(unsafe { stream_of(self.api, self.ctx) }?);
         }
         self.stream.ok_or_else(|| Error::internal("no stream"))
+    }
+
+    fn variables_accessible(&self) -> bool {
+        self.api.has_variable_access()
+    }
+
+    fn with_variable(
+        &mut self,
+        resource: usize,
+        f: &mut dyn FnMut(&mut dyn KernelContext, &TensorRef) -> Result<()>,
+    ) -> Result<()> {
+        let lock = tf_fn!(self.api, TF_MaybeLockVariableInputMutexesInOrder);
+        let get = tf_fn!(self.api, TF_GetInputTensorFromVariable);
+        let inputs = [resource as c_int];
+        let status = OwnedStatus::new();
+        let mut locks = VariableLocks { holder: std::ptr::null_mut(), api: self.api };
+        // SAFETY: `ctx` is live; `inputs` outlives the call; TF writes a lock holder or an error.
+        unsafe {
+            lock(
+                self.ctx,
+                true,
+                false,
+                inputs.as_ptr(),
+                1,
+                Some(copy_variable_tensor),
+                &mut locks.holder,
+                status.as_ptr(),
+            )
+        };
+        status.result()?;
+        let mut tensor = std::ptr::null_mut();
+        // SAFETY: `ctx` is live and the variable's lock is held; TF writes a new tensor or an error.
+        unsafe {
+            get(
+                self.ctx,
+                resource as c_int,
+                true,
+                false,
+                false,
+                Some(copy_variable_tensor),
+                &mut tensor,
+                status.as_ptr(),
+            )
+        };
+        status.result()?;
+        let variable = self.describe(tensor)?;
+        let result = f(self, &variable);
+        drop(locks);
+        result
     }
 }
 

@@ -1,29 +1,97 @@
-//! Resource-variable ops whose kernels would need the variable's tensor: ResourceGather,
-//! AssignAddVariableOp, AssignSubVariableOp, ResourceApplyGradientDescent.
+//! Resource-variable ops that need the variable's tensor: ResourceGather, AssignAddVariableOp,
+//! AssignSubVariableOp, ResourceApplyGradientDescent.
 //!
-//! TF's kernel C API reaches a variable's tensor only through `kernels_experimental.h`, which TF
-//! 2.20+ does not export. These rows exist so that TF places the ops on the WGPU device (where the
-//! variable lives) instead of failing, or, for AssignAdd/AssignSub, instead of running TF core's
-//! DEVICE_DEFAULT kernels, which read device memory as host memory and crash. In graphs
-//! (`tf.function`, Keras `fit`) the Grappler plugin rewrites them into ops that run
-//! (`crate::rewrite`), so `compute` is reached only in eager mode, where it says what to do instead.
+//! TF's kernel C API reaches a variable's tensor only through `kernels_experimental.h`. Where TF
+//! exports it (2.16), these kernels lock the variable and update or read its tensor on the device,
+//! in eager mode as in graphs. TF 2.19 and later do not export it; there the rows still exist so
+//! that TF places the ops on the WGPU device (where the variable lives) instead of failing, or, for
+//! AssignAdd/AssignSub, instead of running TF core's DEVICE_DEFAULT kernels, which read device
+//! memory as host memory and crash. In graphs (`tf.function`, Keras `fit`) the Grappler plugin
+//! rewrites them into ops that run (`crate::rewrite`) on every version, so `compute` is reached
+//! without variable access only in eager mode, where it says what to do instead.
 
 use crate::error::{Error, Result};
 
-use super::{KernelContext, KernelInstance};
+use super::binary::{self, BinaryOp};
+use super::{index, DType, KernelContext, KernelInstance};
 
-pub fn eager_only_in_graphs(_ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let instead = match kernel.def.op {
+pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if !ctx.variables_accessible() {
+        return Err(needs_a_graph(kernel.def.op));
+    }
+    match kernel.def.op {
+        "ResourceGather" => gather(ctx, kernel),
+        "ResourceApplyGradientDescent" => apply_gradient_descent(ctx),
+        op => assign_update(ctx, op),
+    }
+}
+
+fn needs_a_graph(op: &str) -> Error {
+    let instead = match op {
         "ResourceGather" => "tf.gather(v.read_value(), indices)",
         "AssignSubVariableOp" => "v.assign(v - x)",
         "ResourceApplyGradientDescent" => "v.assign(v - alpha * delta)",
         _ => "v.assign(v + x)",
     };
-    Err(Error::unimplemented(format!(
+    Error::unimplemented(format!(
         "{op} on the WGPU device runs inside tf.function only: this TensorFlow does not export \
          the variable-access functions of kernels_experimental.h to plugins, so the plugin's graph pass \
          rewrites {op} into ReadVariableOp and ops it can run. In eager mode, write {instead}, or \
-         wrap the code in tf.function.",
-        op = kernel.def.op
-    )))
+         wrap the code in tf.function."
+    ))
+}
+
+/// AssignAddVariableOp / AssignSubVariableOp: the variable's tensor updated in place.
+fn assign_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
+    let value = ctx.input(1)?;
+    ctx.with_variable(0, &mut |ctx, variable| {
+        if variable.shape != value.shape {
+            return Err(Error::invalid_argument(format!(
+                "Cannot update variable with shape {:?} using a Tensor with shape {:?}, shapes must be equal.",
+                variable.shape, value.shape
+            )));
+        }
+        let stream = ctx.stream()?;
+        let subtract = op == "AssignSubVariableOp";
+        match variable.dtype {
+            DType::F32 | DType::F16 => {
+                let math = if subtract { BinaryOp::Sub } else { BinaryOp::Add };
+                binary::launch(stream, math, variable, &value, variable)
+            }
+            DType::I64 => {
+                binary::launch_int64(stream, if subtract { "Sub" } else { "AddV2" }, variable, &value, variable)
+            }
+            other => Err(Error::unimplemented(format!("{op} of a {} variable on WGPU", other.tf_name()))),
+        }
+    })
+}
+
+/// ResourceApplyGradientDescent: var -= alpha * delta, in place (alpha * delta first, as TF-CPU).
+fn apply_gradient_descent(ctx: &mut dyn KernelContext) -> Result<()> {
+    let alpha = ctx.input(1)?;
+    let delta = ctx.input(2)?;
+    if !alpha.shape.is_empty() {
+        return Err(Error::invalid_argument(format!("alpha is not a scalar: {:?}", alpha.shape)));
+    }
+    ctx.with_variable(0, &mut |ctx, variable| {
+        if variable.shape != delta.shape {
+            return Err(Error::invalid_argument(format!(
+                "var and delta do not have the same shape: {:?} {:?}",
+                variable.shape, delta.shape
+            )));
+        }
+        let step = ctx.allocate_temp(delta.dtype, &delta.shape)?;
+        let stream = ctx.stream()?;
+        binary::launch(stream, BinaryOp::Mul, &alpha, &delta, &step)?;
+        binary::launch(stream, BinaryOp::Sub, variable, &step, variable)
+    })
+}
+
+/// ResourceGather: GatherV2 on axis `batch_dims` (0) of the variable's tensor.
+fn gather(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if kernel.attrs.int("batch_dims")? != 0 {
+        return Err(Error::unimplemented("ResourceGather with batch_dims != 0"));
+    }
+    let indices = ctx.input(1)?;
+    ctx.with_variable(0, &mut |ctx, params| index::gather_into(ctx, params, &indices, 0))
 }

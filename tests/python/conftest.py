@@ -1,4 +1,5 @@
 import os
+import zlib
 
 import pytest
 
@@ -24,6 +25,25 @@ def strict_placement():
     tf.config.set_soft_device_placement(previous)
 
 
+def seed_for(*key):
+    """A seed that depends only on `key` and TF_WGPU_TEST_SEED (default 0), so a failure reproduces
+    from run to run (Python's own str hash is salted per process); set the variable to draw other
+    inputs."""
+    return zlib.crc32(repr(key).encode()) ^ int(os.environ.get("TF_WGPU_TEST_SEED", "0"))
+
+
 @pytest.fixture
 def rng(request):
-    return np.random.default_rng(abs(hash(request.node.name)) % (2**32))
+    return np.random.default_rng(seed_for(request.node.name))
+
+
+@pytest.fixture(scope="session")
+def variable_access():
+    """Whether this TF exports kernels_experimental.h's variable functions (2.16 does, 2.19+ do
+    not), checked the way the plugin checks: eager AssignAdd/AssignSub/ResourceGather/
+    ResourceApplyGradientDescent run on the device only where it does."""
+    import ctypes
+
+    framework = ctypes.CDLL(os.path.join(os.path.dirname(tf.__file__), "libtensorflow_framework.so.2"))
+    return all(hasattr(framework, f) for f in ("TF_MaybeLockVariableInputMutexesInOrder",
+                                               "TF_GetInputTensorFromVariable", "TF_ReleaseVariableInputLockHolder"))

@@ -1,0 +1,212 @@
+//! Batch normalization in training mode (`wgsl/batch_norm.wgsl`): FusedBatchNormV3 with
+//! `is_training` and FusedBatchNormGradV3, channels last. The inference forward pass lives with the
+//! convolutions (`conv::fused_batch_norm`), which it is fused into.
+
+use crate::error::{Error, Result};
+use crate::runtime::pipeline::{dispatch, dispatch_workgroups, grid, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::Stream;
+
+use super::{shader_len, KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader =
+    Shader { name: "batch_norm", source: include_str!("../../wgsl/batch_norm.wgsl"), storage_buffers: 8 };
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    rows: u32,
+    c: u32,
+    mode: u32,
+    epsilon: f32,
+    exponential_avg_factor: f32,
+    offsets: [u32; 8],
+    _pad: [u32; 2],
+}
+
+/// The shader's bindings, in binding order; an entry point leaves the ones it does not use empty.
+#[derive(Default)]
+struct Slots<'a> {
+    x: Option<&'a TensorRef>,
+    aux: Option<&'a TensorRef>,
+    scale: Option<&'a TensorRef>,
+    mean: Option<&'a TensorRef>,
+    variance: Option<&'a TensorRef>,
+    out_a: Option<&'a TensorRef>,
+    out_b: Option<&'a TensorRef>,
+    out_c: Option<&'a TensorRef>,
+}
+
+/// How an entry point is spread: one workgroup per channel, or one invocation per item.
+enum Spread {
+    WorkgroupPerChannel,
+    Invocations(u64),
+}
+
+fn launch(stream: &Stream, entry: &'static str, mut p: Params, slots: Slots, spread: Spread) -> Result<()> {
+    let device = stream.device();
+    let tensors = [slots.x, slots.aux, slots.scale, slots.mean, slots.variance, slots.out_a, slots.out_b, slots.out_c];
+    let first = tensors.iter().flatten().next().ok_or_else(|| Error::internal("batch norm launch without tensors"))?;
+    let mems = tensors
+        .iter()
+        .map(|t| {
+            let t = t.unwrap_or(first);
+            device.memory.resolve(t.address, t.byte_len().max(4))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
+    stream.encode(|core, encoder| {
+        let mut bindings: Vec<Binding> = Vec::with_capacity(8);
+        for (k, mem) in mems.iter().enumerate() {
+            let (binding, off) = storage_window(core, mem, 4)?;
+            bindings.push(binding);
+            p.offsets[k] = off;
+        }
+        let uniform = bytemuck::bytes_of(&p);
+        match spread {
+            Spread::WorkgroupPerChannel => {
+                let groups = grid(core, p.c as u64, entry)?;
+                dispatch_workgroups(core, encoder, entry, &pipeline, &bindings, uniform, groups)
+            }
+            Spread::Invocations(n) => dispatch(core, encoder, entry, &pipeline, &bindings, uniform, n),
+        }
+    })
+}
+
+/// Channels-last geometry of `x`: (rows, channels), checking the per-channel operands' shapes.
+fn geometry(x: &TensorRef, per_channel: &[(&TensorRef, &str)]) -> Result<(u32, u32)> {
+    if !(4..=5).contains(&x.shape.len()) {
+        return Err(Error::invalid_argument(format!("input must be 4 or 5-dimensional: {:?}", x.shape)));
+    }
+    let c = x.shape[x.shape.len() - 1];
+    for (t, name) in per_channel {
+        if t.shape != [c] {
+            return Err(Error::invalid_argument(format!("{name} must have shape [{c}], got {:?}", t.shape)));
+        }
+    }
+    let rows = shader_len(x.num_elements() / c.max(1) as u64, "batch norm")?;
+    Ok((rows, c as u32))
+}
+
+/// FusedBatchNormV3 with `is_training`: normalizes with the batch statistics and outputs the running
+/// ones (y, batch_mean, batch_variance, saved mean, saved biased variance, reserve space).
+pub fn forward_training(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let x = ctx.input(0)?;
+    let scale = ctx.input(1)?;
+    let offset = ctx.input(2)?;
+    let old_mean = ctx.input(3)?;
+    let old_var = ctx.input(4)?;
+    let factor = kernel.attrs.float("exponential_avg_factor").unwrap_or(1.0);
+    let (rows, c) = geometry(&x, &[(&scale, "scale"), (&offset, "offset")])?;
+    if factor != 1.0 {
+        geometry(&x, &[(&old_mean, "mean"), (&old_var, "variance")])?;
+    }
+    let y = ctx.allocate_output(0, x.dtype, &x.shape)?;
+    let stat_shape = [c as i64];
+    let batch_mean = ctx.allocate_output(1, scale.dtype, &stat_shape)?;
+    let batch_var = ctx.allocate_output(2, scale.dtype, &stat_shape)?;
+    let saved_mean = ctx.allocate_output(3, scale.dtype, &stat_shape)?;
+    let saved_var = ctx.allocate_output(4, scale.dtype, &stat_shape)?;
+    // TF-CPU's training kernel leaves a scalar here.
+    let reserve = ctx.allocate_output(5, scale.dtype, &[])?;
+    let stream = ctx.stream()?;
+    stream.fill(reserve.address, reserve.byte_len(), 0)?;
+    if c == 0 {
+        return Ok(());
+    }
+    if rows == 0 {
+        // Statistics of nothing, as TF-CPU reports them.
+        for t in [&batch_mean, &batch_var, &saved_mean, &saved_var] {
+            stream.fill(t.address, t.byte_len(), f32::NAN.to_bits())?;
+        }
+        return Ok(());
+    }
+    let p = Params {
+        n: shader_len(x.num_elements(), "batch norm")?,
+        rows,
+        c,
+        epsilon: kernel.attrs.float("epsilon")?,
+        exponential_avg_factor: factor,
+        ..Default::default()
+    };
+    let stats = Slots { x: Some(&x), out_a: Some(&saved_mean), out_b: Some(&saved_var), ..Default::default() };
+    launch(stream, "stats", p, stats, Spread::WorkgroupPerChannel)?;
+    for (mode, batch, old, out) in [(0, &saved_mean, &old_mean, &batch_mean), (1, &saved_var, &old_var, &batch_var)] {
+        let old = if factor == 1.0 { batch } else { old };
+        let slots = Slots { mean: Some(batch), aux: Some(old), out_a: Some(out), ..Default::default() };
+        launch(stream, "running", Params { mode, ..p }, slots, Spread::Invocations(c as u64))?;
+    }
+    let slots = Slots {
+        x: Some(&x),
+        aux: Some(&offset),
+        scale: Some(&scale),
+        mean: Some(&saved_mean),
+        variance: Some(&saved_var),
+        out_c: Some(&y),
+        ..Default::default()
+    };
+    launch(stream, "normalize", p, slots, Spread::Invocations(p.n as u64))
+}
+
+/// FusedBatchNormGradV3: x, scale and offset gradients from y's, given the statistics the forward
+/// pass used (batch statistics in training mode, population ones otherwise).
+pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    match kernel.attrs.str("data_format")? {
+        "NHWC" | "NDHWC" => {}
+        other => return Err(Error::unimplemented(format!("data_format {other} (only channels last runs on WGPU)"))),
+    }
+    let dy = ctx.input(0)?;
+    let x = ctx.input(1)?;
+    let scale = ctx.input(2)?;
+    let mean = ctx.input(3)?;
+    let variance = ctx.input(4)?;
+    let (rows, c) = geometry(&x, &[(&scale, "scale"), (&mean, "reserve_space_1"), (&variance, "reserve_space_2")])?;
+    if dy.shape != x.shape {
+        return Err(Error::invalid_argument(format!(
+            "x and y_backprop must have the same shape: {:?} vs {:?}",
+            x.shape, dy.shape
+        )));
+    }
+    let dx = ctx.allocate_output(0, x.dtype, &x.shape)?;
+    let scale_grad = ctx.allocate_output(1, scale.dtype, &[c as i64])?;
+    let offset_grad = ctx.allocate_output(2, scale.dtype, &[c as i64])?;
+    ctx.allocate_output(3, scale.dtype, &[0])?;
+    ctx.allocate_output(4, scale.dtype, &[0])?;
+    let stream = ctx.stream()?;
+    if c == 0 {
+        return Ok(());
+    }
+    if rows == 0 {
+        stream.fill(scale_grad.address, scale_grad.byte_len(), 0)?;
+        return stream.fill(offset_grad.address, offset_grad.byte_len(), 0);
+    }
+    let p = Params {
+        n: shader_len(x.num_elements(), "batch norm")?,
+        rows,
+        c,
+        mode: u32::from(kernel.attrs.bool("is_training")?),
+        epsilon: kernel.attrs.float("epsilon")?,
+        ..Default::default()
+    };
+    let slots = Slots {
+        x: Some(&x),
+        aux: Some(&dy),
+        mean: Some(&mean),
+        variance: Some(&variance),
+        out_a: Some(&offset_grad),
+        out_b: Some(&scale_grad),
+        ..Default::default()
+    };
+    launch(stream, "grad_stats", p, slots, Spread::WorkgroupPerChannel)?;
+    let slots = Slots {
+        x: Some(&x),
+        aux: Some(&dy),
+        scale: Some(&scale),
+        mean: Some(&mean),
+        variance: Some(&variance),
+        out_a: Some(&offset_grad),
+        out_b: Some(&scale_grad),
+        out_c: Some(&dx),
+    };
+    launch(stream, "grad_input", p, slots, Spread::Invocations(p.n as u64))
+}

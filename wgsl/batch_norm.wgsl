@@ -1,0 +1,162 @@
+// FusedBatchNormV3 in training mode and FusedBatchNormGradV3, channels last: `x` is `rows` rows of
+// `c` channels. Per-channel statistics take one workgroup per channel (256 threads striding over the
+// rows, then a tree); the element-wise steps take one invocation per element.
+//   stats: batch mean (`out_a`) and biased variance (`out_b`), two passes over x like TF-CPU's.
+//   running: one running statistic TF outputs (`out_a`), from the batch one (`mean`) and the old one
+//     (`aux`): blended by `exponential_avg_factor`, Bessel-corrected first when `mode` is 1 (variance).
+//   normalize: y = (x - mean) * rsqrt(variance + epsilon) * scale + offset (`aux`).
+//   grad_stats: offset_backprop = sum(dy) (`out_a`), scale_backprop = sum(dy * (x - mean)) * rsqrt(var + eps)
+//     (`out_b`), with dy in `aux`.
+//   grad_input: x_backprop (`out_c`); in training mode the batch statistics' own gradients enter through
+//     the sums of grad_stats (`out_a`, `out_b` read back), in inference mode it is dy * scale * rsqrt(var + eps).
+
+struct Params {
+    n: u32,
+    rows: u32,
+    c: u32,
+    // grad_input: 1 in training mode; running: 1 for the variance.
+    mode: u32,
+    epsilon: f32,
+    exponential_avg_factor: f32,
+    x_off: u32,
+    aux_off: u32,
+    scale_off: u32,
+    mean_off: u32,
+    var_off: u32,
+    out_a_off: u32,
+    out_b_off: u32,
+    out_c_off: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> aux: array<f32>;
+@group(0) @binding(2) var<storage, read_write> scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> mean: array<f32>;
+@group(0) @binding(4) var<storage, read_write> variance: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out_a: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out_b: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out_c: array<f32>;
+@group(0) @binding(8) var<uniform> p: Params;
+
+var<workgroup> partial: array<vec2<f32>, 256>;
+
+fn linear_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * 256u;
+}
+
+fn channel_id(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
+
+// Sums `partial` over the workgroup; every thread gets the total.
+fn workgroup_sum(lid: u32, value: vec2<f32>) -> vec2<f32> {
+    partial[lid] = value;
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step >>= 1u) {
+        if (lid < step) {
+            partial[lid] += partial[lid + step];
+        }
+        workgroupBarrier();
+    }
+    let total = partial[0];
+    workgroupBarrier();
+    return total;
+}
+
+@compute @workgroup_size(256)
+fn stats(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let ch = channel_id(wid, nwg);
+    let valid = ch < p.c;
+    let channel = select(0u, ch, valid);
+    var sum = 0.0;
+    for (var r = lid; valid && r < p.rows; r += 256u) {
+        sum += x[p.x_off + r * p.c + channel];
+    }
+    let batch_mean = workgroup_sum(lid, vec2<f32>(sum, 0.0)).x / f32(p.rows);
+    var squares = 0.0;
+    for (var r = lid; valid && r < p.rows; r += 256u) {
+        let centered = x[p.x_off + r * p.c + channel] - batch_mean;
+        squares += centered * centered;
+    }
+    let batch_var = workgroup_sum(lid, vec2<f32>(squares, 0.0)).x / f32(p.rows);
+    if (lid == 0u && valid) {
+        out_a[p.out_a_off + channel] = batch_mean;
+        out_b[p.out_b_off + channel] = batch_var;
+    }
+}
+
+@compute @workgroup_size(256)
+fn running(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let ch = linear_id(gid, nwg);
+    if (ch >= p.c) {
+        return;
+    }
+    var batch = mean[p.mean_off + ch];
+    if (p.mode == 1u) {
+        batch *= f32(p.rows) / f32(max(p.rows, 2u) - 1u);
+    }
+    let factor = p.exponential_avg_factor;
+    if (factor == 1.0) {
+        out_a[p.out_a_off + ch] = batch;
+    } else {
+        out_a[p.out_a_off + ch] = (1.0 - factor) * aux[p.aux_off + ch] + factor * batch;
+    }
+}
+
+@compute @workgroup_size(256)
+fn normalize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let ch = i % p.c;
+    let inv = inverseSqrt(variance[p.var_off + ch] + p.epsilon);
+    let centered = x[p.x_off + i] - mean[p.mean_off + ch];
+    out_c[p.out_c_off + i] = centered * inv * scale[p.scale_off + ch] + aux[p.aux_off + ch];
+}
+
+@compute @workgroup_size(256)
+fn grad_stats(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let ch = channel_id(wid, nwg);
+    let valid = ch < p.c;
+    let channel = select(0u, ch, valid);
+    let m = mean[p.mean_off + channel];
+    var sums = vec2<f32>();
+    for (var r = lid; valid && r < p.rows; r += 256u) {
+        let dy = aux[p.aux_off + r * p.c + channel];
+        sums += vec2<f32>(dy, dy * (x[p.x_off + r * p.c + channel] - m));
+    }
+    let total = workgroup_sum(lid, sums);
+    if (lid == 0u && valid) {
+        out_a[p.out_a_off + channel] = total.x;
+        out_b[p.out_b_off + channel] = total.y * inverseSqrt(variance[p.var_off + channel] + p.epsilon);
+    }
+}
+
+@compute @workgroup_size(256)
+fn grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let ch = i % p.c;
+    let inv = inverseSqrt(variance[p.var_off + ch] + p.epsilon);
+    let dy = aux[p.aux_off + i];
+    var result = dy;
+    if (p.mode != 0u) {
+        let rows = f32(p.rows);
+        let centered = x[p.x_off + i] - mean[p.mean_off + ch];
+        result = dy - out_a[p.out_a_off + ch] / rows - centered * inv * out_b[p.out_b_off + ch] / rows;
+    }
+    out_c[p.out_c_off + i] = scale[p.scale_off + ch] * inv * result;
+}
