@@ -647,6 +647,9 @@ fn build_table() -> Vec<KernelDef> {
     for &dtype in floats {
         let attrs: &'static [(&'static str, AttrKind)] = &[];
         table.push(kernel("ResourceApplyGradientDescent", t_of(dtype), &[], attrs, variables::compute));
+        for op in ["ResourceApplyMomentum", "ResourceApplyKerasMomentum", "ResourceApplyAdam"] {
+            table.push(kernel(op, t_of(dtype), &[], attrs, variables::compute));
+        }
     }
     if with_f16 {
         table.extend(half_twins(&table));

@@ -1,5 +1,6 @@
 //! Resource-variable ops that need the variable's tensor: ResourceGather, AssignAddVariableOp,
-//! AssignSubVariableOp, ResourceApplyGradientDescent.
+//! AssignSubVariableOp, ResourceApplyGradientDescent, and the TF1 optimizers' ResourceApplyMomentum,
+//! ResourceApplyKerasMomentum and ResourceApplyAdam (graphs only: always rewritten).
 //!
 //! TF's kernel C API reaches a variable's tensor only through `kernels_experimental.h`. Where TF
 //! exports it (2.16), these kernels lock the variable and update or read its tensor on the device,
@@ -22,7 +23,11 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     match kernel.def.op {
         "ResourceGather" => gather(ctx, kernel),
         "ResourceApplyGradientDescent" => apply_gradient_descent(ctx),
-        op => assign_update(ctx, op),
+        "AssignAddVariableOp" | "AssignSubVariableOp" => assign_update(ctx, kernel.def.op),
+        op => Err(Error::unimplemented(format!(
+            "{op} on the WGPU device runs inside tf.function only (the plugin's graph pass rewrites it \
+             into element-wise ops); wrap the optimizer step in tf.function"
+        ))),
     }
 }
 
@@ -31,7 +36,8 @@ fn needs_a_graph(op: &str) -> Error {
         "ResourceGather" => "tf.gather(v.read_value(), indices)",
         "AssignSubVariableOp" => "v.assign(v - x)",
         "ResourceApplyGradientDescent" => "v.assign(v - alpha * delta)",
-        _ => "v.assign(v + x)",
+        "AssignAddVariableOp" => "v.assign(v + x)",
+        _ => "a Keras optimizer",
     };
     Error::unimplemented(format!(
         "{op} on the WGPU device runs inside tf.function only: this TensorFlow does not export \

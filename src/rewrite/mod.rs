@@ -8,7 +8,10 @@
 //! - `AssignAddVariableOp(v, x)` → `AssignVariableOp(v, AddV2(ReadVariableOp(v), x))`, and
 //!   `AssignSubVariableOp` likewise with `Sub`;
 //! - `ResourceApplyGradientDescent(v, alpha, delta)` →
-//!   `AssignVariableOp(v, Sub(ReadVariableOp(v), Mul(alpha, delta)))` (TF1-style optimizers).
+//!   `AssignVariableOp(v, Sub(ReadVariableOp(v), Mul(alpha, delta)))` (TF1-style optimizers);
+//! - `ResourceApplyMomentum`, `ResourceApplyKerasMomentum` and `ResourceApplyAdam` → reads of their
+//!   variables, TF-CPU's update formulas as element-wise ops (in TF-CPU's order of operations), and
+//!   one assign per variable, gathered under a `NoOp`.
 //!
 //! The rewritten op keeps its node name, so fetches, outputs and control edges stay valid.
 
@@ -32,8 +35,15 @@ const ATTR_TENSOR: u32 = 8;
 const DT_INT32: u64 = 3;
 
 /// The ops `rewrite_graph` replaces when they are placed on the WGPU device.
-pub const REWRITTEN_OPS: [&str; 4] =
-    ["ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApplyGradientDescent"];
+pub const REWRITTEN_OPS: [&str; 7] = [
+    "ResourceGather",
+    "AssignAddVariableOp",
+    "AssignSubVariableOp",
+    "ResourceApplyGradientDescent",
+    "ResourceApplyMomentum",
+    "ResourceApplyKerasMomentum",
+    "ResourceApplyAdam",
+];
 
 /// A `NodeDef`, decoded as far as the rewrites need.
 struct Node {
@@ -135,6 +145,146 @@ impl Names {
     }
 }
 
+/// Emits the element-wise nodes of an optimizer update in place of `node`.
+struct Update<'a> {
+    node: &'a Node,
+    names: &'a mut Names,
+    dtype: u64,
+    control: Vec<String>,
+    nodes: Vec<Node>,
+    assigns: Vec<String>,
+}
+
+impl Update<'_> {
+    /// A new node `op(inputs)` of the update's dtype; returns its name.
+    fn op(&mut self, suffix: &str, op: &str, inputs: &[&str]) -> String {
+        let name = self.names.fresh(&self.node.name, suffix);
+        let inputs = inputs.iter().map(|i| i.to_string()).collect();
+        self.nodes.push(Node::new(name.clone(), op, inputs, &self.node.device).attr("T", type_attr(self.dtype)));
+        name
+    }
+
+    /// Reads variable `resource`, after the node's control inputs.
+    fn read(&mut self, resource: &str) -> String {
+        let name = self.names.fresh(&self.node.name, "wgpu_read");
+        let inputs = std::iter::once(resource.to_string()).chain(self.control.iter().cloned()).collect();
+        self.nodes.push(
+            Node::new(name.clone(), "ReadVariableOp", inputs, &self.node.device).attr("dtype", type_attr(self.dtype)),
+        );
+        name
+    }
+
+    fn assign(&mut self, resource: &str, value: &str) {
+        let name = self.names.fresh(&self.node.name, "wgpu_assign");
+        self.nodes.push(
+            Node::new(
+                name.clone(),
+                "AssignVariableOp",
+                vec![resource.to_string(), value.to_string()],
+                &self.node.device,
+            )
+            .attr("dtype", type_attr(self.dtype))
+            .attr("validate_shape", bool_attr(false)),
+        );
+        self.assigns.push(format!("^{name}"));
+    }
+
+    /// The nodes, ending in a `NoOp` under the op's name that waits for every assign.
+    fn finish(mut self) -> Vec<Node> {
+        self.nodes.push(Node::new(self.node.name.clone(), "NoOp", self.assigns, &self.node.device));
+        self.nodes
+    }
+}
+
+/// TF-CPU's `ApplyMomentum`, `ApplyKerasMomentum` and `ApplyAdam` as element-wise nodes.
+fn optimizer_update(
+    node: &Node,
+    names: &mut Names,
+    dtype: u64,
+    data: &[String],
+    control: Vec<String>,
+) -> Option<Vec<Node>> {
+    let nesterov = node.attr_value("use_nesterov").and_then(|v| v.varint(ATTR_B)).unwrap_or(0) != 0;
+    let mut u = Update { node, names, dtype, control, nodes: Vec::new(), assigns: Vec::new() };
+    let d: Vec<&str> = data.iter().map(String::as_str).collect();
+    match (node.op.as_str(), d.as_slice()) {
+        ("ResourceApplyMomentum", &[var, accum, lr, grad, momentum]) => {
+            let (var_now, accum_now) = (u.read(var), u.read(accum));
+            // accum = accum * momentum + grad; var -= accum * lr
+            // (nesterov: var -= grad * lr + accum * momentum * lr)
+            let kept = u.op("wgpu_kept", "Mul", &[&accum_now, momentum]);
+            let accum_new = u.op("wgpu_accum", "AddV2", &[&kept, grad]);
+            let step = if nesterov {
+                let direct = u.op("wgpu_direct", "Mul", &[grad, lr]);
+                let ahead = u.op("wgpu_ahead", "Mul", &[&accum_new, momentum]);
+                let ahead = u.op("wgpu_ahead_lr", "Mul", &[&ahead, lr]);
+                u.op("wgpu_step", "AddV2", &[&direct, &ahead])
+            } else {
+                u.op("wgpu_step", "Mul", &[&accum_new, lr])
+            };
+            let var_new = u.op("wgpu_var", "Sub", &[&var_now, &step]);
+            u.assign(accum, &accum_new);
+            u.assign(var, &var_new);
+        }
+        ("ResourceApplyKerasMomentum", &[var, accum, lr, grad, momentum]) => {
+            let (var_now, accum_now) = (u.read(var), u.read(accum));
+            // accum = accum * momentum - grad * lr; var += accum
+            // (nesterov: var += accum * momentum - grad * lr)
+            let kept = u.op("wgpu_kept", "Mul", &[&accum_now, momentum]);
+            let direct = u.op("wgpu_direct", "Mul", &[grad, lr]);
+            let accum_new = u.op("wgpu_accum", "Sub", &[&kept, &direct]);
+            let step = if nesterov {
+                let ahead = u.op("wgpu_ahead", "Mul", &[&accum_new, momentum]);
+                u.op("wgpu_step", "Sub", &[&ahead, &direct])
+            } else {
+                accum_new.clone()
+            };
+            let var_new = u.op("wgpu_var", "AddV2", &[&var_now, &step]);
+            u.assign(accum, &accum_new);
+            u.assign(var, &var_new);
+        }
+        ("ResourceApplyAdam", &[var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad]) => {
+            let (var_now, m_now, v_now) = (u.read(var), u.read(m), u.read(v));
+            // alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+            let one = u.op("wgpu_one", "OnesLike", &[beta1]);
+            let b2c = u.op("wgpu_b2c", "Sub", &[&one, beta2_power]);
+            let b2c = u.op("wgpu_b2c_sqrt", "Sqrt", &[&b2c]);
+            let scaled = u.op("wgpu_lr_b2c", "Mul", &[lr, &b2c]);
+            let b1c = u.op("wgpu_b1c", "Sub", &[&one, beta1_power]);
+            let alpha = u.op("wgpu_alpha", "RealDiv", &[&scaled, &b1c]);
+            // m += (grad - m) * (1 - beta1); v += (grad^2 - v) * (1 - beta2)
+            let one_minus_beta1 = u.op("wgpu_1mb1", "Sub", &[&one, beta1]);
+            let gm = u.op("wgpu_gm", "Sub", &[grad, &m_now]);
+            let dm = u.op("wgpu_dm", "Mul", &[&gm, &one_minus_beta1]);
+            let m_new = u.op("wgpu_m", "AddV2", &[&m_now, &dm]);
+            let one_minus_beta2 = u.op("wgpu_1mb2", "Sub", &[&one, beta2]);
+            let g2 = u.op("wgpu_g2", "Square", &[grad]);
+            let gv = u.op("wgpu_gv", "Sub", &[&g2, &v_now]);
+            let dv = u.op("wgpu_dv", "Mul", &[&gv, &one_minus_beta2]);
+            let v_new = u.op("wgpu_v", "AddV2", &[&v_now, &dv]);
+            // var -= (m * alpha) / (sqrt(v) + epsilon)
+            // (nesterov: var -= ((grad * (1 - beta1) + beta1 * m) * alpha) / (sqrt(v) + epsilon))
+            let direction = if nesterov {
+                let a = u.op("wgpu_nest_g", "Mul", &[grad, &one_minus_beta1]);
+                let b = u.op("wgpu_nest_m", "Mul", &[beta1, &m_new]);
+                u.op("wgpu_nest", "AddV2", &[&a, &b])
+            } else {
+                m_new.clone()
+            };
+            let numerator = u.op("wgpu_num", "Mul", &[&direction, &alpha]);
+            let root = u.op("wgpu_v_sqrt", "Sqrt", &[&v_new]);
+            let denominator = u.op("wgpu_den", "AddV2", &[&root, epsilon]);
+            let step = u.op("wgpu_step", "RealDiv", &[&numerator, &denominator]);
+            let var_new = u.op("wgpu_var", "Sub", &[&var_now, &step]);
+            u.assign(m, &m_new);
+            u.assign(v, &v_new);
+            u.assign(var, &var_new);
+        }
+        _ => return None,
+    }
+    Some(u.finish())
+}
+
 /// The nodes that replace `node`, or None when it stays as it is.
 fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
     if !on_wgpu(&node.device) {
@@ -142,6 +292,9 @@ fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
     }
     let (data, control) = node.split_inputs();
     let dtype = node.attr_value("dtype").or_else(|| node.attr_value("T"))?.varint(ATTR_TYPE)?;
+    if matches!(node.op.as_str(), "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdam") {
+        return optimizer_update(node, names, dtype, &data, control);
+    }
     let device = node.device.as_str();
     // The read carries the node's control inputs, so it is ordered after what the op was.
     let read_name = names.fresh(&node.name, "wgpu_read");
@@ -291,6 +444,53 @@ mod tests {
         assert_eq!(nodes[1].inputs, ["lr", "g"]);
         assert_eq!(nodes[2].inputs, ["sgd/wgpu_read", "sgd/wgpu_step"]);
         assert_eq!(nodes[3].inputs, ["v", "sgd/wgpu_update"]);
+    }
+
+    #[test]
+    fn adam_becomes_reads_math_assigns_and_a_noop() {
+        let inputs = ["var", "m", "v", "b1p", "b2p", "lr", "b1", "b2", "eps", "g", "^dep"];
+        let node = Node::new("adam".into(), "ResourceApplyAdam", inputs.iter().map(|s| s.to_string()).collect(), GPU)
+            .attr("T", type_attr(1));
+        let nodes = nodes_of(&rewrite_graph(&graph(&[node])).unwrap().unwrap());
+        let reads: Vec<&Vec<String>> = nodes.iter().filter(|n| n.op == "ReadVariableOp").map(|n| &n.inputs).collect();
+        assert_eq!(
+            reads,
+            [
+                &vec!["var".to_string(), "^dep".into()],
+                &vec!["m".to_string(), "^dep".into()],
+                &vec!["v".to_string(), "^dep".into()]
+            ]
+        );
+        let assigned: Vec<&str> =
+            nodes.iter().filter(|n| n.op == "AssignVariableOp").map(|n| n.inputs[0].as_str()).collect();
+        assert_eq!(assigned, ["m", "v", "var"]);
+        let last = nodes.last().unwrap();
+        assert_eq!((last.name.as_str(), last.op.as_str()), ("adam", "NoOp"));
+        assert_eq!(last.inputs.len(), 3);
+        assert!(last.inputs.iter().all(|i| i.starts_with("^adam/wgpu_assign")));
+        // Every input of every new node is an original input or a node made here.
+        let made: HashSet<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        for n in &nodes {
+            for i in &n.inputs {
+                let i = i.trim_start_matches('^');
+                assert!(made.contains(i) || inputs.contains(&i) || inputs.contains(&format!("^{i}").as_str()), "{i}");
+            }
+        }
+    }
+
+    #[test]
+    fn momentum_updates_accum_then_var() {
+        let inputs = ["var", "accum", "lr", "g", "mom"];
+        for op in ["ResourceApplyMomentum", "ResourceApplyKerasMomentum"] {
+            let node = Node::new("mom_step".into(), op, inputs.iter().map(|s| s.to_string()).collect(), GPU)
+                .attr("T", type_attr(1))
+                .attr("use_nesterov", bool_attr(true));
+            let nodes = nodes_of(&rewrite_graph(&graph(&[node])).unwrap().unwrap());
+            let assigned: Vec<&str> =
+                nodes.iter().filter(|n| n.op == "AssignVariableOp").map(|n| n.inputs[0].as_str()).collect();
+            assert_eq!(assigned, ["accum", "var"], "{op}");
+            assert_eq!(nodes.last().unwrap().op, "NoOp");
+        }
     }
 
     #[test]

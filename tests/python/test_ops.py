@@ -32,6 +32,7 @@ KERNELS = registered_kernels()
 # Float tolerance per op (default 1e-6 relative and absolute): transcendental functions differ in
 # the last bits between LLVM's vector math and Eigen, reductions and matmuls sum in another order.
 TOLERANCE = {
+    "ResourceApplyMomentum": 1e-5, "ResourceApplyKerasMomentum": 1e-5, "ResourceApplyAdam": 1e-5,
     "Exp": 2e-6, "Expm1": 2e-6, "Log": 2e-6, "Log1p": 2e-6, "Sin": 2e-6, "Cos": 2e-6, "Tan": 1e-5,
     "Tanh": 2e-6, "Sigmoid": 2e-6, "Erf": 2e-6, "Erfc": 2e-6, "Elu": 2e-6, "Selu": 2e-6, "Softplus": 2e-6, "Pow": 1e-5,
     "Sum": 1e-5, "Mean": 1e-5, "Prod": 1e-5, "MatMul": 1e-5, "BatchMatMulV2": 1e-5, "BatchMatMulV3": 1e-5,
@@ -177,7 +178,8 @@ GRADS = {
     "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"),
 }
 FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
-    "ResourceApplyGradientDescent", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
+    "ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyKerasMomentum", "ResourceApplyAdam",
+    "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
     "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPoolGrad",
     "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "FusedBatchNormGradV3",
     "StatelessRandomNormalV2", "StatelessTruncatedNormalV2",
@@ -661,8 +663,35 @@ def _make_op(graph, op, inputs, attrs):
 ASSIGN_UPDATE_DTYPES = {"float32", "float16", "int64"}
 
 
+# TF1 optimizers' fused updates: the variables they update, then the other inputs in op order.
+OPTIMIZERS = {
+    "ResourceApplyMomentum": (("var", "accum"), ("lr", "grad", "momentum")),
+    "ResourceApplyKerasMomentum": (("var", "accum"), ("lr", "grad", "momentum")),
+    "ResourceApplyAdam": (("var", "m", "v"), ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad")),
+}
+
+
 def variable_cases(op, attrs, rng):
     dt = tf.as_dtype(attrs.get("dtype") or attrs["T"])
+    if op in OPTIMIZERS:
+        var_names, arg_names = OPTIMIZERS[op]
+        scalars = {"lr": 0.1, "momentum": 0.9, "beta1_power": 0.9**3, "beta2_power": 0.999**3, "beta1": 0.9,
+                   "beta2": 0.999, "epsilon": 1e-7}
+        for nesterov in (False, True):
+            inits = tuple(typed(attrs, floats(rng, (5, 3), specials=False)) for _ in var_names)
+            if op == "ResourceApplyAdam":  # v is a running mean of squares
+                inits = inits[:2] + (np.abs(inits[2]),)
+            args = [typed(attrs, np.array(scalars[a], np.float32)) if a in scalars
+                    else typed(attrs, floats(rng, (5, 3), specials=False)) for a in arg_names]
+
+            def step(*vs_and_args, nesterov=nesterov):
+                vs, xs = vs_and_args[:len(var_names)], vs_and_args[len(var_names):]
+                getattr(tf.raw_ops, op)(**{n: v.handle for n, v in zip(var_names, vs)},
+                                        **dict(zip(arg_names, xs)), use_nesterov=nesterov)
+                return [v.read_value() for v in vs]
+
+            yield ("variable", step, inits, args)
+        return
     if op == "ResourceApplyGradientDescent":
         init, delta = typed(attrs, floats(rng, (4, 3))), typed(attrs, floats(rng, (4, 3)))
 
@@ -693,9 +722,10 @@ def variable_cases(op, attrs, rng):
 
 
 def run_variable(fn, init, args, device):
+    """`fn(variables..., args...)` in a tf.function; `init` is one initial value or a tuple of them."""
     with tf.device(device):
-        v = tf.Variable(init)
-        out = tf.function(lambda *a: fn(v, *a))(*[tf.constant(a) for a in args])
+        vs = [tf.Variable(i) for i in (init if isinstance(init, tuple) else (init,))]
+        out = tf.function(lambda *a: fn(*vs, *a))(*[tf.constant(a) for a in args])
     return out
 
 
@@ -713,6 +743,14 @@ def run_variable_eagerly(op, init, args, device):
 
 
 def check_variable_case(op, attrs, fn, init, args, variable_access):
+    if op in OPTIMIZERS:
+        # Graphs: rewritten into element-wise ops. Eager: a clear error on every TF version.
+        assert_same(op, run_variable(fn, init, args, GPU), run_variable(fn, init, args, "/CPU:0"))
+        with tf.device(GPU):
+            vs = [tf.Variable(i) for i in init]
+            with pytest.raises(tf.errors.UnimplementedError, match="inside tf.function"):
+                fn(*vs, *args)
+        return
     if op != "ResourceGather" and (attrs.get("dtype") or attrs["T"]) not in ASSIGN_UPDATE_DTYPES:
         # No AddV2/Sub kernel of this dtype on the device: a clear graph error, never a crash.
         with pytest.raises((tf.errors.NotFoundError, tf.errors.InvalidArgumentError), match="AddV2|Sub"):
@@ -760,7 +798,8 @@ for name in ("Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPoo
     CASES[name] = nn_cases
 for name in ("_FusedConv2D", "_FusedMatMul"):
     CASES[name] = fused_cases
-for name in ("ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApplyGradientDescent"):
+for name in ("ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApplyGradientDescent",
+             *OPTIMIZERS):
     CASES[name] = variable_cases
 for name in GRADS:
     CASES[name] = grad_cases

@@ -130,15 +130,24 @@ def test_run_eagerly_fails_with_a_clear_error_not_a_crash(variable_access):
     assert "UnimplementedError" in text and "inside tf.function" in text, text[-3000:]
 
 
-def test_tf1_style_optimizer_trains_in_a_graph(strict_placement):
-    """tf.compat.v1's GradientDescentOptimizer (ResourceApplyGradientDescent, rewritten by the
-    plugin's graph pass) inside tf.function gives TF-CPU's variable values."""
+TF1_OPTIMIZERS = {
+    "sgd": lambda tf: tf.compat.v1.train.GradientDescentOptimizer(0.25),
+    "momentum": lambda tf: tf.compat.v1.train.MomentumOptimizer(0.05, 0.9),
+    "nesterov": lambda tf: tf.compat.v1.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
+    "adam": lambda tf: tf.compat.v1.train.AdamOptimizer(0.1),
+}
+
+
+@pytest.mark.parametrize("optimizer", TF1_OPTIMIZERS)
+def test_tf1_style_optimizer_trains_in_a_graph(strict_placement, optimizer):
+    """tf.compat.v1's optimizers (ResourceApplyGradientDescent/Momentum/Adam, rewritten by the
+    plugin's graph pass) inside tf.function give TF-CPU's variable values."""
     import tensorflow as tf
 
     def train(device):
         with tf.device(device):
             v = tf.Variable([1.0, -2.0, 3.0])
-            opt = tf.compat.v1.train.GradientDescentOptimizer(0.25)
+            opt = TF1_OPTIMIZERS[optimizer](tf)
 
             @tf.function
             def step():
@@ -147,12 +156,13 @@ def test_tf1_style_optimizer_trains_in_a_graph(strict_placement):
                 opt.apply_gradients(zip(tape.gradient(loss, [v]), [v]))
                 return v.read_value()
 
-            values = [step() for _ in range(3)]
+            values = [step() for _ in range(4)]
         return values[-1]
 
-    got = train("/GPU:0")
+    got, want = train("/GPU:0"), train("/CPU:0")
     assert got.device.endswith("GPU:0")
-    np.testing.assert_allclose(got.numpy(), train("/CPU:0").numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+    assert not np.allclose(want.numpy(), [1.0, -2.0, 3.0]), "the reference did not move"
 
 
 def test_fused_batch_norm_training_and_its_gradient_match_cpu(strict_placement):
