@@ -647,7 +647,13 @@ fn build_table() -> Vec<KernelDef> {
     for &dtype in floats {
         let attrs: &'static [(&'static str, AttrKind)] = &[];
         table.push(kernel("ResourceApplyGradientDescent", t_of(dtype), &[], attrs, variables::compute));
-        for op in ["ResourceApplyMomentum", "ResourceApplyKerasMomentum", "ResourceApplyAdam"] {
+        for op in [
+            "ResourceApplyMomentum",
+            "ResourceApplyKerasMomentum",
+            "ResourceApplyAdam",
+            "ResourceApplyRMSProp",
+            "ResourceApplyAdagrad",
+        ] {
             table.push(kernel(op, t_of(dtype), &[], attrs, variables::compute));
         }
     }

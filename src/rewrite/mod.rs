@@ -9,7 +9,8 @@
 //!   `AssignSubVariableOp` likewise with `Sub`;
 //! - `ResourceApplyGradientDescent(v, alpha, delta)` →
 //!   `AssignVariableOp(v, Sub(ReadVariableOp(v), Mul(alpha, delta)))` (TF1-style optimizers);
-//! - `ResourceApplyMomentum`, `ResourceApplyKerasMomentum` and `ResourceApplyAdam` → reads of their
+//! - `ResourceApplyMomentum`, `ResourceApplyKerasMomentum`, `ResourceApplyAdam`,
+//!   `ResourceApplyRMSProp` and `ResourceApplyAdagrad` → reads of their
 //!   variables, TF-CPU's update formulas as element-wise ops (in TF-CPU's order of operations), and
 //!   one assign per variable, gathered under a `NoOp`.
 //!
@@ -35,7 +36,7 @@ const ATTR_TENSOR: u32 = 8;
 const DT_INT32: u64 = 3;
 
 /// The ops `rewrite_graph` replaces when they are placed on the WGPU device.
-pub const REWRITTEN_OPS: [&str; 7] = [
+pub const REWRITTEN_OPS: [&str; 9] = [
     "ResourceGather",
     "AssignAddVariableOp",
     "AssignSubVariableOp",
@@ -43,6 +44,8 @@ pub const REWRITTEN_OPS: [&str; 7] = [
     "ResourceApplyMomentum",
     "ResourceApplyKerasMomentum",
     "ResourceApplyAdam",
+    "ResourceApplyRMSProp",
+    "ResourceApplyAdagrad",
 ];
 
 /// A `NodeDef`, decoded as far as the rewrites need.
@@ -196,7 +199,8 @@ impl Update<'_> {
     }
 }
 
-/// TF-CPU's `ApplyMomentum`, `ApplyKerasMomentum` and `ApplyAdam` as element-wise nodes.
+/// TF-CPU's `ApplyMomentum`, `ApplyKerasMomentum`, `ApplyAdam`, `ApplyRMSProp` and `ApplyAdagrad`
+/// as element-wise nodes.
 fn optimizer_update(
     node: &Node,
     names: &mut Names,
@@ -280,6 +284,46 @@ fn optimizer_update(
             u.assign(v, &v_new);
             u.assign(var, &var_new);
         }
+        ("ResourceApplyRMSProp", &[var, ms, mom, lr, rho, momentum, epsilon, grad]) => {
+            let (var_now, ms_now, mom_now) = (u.read(var), u.read(ms), u.read(mom));
+            // ms += (grad^2 - ms) * (1 - rho); mom = mom * momentum + (grad * lr) / sqrt(ms + epsilon);
+            // var -= mom
+            let one = u.op("wgpu_one", "OnesLike", &[rho]);
+            let one_minus_rho = u.op("wgpu_1mrho", "Sub", &[&one, rho]);
+            let g2 = u.op("wgpu_g2", "Square", &[grad]);
+            let gms = u.op("wgpu_gms", "Sub", &[&g2, &ms_now]);
+            let dms = u.op("wgpu_dms", "Mul", &[&gms, &one_minus_rho]);
+            let ms_new = u.op("wgpu_ms", "AddV2", &[&ms_now, &dms]);
+            let kept = u.op("wgpu_kept", "Mul", &[&mom_now, momentum]);
+            let scaled = u.op("wgpu_glr", "Mul", &[grad, lr]);
+            let shifted = u.op("wgpu_ms_eps", "AddV2", &[&ms_new, epsilon]);
+            let root = u.op("wgpu_ms_sqrt", "Sqrt", &[&shifted]);
+            let fresh = u.op("wgpu_fresh", "RealDiv", &[&scaled, &root]);
+            let mom_new = u.op("wgpu_mom", "AddV2", &[&kept, &fresh]);
+            let var_new = u.op("wgpu_var", "Sub", &[&var_now, &mom_new]);
+            u.assign(ms, &ms_new);
+            u.assign(mom, &mom_new);
+            u.assign(var, &var_new);
+        }
+        ("ResourceApplyAdagrad", &[var, accum, lr, grad]) => {
+            let (var_now, accum_now) = (u.read(var), u.read(accum));
+            // accum += grad^2 (when update_slots); var -= grad * lr * rsqrt(accum)
+            let update_slots = node.attr_value("update_slots").and_then(|v| v.varint(ATTR_B)).unwrap_or(1) != 0;
+            let accum_new = if update_slots {
+                let g2 = u.op("wgpu_g2", "Square", &[grad]);
+                u.op("wgpu_accum", "AddV2", &[&accum_now, &g2])
+            } else {
+                accum_now.clone()
+            };
+            let scaled = u.op("wgpu_glr", "Mul", &[grad, lr]);
+            let inverse_root = u.op("wgpu_rsqrt", "Rsqrt", &[&accum_new]);
+            let step = u.op("wgpu_step", "Mul", &[&scaled, &inverse_root]);
+            let var_new = u.op("wgpu_var", "Sub", &[&var_now, &step]);
+            if update_slots {
+                u.assign(accum, &accum_new);
+            }
+            u.assign(var, &var_new);
+        }
         _ => return None,
     }
     Some(u.finish())
@@ -292,7 +336,7 @@ fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
     }
     let (data, control) = node.split_inputs();
     let dtype = node.attr_value("dtype").or_else(|| node.attr_value("T"))?.varint(ATTR_TYPE)?;
-    if matches!(node.op.as_str(), "ResourceApplyMomentum" | "ResourceApplyKerasMomentum" | "ResourceApplyAdam") {
+    if node.op.starts_with("ResourceApply") && node.op != "ResourceApplyGradientDescent" {
         return optimizer_update(node, names, dtype, &data, control);
     }
     let device = node.device.as_str();
@@ -490,6 +534,20 @@ mod tests {
                 nodes.iter().filter(|n| n.op == "AssignVariableOp").map(|n| n.inputs[0].as_str()).collect();
             assert_eq!(assigned, ["accum", "var"], "{op}");
             assert_eq!(nodes.last().unwrap().op, "NoOp");
+        }
+    }
+
+    #[test]
+    fn adagrad_without_slot_updates_assigns_only_the_variable() {
+        let inputs = ["var", "accum", "lr", "g"].map(String::from).to_vec();
+        for (update_slots, assigned) in [(true, vec!["accum", "var"]), (false, vec!["var"])] {
+            let node = Node::new("ada".into(), "ResourceApplyAdagrad", inputs.clone(), GPU)
+                .attr("T", type_attr(1))
+                .attr("update_slots", bool_attr(update_slots));
+            let nodes = nodes_of(&rewrite_graph(&graph(&[node])).unwrap().unwrap());
+            let got: Vec<&str> =
+                nodes.iter().filter(|n| n.op == "AssignVariableOp").map(|n| n.inputs[0].as_str()).collect();
+            assert_eq!(got, assigned);
         }
     }
 

@@ -33,6 +33,7 @@ KERNELS = registered_kernels()
 # the last bits between LLVM's vector math and Eigen, reductions and matmuls sum in another order.
 TOLERANCE = {
     "ResourceApplyMomentum": 1e-5, "ResourceApplyKerasMomentum": 1e-5, "ResourceApplyAdam": 1e-5,
+    "ResourceApplyRMSProp": 1e-5, "ResourceApplyAdagrad": 1e-5,
     "Exp": 2e-6, "Expm1": 2e-6, "Log": 2e-6, "Log1p": 2e-6, "Sin": 2e-6, "Cos": 2e-6, "Tan": 1e-5,
     "Tanh": 2e-6, "Sigmoid": 2e-6, "Erf": 2e-6, "Erfc": 2e-6, "Elu": 2e-6, "Selu": 2e-6, "Softplus": 2e-6, "Pow": 1e-5,
     "Sum": 1e-5, "Mean": 1e-5, "Prod": 1e-5, "MatMul": 1e-5, "BatchMatMulV2": 1e-5, "BatchMatMulV3": 1e-5,
@@ -179,7 +180,7 @@ GRADS = {
 }
 FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyKerasMomentum", "ResourceApplyAdam",
-    "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
+    "ResourceApplyRMSProp", "ResourceApplyAdagrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
     "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPoolGrad",
     "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "FusedBatchNormGradV3",
     "StatelessRandomNormalV2", "StatelessTruncatedNormalV2",
@@ -668,6 +669,8 @@ OPTIMIZERS = {
     "ResourceApplyMomentum": (("var", "accum"), ("lr", "grad", "momentum")),
     "ResourceApplyKerasMomentum": (("var", "accum"), ("lr", "grad", "momentum")),
     "ResourceApplyAdam": (("var", "m", "v"), ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad")),
+    "ResourceApplyRMSProp": (("var", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad")),
+    "ResourceApplyAdagrad": (("var", "accum"), ("lr", "grad")),
 }
 
 
@@ -676,18 +679,22 @@ def variable_cases(op, attrs, rng):
     if op in OPTIMIZERS:
         var_names, arg_names = OPTIMIZERS[op]
         scalars = {"lr": 0.1, "momentum": 0.9, "beta1_power": 0.9**3, "beta2_power": 0.999**3, "beta1": 0.9,
-                   "beta2": 0.999, "epsilon": 1e-7}
-        for nesterov in (False, True):
+                   "beta2": 0.999, "epsilon": 1e-7, "rho": 0.9}
+        # The flag each op has: Nesterov momentum, or Adagrad's update_slots.
+        flag = "update_slots" if op == "ResourceApplyAdagrad" else "use_nesterov" if "Momentum" in op or "Adam" in op else None
+        for nesterov in (False, True) if flag else (False,):
             inits = tuple(typed(attrs, floats(rng, (5, 3), specials=False)) for _ in var_names)
-            if op == "ResourceApplyAdam":  # v is a running mean of squares
-                inits = inits[:2] + (np.abs(inits[2]),)
+            if op in ("ResourceApplyAdam", "ResourceApplyRMSProp"):  # running means of squares
+                inits = (inits[0], np.abs(inits[1]), np.abs(inits[2]))
+            if op == "ResourceApplyAdagrad":
+                inits = (inits[0], np.abs(inits[1]) + 0.1)
             args = [typed(attrs, np.array(scalars[a], np.float32)) if a in scalars
                     else typed(attrs, floats(rng, (5, 3), specials=False)) for a in arg_names]
 
             def step(*vs_and_args, nesterov=nesterov):
                 vs, xs = vs_and_args[:len(var_names)], vs_and_args[len(var_names):]
-                getattr(tf.raw_ops, op)(**{n: v.handle for n, v in zip(var_names, vs)},
-                                        **dict(zip(arg_names, xs)), use_nesterov=nesterov)
+                flags = {flag: nesterov} if flag else {}
+                getattr(tf.raw_ops, op)(**{n: v.handle for n, v in zip(var_names, vs)}, **dict(zip(arg_names, xs)), **flags)
                 return [v.read_value() for v in vs]
 
             yield ("variable", step, inits, args)

@@ -135,12 +135,14 @@ TF1_OPTIMIZERS = {
     "momentum": lambda tf: tf.compat.v1.train.MomentumOptimizer(0.05, 0.9),
     "nesterov": lambda tf: tf.compat.v1.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
     "adam": lambda tf: tf.compat.v1.train.AdamOptimizer(0.1),
+    "rmsprop": lambda tf: tf.compat.v1.train.RMSPropOptimizer(0.01, momentum=0.5),
+    "adagrad": lambda tf: tf.compat.v1.train.AdagradOptimizer(0.1),
 }
 
 
 @pytest.mark.parametrize("optimizer", TF1_OPTIMIZERS)
 def test_tf1_style_optimizer_trains_in_a_graph(strict_placement, optimizer):
-    """tf.compat.v1's optimizers (ResourceApplyGradientDescent/Momentum/Adam, rewritten by the
+    """tf.compat.v1's optimizers (ResourceApplyGradientDescent/Momentum/Adam/RMSProp/Adagrad, rewritten by the
     plugin's graph pass) inside tf.function give TF-CPU's variable values."""
     import tensorflow as tf
 
