@@ -8,6 +8,7 @@
 pub mod error;
 pub mod ffi;
 pub mod kernels;
+pub mod optimizer;
 pub mod plugin;
 pub mod rewrite;
 pub mod runtime;

@@ -147,6 +147,9 @@ impl TensorRef {
     }
 }
 
+/// Work done on the locked tensors of resource variables (`KernelContext::with_variables`).
+pub type VariableWork<'a> = dyn FnMut(&mut dyn KernelContext, &[TensorRef]) -> Result<()> + 'a;
+
 /// What a kernel may ask of TensorFlow while it runs.
 pub trait KernelContext {
     fn num_inputs(&self) -> usize;
@@ -172,19 +175,15 @@ pub trait KernelContext {
     /// A device tensor that lives until the kernel returns (and its enqueued work is done with it).
     fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef>;
     fn stream(&mut self) -> Result<&Stream>;
-    /// Whether `with_variable` can reach variables on this TensorFlow (2.16 yes, 2.19+ no).
+    /// Whether `with_variables` can reach variables on this TensorFlow (2.16 yes, 2.19+ no).
     fn variables_accessible(&self) -> bool {
         false
     }
-    /// Runs `f` on the tensor of the resource variable at input `resource`, holding the variable's
-    /// lock, after TF's copy-on-write has made the tensor the variable's own (so `f` may update it
-    /// in place).
-    fn with_variable(
-        &mut self,
-        resource: usize,
-        f: &mut dyn FnMut(&mut dyn KernelContext, &TensorRef) -> Result<()>,
-    ) -> Result<()> {
-        let _ = (resource, f);
+    /// Runs `f` on the tensors of the resource variables at inputs `resources`, holding their locks,
+    /// after TF's copy-on-write has made each tensor its variable's own (so `f` may update them in
+    /// place).
+    fn with_variables(&mut self, resources: &[usize], f: &mut VariableWork) -> Result<()> {
+        let _ = (resources, f);
         Err(Error::unimplemented("this TensorFlow gives plugins no access to resource variables"))
     }
 }
@@ -647,12 +646,13 @@ fn build_table() -> Vec<KernelDef> {
     for &dtype in floats {
         let attrs: &'static [(&'static str, AttrKind)] = &[];
         table.push(kernel("ResourceApplyGradientDescent", t_of(dtype), &[], attrs, variables::compute));
-        for op in [
-            "ResourceApplyMomentum",
-            "ResourceApplyKerasMomentum",
-            "ResourceApplyAdam",
-            "ResourceApplyRMSProp",
-            "ResourceApplyAdagrad",
+        let nesterov: &'static [(&'static str, AttrKind)] = &[("use_nesterov", AttrKind::Bool)];
+        for (op, attrs) in [
+            ("ResourceApplyMomentum", nesterov),
+            ("ResourceApplyKerasMomentum", nesterov),
+            ("ResourceApplyAdam", nesterov),
+            ("ResourceApplyRMSProp", attrs),
+            ("ResourceApplyAdagrad", &[("update_slots", AttrKind::Bool)]),
         ] {
             table.push(kernel(op, t_of(dtype), &[], attrs, variables::compute));
         }

@@ -11,7 +11,9 @@ use crate::ffi::tf::{
 };
 use crate::runtime::Stream;
 
-use super::{AttrKind, AttrValue, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, KERNELS};
+use super::{
+    AttrKind, AttrValue, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, VariableWork, KERNELS,
+};
 
 macro_rules! tf_fn {
     ($api:expr, $name:ident) => {
@@ -556,47 +558,38 @@ impl KernelContext for TfKernelContext<'_> {
         self.api.has_variable_access()
     }
 
-    fn with_variable(
-        &mut self,
-        resource: usize,
-        f: &mut dyn FnMut(&mut dyn KernelContext, &TensorRef) -> Result<()>,
-    ) -> Result<()> {
+    fn with_variables(&mut self, resources: &[usize], f: &mut VariableWork) -> Result<()> {
         let lock = tf_fn!(self.api, TF_MaybeLockVariableInputMutexesInOrder);
         let get = tf_fn!(self.api, TF_GetInputTensorFromVariable);
-        let inputs = [resource as c_int];
+        let inputs: Vec<c_int> = resources.iter().map(|&r| r as c_int).collect();
         let status = OwnedStatus::new();
         let mut locks = VariableLocks { holder: std::ptr::null_mut(), api: self.api };
-        // SAFETY: `ctx` is live; `inputs` outlives the call; TF writes a lock holder or an error.
+        // SAFETY: `ctx` is live; `inputs` outlives the call; TF takes the locks in its own order and
+        // writes a lock holder or an error.
         unsafe {
             lock(
                 self.ctx,
                 true,
                 false,
                 inputs.as_ptr(),
-                1,
+                inputs.len(),
                 Some(copy_variable_tensor),
                 &mut locks.holder,
                 status.as_ptr(),
             )
         };
         status.result()?;
-        let mut tensor = std::ptr::null_mut();
-        // SAFETY: `ctx` is live and the variable's lock is held; TF writes a new tensor or an error.
-        unsafe {
-            get(
-                self.ctx,
-                resource as c_int,
-                true,
-                false,
-                false,
-                Some(copy_variable_tensor),
-                &mut tensor,
-                status.as_ptr(),
-            )
-        };
-        status.result()?;
-        let variable = self.describe(tensor)?;
-        let result = f(self, &variable);
+        let mut variables = Vec::with_capacity(inputs.len());
+        for &input in &inputs {
+            let mut tensor = std::ptr::null_mut();
+            // SAFETY: `ctx` is live and the variables' locks are held; TF writes a tensor or an error.
+            unsafe {
+                get(self.ctx, input, true, false, false, Some(copy_variable_tensor), &mut tensor, status.as_ptr())
+            };
+            status.result()?;
+            variables.push(self.describe(tensor)?);
+        }
+        let result = f(self, &variables);
         drop(locks);
         result
     }

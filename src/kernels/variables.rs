@@ -1,6 +1,6 @@
 //! Resource-variable ops that need the variable's tensor: ResourceGather, AssignAddVariableOp,
-//! AssignSubVariableOp, ResourceApplyGradientDescent, and the TF1 optimizers' ResourceApplyMomentum,
-//! ResourceApplyKerasMomentum and ResourceApplyAdam (graphs only: always rewritten).
+//! AssignSubVariableOp, and the TF1 optimizers' ResourceApplyGradientDescent, ResourceApplyMomentum,
+//! ResourceApplyKerasMomentum, ResourceApplyAdam, ResourceApplyRMSProp and ResourceApplyAdagrad.
 //!
 //! TF's kernel C API reaches a variable's tensor only through `kernels_experimental.h`. Where TF
 //! exports it (2.16), these kernels lock the variable and update or read its tensor on the device,
@@ -12,9 +12,11 @@
 //! without variable access only in eager mode, where it says what to do instead.
 
 use crate::error::{Error, Result};
+use crate::optimizer::{Arithmetic, Optimizer};
 
 use super::binary::{self, BinaryOp};
-use super::{index, DType, KernelContext, KernelInstance};
+use super::unary::{self, UnaryOp};
+use super::{index, DType, KernelContext, KernelInstance, TensorRef};
 
 pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     if !ctx.variables_accessible() {
@@ -24,10 +26,7 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         "ResourceGather" => gather(ctx, kernel),
         "ResourceApplyGradientDescent" => apply_gradient_descent(ctx),
         "AssignAddVariableOp" | "AssignSubVariableOp" => assign_update(ctx, kernel.def.op),
-        op => Err(Error::unimplemented(format!(
-            "{op} on the WGPU device runs inside tf.function only (the plugin's graph pass rewrites it \
-             into element-wise ops); wrap the optimizer step in tf.function"
-        ))),
+        op => apply_optimizer(ctx, kernel, op),
     }
 }
 
@@ -37,7 +36,7 @@ fn needs_a_graph(op: &str) -> Error {
         "AssignSubVariableOp" => "v.assign(v - x)",
         "ResourceApplyGradientDescent" => "v.assign(v - alpha * delta)",
         "AssignAddVariableOp" => "v.assign(v + x)",
-        _ => "a Keras optimizer",
+        _ => "a Keras optimizer, which updates with assign",
     };
     Error::unimplemented(format!(
         "{op} on the WGPU device runs inside tf.function only: this TensorFlow does not export \
@@ -50,7 +49,8 @@ fn needs_a_graph(op: &str) -> Error {
 /// AssignAddVariableOp / AssignSubVariableOp: the variable's tensor updated in place.
 fn assign_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
     let value = ctx.input(1)?;
-    ctx.with_variable(0, &mut |ctx, variable| {
+    ctx.with_variables(&[0], &mut |ctx, variables| {
+        let variable = &variables[0];
         if variable.shape != value.shape {
             return Err(Error::invalid_argument(format!(
                 "Cannot update variable with shape {:?} using a Tensor with shape {:?}, shapes must be equal.",
@@ -79,7 +79,8 @@ fn apply_gradient_descent(ctx: &mut dyn KernelContext) -> Result<()> {
     if !alpha.shape.is_empty() {
         return Err(Error::invalid_argument(format!("alpha is not a scalar: {:?}", alpha.shape)));
     }
-    ctx.with_variable(0, &mut |ctx, variable| {
+    ctx.with_variables(&[0], &mut |ctx, variables| {
+        let variable = &variables[0];
         if variable.shape != delta.shape {
             return Err(Error::invalid_argument(format!(
                 "var and delta do not have the same shape: {:?} {:?}",
@@ -99,5 +100,82 @@ fn gather(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
         return Err(Error::unimplemented("ResourceGather with batch_dims != 0"));
     }
     let indices = ctx.input(1)?;
-    ctx.with_variable(0, &mut |ctx, params| index::gather_into(ctx, params, &indices, 0))
+    ctx.with_variables(&[0], &mut |ctx, params| index::gather_into(ctx, &params[0], &indices, 0))
+}
+
+/// Evaluates an update formula with launches, each result in a fresh temporary.
+struct Launches<'a> {
+    ctx: &'a mut dyn KernelContext,
+}
+
+impl Launches<'_> {
+    fn binary(&mut self, op: BinaryOp, a: &TensorRef, b: &TensorRef) -> Result<TensorRef> {
+        let shape = binary::broadcast_shapes(&a.shape, &b.shape)?;
+        let out = self.ctx.allocate_temp(a.dtype, &shape)?;
+        binary::launch(self.ctx.stream()?, op, a, b, &out)?;
+        Ok(out)
+    }
+
+    fn unary(&mut self, op: UnaryOp, a: &TensorRef) -> Result<TensorRef> {
+        let out = self.ctx.allocate_temp(a.dtype, &a.shape)?;
+        unary::launch(self.ctx.stream()?, op, 0.0, a, &out)?;
+        Ok(out)
+    }
+}
+
+impl Arithmetic for Launches<'_> {
+    type Value = TensorRef;
+    type Error = Error;
+    fn add(&mut self, a: &TensorRef, b: &TensorRef) -> Result<TensorRef> {
+        self.binary(BinaryOp::Add, a, b)
+    }
+    fn sub(&mut self, a: &TensorRef, b: &TensorRef) -> Result<TensorRef> {
+        self.binary(BinaryOp::Sub, a, b)
+    }
+    fn mul(&mut self, a: &TensorRef, b: &TensorRef) -> Result<TensorRef> {
+        self.binary(BinaryOp::Mul, a, b)
+    }
+    fn div(&mut self, a: &TensorRef, b: &TensorRef) -> Result<TensorRef> {
+        self.binary(BinaryOp::RealDiv, a, b)
+    }
+    fn square(&mut self, a: &TensorRef) -> Result<TensorRef> {
+        self.unary(UnaryOp::Square, a)
+    }
+    fn sqrt(&mut self, a: &TensorRef) -> Result<TensorRef> {
+        self.unary(UnaryOp::Sqrt, a)
+    }
+    fn rsqrt(&mut self, a: &TensorRef) -> Result<TensorRef> {
+        self.unary(UnaryOp::Rsqrt, a)
+    }
+    fn ones_like(&mut self, a: &TensorRef) -> Result<TensorRef> {
+        self.unary(UnaryOp::OnesLike, a)
+    }
+}
+
+/// The fused optimizer ops: TF-CPU's formula (`crate::optimizer`) on the locked variables, whose
+/// new values are copied back into them.
+fn apply_optimizer(ctx: &mut dyn KernelContext, kernel: &KernelInstance, op: &str) -> Result<()> {
+    let flag = |name: &str, default: bool| kernel.attrs.bool(name).unwrap_or(default);
+    let optimizer = Optimizer::from_op(op, flag("use_nesterov", false), flag("update_slots", true))
+        .ok_or_else(|| Error::internal(format!("{op} is not an optimizer")))?;
+    let (variables, others) = optimizer.arity();
+    let args = (variables..variables + others).map(|i| ctx.input(i)).collect::<Result<Vec<_>>>()?;
+    let resources: Vec<usize> = (0..variables).collect();
+    ctx.with_variables(&resources, &mut |ctx, current| {
+        let grad = &args[optimizer.gradient_index()];
+        if let Some(other) = current.iter().find(|v| v.shape != grad.shape) {
+            return Err(Error::invalid_argument(format!(
+                "{op}: variables and grad must have the same shape: {:?} vs {:?}",
+                other.shape, grad.shape
+            )));
+        }
+        let updated = optimizer.update(&mut Launches { ctx: &mut *ctx }, current, &args)?;
+        let stream = ctx.stream()?;
+        for (variable, value) in current.iter().zip(updated) {
+            if let Some(value) = value {
+                stream.memcpy_dtod(variable.address, value.address, variable.byte_len())?;
+            }
+        }
+        Ok(())
+    })
 }

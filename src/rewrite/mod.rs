@@ -21,6 +21,7 @@ pub mod proto;
 use std::collections::HashSet;
 
 use crate::error::Result;
+use crate::optimizer::{Arithmetic, Optimizer};
 use proto::{Message, Value};
 
 const GRAPH_NODE: u32 = 1;
@@ -199,8 +200,37 @@ impl Update<'_> {
     }
 }
 
-/// TF-CPU's `ApplyMomentum`, `ApplyKerasMomentum`, `ApplyAdam`, `ApplyRMSProp` and `ApplyAdagrad`
-/// as element-wise nodes.
+impl Arithmetic for Update<'_> {
+    type Value = String;
+    type Error = crate::error::Error;
+    fn add(&mut self, a: &String, b: &String) -> Result<String> {
+        Ok(self.op("wgpu_add", "AddV2", &[a, b]))
+    }
+    fn sub(&mut self, a: &String, b: &String) -> Result<String> {
+        Ok(self.op("wgpu_sub", "Sub", &[a, b]))
+    }
+    fn mul(&mut self, a: &String, b: &String) -> Result<String> {
+        Ok(self.op("wgpu_mul", "Mul", &[a, b]))
+    }
+    fn div(&mut self, a: &String, b: &String) -> Result<String> {
+        Ok(self.op("wgpu_div", "RealDiv", &[a, b]))
+    }
+    fn square(&mut self, a: &String) -> Result<String> {
+        Ok(self.op("wgpu_square", "Square", &[a]))
+    }
+    fn sqrt(&mut self, a: &String) -> Result<String> {
+        Ok(self.op("wgpu_sqrt", "Sqrt", &[a]))
+    }
+    fn rsqrt(&mut self, a: &String) -> Result<String> {
+        Ok(self.op("wgpu_rsqrt", "Rsqrt", &[a]))
+    }
+    fn ones_like(&mut self, a: &String) -> Result<String> {
+        Ok(self.op("wgpu_one", "OnesLike", &[a]))
+    }
+}
+
+/// A fused optimizer op as reads of its variables, its update formula as element-wise nodes
+/// (`crate::optimizer`), and one assign per updated variable.
 fn optimizer_update(
     node: &Node,
     names: &mut Names,
@@ -208,123 +238,19 @@ fn optimizer_update(
     data: &[String],
     control: Vec<String>,
 ) -> Option<Vec<Node>> {
-    let nesterov = node.attr_value("use_nesterov").and_then(|v| v.varint(ATTR_B)).unwrap_or(0) != 0;
+    let flag = |name: &str, default: u64| node.attr_value(name).and_then(|v| v.varint(ATTR_B)).unwrap_or(default) != 0;
+    let optimizer = Optimizer::from_op(&node.op, flag("use_nesterov", 0), flag("update_slots", 1))?;
+    let (variables, others) = optimizer.arity();
+    if data.len() != variables + others {
+        return None;
+    }
     let mut u = Update { node, names, dtype, control, nodes: Vec::new(), assigns: Vec::new() };
-    let d: Vec<&str> = data.iter().map(String::as_str).collect();
-    match (node.op.as_str(), d.as_slice()) {
-        ("ResourceApplyMomentum", &[var, accum, lr, grad, momentum]) => {
-            let (var_now, accum_now) = (u.read(var), u.read(accum));
-            // accum = accum * momentum + grad; var -= accum * lr
-            // (nesterov: var -= grad * lr + accum * momentum * lr)
-            let kept = u.op("wgpu_kept", "Mul", &[&accum_now, momentum]);
-            let accum_new = u.op("wgpu_accum", "AddV2", &[&kept, grad]);
-            let step = if nesterov {
-                let direct = u.op("wgpu_direct", "Mul", &[grad, lr]);
-                let ahead = u.op("wgpu_ahead", "Mul", &[&accum_new, momentum]);
-                let ahead = u.op("wgpu_ahead_lr", "Mul", &[&ahead, lr]);
-                u.op("wgpu_step", "AddV2", &[&direct, &ahead])
-            } else {
-                u.op("wgpu_step", "Mul", &[&accum_new, lr])
-            };
-            let var_new = u.op("wgpu_var", "Sub", &[&var_now, &step]);
-            u.assign(accum, &accum_new);
-            u.assign(var, &var_new);
+    let current: Vec<String> = data[..variables].iter().map(|v| u.read(v)).collect();
+    let updated = optimizer.update(&mut u, &current, &data[variables..]).ok()?;
+    for (resource, value) in data.iter().zip(updated) {
+        if let Some(value) = value {
+            u.assign(resource, &value);
         }
-        ("ResourceApplyKerasMomentum", &[var, accum, lr, grad, momentum]) => {
-            let (var_now, accum_now) = (u.read(var), u.read(accum));
-            // accum = accum * momentum - grad * lr; var += accum
-            // (nesterov: var += accum * momentum - grad * lr)
-            let kept = u.op("wgpu_kept", "Mul", &[&accum_now, momentum]);
-            let direct = u.op("wgpu_direct", "Mul", &[grad, lr]);
-            let accum_new = u.op("wgpu_accum", "Sub", &[&kept, &direct]);
-            let step = if nesterov {
-                let ahead = u.op("wgpu_ahead", "Mul", &[&accum_new, momentum]);
-                u.op("wgpu_step", "Sub", &[&ahead, &direct])
-            } else {
-                accum_new.clone()
-            };
-            let var_new = u.op("wgpu_var", "AddV2", &[&var_now, &step]);
-            u.assign(accum, &accum_new);
-            u.assign(var, &var_new);
-        }
-        ("ResourceApplyAdam", &[var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad]) => {
-            let (var_now, m_now, v_now) = (u.read(var), u.read(m), u.read(v));
-            // alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
-            let one = u.op("wgpu_one", "OnesLike", &[beta1]);
-            let b2c = u.op("wgpu_b2c", "Sub", &[&one, beta2_power]);
-            let b2c = u.op("wgpu_b2c_sqrt", "Sqrt", &[&b2c]);
-            let scaled = u.op("wgpu_lr_b2c", "Mul", &[lr, &b2c]);
-            let b1c = u.op("wgpu_b1c", "Sub", &[&one, beta1_power]);
-            let alpha = u.op("wgpu_alpha", "RealDiv", &[&scaled, &b1c]);
-            // m += (grad - m) * (1 - beta1); v += (grad^2 - v) * (1 - beta2)
-            let one_minus_beta1 = u.op("wgpu_1mb1", "Sub", &[&one, beta1]);
-            let gm = u.op("wgpu_gm", "Sub", &[grad, &m_now]);
-            let dm = u.op("wgpu_dm", "Mul", &[&gm, &one_minus_beta1]);
-            let m_new = u.op("wgpu_m", "AddV2", &[&m_now, &dm]);
-            let one_minus_beta2 = u.op("wgpu_1mb2", "Sub", &[&one, beta2]);
-            let g2 = u.op("wgpu_g2", "Square", &[grad]);
-            let gv = u.op("wgpu_gv", "Sub", &[&g2, &v_now]);
-            let dv = u.op("wgpu_dv", "Mul", &[&gv, &one_minus_beta2]);
-            let v_new = u.op("wgpu_v", "AddV2", &[&v_now, &dv]);
-            // var -= (m * alpha) / (sqrt(v) + epsilon)
-            // (nesterov: var -= ((grad * (1 - beta1) + beta1 * m) * alpha) / (sqrt(v) + epsilon))
-            let direction = if nesterov {
-                let a = u.op("wgpu_nest_g", "Mul", &[grad, &one_minus_beta1]);
-                let b = u.op("wgpu_nest_m", "Mul", &[beta1, &m_new]);
-                u.op("wgpu_nest", "AddV2", &[&a, &b])
-            } else {
-                m_new.clone()
-            };
-            let numerator = u.op("wgpu_num", "Mul", &[&direction, &alpha]);
-            let root = u.op("wgpu_v_sqrt", "Sqrt", &[&v_new]);
-            let denominator = u.op("wgpu_den", "AddV2", &[&root, epsilon]);
-            let step = u.op("wgpu_step", "RealDiv", &[&numerator, &denominator]);
-            let var_new = u.op("wgpu_var", "Sub", &[&var_now, &step]);
-            u.assign(m, &m_new);
-            u.assign(v, &v_new);
-            u.assign(var, &var_new);
-        }
-        ("ResourceApplyRMSProp", &[var, ms, mom, lr, rho, momentum, epsilon, grad]) => {
-            let (var_now, ms_now, mom_now) = (u.read(var), u.read(ms), u.read(mom));
-            // ms += (grad^2 - ms) * (1 - rho); mom = mom * momentum + (grad * lr) / sqrt(ms + epsilon);
-            // var -= mom
-            let one = u.op("wgpu_one", "OnesLike", &[rho]);
-            let one_minus_rho = u.op("wgpu_1mrho", "Sub", &[&one, rho]);
-            let g2 = u.op("wgpu_g2", "Square", &[grad]);
-            let gms = u.op("wgpu_gms", "Sub", &[&g2, &ms_now]);
-            let dms = u.op("wgpu_dms", "Mul", &[&gms, &one_minus_rho]);
-            let ms_new = u.op("wgpu_ms", "AddV2", &[&ms_now, &dms]);
-            let kept = u.op("wgpu_kept", "Mul", &[&mom_now, momentum]);
-            let scaled = u.op("wgpu_glr", "Mul", &[grad, lr]);
-            let shifted = u.op("wgpu_ms_eps", "AddV2", &[&ms_new, epsilon]);
-            let root = u.op("wgpu_ms_sqrt", "Sqrt", &[&shifted]);
-            let fresh = u.op("wgpu_fresh", "RealDiv", &[&scaled, &root]);
-            let mom_new = u.op("wgpu_mom", "AddV2", &[&kept, &fresh]);
-            let var_new = u.op("wgpu_var", "Sub", &[&var_now, &mom_new]);
-            u.assign(ms, &ms_new);
-            u.assign(mom, &mom_new);
-            u.assign(var, &var_new);
-        }
-        ("ResourceApplyAdagrad", &[var, accum, lr, grad]) => {
-            let (var_now, accum_now) = (u.read(var), u.read(accum));
-            // accum += grad^2 (when update_slots); var -= grad * lr * rsqrt(accum)
-            let update_slots = node.attr_value("update_slots").and_then(|v| v.varint(ATTR_B)).unwrap_or(1) != 0;
-            let accum_new = if update_slots {
-                let g2 = u.op("wgpu_g2", "Square", &[grad]);
-                u.op("wgpu_accum", "AddV2", &[&accum_now, &g2])
-            } else {
-                accum_now.clone()
-            };
-            let scaled = u.op("wgpu_glr", "Mul", &[grad, lr]);
-            let inverse_root = u.op("wgpu_rsqrt", "Rsqrt", &[&accum_new]);
-            let step = u.op("wgpu_step", "Mul", &[&scaled, &inverse_root]);
-            let var_new = u.op("wgpu_var", "Sub", &[&var_now, &step]);
-            if update_slots {
-                u.assign(accum, &accum_new);
-            }
-            u.assign(var, &var_new);
-        }
-        _ => return None,
     }
     Some(u.finish())
 }
@@ -507,7 +433,7 @@ mod tests {
         );
         let assigned: Vec<&str> =
             nodes.iter().filter(|n| n.op == "AssignVariableOp").map(|n| n.inputs[0].as_str()).collect();
-        assert_eq!(assigned, ["m", "v", "var"]);
+        assert_eq!(assigned, ["var", "m", "v"]);
         let last = nodes.last().unwrap();
         assert_eq!((last.name.as_str(), last.op.as_str()), ("adam", "NoOp"));
         assert_eq!(last.inputs.len(), 3);
@@ -523,7 +449,7 @@ mod tests {
     }
 
     #[test]
-    fn momentum_updates_accum_then_var() {
+    fn momentum_updates_var_and_accum() {
         let inputs = ["var", "accum", "lr", "g", "mom"];
         for op in ["ResourceApplyMomentum", "ResourceApplyKerasMomentum"] {
             let node = Node::new("mom_step".into(), op, inputs.iter().map(|s| s.to_string()).collect(), GPU)
@@ -532,7 +458,7 @@ mod tests {
             let nodes = nodes_of(&rewrite_graph(&graph(&[node])).unwrap().unwrap());
             let assigned: Vec<&str> =
                 nodes.iter().filter(|n| n.op == "AssignVariableOp").map(|n| n.inputs[0].as_str()).collect();
-            assert_eq!(assigned, ["accum", "var"], "{op}");
+            assert_eq!(assigned, ["var", "accum"], "{op}");
             assert_eq!(nodes.last().unwrap().op, "NoOp");
         }
     }
@@ -540,7 +466,7 @@ mod tests {
     #[test]
     fn adagrad_without_slot_updates_assigns_only_the_variable() {
         let inputs = ["var", "accum", "lr", "g"].map(String::from).to_vec();
-        for (update_slots, assigned) in [(true, vec!["accum", "var"]), (false, vec!["var"])] {
+        for (update_slots, assigned) in [(true, vec!["var", "accum"]), (false, vec!["var"])] {
             let node = Node::new("ada".into(), "ResourceApplyAdagrad", inputs.clone(), GPU)
                 .attr("T", type_attr(1))
                 .attr("update_slots", bool_attr(update_slots));

@@ -751,12 +751,19 @@ def run_variable_eagerly(op, init, args, device):
 
 def check_variable_case(op, attrs, fn, init, args, variable_access):
     if op in OPTIMIZERS:
-        # Graphs: rewritten into element-wise ops. Eager: a clear error on every TF version.
+        # Graphs: rewritten into element-wise ops. Eager: the kernel, where TF exports variable
+        # access, and a clear error elsewhere.
         assert_same(op, run_variable(fn, init, args, GPU), run_variable(fn, init, args, "/CPU:0"))
-        with tf.device(GPU):
-            vs = [tf.Variable(i) for i in init]
+
+        def eagerly(device):
+            with tf.device(device):
+                return fn(*[tf.Variable(i) for i in init], *[tf.constant(a) for a in args])
+
+        if variable_access:
+            assert_same(op, eagerly(GPU), eagerly("/CPU:0"))
+        else:
             with pytest.raises(tf.errors.UnimplementedError, match="inside tf.function"):
-                fn(*vs, *args)
+                eagerly(GPU)
         return
     if op != "ResourceGather" and (attrs.get("dtype") or attrs["T"]) not in ASSIGN_UPDATE_DTYPES:
         # No AddV2/Sub kernel of this dtype on the device: a clear graph error, never a crash.
