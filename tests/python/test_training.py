@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 SCRIPT = r"""
-import json, sys
+import json, sys, time
 import numpy as np
 import tensorflow as tf
 import keras
@@ -57,11 +57,15 @@ with tf.device("/%s:0" % device):
     model.compile(optimizer=keras.optimizers.Adam(1e-2),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), run_eagerly=eager,
                   jit_compile=False)
-    losses = []
-    record = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"])))
+    losses, starts, ends = [], [], []
+    record = keras.callbacks.LambdaCallback(
+        on_train_batch_begin=lambda batch, logs: starts.append(time.perf_counter()),
+        on_train_batch_end=lambda batch, logs: (ends.append(time.perf_counter()), losses.append(float(logs["loss"]))))
     model.fit(x, y, batch_size=64, epochs=2, verbose=0, shuffle=False, callbacks=[record])
     accuracy = float(np.mean(np.argmax(model.predict(x, verbose=0), axis=1) == y))
-print("RESULT " + json.dumps({"losses": losses, "accuracy": accuracy}), flush=True)
+# Wall time per step (the loss read each step waits for it), past the first steps that trace.
+step_ms = 1e3 * float(np.median([e - s for s, e in zip(starts[2:], ends[2:])]))
+print("RESULT " + json.dumps({"losses": losses, "accuracy": accuracy, "step_ms": step_ms}), flush=True)
 """
 
 # Placement-log entries that are not compute, and the int32 shape math of Keras's loss reduction
