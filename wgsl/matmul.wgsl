@@ -6,6 +6,9 @@
 // Row/column strides encode transposes; batch strides (0 where a batch dim broadcasts) follow the
 // output batch shape (rank <= 4). Rows and columns past the edge are clamped for loads and not
 // stored. Dispatch: (ceil(N / (16 * COLS)), ceil(M / ROWS), batch).
+// `small` is the variant for small outputs, where a 16 x 256 block per workgroup would leave most
+// invocations idle: 8 x 8 invocations of 4 x 4 blocks, 32 x 32 of C per workgroup. Dispatch:
+// (ceil(N / 32), ceil(M / 32), batch).
 
 struct Params {
     m: u32,
@@ -33,6 +36,59 @@ struct Params {
 
 const ROWS: u32 = 16u;
 const COLS: u32 = 16u;
+const SMALL: u32 = 4u;
+
+// A's and B's element offsets of output batch `z`.
+fn batch_bases(z: u32) -> vec2<u32> {
+    var rem = z;
+    var bases = vec2<u32>(p.a_off, p.b_off);
+    for (var d = p.batch_rank; d > 0u; d--) {
+        let k = d - 1u;
+        let coord = rem % p.batch_shape[k];
+        rem = rem / p.batch_shape[k];
+        bases += coord * vec2<u32>(p.a_batch_stride[k], p.b_batch_stride[k]);
+    }
+    return bases;
+}
+
+@compute @workgroup_size(8, 8)
+fn small(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    let col0 = (wid.x * 8u + lid.x) * SMALL;
+    let row0 = (wid.y * 8u + lid.y) * SMALL;
+    if (col0 >= p.n || row0 >= p.m) {
+        return;
+    }
+    let bases = batch_bases(wid.z);
+    var a_at: array<u32, SMALL>;
+    var b_at: array<u32, SMALL>;
+    for (var j = 0u; j < SMALL; j++) {
+        a_at[j] = bases.x + min(row0 + j, p.m - 1u) * p.a_rs;
+        b_at[j] = bases.y + min(col0 + j, p.n - 1u) * p.b_cs;
+    }
+    var acc: array<vec4<f32>, SMALL>;
+    for (var k = 0u; k < p.k; k++) {
+        let bk = vec4<f32>(
+            f32(b[b_at[0] + k * p.b_rs]),
+            f32(b[b_at[1] + k * p.b_rs]),
+            f32(b[b_at[2] + k * p.b_rs]),
+            f32(b[b_at[3] + k * p.b_rs]),
+        );
+        for (var r = 0u; r < SMALL; r++) {
+            acc[r] += f32(a[a_at[r] + k * p.a_cs]) * bk;
+        }
+    }
+    let out = p.c_off + (wid.z * p.m + row0) * p.n + col0;
+    let rows = min(SMALL, p.m - row0);
+    let cols = min(SMALL, p.n - col0);
+    for (var r = 0u; r < rows; r++) {
+        for (var j = 0u; j < cols; j++) {
+            c[out + r * p.n + j] = T(acc[r][j]);
+        }
+    }
+}
 
 @compute @workgroup_size(16)
 fn main(
@@ -41,17 +97,9 @@ fn main(
 ) {
     let col0 = (wid.x * 16u + lid.x) * COLS;
     let row0 = wid.y * ROWS;
-    // Batch offsets of A and B for this output batch index.
-    var rem = wid.z;
-    var a_base = p.a_off;
-    var b_base = p.b_off;
-    for (var d = p.batch_rank; d > 0u; d--) {
-        let k = d - 1u;
-        let coord = rem % p.batch_shape[k];
-        rem = rem / p.batch_shape[k];
-        a_base += coord * p.a_batch_stride[k];
-        b_base += coord * p.b_batch_stride[k];
-    }
+    let bases = batch_bases(wid.z);
+    let a_base = bases.x;
+    let b_base = bases.y;
     var a_at: array<u32, ROWS>;
     for (var r = 0u; r < ROWS; r++) {
         a_at[r] = a_base + min(row0 + r, p.m - 1u) * p.a_rs;

@@ -3,6 +3,9 @@
 // bitcast), so one layout serves float, bool and argmax results.
 //   reduce_f32: Sum (OP 0), Prod (1), Max (2), Min (3), Mean (4), half the sum of squares (5,
 //     L2Loss); NaN propagates through Max/Min.
+//   reduce_f32_serial: the same ops, one invocation per output looping over its elements, with no
+//     barriers: for short reductions, where a 256-thread tree would mostly wait (and llvmpipe's
+//     barriers are costly).
 //   reduce_bool: All (OP 0), Any (1) over bool bytes; results are OR-ed into a zeroed output.
 //   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis; first index wins ties; `out_words` 1 or 2.
 
@@ -112,15 +115,32 @@ fn reduce_f32(
         workgroupBarrier();
     }
     if (lid == 0u && valid) {
-        var result = partial[0];
-        if (OP == 4u) {
-            result = result / f32(p.count);
-        }
-        if (OP == 5u) {
-            result = result * 0.5;
-        }
-        atomicStore(&out[p.out_off + o], bitcast<u32>(result));
+        atomicStore(&out[p.out_off + o], bitcast<u32>(finish(partial[0])));
     }
+}
+
+fn finish(total: f32) -> f32 {
+    if (OP == 4u) {
+        return total / f32(p.count);
+    }
+    if (OP == 5u) {
+        return total * 0.5;
+    }
+    return total;
+}
+
+@compute @workgroup_size(64)
+fn reduce_f32_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = gid.x + gid.y * nwg.x * 64u;
+    if (o >= p.outputs) {
+        return;
+    }
+    let base = p.in_off + offset_of(o, p.kept_rank, p.kept_shape, p.kept_stride);
+    var acc = identity();
+    for (var r = 0u; r < p.count; r++) {
+        acc = combine(acc, term(bitcast<f32>(input[base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)])));
+    }
+    atomicStore(&out[p.out_off + o], bitcast<u32>(finish(acc)));
 }
 
 @compute @workgroup_size(256)

@@ -15,6 +15,14 @@ const MAX_BATCH_RANK: usize = 4;
 /// The block of C each workgroup computes (`wgsl/matmul.wgsl`: 16 invocations of ROWS x COLS).
 const COLUMNS_PER_GROUP: u32 = 16 * 16;
 const ROWS_PER_GROUP: u32 = 16;
+/// The block of C a workgroup of the `small` variant computes (8 x 8 invocations of 4 x 4).
+const SMALL_BLOCK: u32 = 32;
+
+/// Whether the `small` variant fits the output better: below a full 16 x 256 block, most of the
+/// register-blocked kernel's invocations would compute clamped, discarded columns.
+fn small_output(m: u32, n: u32) -> bool {
+    n < COLUMNS_PER_GROUP || m < ROWS_PER_GROUP
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -107,10 +115,14 @@ pub fn launch(
     let [a_mem, b_mem, c_mem] = mems;
     let (a_mem, b_mem, c_mem) = (a_mem?, b_mem?, c_mem?);
     let aliases = [("T", out.dtype.wgsl())];
-    let pipeline =
-        device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &aliases, constants: &[] })?;
+    let (m, n) = (m as u32, n as u32);
+    let (entry, groups) = if small_output(m, n) {
+        ("small", [n.div_ceil(SMALL_BLOCK), m.div_ceil(SMALL_BLOCK), batch_count as u32])
+    } else {
+        ("main", [n.div_ceil(COLUMNS_PER_GROUP), m.div_ceil(ROWS_PER_GROUP), batch_count as u32])
+    };
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
     let size = out.dtype.size();
-    let groups = [(n as u32).div_ceil(COLUMNS_PER_GROUP), (m as u32).div_ceil(ROWS_PER_GROUP), batch_count as u32];
     stream.encode(|core, encoder| {
         let (a_bind, a_off) = storage_window(core, &a_mem, size)?;
         let (b_bind, b_off) = storage_window(core, &b_mem, size)?;

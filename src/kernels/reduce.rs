@@ -15,6 +15,10 @@ const MAX_RANK: usize = 8;
 
 /// TF op name → `OP` of `reduce_f32`.
 pub const FLOAT_REDUCTIONS: [(&str, u32); 5] = [("Sum", 0), ("Prod", 1), ("Max", 2), ("Min", 3), ("Mean", 4)];
+/// Reductions of at most this many elements per output take `reduce_f32_serial`.
+const SERIAL_REDUCTION_MAX: u32 = 512;
+const SERIAL_WORKGROUP: u64 = 64;
+
 /// `OP` of `reduce_f32` for L2Loss.
 const L2_LOSS: u32 = 5;
 
@@ -111,6 +115,9 @@ fn launch(
     if p.outputs == 0 || out.num_elements() == 0 {
         return Ok(());
     }
+    // Short reductions loop serially, one invocation per output (see `wgsl/reduce.wgsl`).
+    let serial = entry == "reduce_f32" && p.count <= SERIAL_REDUCTION_MAX;
+    let entry = if serial { "reduce_f32_serial" } else { entry };
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
@@ -125,7 +132,11 @@ fn launch(
         let (out_bind, out_off) = storage_window(core, &out_mem, if byte_units { 1 } else { 4 })?;
         p.in_off = in_off;
         p.out_off = out_off;
-        let groups = grid(core, p.outputs as u64, entry)?;
+        let groups = if serial {
+            grid(core, (p.outputs as u64).div_ceil(SERIAL_WORKGROUP), entry)?
+        } else {
+            grid(core, p.outputs as u64, entry)?
+        };
         dispatch_workgroups(core, encoder, entry, &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&p), groups)
     })
 }

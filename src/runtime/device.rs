@@ -132,6 +132,7 @@ impl DeviceCore {
     pub fn submit(&self, commands: wgpu::CommandBuffer) -> u64 {
         let mut log = self.submissions.lock().unwrap_or_else(|e| e.into_inner());
         let index = self.queue.submit(Some(commands));
+        log::trace!("tensorflow-wgpu: submit {seq}", seq = log.last_seq + 1);
         log.last_seq += 1;
         let seq = log.last_seq;
         let completed = self.completed_seq.clone();

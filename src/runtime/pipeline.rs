@@ -233,6 +233,7 @@ pub fn dispatch_workgroups(
     if groups.contains(&0) {
         return Ok(());
     }
+    log::trace!("tensorflow-wgpu: dispatch {label} {groups:?}");
     let max_dim = core.limits.max_compute_workgroups_per_dimension;
     if groups.iter().any(|&g| g > max_dim) {
         return Err(Error::unimplemented(format!("{label}: grid {groups:?} exceeds the adapter's dispatch limit")));
