@@ -43,17 +43,19 @@ fn philox(start: vec4<u32>, first_key: vec2<u32>) -> vec4<u32> {
     return c;
 }
 
-// counter + g, with the carry through all four words.
-fn skip(counter: vec4<u32>, g: u32) -> vec4<u32> {
+// counter + (hi << 32 | lo), as TF's PhiloxRandom::Skip carries it.
+fn skip64(counter: vec4<u32>, lo: u32, hi_in: u32) -> vec4<u32> {
     var c = counter;
-    c.x = counter.x + g;
-    if (c.x < g) {
-        c.y += 1u;
-        if (c.y == 0u) {
-            c.z += 1u;
-            if (c.z == 0u) {
-                c.w += 1u;
-            }
+    var hi = hi_in;
+    c.x += lo;
+    if (c.x < lo) {
+        hi += 1u;
+    }
+    c.y += hi;
+    if (c.y < hi) {
+        c.z += 1u;
+        if (c.z == 0u) {
+            c.w += 1u;
         }
     }
     return c;
@@ -81,7 +83,7 @@ fn fill_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     if (g * 4u >= p.n) {
         return;
     }
-    let bits = philox(skip(p.counter, g), p.key);
+    let bits = philox(skip64(p.counter, g, 0u), p.key);
     let values = array<vec2<f32>, 2>(box_muller(bits.x, bits.y), box_muller(bits.z, bits.w));
     for (var j = 0u; j < 4u; j++) {
         let i = g * 4u + j;
@@ -91,23 +93,6 @@ fn fill_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     }
 }
 
-// counter + (hi << 32 | lo), as TF's PhiloxRandom::Skip carries it.
-fn skip64(counter: vec4<u32>, lo: u32, hi_in: u32) -> vec4<u32> {
-    var c = counter;
-    var hi = hi_in;
-    c.x += lo;
-    if (c.x < lo) {
-        hi += 1u;
-    }
-    c.y += hi;
-    if (c.y < hi) {
-        c.z += 1u;
-        if (c.z == 0u) {
-            c.w += 1u;
-        }
-    }
-    return c;
-}
 
 // Group g's draws start 256 Philox blocks (its reserved samples) after group g - 1's.
 const BLOCKS_PER_GROUP: u32 = 256u;
@@ -127,7 +112,7 @@ fn fill_truncated_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
     for (var pair = 0u; pair < 2u * BLOCKS_PER_GROUP && kept < 4u; pair++) {
         if (used == 4u) {
             bits = philox(block, p.key);
-            block = skip(block, 1u);
+            block = skip64(block, 1u, 0u);
             used = 0u;
         }
         let f = box_muller(bits[used], bits[used + 1u]);
@@ -150,7 +135,7 @@ fn fill_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     if (g * 4u >= p.n) {
         return;
     }
-    let bits = philox(skip(p.counter, g), p.key);
+    let bits = philox(skip64(p.counter, g, 0u), p.key);
     for (var j = 0u; j < 4u; j++) {
         let i = g * 4u + j;
         if (i < p.n) {
