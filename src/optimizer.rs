@@ -1,6 +1,6 @@
-//! The update formulas of TF's fused optimizer ops (`ResourceApplyMomentum`,
-//! `ResourceApplyKerasMomentum`, `ResourceApplyAdam`, `ResourceApplyRMSProp`,
-//! `ResourceApplyAdagrad`), written once over an abstract element-wise `Arithmetic`, in TF-CPU's
+//! The update formulas of TF's fused optimizer ops (`ResourceApplyGradientDescent`,
+//! `ResourceApplyMomentum`, `ResourceApplyKerasMomentum`, `ResourceApplyAdam`,
+//! `ResourceApplyRMSProp`, `ResourceApplyAdagrad`), written once over an abstract element-wise `Arithmetic`, in TF-CPU's
 //! order of operations. The graph pass (`crate::rewrite`) evaluates them into graph nodes; the eager
 //! kernels (`crate::kernels::variables`) into launches on the variables' tensors.
 
@@ -22,6 +22,7 @@ pub trait Arithmetic {
 /// A fused optimizer update and its flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Optimizer {
+    GradientDescent,
     Momentum { nesterov: bool },
     KerasMomentum { nesterov: bool },
     Adam { nesterov: bool },
@@ -33,6 +34,7 @@ impl Optimizer {
     /// The op's optimizer; `nesterov` and `update_slots` are the node's attributes where it has them.
     pub fn from_op(op: &str, nesterov: bool, update_slots: bool) -> Option<Optimizer> {
         Some(match op {
+            "ResourceApplyGradientDescent" => Optimizer::GradientDescent,
             "ResourceApplyMomentum" => Optimizer::Momentum { nesterov },
             "ResourceApplyKerasMomentum" => Optimizer::KerasMomentum { nesterov },
             "ResourceApplyAdam" => Optimizer::Adam { nesterov },
@@ -45,6 +47,7 @@ impl Optimizer {
     /// The op's inputs: how many leading ones are variables, and how many follow them.
     pub fn arity(self) -> (usize, usize) {
         match self {
+            Optimizer::GradientDescent => (1, 2),
             Optimizer::Momentum { .. } | Optimizer::KerasMomentum { .. } => (2, 3),
             Optimizer::Adam { .. } => (3, 7),
             Optimizer::RmsProp => (3, 5),
@@ -55,7 +58,10 @@ impl Optimizer {
     /// Where the gradient is among the inputs after the variables.
     pub fn gradient_index(self) -> usize {
         match self {
-            Optimizer::Momentum { .. } | Optimizer::KerasMomentum { .. } | Optimizer::Adagrad { .. } => 1,
+            Optimizer::GradientDescent
+            | Optimizer::Momentum { .. }
+            | Optimizer::KerasMomentum { .. }
+            | Optimizer::Adagrad { .. } => 1,
             Optimizer::Adam { .. } => 6,
             Optimizer::RmsProp => 4,
         }
@@ -70,6 +76,11 @@ impl Optimizer {
         args: &[A::Value],
     ) -> Result<Vec<Option<A::Value>>, A::Error> {
         Ok(match (self, vars, args) {
+            (Optimizer::GradientDescent, [var], [alpha, delta]) => {
+                // var -= alpha * delta
+                let step = a.mul(alpha, delta)?;
+                vec![Some(a.sub(var, &step)?)]
+            }
             (Optimizer::Momentum { nesterov }, [var, accum], [lr, grad, momentum]) => {
                 // accum = accum * momentum + grad; var -= accum * lr
                 // (nesterov: var -= grad * lr + accum * momentum * lr)

@@ -24,7 +24,6 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     }
     match kernel.def.op {
         "ResourceGather" => gather(ctx, kernel),
-        "ResourceApplyGradientDescent" => apply_gradient_descent(ctx),
         "AssignAddVariableOp" | "AssignSubVariableOp" => assign_update(ctx, kernel.def.op),
         op => apply_optimizer(ctx, kernel, op),
     }
@@ -69,28 +68,6 @@ fn assign_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
             }
             other => Err(Error::unimplemented(format!("{op} of a {} variable on WGPU", other.tf_name()))),
         }
-    })
-}
-
-/// ResourceApplyGradientDescent: var -= alpha * delta, in place (alpha * delta first, as TF-CPU).
-fn apply_gradient_descent(ctx: &mut dyn KernelContext) -> Result<()> {
-    let alpha = ctx.input(1)?;
-    let delta = ctx.input(2)?;
-    if !alpha.shape.is_empty() {
-        return Err(Error::invalid_argument(format!("alpha is not a scalar: {:?}", alpha.shape)));
-    }
-    ctx.with_variables(&[0], &mut |ctx, variables| {
-        let variable = &variables[0];
-        if variable.shape != delta.shape {
-            return Err(Error::invalid_argument(format!(
-                "var and delta do not have the same shape: {:?} {:?}",
-                variable.shape, delta.shape
-            )));
-        }
-        let step = ctx.allocate_temp(delta.dtype, &delta.shape)?;
-        let stream = ctx.stream()?;
-        binary::launch(stream, BinaryOp::Mul, &alpha, &delta, &step)?;
-        binary::launch(stream, BinaryOp::Sub, variable, &step, variable)
     })
 }
 
@@ -152,7 +129,7 @@ impl Arithmetic for Launches<'_> {
     }
 }
 
-/// The fused optimizer ops: TF-CPU's formula (`crate::optimizer`) on the locked variables, whose
+/// The TF1 optimizers' fused ops: TF-CPU's formula (`crate::optimizer`) on the locked variables, whose
 /// new values are copied back into them.
 fn apply_optimizer(ctx: &mut dyn KernelContext, kernel: &KernelInstance, op: &str) -> Result<()> {
     let flag = |name: &str, default: bool| kernel.attrs.bool(name).unwrap_or(default);
@@ -160,9 +137,19 @@ fn apply_optimizer(ctx: &mut dyn KernelContext, kernel: &KernelInstance, op: &st
         .ok_or_else(|| Error::internal(format!("{op} is not an optimizer")))?;
     let (variables, others) = optimizer.arity();
     let args = (variables..variables + others).map(|i| ctx.input(i)).collect::<Result<Vec<_>>>()?;
+    let grad = &args[optimizer.gradient_index()];
+    // As TF-CPU's kernels: learning rates, decays and epsilons are scalars.
+    if let Some((k, other)) =
+        args.iter().enumerate().find(|(k, a)| *k != optimizer.gradient_index() && !a.shape.is_empty())
+    {
+        return Err(Error::invalid_argument(format!(
+            "{op}: input {} is not a scalar: {:?}",
+            variables + k,
+            other.shape
+        )));
+    }
     let resources: Vec<usize> = (0..variables).collect();
     ctx.with_variables(&resources, &mut |ctx, current| {
-        let grad = &args[optimizer.gradient_index()];
         if let Some(other) = current.iter().find(|v| v.shape != grad.shape) {
             return Err(Error::invalid_argument(format!(
                 "{op}: variables and grad must have the same shape: {:?} vs {:?}",

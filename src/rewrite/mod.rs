@@ -7,11 +7,10 @@
 //! - `ResourceGather(v, i)` → `GatherV2(ReadVariableOp(v), i, axis = batch_dims)`;
 //! - `AssignAddVariableOp(v, x)` → `AssignVariableOp(v, AddV2(ReadVariableOp(v), x))`, and
 //!   `AssignSubVariableOp` likewise with `Sub`;
-//! - `ResourceApplyGradientDescent(v, alpha, delta)` →
-//!   `AssignVariableOp(v, Sub(ReadVariableOp(v), Mul(alpha, delta)))` (TF1-style optimizers);
-//! - `ResourceApplyMomentum`, `ResourceApplyKerasMomentum`, `ResourceApplyAdam`,
-//!   `ResourceApplyRMSProp` and `ResourceApplyAdagrad` → reads of their
-//!   variables, TF-CPU's update formulas as element-wise ops (in TF-CPU's order of operations), and
+//! - the TF1 optimizers' `ResourceApplyGradientDescent`, `ResourceApplyMomentum`,
+//!   `ResourceApplyKerasMomentum`, `ResourceApplyAdam`, `ResourceApplyRMSProp` and
+//!   `ResourceApplyAdagrad` → reads of their variables, TF-CPU's update formulas as element-wise ops
+//!   (`crate::optimizer`; for gradient descent `Sub(ReadVariableOp(v), Mul(alpha, delta))`), and
 //!   one assign per variable, gathered under a `NoOp`.
 //!
 //! The rewritten op keeps its node name, so fetches, outputs and control edges stay valid.
@@ -262,7 +261,7 @@ fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
     }
     let (data, control) = node.split_inputs();
     let dtype = node.attr_value("dtype").or_else(|| node.attr_value("T"))?.varint(ATTR_TYPE)?;
-    if node.op.starts_with("ResourceApply") && node.op != "ResourceApplyGradientDescent" {
+    if node.op.starts_with("ResourceApply") {
         return optimizer_update(node, names, dtype, &data, control);
     }
     let device = node.device.as_str();
@@ -295,18 +294,6 @@ fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
                 .attr("dtype", type_attr(dtype))
                 .attr("validate_shape", bool_attr(false));
             Some(vec![read, update, assign])
-        }
-        "ResourceApplyGradientDescent" if data.len() == 3 => {
-            let step_name = names.fresh(&node.name, "wgpu_step");
-            let step = Node::new(step_name.clone(), "Mul", vec![data[1].clone(), data[2].clone()], device)
-                .attr("T", type_attr(dtype));
-            let update_name = names.fresh(&node.name, "wgpu_update");
-            let update =
-                Node::new(update_name.clone(), "Sub", vec![read_name, step_name], device).attr("T", type_attr(dtype));
-            let assign = Node::new(node.name.clone(), "AssignVariableOp", vec![data[0].clone(), update_name], device)
-                .attr("dtype", type_attr(dtype))
-                .attr("validate_shape", bool_attr(false));
-            Some(vec![read, step, update, assign])
         }
         _ => None,
     }
@@ -410,10 +397,14 @@ mod tests {
                 .attr("T", type_attr(1));
         let nodes = nodes_of(&rewrite_graph(&graph(&[node])).unwrap().unwrap());
         let ops: Vec<&str> = nodes.iter().map(|n| n.op.as_str()).collect();
-        assert_eq!(ops, ["ReadVariableOp", "Mul", "Sub", "AssignVariableOp"]);
+        assert_eq!(ops, ["ReadVariableOp", "Mul", "Sub", "AssignVariableOp", "NoOp"]);
         assert_eq!(nodes[1].inputs, ["lr", "g"]);
-        assert_eq!(nodes[2].inputs, ["sgd/wgpu_read", "sgd/wgpu_step"]);
-        assert_eq!(nodes[3].inputs, ["v", "sgd/wgpu_update"]);
+        assert_eq!(nodes[2].inputs, ["sgd/wgpu_read", "sgd/wgpu_mul"]);
+        assert_eq!(nodes[3].inputs, ["v", "sgd/wgpu_sub"]);
+        assert_eq!(
+            (nodes[4].name.as_str(), nodes[4].inputs.as_slice()),
+            ("sgd", ["^sgd/wgpu_assign".to_string()].as_slice())
+        );
     }
 
     #[test]
