@@ -34,6 +34,10 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::reduce::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f16")]);
+    for ty in ["f32", "f16"] {
+        validate(&tensorflow_wgpu::kernels::matmul::PACK_SHADER, &[("T", ty)]);
+        validate(&tensorflow_wgpu::kernels::matmul::TILES_SHADER, &[("T", ty)]);
+    }
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::random::SHADER, &[]);
@@ -87,6 +91,8 @@ fn every_wgsl_file_is_covered() {
             "index.wgsl",
             "logical.wgsl",
             "matmul.wgsl",
+            "matmul_pack.wgsl",
+            "matmul_tiles.wgsl",
             "memory.wgsl",
             "random.wgsl",
             "reduce.wgsl",
@@ -99,4 +105,14 @@ fn every_wgsl_file_is_covered() {
         ],
         "add a validation test for the new shader"
     );
+}
+
+#[test]
+fn generated_matmul_tiles_is_current() {
+    let status = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gen-matmul-tiles.py"))
+        .arg("--check")
+        .status()
+        .expect("python3 runs scripts/gen-matmul-tiles.py");
+    assert!(status.success(), "wgsl/matmul_tiles.wgsl differs from scripts/gen-matmul-tiles.py's output");
 }

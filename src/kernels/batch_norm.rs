@@ -8,8 +8,12 @@ use crate::runtime::Stream;
 
 use super::{shader_len, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "batch_norm", source: include_str!("../../wgsl/batch_norm.wgsl"), storage_buffers: 8 };
+pub const SHADER: Shader = Shader {
+    name: "batch_norm",
+    source: include_str!("../../wgsl/batch_norm.wgsl"),
+    storage_buffers: 8,
+    uniform_buffers: 0,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]

@@ -15,6 +15,7 @@ macro_rules! broadcast_shader {
             name: $name,
             source: concat!(include_str!("../../wgsl/broadcast.wgsl"), include_str!(concat!("../../wgsl/", $file))),
             storage_buffers: $buffers,
+            uniform_buffers: 0,
         }
     };
 }

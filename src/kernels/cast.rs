@@ -6,7 +6,8 @@ use crate::runtime::Stream;
 
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader = Shader { name: "cast", source: include_str!("../../wgsl/cast.wgsl"), storage_buffers: 2 };
+pub const SHADER: Shader =
+    Shader { name: "cast", source: include_str!("../../wgsl/cast.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -8,7 +8,8 @@ use crate::runtime::Stream;
 
 use super::{shader_len, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader = Shader { name: "conv", source: include_str!("../../wgsl/conv.wgsl"), storage_buffers: 6 };
+pub const SHADER: Shader =
+    Shader { name: "conv", source: include_str!("../../wgsl/conv.wgsl"), storage_buffers: 6, uniform_buffers: 0 };
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]

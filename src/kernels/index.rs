@@ -10,7 +10,8 @@ use crate::runtime::Stream;
 use super::slice::{contiguous_strides, StridedView};
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader = Shader { name: "index", source: include_str!("../../wgsl/index.wgsl"), storage_buffers: 4 };
+pub const SHADER: Shader =
+    Shader { name: "index", source: include_str!("../../wgsl/index.wgsl"), storage_buffers: 4, uniform_buffers: 0 };
 
 const MAX_RANK: usize = 8;
 

@@ -1,15 +1,40 @@
 //! MatMul, BatchMatMulV2/V3 (`wgsl/matmul.wgsl`) and Einsum built on them.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch_workgroups, storage_window, PipelineSpec, Shader};
-use crate::runtime::Stream;
+use crate::runtime::pipeline::{dispatch, dispatch_workgroups, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::{DeviceCore, Stream};
 
 use super::binary::broadcast_shapes;
 use super::slice::contiguous_strides;
-use super::{KernelContext, KernelInstance, TensorRef};
+use super::{DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
-    Shader { name: "matmul", source: include_str!("../../wgsl/matmul.wgsl"), storage_buffers: 3 };
+    Shader { name: "matmul", source: include_str!("../../wgsl/matmul.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
+
+/// The uniform-fed tiled matmul for CPU adapters (`wgsl/matmul_tiles.wgsl`) and its packer.
+pub const PACK_SHADER: Shader = Shader {
+    name: "matmul_pack",
+    source: include_str!("../../wgsl/matmul_pack.wgsl"),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+};
+pub const TILES_SHADER: Shader = Shader {
+    name: "matmul_tiles",
+    source: include_str!("../../wgsl/matmul_tiles.wgsl"),
+    storage_buffers: 1,
+    uniform_buffers: 2 * TILE_PAIRS,
+};
+/// Rows and columns of a packed tile: 128 x 128 f32 is 64 KiB, WebGPU's default (and lavapipe's)
+/// largest uniform binding.
+const TILE: u32 = 128;
+const TILE_BYTES: u64 = (TILE * TILE * 4) as u64;
+/// k-tiles one dispatch adds up: A and B tiles of 5 pairs and the parameters are 11 uniform
+/// bindings, within WebGPU's default of 12 per stage.
+const TILE_PAIRS: u32 = 3;
+/// Rows of C one workgroup of `matmul_tiles` computes.
+const TILE_ROWS_PER_GROUP: u32 = 8;
+/// Set to `tiles` or `direct` to force one matmul kernel (tests and benchmarks compare them).
+pub const ENV_MATMUL: &str = "TF_WGPU_MATMUL";
 
 const MAX_BATCH_RANK: usize = 4;
 /// The block of C each workgroup computes (`wgsl/matmul.wgsl`: 16 invocations of ROWS x COLS).
@@ -42,6 +67,83 @@ struct Params {
     batch_shape: [u32; 4],
     a_batch_stride: [u32; 4],
     b_batch_stride: [u32; 4],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct PackParams {
+    rows: u32,
+    cols: u32,
+    rs: u32,
+    cs: u32,
+    src_off: u32,
+    row_tiles: u32,
+    col_tiles: u32,
+    batch_rank: u32,
+    batches: u32,
+    _pad: [u32; 3],
+    batch_shape: [u32; 4],
+    batch_stride: [u32; 4],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct TileParams {
+    m: u32,
+    n: u32,
+    row0: u32,
+    col0: u32,
+    c_off: u32,
+    pairs: u32,
+    accumulate: u32,
+    _pad: u32,
+}
+
+/// Which matmul kernel a launch uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kernel {
+    /// `matmul.wgsl`: storage loads, register blocks; what GPUs want.
+    Direct,
+    /// `matmul_pack.wgsl` + `matmul_tiles.wgsl`: uniform loads; what llvmpipe wants.
+    Tiles,
+}
+
+fn forced_kernel() -> Option<Kernel> {
+    static FORCED: std::sync::OnceLock<Option<Kernel>> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| match std::env::var(ENV_MATMUL).as_deref() {
+        Ok("tiles") => Some(Kernel::Tiles),
+        Ok("direct") => Some(Kernel::Direct),
+        _ => None,
+    })
+}
+
+/// Whether the tiled kernel would round partial sums to the output type: a second group of k-tiles
+/// adds to C as stored, and a half-precision C would lose the f32 partial sum's low bits.
+fn rounds_between_groups(dtype: DType, k: u32) -> bool {
+    dtype != DType::F32 && k > TILE * TILE_PAIRS
+}
+
+/// The tiled kernel pays two packing passes and one dispatch per 128 x 128 tile of C (and per five
+/// k-tiles), so it is chosen for CPU adapters, on outputs big enough to fill a tile, where the
+/// dispatch count stays modest.
+fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32, n: u32, k: u32) -> Kernel {
+    let tiles_fit = core.limits.max_uniform_buffers_per_shader_stage > 2 * TILE_PAIRS
+        && core.limits.max_uniform_buffer_binding_size >= TILE_BYTES;
+    if !tiles_fit {
+        return Kernel::Direct;
+    }
+    match forced_kernel() {
+        Some(Kernel::Tiles) if !rounds_between_groups(dtype, k) => return Kernel::Tiles,
+        Some(_) => return Kernel::Direct,
+        None => {}
+    }
+    let dispatches = batch * m.div_ceil(TILE) as u64 * n.div_ceil(TILE) as u64 * k.div_ceil(TILE * TILE_PAIRS) as u64;
+    let cpu = core.info.device_type == wgpu::DeviceType::Cpu;
+    if cpu && m >= 32 && n >= 32 && k >= 32 && dispatches <= 4096 && !rounds_between_groups(dtype, k) {
+        Kernel::Tiles
+    } else {
+        Kernel::Direct
+    }
 }
 
 /// `out[..., M, N] = op(a)[..., M, K] x op(b)[..., K, N]`, op = transpose where asked, with the
@@ -97,6 +199,13 @@ pub fn launch(
         return Err(Error::unimplemented(format!("matmul with more than {MAX_BATCH_RANK} broadcast batch dims")));
     }
     let batch_count: i64 = batch.iter().product();
+    let device = stream.device();
+    if choose_kernel(device, out.dtype, batch_count as u64, m as u32, n as u32, k as u32) == Kernel::Tiles {
+        let batch_shape: Vec<u32> = batch.iter().map(|&d| d as u32).collect();
+        let a = Operand::new(a, transpose_a, batch_strides(a));
+        let b = Operand::new(b, transpose_b, batch_strides(b));
+        return launch_tiles(stream, &a, &b, out, &batch_shape);
+    }
     let mut p: Params = bytemuck::Zeroable::zeroed();
     p.m = m as u32;
     p.n = n as u32;
@@ -110,7 +219,6 @@ pub fn launch(
         p.a_batch_stride[d] = sa as u32;
         p.b_batch_stride[d] = sb as u32;
     }
-    let device = stream.device();
     let mems = [a, b, out].map(|t| device.memory.resolve(t.address, t.byte_len()));
     let [a_mem, b_mem, c_mem] = mems;
     let (a_mem, b_mem, c_mem) = (a_mem?, b_mem?, c_mem?);
@@ -137,6 +245,127 @@ pub fn launch(
             bytemuck::bytes_of(&p),
             groups,
         )
+    })
+}
+
+/// One matmul operand as a batch of logical matrices: `rows x cols`, element strides, batch strides
+/// along the output batch dims (0 where it broadcasts).
+struct Operand<'a> {
+    tensor: &'a TensorRef,
+    rows: u32,
+    cols: u32,
+    rs: u32,
+    cs: u32,
+    batch_strides: Vec<i64>,
+}
+
+impl<'a> Operand<'a> {
+    fn new(tensor: &'a TensorRef, transpose: bool, batch_strides: Vec<i64>) -> Self {
+        let rank = tensor.shape.len();
+        let (stored_rows, stored_cols) = (tensor.shape[rank - 2] as u32, tensor.shape[rank - 1] as u32);
+        if transpose {
+            Operand { tensor, rows: stored_cols, cols: stored_rows, rs: 1, cs: stored_cols, batch_strides }
+        } else {
+            Operand { tensor, rows: stored_rows, cols: stored_cols, rs: stored_cols, cs: 1, batch_strides }
+        }
+    }
+}
+
+/// Tile `index` of a packed scratch buffer, as a uniform binding.
+fn tile_binding(buffer: &wgpu::Buffer, index: u32) -> Binding<'_> {
+    Binding { buffer, offset: index as u64 * TILE_BYTES, size: TILE_BYTES }
+}
+
+/// Packs `x` into 128 x 128 f32 tiles in the scratch buffer `role`; returns the buffer.
+fn pack(stream: &Stream, role: &'static str, x: &Operand, batch_shape: &[u32]) -> Result<wgpu::Buffer> {
+    let device = stream.device();
+    let batches: u32 = batch_shape.iter().product();
+    let (row_tiles, col_tiles) = (x.rows.div_ceil(TILE), x.cols.div_ceil(TILE));
+    let tiles = batches as u64 * row_tiles as u64 * col_tiles as u64;
+    let scratch = device.scratch.get(device, role, tiles * TILE_BYTES)?;
+    let mut p: PackParams = bytemuck::Zeroable::zeroed();
+    (p.rows, p.cols, p.rs, p.cs) = (x.rows, x.cols, x.rs, x.cs);
+    (p.row_tiles, p.col_tiles, p.batches) = (row_tiles, col_tiles, batches);
+    p.batch_rank = batch_shape.len() as u32;
+    for (d, (&size, &stride)) in batch_shape.iter().zip(&x.batch_strides).enumerate() {
+        p.batch_shape[d] = size;
+        p.batch_stride[d] = stride as u32;
+    }
+    let aliases = [("T", x.tensor.dtype.wgsl())];
+    let pipeline = device.pipelines.get(
+        device,
+        &PACK_SHADER,
+        &PipelineSpec { entry: "pack", aliases: &aliases, constants: &[] },
+    )?;
+    let src = device.memory.resolve(x.tensor.address, x.tensor.byte_len())?;
+    let size = x.tensor.dtype.size();
+    stream.encode(|core, encoder| {
+        let (src_bind, src_off) = storage_window(core, &src, size)?;
+        p.src_off = src_off;
+        let dst = Binding { buffer: &scratch, offset: 0, size: tiles * TILE_BYTES };
+        dispatch(core, encoder, role, &pipeline, &[src_bind, dst], bytemuck::bytes_of(&p), tiles * 4096)
+    })?;
+    Ok(scratch)
+}
+
+/// The tiled product: pack both operands, then one dispatch per (batch, tile of C, group of
+/// `TILE_PAIRS` k-tiles), reading tiles through uniform bindings.
+fn launch_tiles(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batch_shape: &[u32]) -> Result<()> {
+    let device = stream.device();
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let a_tiles = pack(stream, "matmul packed A", a, batch_shape)?;
+    let b_tiles = pack(stream, "matmul packed B", b, batch_shape)?;
+    let batches: u32 = batch_shape.iter().product();
+    let (row_tiles, k_tiles, col_tiles) = (m.div_ceil(TILE), k.div_ceil(TILE), n.div_ceil(TILE));
+    let aliases = [("T", out.dtype.wgsl())];
+    let pipeline = device.pipelines.get(
+        device,
+        &TILES_SHADER,
+        &PipelineSpec { entry: "tiles", aliases: &aliases, constants: &[] },
+    )?;
+    let c_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let size = out.dtype.size();
+    stream.encode(|core, encoder| {
+        let (c_bind, c_off) = storage_window(core, &c_mem, size)?;
+        for z in 0..batches {
+            for ti in 0..row_tiles {
+                for tj in 0..col_tiles {
+                    for first in (0..k_tiles).step_by(TILE_PAIRS as usize) {
+                        let pairs = TILE_PAIRS.min(k_tiles - first);
+                        // Bindings past `pairs` repeat the first pair; the shader skips them.
+                        let kt = |i: u32| first + if i < pairs { i } else { 0 };
+                        let mut bindings = vec![c_bind];
+                        bindings.extend(
+                            (0..TILE_PAIRS).map(|i| tile_binding(&a_tiles, (z * row_tiles + ti) * k_tiles + kt(i))),
+                        );
+                        bindings.extend(
+                            (0..TILE_PAIRS).map(|i| tile_binding(&b_tiles, (z * k_tiles + kt(i)) * col_tiles + tj)),
+                        );
+                        let p = TileParams {
+                            m,
+                            n,
+                            row0: ti * TILE,
+                            col0: tj * TILE,
+                            c_off: c_off + z * m * n,
+                            pairs,
+                            accumulate: (first > 0) as u32,
+                            _pad: 0,
+                        };
+                        let groups = [1, TILE / TILE_ROWS_PER_GROUP, 1];
+                        dispatch_workgroups(
+                            core,
+                            encoder,
+                            "matmul tiles",
+                            &pipeline,
+                            &bindings,
+                            bytemuck::bytes_of(&p),
+                            groups,
+                        )?;
+                    }
+                }
+            }
+        }
+        Ok(())
     })
 }
 

@@ -7,7 +7,7 @@ use crate::runtime::pipeline::{dispatch_workgroups, grid, storage_window, Pipeli
 use super::{shader_len, DType, KernelContext, KernelInstance};
 
 pub const SOFTMAX_SHADER: Shader =
-    Shader { name: "softmax", source: include_str!("../../wgsl/softmax.wgsl"), storage_buffers: 2 };
+    Shader { name: "softmax", source: include_str!("../../wgsl/softmax.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -59,7 +59,7 @@ pub fn softmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
 }
 
 pub const XENT_SHADER: Shader =
-    Shader { name: "xent", source: include_str!("../../wgsl/xent.wgsl"), storage_buffers: 4 };
+    Shader { name: "xent", source: include_str!("../../wgsl/xent.wgsl"), storage_buffers: 4, uniform_buffers: 0 };
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

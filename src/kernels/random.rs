@@ -10,7 +10,7 @@ use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use super::{shader_len, DType, KernelContext, KernelInstance};
 
 pub const SHADER: Shader =
-    Shader { name: "random", source: include_str!("../../wgsl/random.wgsl"), storage_buffers: 1 };
+    Shader { name: "random", source: include_str!("../../wgsl/random.wgsl"), storage_buffers: 1, uniform_buffers: 0 };
 
 const W32A: u32 = 0x9E37_79B9;
 const W32B: u32 = 0xBB67_AE85;

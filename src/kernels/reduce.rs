@@ -9,7 +9,7 @@ use super::slice::contiguous_strides;
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
-    Shader { name: "reduce", source: include_str!("../../wgsl/reduce.wgsl"), storage_buffers: 2 };
+    Shader { name: "reduce", source: include_str!("../../wgsl/reduce.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
 
 const MAX_RANK: usize = 8;
 

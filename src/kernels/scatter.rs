@@ -10,7 +10,7 @@ use super::slice::contiguous_strides;
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
-    Shader { name: "scatter", source: include_str!("../../wgsl/scatter.wgsl"), storage_buffers: 3 };
+    Shader { name: "scatter", source: include_str!("../../wgsl/scatter.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
 
 const MAX_DEPTH: usize = 8;
 

@@ -7,7 +7,7 @@ use crate::runtime::Stream;
 use super::{KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
-    Shader { name: "strided", source: include_str!("../../wgsl/strided.wgsl"), storage_buffers: 2 };
+    Shader { name: "strided", source: include_str!("../../wgsl/strided.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
 
 const MAX_RANK: usize = 8;
 

@@ -6,9 +6,14 @@ use crate::runtime::Stream;
 
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader = Shader { name: "unary", source: include_str!("../../wgsl/unary.wgsl"), storage_buffers: 2 };
-pub const CLASSIFY_SHADER: Shader =
-    Shader { name: "classify", source: include_str!("../../wgsl/classify.wgsl"), storage_buffers: 2 };
+pub const SHADER: Shader =
+    Shader { name: "unary", source: include_str!("../../wgsl/unary.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
+pub const CLASSIFY_SHADER: Shader = Shader {
+    name: "classify",
+    source: include_str!("../../wgsl/classify.wgsl"),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+};
 
 /// The ops of `unary.wgsl`, by the value of its `OP` override constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,6 +10,7 @@ use crate::error::{Code, Error, Result};
 
 use super::memory::MemoryMap;
 use super::pipeline::PipelineCache;
+use super::scratch::ScratchBuffers;
 use super::stream::StreamCore;
 
 /// What the poller thread and the streams share. It never owns a `Device`, so the poller thread can
@@ -23,6 +24,7 @@ pub struct DeviceCore {
     pub features: wgpu::Features,
     pub memory: MemoryMap,
     pub pipelines: PipelineCache,
+    pub scratch: ScratchBuffers,
     submissions: Mutex<SubmissionLog>,
     completed_seq: Arc<AtomicU64>,
     streams: Mutex<Vec<Weak<StreamCore>>>,
@@ -97,6 +99,7 @@ impl Device {
             features,
             memory,
             pipelines: PipelineCache::default(),
+            scratch: ScratchBuffers::default(),
             submissions: Mutex::new(SubmissionLog::default()),
             completed_seq: Arc::new(AtomicU64::new(0)),
             streams: Mutex::new(Vec::new()),

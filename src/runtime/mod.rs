@@ -7,6 +7,7 @@ pub mod instance;
 pub mod memory;
 pub mod pipeline;
 pub mod poller;
+pub mod scratch;
 pub mod stream;
 pub mod timer;
 pub mod transfer;

@@ -16,9 +16,11 @@ pub struct Shader {
     pub name: &'static str,
     pub source: &'static str,
     /// Every entry point of the file sees `storage_buffers` read-write storage buffers at bindings
-    /// `0..storage_buffers` and one uniform block right after them (an explicit layout, so that an
-    /// entry point may leave a binding unused).
+    /// `0..storage_buffers`, then `uniform_buffers` uniform bindings of data (64 KiB tiles), then one
+    /// uniform block of parameters (an explicit layout, so that an entry point may leave a binding
+    /// unused).
     pub storage_buffers: u32,
+    pub uniform_buffers: u32,
 }
 
 /// A pipeline and the bind group layout it was built with.
@@ -40,7 +42,7 @@ pub struct PipelineSpec<'a> {
 #[derive(Default)]
 pub struct PipelineCache {
     modules: Mutex<HashMap<String, wgpu::ShaderModule>>,
-    layouts: Mutex<HashMap<u32, (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
+    layouts: Mutex<HashMap<(u32, u32), (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
     pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
 }
 
@@ -58,10 +60,11 @@ pub fn specialised_source(shader: &Shader, aliases: &[(&str, &str)]) -> String {
 }
 
 impl PipelineCache {
-    fn layout(&self, core: &DeviceCore, storage_buffers: u32) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+    fn layout(&self, core: &DeviceCore, shader: &Shader) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+        let (storage_buffers, uniform_buffers) = (shader.storage_buffers, shader.uniform_buffers);
         let mut layouts = self.layouts.lock().unwrap_or_else(|e| e.into_inner());
         layouts
-            .entry(storage_buffers)
+            .entry((storage_buffers, uniform_buffers))
             .or_insert_with(|| {
                 let storage = (0..storage_buffers).map(|binding| wgpu::BindGroupLayoutEntry {
                     binding,
@@ -73,8 +76,8 @@ impl PipelineCache {
                     },
                     count: None,
                 });
-                let uniform = wgpu::BindGroupLayoutEntry {
-                    binding: storage_buffers,
+                let uniform = |binding| wgpu::BindGroupLayoutEntry {
+                    binding,
                     visibility: wgpu::ShaderStages::COMPUTE,
                     ty: wgpu::BindingType::Buffer {
                         ty: wgpu::BufferBindingType::Uniform,
@@ -83,7 +86,8 @@ impl PipelineCache {
                     },
                     count: None,
                 };
-                let entries: Vec<_> = storage.chain(std::iter::once(uniform)).collect();
+                let uniforms = (storage_buffers..=storage_buffers + uniform_buffers).map(uniform);
+                let entries: Vec<_> = storage.chain(uniforms).collect();
                 let bind_group_layout = core.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                     label: Some("kernel bind group layout"),
                     entries: &entries,
@@ -131,7 +135,7 @@ impl PipelineCache {
                 }
             }
         };
-        let (layout, pipeline_layout) = self.layout(core, shader.storage_buffers);
+        let (layout, pipeline_layout) = self.layout(core, shader);
         let (pipeline, error) = core.capture_errors(|| {
             core.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(&key),

@@ -9,7 +9,7 @@ use super::device::DeviceCore;
 use super::pipeline::{dispatch, Binding, PipelineSpec, Shader};
 
 pub const MEMORY_SHADER: Shader =
-    Shader { name: "memory", source: include_str!("../../wgsl/memory.wgsl"), storage_buffers: 2 };
+    Shader { name: "memory", source: include_str!("../../wgsl/memory.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

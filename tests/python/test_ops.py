@@ -506,12 +506,16 @@ def reduce_cases(op, attrs, rng):
 def matmul_cases(op, attrs, rng):
     f = lambda *s: typed(attrs, floats(rng, s, specials=False))
     if op == "MatMul":
-        for m, k, n in [(1, 1, 1), (7, 13, 5), (33, 17, 65), (16, 0, 3), (19, 40, 517)]:
+        # The last two take the tiled kernel on CPU adapters (m, n, k >= 32): edges of 128-tiles,
+        # and k past five tiles, where a second dispatch adds to C.
+        for m, k, n in [(1, 1, 1), (7, 13, 5), (33, 17, 65), (16, 0, 3), (19, 40, 517), (130, 300, 257),
+                        (40, 650, 33)]:
             yield tf.matmul, [f(m, k), f(k, n)]
             yield (lambda a, b: tf.matmul(a, b, transpose_a=True, transpose_b=True)), [f(k, m), f(n, k)]
     elif op == "BatchMatMulV2":
         yield tf.matmul, [f(2, 3, 4, 5), f(3, 5, 7)]
         yield (lambda a, b: tf.matmul(a, b, adjoint_b=True)), [f(2, 1, 4, 5), f(3, 7, 5)]
+        yield (lambda a, b: tf.matmul(a, b, adjoint_a=True)), [f(2, 1, 129, 40), f(3, 129, 70)]
     elif op == "BatchMatMulV3":
         out = tf.as_dtype(attrs["Tout"])
         yield (lambda a, b: tf.raw_ops.BatchMatMulV3(x=a, y=b, Tout=out)), [f(2, 4, 5), f(2, 5, 3)]
@@ -881,6 +885,20 @@ def test_kernel_matches_cpu(kernel, strict_placement, variable_access):
         fn, args = case
         got, want = run(fn, args, op)
         assert_same(op, got, want)
+
+
+def test_matmul_of_views_at_unaligned_offsets(strict_placement):
+    """Split outputs start 50 * 65 floats into the buffer: not a storage-binding boundary, so both
+    matmul kernels (and the tiled kernel's packer) must honour an element offset."""
+    rng = rng_for("matmul views")
+    x = rng.standard_normal((150, 65)).astype(np.float32)
+    w = rng.standard_normal((65, 40)).astype(np.float32)
+    with tf.device(GPU):
+        parts = tf.split(tf.identity(tf.constant(x)), 3)
+        got = [tf.matmul(p, tf.constant(w)).numpy() for p in parts] + [tf.matmul(tf.constant(w), p, transpose_a=True, transpose_b=True).numpy() for p in parts]
+    for i in range(3):
+        np.testing.assert_allclose(got[i], x[50 * i:50 * (i + 1)] @ w, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got[3 + i], (x[50 * i:50 * (i + 1)] @ w).T, rtol=1e-5, atol=1e-4)
 
 
 def test_kernels_consume_split_and_unstacked_device_tensors(strict_placement):
