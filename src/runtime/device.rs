@@ -75,9 +75,10 @@ impl Device {
         {
             let slot = device_error.clone();
             device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-                log::error!("tensorflow-wgpu: device error: {e}");
+                let message = describe(&e);
+                log::error!("tensorflow-wgpu: device error: {message}");
                 let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-                slot.get_or_insert_with(|| e.to_string());
+                slot.get_or_insert(message);
             }));
             let slot = device_error.clone();
             device.set_device_lost_callback(move |reason, message| {
@@ -208,5 +209,14 @@ impl DeviceCore {
         let validation_error = pollster::block_on(validation.pop());
         let oom_error = pollster::block_on(oom.pop());
         (value, oom_error.or(validation_error))
+    }
+}
+
+/// A wgpu error with its causes: wgpu's `Display` alone says only "Validation Error".
+pub fn describe(error: &wgpu::Error) -> String {
+    match error {
+        wgpu::Error::Validation { description, .. } => format!("validation error: {description}"),
+        wgpu::Error::OutOfMemory { .. } => "out of memory".to_string(),
+        other => format!("{other:?}"),
     }
 }

@@ -2,6 +2,7 @@
 //! Nothing here knows about TensorFlow's C structs.
 
 pub mod device;
+pub mod encoder;
 pub mod event;
 pub mod instance;
 pub mod memory;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 
 use super::device::DeviceCore;
+use super::encoder::{Arena, Encoder};
 use super::memory::DeviceSlice;
 
 /// A WGSL source file from `wgsl/`, compiled with `alias NAME = type;` lines prepended for each
@@ -210,7 +211,7 @@ pub fn grid(core: &DeviceCore, groups: u64, label: &str) -> Result<[u32; 3]> {
 /// `gid.x + gid.y * num_workgroups.x * WORKGROUP_SIZE`. Storage bindings come first, then the uniform.
 pub fn dispatch(
     core: &DeviceCore,
-    encoder: &mut wgpu::CommandEncoder,
+    encoder: &mut Encoder,
     label: &str,
     pipeline: &Pipeline,
     storage: &[Binding],
@@ -227,7 +228,7 @@ pub fn dispatch(
 /// Encodes one dispatch of an explicit workgroup grid.
 pub fn dispatch_workgroups(
     core: &DeviceCore,
-    encoder: &mut wgpu::CommandEncoder,
+    encoder: &mut Encoder,
     label: &str,
     pipeline: &Pipeline,
     storage: &[Binding],
@@ -242,20 +243,7 @@ pub fn dispatch_workgroups(
     if groups.iter().any(|&g| g > max_dim) {
         return Err(Error::unimplemented(format!("{label}: grid {groups:?} exceeds the adapter's dispatch limit")));
     }
-    let uniform_buffer = core.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("kernel params"),
-        size: (uniform.len() as u64).max(16).div_ceil(16) * 16,
-        usage: wgpu::BufferUsages::UNIFORM,
-        mapped_at_creation: true,
-    });
-    {
-        let mut view = uniform_buffer
-            .slice(..)
-            .get_mapped_range_mut()
-            .map_err(|e| Error::internal(format!("cannot map uniform buffer: {e}")))?;
-        view.slice(..uniform.len()).copy_from_slice(uniform);
-    }
-    uniform_buffer.unmap();
+    let params = encoder.upload(core, Arena::Params, uniform)?;
     let mut entries: Vec<wgpu::BindGroupEntry> = storage
         .iter()
         .enumerate()
@@ -268,7 +256,14 @@ pub fn dispatch_workgroups(
             }),
         })
         .collect();
-    entries.push(wgpu::BindGroupEntry { binding: storage.len() as u32, resource: uniform_buffer.as_entire_binding() });
+    entries.push(wgpu::BindGroupEntry {
+        binding: storage.len() as u32,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &params.buffer,
+            offset: params.offset,
+            size: wgpu::BufferSize::new(params.size),
+        }),
+    });
     let bind_group = core.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some(label),
         layout: &pipeline.layout,

@@ -18,8 +18,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::error::{from_panic, Error, Result};
 
 use super::device::{Device, DeviceCore};
+use super::encoder::{Arena, Encoder};
 use super::event::{Event, EventStatus};
 use super::transfer::{encode_copy, encode_fill};
+
+/// Operations encoded before the stream submits without waiting for a sync point. Submitting in
+/// batches lets the device start while the host encodes the rest, and bounds what one encoder holds
+/// alive (wgpu's per-dispatch usage scopes grow with the buffers a pending encoder references).
+const SUBMIT_AFTER_OPS: u32 = 32;
 
 pub type HostFn = Box<dyn FnOnce() -> Result<()> + Send>;
 type AfterSubmit = Box<dyn FnOnce() + Send>;
@@ -37,7 +43,7 @@ enum Task {
 
 #[derive(Default)]
 struct StreamState {
-    encoder: Option<wgpu::CommandEncoder>,
+    encoder: Option<Encoder>,
     tasks: VecDeque<Task>,
     host_task_running: bool,
     last_submitted_seq: u64,
@@ -109,16 +115,16 @@ impl StreamCore {
         }
     }
 
-    fn encode<T>(
-        &self,
-        core: &DeviceCore,
-        f: impl FnOnce(&DeviceCore, &mut wgpu::CommandEncoder) -> Result<T>,
-    ) -> Result<T> {
+    fn encode<T>(&self, core: &DeviceCore, f: impl FnOnce(&DeviceCore, &mut Encoder) -> Result<T>) -> Result<T> {
         let mut state = self.lock();
-        let encoder = state.encoder.get_or_insert_with(|| {
-            core.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tf stream") })
-        });
-        f(core, encoder)
+        let encoder = state.encoder.get_or_insert_with(|| Encoder::new(core, "tf stream"));
+        let result = f(core, encoder);
+        let full = encoder.count_op() >= SUBMIT_AFTER_OPS;
+        drop(state);
+        if full {
+            self.flush_with(core, Vec::new());
+        }
+        result
     }
 
     /// Writes `data` with `Queue::write_buffer` when nothing of this stream waits to be submitted,
@@ -145,7 +151,7 @@ impl StreamCore {
         let encoder = match state.encoder.take() {
             Some(encoder) => encoder,
             None if after.is_empty() => return,
-            None => core.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("tf stream") }),
+            None => Encoder::new(core, "tf stream"),
         };
         let commands = encoder.finish();
         if state.tasks.is_empty() && !state.host_task_running {
@@ -228,7 +234,7 @@ impl Stream {
     }
 
     /// Encodes work into the stream's open encoder, in program order.
-    pub fn encode<T>(&self, f: impl FnOnce(&DeviceCore, &mut wgpu::CommandEncoder) -> Result<T>) -> Result<T> {
+    pub fn encode<T>(&self, f: impl FnOnce(&DeviceCore, &mut Encoder) -> Result<T>) -> Result<T> {
         self.core.encode(&self.device, f)
     }
 
@@ -259,21 +265,11 @@ impl Stream {
         if aligned && self.core.write_when_idle(&self.device, target.buffer(), target.offset, data)? {
             return Ok(());
         }
-        let staging = self.device.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("h2d staging"),
-            size: len.div_ceil(4) * 4,
-            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: true,
-        });
-        {
-            let mut view = staging
-                .slice(..)
-                .get_mapped_range_mut()
-                .map_err(|e| Error::internal(format!("cannot map staging buffer: {e}")))?;
-            view.slice(..data.len()).copy_from_slice(data);
-        }
-        staging.unmap();
-        self.encode(|core, encoder| encode_copy(core, encoder, &staging, 0, target.buffer(), target.offset, len))
+        // Staged in the encoder's upload arena, copied in encoder order.
+        self.encode(|core, encoder| {
+            let staged = encoder.upload(core, Arena::Staging, data)?;
+            encode_copy(core, encoder, &staged.buffer, staged.offset, target.buffer(), target.offset, len)
+        })
     }
 
     /// Device-to-host copy. `sink` receives the bytes on the poller thread, before any event recorded

@@ -6,6 +6,7 @@
 use crate::error::Result;
 
 use super::device::DeviceCore;
+use super::encoder::Encoder;
 use super::pipeline::{dispatch, Binding, PipelineSpec, Shader};
 
 pub const MEMORY_SHADER: Shader =
@@ -43,7 +44,7 @@ fn window<'a>(core: &DeviceCore, buffer: &'a wgpu::Buffer, pos: u64, len: u64) -
 /// Copies `len` bytes from `src[src_offset..]` to `dst[dst_offset..]` in encoder order.
 pub fn encode_copy(
     core: &DeviceCore,
-    encoder: &mut wgpu::CommandEncoder,
+    encoder: &mut Encoder,
     src: &wgpu::Buffer,
     src_offset: u64,
     dst: &wgpu::Buffer,
@@ -99,7 +100,7 @@ pub fn encode_copy(
 /// (little-endian), which serves memset (pattern = byte x 4), memset32 and mem_zero.
 pub fn encode_fill(
     core: &DeviceCore,
-    encoder: &mut wgpu::CommandEncoder,
+    encoder: &mut Encoder,
     dst: &wgpu::Buffer,
     offset: u64,
     len: u64,

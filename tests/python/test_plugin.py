@@ -196,3 +196,19 @@ def test_op_without_wgpu_kernel_fails_cleanly_without_soft_placement(strict_plac
     # The process and the device are still fine.
     with tf.device(GPU):
         assert on_gpu(tf.math.add(x, x))
+
+
+def test_long_dependent_chain_across_automatic_submits(strict_placement):
+    """More operations than one submission holds (a stream submits every 32 on its own), each step
+    with a fresh host constant staged through the upload arena: the order of kernels and uploads
+    must survive the automatic submits, so every step sees its predecessor's result."""
+    steps = np.linspace(0.5, 1.5, 301).astype(np.float32)
+    want = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    with tf.device(GPU):
+        t = tf.constant(want)
+        for v in steps:
+            t = t * v + tf.constant(np.float32(v / 7))
+    for v in steps:
+        want = want * v + np.float32(v / 7)
+    assert t.device.endswith("GPU:0")
+    np.testing.assert_allclose(t.numpy(), want, rtol=1e-6)

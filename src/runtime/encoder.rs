@@ -1,0 +1,131 @@
+//! A stream's open command encoder and its upload arena.
+//!
+//! Every dispatch needs a small uniform block of parameters, and a host-to-device copy into a busy
+//! stream needs a staging copy of the host bytes. Creating a buffer for each costs more than the
+//! work on small tensors, and in wgpu each live buffer also widens the usage scope that every
+//! compute pass clears. So both go into arenas: buffers created mapped, filled as commands are
+//! encoded, and unmapped when the encoder is finished, one per 64 KiB of uploads. Parameters and
+//! staged data use separate arenas: a copy kernel binds staged bytes as storage, and one buffer
+//! may not be storage and uniform in the same dispatch.
+
+use crate::error::{Error, Result};
+
+use super::device::DeviceCore;
+
+/// Bytes per arena buffer. Bigger uploads get a buffer of their own.
+const ARENA_BYTES: u64 = 64 * 1024;
+
+pub struct Encoder {
+    commands: wgpu::CommandEncoder,
+    /// Per arena: the buffer being filled and how many of its bytes are used.
+    current: [Option<(wgpu::Buffer, u64)>; 2],
+    /// Arena (and dedicated upload) buffers, all still mapped until `finish`.
+    filled: Vec<wgpu::Buffer>,
+    ops: u32,
+}
+
+/// What an upload is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arena {
+    /// Uniform blocks of kernel parameters.
+    Params = 0,
+    /// Host bytes on their way to a tensor (copy source, or storage for the unaligned-copy kernel).
+    Staging = 1,
+}
+
+impl std::ops::Deref for Encoder {
+    type Target = wgpu::CommandEncoder;
+    fn deref(&self) -> &wgpu::CommandEncoder {
+        &self.commands
+    }
+}
+
+impl std::ops::DerefMut for Encoder {
+    fn deref_mut(&mut self) -> &mut wgpu::CommandEncoder {
+        &mut self.commands
+    }
+}
+
+/// Uploaded bytes: a window of an arena buffer.
+pub struct Upload {
+    pub buffer: wgpu::Buffer,
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl Encoder {
+    pub fn new(core: &DeviceCore, label: &str) -> Self {
+        let commands = core.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        Encoder { commands, current: [None, None], filled: Vec::new(), ops: 0 }
+    }
+
+    /// Copies `data` into the arena at an offset aligned for a uniform binding (and for copies);
+    /// commands of this encoder may bind or copy from it. The window is padded to 16 bytes.
+    pub fn upload(&mut self, core: &DeviceCore, arena: Arena, data: &[u8]) -> Result<Upload> {
+        let align = (core.limits.min_uniform_buffer_offset_alignment as u64).max(wgpu::MAP_ALIGNMENT);
+        let size = (data.len() as u64).max(16).div_ceil(16) * 16;
+        if size > ARENA_BYTES / 4 {
+            let buffer = Self::mapped_buffer(core, "upload", size)?;
+            Self::write(&buffer, 0, size, data)?;
+            self.filled.push(buffer.clone());
+            return Ok(Upload { buffer, offset: 0, size });
+        }
+        let fits = |used: u64| used.next_multiple_of(align) + size <= ARENA_BYTES;
+        let current = &mut self.current[arena as usize];
+        if !current.as_ref().is_some_and(|(_, used)| fits(*used)) {
+            if let Some((full, _)) = current.take() {
+                self.filled.push(full);
+            }
+            let label = if arena == Arena::Params { "params arena" } else { "staging arena" };
+            *current = Some((Self::mapped_buffer(core, label, ARENA_BYTES)?, 0));
+        }
+        let Some((buffer, used)) = current.as_mut() else {
+            return Err(Error::internal("upload arena missing"));
+        };
+        let offset = used.next_multiple_of(align);
+        Self::write(buffer, offset, size, data)?;
+        *used = offset + size;
+        Ok(Upload { buffer: buffer.clone(), offset, size })
+    }
+
+    /// Counts one more operation encoded; returns the count.
+    pub fn count_op(&mut self) -> u32 {
+        self.ops += 1;
+        self.ops
+    }
+
+    /// Unmaps the arenas (their contents are final) and finishes the command buffer.
+    pub fn finish(mut self) -> wgpu::CommandBuffer {
+        self.filled.extend(self.current.iter_mut().filter_map(|c| c.take()).map(|(buffer, _)| buffer));
+        for buffer in &self.filled {
+            buffer.unmap();
+        }
+        self.commands.finish()
+    }
+
+    fn mapped_buffer(core: &DeviceCore, label: &str, size: u64) -> Result<wgpu::Buffer> {
+        let (buffer, error) = core.capture_errors(|| {
+            core.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: true,
+            })
+        });
+        match error {
+            Some(e) => Err(Error::resource_exhausted(format!("cannot allocate {size} bytes of upload space: {e}"))),
+            None => Ok(buffer),
+        }
+    }
+
+    /// Writes `data` at the start of the window `offset..offset + size` (mapped ranges must be
+    /// 8-aligned and a multiple of 4 long, `data` need not be).
+    fn write(buffer: &wgpu::Buffer, offset: u64, size: u64, data: &[u8]) -> Result<()> {
+        let mut view = buffer
+            .slice(offset..offset + size)
+            .get_mapped_range_mut()
+            .map_err(|e| Error::internal(format!("cannot write upload arena: {e}")))?;
+        view.slice(..data.len()).copy_from_slice(data);
+        Ok(())
+    }
+}
