@@ -214,6 +214,24 @@ pub fn launch_conv(
             false,
         );
     }
+    if !plan.depthwise && p.fc == p.c {
+        let geometry = super::matmul::Im2col {
+            batch: p.batch,
+            h: p.h,
+            w: p.w,
+            c: p.c,
+            oh: p.oh,
+            ow: p.ow,
+            kh: p.kh,
+            kw: p.kw,
+            strides: [p.sh, p.sw],
+            dilations: [p.dh, p.dw],
+            pads: [p.pad_top, p.pad_left],
+        };
+        if super::matmul::launch_conv_tiles(stream, &geometry, input, filter, out)? {
+            return Ok(());
+        }
+    }
     launch(stream, if plan.depthwise { "depthwise" } else { "conv2d" }, plan.params, &[input, filter], out)
 }
 

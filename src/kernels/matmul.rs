@@ -81,9 +81,13 @@ struct PackParams {
     col_tiles: u32,
     batch_rank: u32,
     batches: u32,
-    _pad: [u32; 3],
+    row0: u32,
+    _pad: [u32; 2],
     batch_shape: [u32; 4],
     batch_stride: [u32; 4],
+    image: [u32; 4],
+    window: [u32; 4],
+    dilation_pad: [u32; 4],
 }
 
 #[repr(C)]
@@ -308,15 +312,39 @@ fn pack(stream: &Stream, role: &'static str, x: &Operand, batch_shape: &[u32]) -
     Ok(scratch)
 }
 
-/// The tiled product: pack both operands, then one dispatch per (batch, tile of C, group of
-/// `TILE_PAIRS` k-tiles), reading tiles through uniform bindings.
+/// The tiled product: pack both operands, then the tile products.
 fn launch_tiles(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batch_shape: &[u32]) -> Result<()> {
-    let device = stream.device();
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let a_tiles = pack(stream, "matmul packed A", a, batch_shape)?;
     let b_tiles = pack(stream, "matmul packed B", b, batch_shape)?;
     let batches: u32 = batch_shape.iter().product();
-    let (row_tiles, k_tiles, col_tiles) = (m.div_ceil(TILE), k.div_ceil(TILE), n.div_ceil(TILE));
+    let shape = TileShape { m, n, k, batches };
+    encode_products(stream, &a_tiles, &b_tiles, &shape, 0..m.div_ceil(TILE), out)
+}
+
+/// The sizes of a (batched) tiled product C[m, n] = A[m, k] x B[k, n].
+struct TileShape {
+    m: u32,
+    n: u32,
+    k: u32,
+    batches: u32,
+}
+
+/// One dispatch per (batch, row tile in `row_tiles`, column tile, group of `TILE_PAIRS` k-tiles),
+/// each reading its tiles through uniform bindings. `a_tiles` holds the row tiles of `row_tiles`
+/// only (a chunk of A), `b_tiles` all of B.
+fn encode_products(
+    stream: &Stream,
+    a_tiles: &wgpu::Buffer,
+    b_tiles: &wgpu::Buffer,
+    shape: &TileShape,
+    row_tiles: std::ops::Range<u32>,
+    out: &TensorRef,
+) -> Result<()> {
+    let device = stream.device();
+    let TileShape { m, n, k, batches } = *shape;
+    let (k_tiles, col_tiles) = (k.div_ceil(TILE), n.div_ceil(TILE));
+    let chunk_tiles = row_tiles.len() as u32;
     let aliases = [("T", out.dtype.wgsl())];
     let pipeline = device.pipelines.get(
         device,
@@ -328,18 +356,17 @@ fn launch_tiles(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batc
     stream.encode(|core, encoder| {
         let (c_bind, c_off) = storage_window(core, &c_mem, size)?;
         for z in 0..batches {
-            for ti in 0..row_tiles {
+            for ti in row_tiles.clone() {
+                let a_row = z * chunk_tiles + (ti - row_tiles.start);
                 for tj in 0..col_tiles {
                     for first in (0..k_tiles).step_by(TILE_PAIRS as usize) {
                         let pairs = TILE_PAIRS.min(k_tiles - first);
                         // Bindings past `pairs` repeat the first pair; the shader skips them.
                         let kt = |i: u32| first + if i < pairs { i } else { 0 };
                         let mut bindings = vec![c_bind];
+                        bindings.extend((0..TILE_PAIRS).map(|i| tile_binding(a_tiles, a_row * k_tiles + kt(i))));
                         bindings.extend(
-                            (0..TILE_PAIRS).map(|i| tile_binding(&a_tiles, (z * row_tiles + ti) * k_tiles + kt(i))),
-                        );
-                        bindings.extend(
-                            (0..TILE_PAIRS).map(|i| tile_binding(&b_tiles, (z * k_tiles + kt(i)) * col_tiles + tj)),
+                            (0..TILE_PAIRS).map(|i| tile_binding(b_tiles, (z * k_tiles + kt(i)) * col_tiles + tj)),
                         );
                         let p = TileParams {
                             m,
@@ -352,21 +379,92 @@ fn launch_tiles(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batc
                             _pad: 0,
                         };
                         let groups = [1, TILE / TILE_ROWS_PER_GROUP, 1];
-                        dispatch_workgroups(
-                            core,
-                            encoder,
-                            "matmul tiles",
-                            &pipeline,
-                            &bindings,
-                            bytemuck::bytes_of(&p),
-                            groups,
-                        )?;
+                        let params = bytemuck::bytes_of(&p);
+                        dispatch_workgroups(core, encoder, "matmul tiles", &pipeline, &bindings, params, groups)?;
                     }
                 }
             }
         }
         Ok(())
     })
+}
+
+/// An NHWC convolution's geometry, for the implicit GEMM.
+#[derive(Clone, Copy, Debug)]
+pub struct Im2col {
+    pub batch: u32,
+    pub h: u32,
+    pub w: u32,
+    pub c: u32,
+    pub oh: u32,
+    pub ow: u32,
+    pub kh: u32,
+    pub kw: u32,
+    pub strides: [u32; 2],
+    pub dilations: [u32; 2],
+    pub pads: [u32; 2],
+}
+
+/// Bytes of packed im2col tiles per chunk: the matrix of a big convolution would be hundreds of MiB.
+const IM2COL_CHUNK_BYTES: u64 = 64 << 20;
+
+/// Convolution as an implicit GEMM on the tiled kernel: im2col(input)[batch*oh*ow, kh*kw*c] x
+/// filter[kh*kw*c, oc], packing the im2col matrix a chunk of row tiles at a time. Returns false,
+/// encoding nothing, where the direct convolution is the better kernel (see `choose_kernel`).
+pub fn launch_conv_tiles(
+    stream: &Stream,
+    g: &Im2col,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+) -> Result<bool> {
+    let device = stream.device();
+    let m = g.batch as u64 * g.oh as u64 * g.ow as u64;
+    let k = g.kh as u64 * g.kw as u64 * g.c as u64;
+    let n = *filter.shape.last().unwrap_or(&0) as u64;
+    if m > u32::MAX as u64 / 2 || k > u32::MAX as u64 / 2 || input.num_elements() > u64::from(u32::MAX / 2) {
+        return Ok(false);
+    }
+    let (m, k, n) = (m as u32, k as u32, n as u32);
+    // Judge the kernel by one chunk's dispatch count, as the chunks run one after another.
+    if choose_kernel(device, out.dtype, 1, m.min(1 << 16), n, k) != Kernel::Tiles {
+        return Ok(false);
+    }
+    let b = Operand::new(filter, false, Vec::new());
+    let b = Operand { rows: k, cols: n, rs: n, ..b };
+    let b_tiles = pack(stream, "matmul packed B", &b, &[])?;
+    let (row_tiles, k_tiles) = (m.div_ceil(TILE), k.div_ceil(TILE));
+    let chunk = ((IM2COL_CHUNK_BYTES / (k_tiles as u64 * TILE_BYTES)).max(1) as u32).min(row_tiles);
+    let shape = TileShape { m, n, k, batches: 1 };
+    let mut p: PackParams = bytemuck::Zeroable::zeroed();
+    (p.cols, p.col_tiles, p.batches) = (k, k_tiles, 1);
+    p.image = [g.h, g.w, g.c, g.ow];
+    p.window = [g.kw, g.strides[0], g.strides[1], g.oh];
+    p.dilation_pad = [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]];
+    let aliases = [("T", input.dtype.wgsl())];
+    let pipeline = device.pipelines.get(
+        device,
+        &PACK_SHADER,
+        &PipelineSpec { entry: "pack_im2col", aliases: &aliases, constants: &[] },
+    )?;
+    let src = device.memory.resolve(input.address, input.byte_len())?;
+    let size = input.dtype.size();
+    for first in (0..row_tiles).step_by(chunk as usize) {
+        let tiles = chunk.min(row_tiles - first);
+        p.row0 = first * TILE;
+        p.rows = (m - p.row0).min(tiles * TILE);
+        p.row_tiles = tiles;
+        let a_tiles = device.scratch.get(device, "matmul packed A", (tiles * k_tiles) as u64 * TILE_BYTES)?;
+        stream.encode(|core, encoder| {
+            let (src_bind, src_off) = storage_window(core, &src, size)?;
+            p.src_off = src_off;
+            let dst = Binding { buffer: &a_tiles, offset: 0, size: (tiles * k_tiles) as u64 * TILE_BYTES };
+            let invocations = (tiles * k_tiles) as u64 * 4096;
+            dispatch(core, encoder, "im2col", &pipeline, &[src_bind, dst], bytemuck::bytes_of(&p), invocations)
+        })?;
+        encode_products(stream, &a_tiles, &b_tiles, &shape, first..first + tiles, out)?;
+    }
+    Ok(true)
 }
 
 /// MatMul (transpose_a/transpose_b) and BatchMatMulV2/V3 (adj_x/adj_y).

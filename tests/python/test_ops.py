@@ -541,6 +541,12 @@ def nn_cases(op, attrs, rng):
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME")), [f(2, 5, 7, 6), f(1, 1, 6, 300)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding="VALID")), [f(2, 5, 7, 6), f(1, 1, 6, 5)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="VALID")), [f(1, 4, 4, 6), f(1, 1, 3, 4)]
+        # Big enough for the implicit GEMM on CPU adapters (im2col rows across tile edges, k over
+        # two groups of k-tiles, columns past one tile), with strides, padding and dilation.
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME")), [f(2, 17, 19, 40), f(3, 3, 40, 48)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding="VALID")), [f(3, 20, 20, 33), f(5, 3, 33, 70)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME", dilations=2)), [f(1, 30, 31, 36), f(3, 3, 36, 40)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding=[[0, 0], [2, 0], [1, 3], [0, 0]])), [f(2, 12, 12, 64), f(3, 3, 64, 130)]
     elif op == "DepthwiseConv2dNative":
         for pad in ["SAME", "VALID"]:
             yield (lambda x, k, pad=pad: tf.raw_ops.DepthwiseConv2dNative(input=x, filter=k, strides=[1, 2, 2, 1], padding=pad)), [f(2, 9, 8, 3), f(3, 3, 3, 2)]
