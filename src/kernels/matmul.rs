@@ -33,6 +33,8 @@ const TILE_BYTES: u64 = (TILE * TILE * 4) as u64;
 const TILE_PAIRS: u32 = 3;
 /// Rows of C one workgroup of `matmul_tiles` computes.
 const TILE_ROWS_PER_GROUP: u32 = 8;
+/// The most scratch memory one packed operand may take; bigger products use the direct kernel.
+const MAX_PACKED_BYTES: u64 = 1 << 30;
 /// Set to `tiles` or `direct` to force one matmul kernel (tests and benchmarks compare them).
 pub const ENV_MATMUL: &str = "TF_WGPU_MATMUL";
 
@@ -127,13 +129,20 @@ fn rounds_between_groups(dtype: DType, k: u32) -> bool {
     dtype != DType::F32 && k > TILE * TILE_PAIRS
 }
 
-/// The tiled kernel pays two packing passes and one dispatch per 128 x 128 tile of C (and per five
+/// The tiled kernel pays two packing passes and one dispatch per 128 x 128 tile of C (and per three
 /// k-tiles), so it is chosen for CPU adapters, on outputs big enough to fill a tile, where the
 /// dispatch count stays modest.
 fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32, n: u32, k: u32) -> Kernel {
     let tiles_fit = core.limits.max_uniform_buffers_per_shader_stage > 2 * TILE_PAIRS
         && core.limits.max_uniform_buffer_binding_size >= TILE_BYTES;
     if !tiles_fit {
+        return Kernel::Direct;
+    }
+    // Packed operands must fit a scratch buffer and a storage binding (the packer writes them whole).
+    let tiles = |rows: u32, cols: u32| batch * rows.div_ceil(TILE) as u64 * cols.div_ceil(TILE) as u64;
+    let largest = tiles(m, k).max(tiles(k, n)) * TILE_BYTES;
+    let limits = &core.limits;
+    if largest > limits.max_buffer_size.min(limits.max_storage_buffer_binding_size).min(MAX_PACKED_BYTES) {
         return Kernel::Direct;
     }
     match forced_kernel() {
@@ -426,8 +435,8 @@ pub fn launch_conv_tiles(
         return Ok(false);
     }
     let (m, k, n) = (m as u32, k as u32, n as u32);
-    // Judge the kernel by one chunk's dispatch count, as the chunks run one after another.
-    if choose_kernel(device, out.dtype, 1, m.min(1 << 16), n, k) != Kernel::Tiles {
+    // Judge the kernel by a chunk of rows (scratch and dispatch count), as chunks run one by one.
+    if choose_kernel(device, out.dtype, 1, m.min(16 * TILE), n, k) != Kernel::Tiles {
         return Ok(false);
     }
     let b = Operand::new(filter, false, Vec::new());
