@@ -38,13 +38,30 @@ struct Params {
 @group(0) @binding(0) var<storage, read_write> c: array<T>;"""
 
 
+PUT = """
+// Stores the columns `col..col + 4` of one row of the block that lie inside C, adding to C's value
+// after the first group of k-tiles.
+fn put(at: u32, col: u32, v: vec4<f32>) {
+    for (var q = 0u; q < 4u; q++) {
+        if (col + q < p.n) {
+            var x = v[q];
+            if (p.accumulate != 0u) {
+                x += f32(c[at + q]);
+            }
+            c[at + q] = T(x);
+        }
+    }
+}
+"""
+
+
 def generate():
     rows, cols = ROWS, 4 * VEC4_COLS
     out = [HEADER.replace("ROWS x COLS", f"{rows} x {cols}").replace("128 / ROWS", f"128 / {rows}")]
     out += [f"@group(0) @binding({1 + i}) var<uniform> a{i}: array<vec4<f32>, 4096>;" for i in range(PAIRS)]
     out += [f"@group(0) @binding({1 + PAIRS + i}) var<uniform> b{i}: array<vec4<f32>, 4096>;" for i in range(PAIRS)]
     out.append(f"@group(0) @binding({1 + 2 * PAIRS}) var<uniform> p: Params;")
-    out.append("")
+    out.append(PUT)
     out.append("@compute @workgroup_size(8)")
     out.append("fn tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {")
     out.append("    // Rows depend on the workgroup only; each invocation owns adjacent columns.")
@@ -66,29 +83,15 @@ def generate():
                 terms = " + ".join(f"row{r}.{xyzw[q]} * k{q}_{j}" for q in range(4))
                 out.append(f"        acc{r}_{j} += {terms};")
         out.append("    }")
-    out.append(f"    var block = array<array<vec4<f32>, {VEC4_COLS}>, {rows}>(")
+    # Unrolled stores: no array of the accumulators (llvmpipe would index it through memory).
+    out.append(f"    let rows_left = p.m - min(p.m, p.row0 + r0);")
     for r in range(rows):
-        accs = ", ".join(f"acc{r}_{j}" for j in range(VEC4_COLS))
-        out.append(f"        array<vec4<f32>, {VEC4_COLS}>({accs}),")
-    out.append("    );")
-    out.append(f"""    for (var r = 0u; r < {rows}u; r++) {{
-        let row = p.row0 + r0 + r;
-        if (row >= p.m) {{
-            break;
-        }}
-        for (var j = 0u; j < {cols}u; j++) {{
-            let col = p.col0 + cg * 4u + j;
-            if (col < p.n) {{
-                let at = p.c_off + row * p.n + col;
-                var v = block[r][j / 4u][j % 4u];
-                if (p.accumulate != 0u) {{
-                    v += f32(c[at]);
-                }}
-                c[at] = T(v);
-            }}
-        }}
-    }}
-}}""")
+        out.append(f"    if ({r}u < rows_left) {{")
+        out.append(f"        let at = p.c_off + (p.row0 + r0 + {r}u) * p.n + p.col0 + cg * 4u;")
+        for j in range(VEC4_COLS):
+            out.append(f"        put(at + {4 * j}u, p.col0 + cg * 4u + {4 * j}u, acc{r}_{j});")
+        out.append("    }")
+    out.append("}")
     return "\n".join(out) + "\n"
 
 

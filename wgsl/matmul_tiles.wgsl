@@ -32,6 +32,20 @@ struct Params {
 @group(0) @binding(6) var<uniform> b2: array<vec4<f32>, 4096>;
 @group(0) @binding(7) var<uniform> p: Params;
 
+// Stores the columns `col..col + 4` of one row of the block that lie inside C, adding to C's value
+// after the first group of k-tiles.
+fn put(at: u32, col: u32, v: vec4<f32>) {
+    for (var q = 0u; q < 4u; q++) {
+        if (col + q < p.n) {
+            var x = v[q];
+            if (p.accumulate != 0u) {
+                x += f32(c[at + q]);
+            }
+            c[at + q] = T(x);
+        }
+    }
+}
+
 @compute @workgroup_size(8)
 fn tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     // Rows depend on the workgroup only; each invocation owns adjacent columns.
@@ -243,31 +257,61 @@ fn tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) li
         acc7_2 += row7.x * k0_2 + row7.y * k1_2 + row7.z * k2_2 + row7.w * k3_2;
         acc7_3 += row7.x * k0_3 + row7.y * k1_3 + row7.z * k2_3 + row7.w * k3_3;
     }
-    var block = array<array<vec4<f32>, 4>, 8>(
-        array<vec4<f32>, 4>(acc0_0, acc0_1, acc0_2, acc0_3),
-        array<vec4<f32>, 4>(acc1_0, acc1_1, acc1_2, acc1_3),
-        array<vec4<f32>, 4>(acc2_0, acc2_1, acc2_2, acc2_3),
-        array<vec4<f32>, 4>(acc3_0, acc3_1, acc3_2, acc3_3),
-        array<vec4<f32>, 4>(acc4_0, acc4_1, acc4_2, acc4_3),
-        array<vec4<f32>, 4>(acc5_0, acc5_1, acc5_2, acc5_3),
-        array<vec4<f32>, 4>(acc6_0, acc6_1, acc6_2, acc6_3),
-        array<vec4<f32>, 4>(acc7_0, acc7_1, acc7_2, acc7_3),
-    );
-    for (var r = 0u; r < 8u; r++) {
-        let row = p.row0 + r0 + r;
-        if (row >= p.m) {
-            break;
-        }
-        for (var j = 0u; j < 16u; j++) {
-            let col = p.col0 + cg * 4u + j;
-            if (col < p.n) {
-                let at = p.c_off + row * p.n + col;
-                var v = block[r][j / 4u][j % 4u];
-                if (p.accumulate != 0u) {
-                    v += f32(c[at]);
-                }
-                c[at] = T(v);
-            }
-        }
+    let rows_left = p.m - min(p.m, p.row0 + r0);
+    if (0u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 0u) * p.n + p.col0 + cg * 4u;
+        put(at + 0u, p.col0 + cg * 4u + 0u, acc0_0);
+        put(at + 4u, p.col0 + cg * 4u + 4u, acc0_1);
+        put(at + 8u, p.col0 + cg * 4u + 8u, acc0_2);
+        put(at + 12u, p.col0 + cg * 4u + 12u, acc0_3);
+    }
+    if (1u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 1u) * p.n + p.col0 + cg * 4u;
+        put(at + 0u, p.col0 + cg * 4u + 0u, acc1_0);
+        put(at + 4u, p.col0 + cg * 4u + 4u, acc1_1);
+        put(at + 8u, p.col0 + cg * 4u + 8u, acc1_2);
+        put(at + 12u, p.col0 + cg * 4u + 12u, acc1_3);
+    }
+    if (2u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 2u) * p.n + p.col0 + cg * 4u;
+        put(at + 0u, p.col0 + cg * 4u + 0u, acc2_0);
+        put(at + 4u, p.col0 + cg * 4u + 4u, acc2_1);
+        put(at + 8u, p.col0 + cg * 4u + 8u, acc2_2);
+        put(at + 12u, p.col0 + cg * 4u + 12u, acc2_3);
+    }
+    if (3u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 3u) * p.n + p.col0 + cg * 4u;
+        put(at + 0u, p.col0 + cg * 4u + 0u, acc3_0);
+        put(at + 4u, p.col0 + cg * 4u + 4u, acc3_1);
+        put(at + 8u, p.col0 + cg * 4u + 8u, acc3_2);
+        put(at + 12u, p.col0 + cg * 4u + 12u, acc3_3);
+    }
+    if (4u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 4u) * p.n + p.col0 + cg * 4u;
+        put(at + 0u, p.col0 + cg * 4u + 0u, acc4_0);
+        put(at + 4u, p.col0 + cg * 4u + 4u, acc4_1);
+        put(at + 8u, p.col0 + cg * 4u + 8u, acc4_2);
+        put(at + 12u, p.col0 + cg * 4u + 12u, acc4_3);
+    }
+    if (5u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 5u) * p.n + p.col0 + cg * 4u;
+        put(at + 0u, p.col0 + cg * 4u + 0u, acc5_0);
+        put(at + 4u, p.col0 + cg * 4u + 4u, acc5_1);
+        put(at + 8u, p.col0 + cg * 4u + 8u, acc5_2);
+        put(at + 12u, p.col0 + cg * 4u + 12u, acc5_3);
+    }
+    if (6u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 6u) * p.n + p.col0 + cg * 4u;
+        put(at + 0u, p.col0 + cg * 4u + 0u, acc6_0);
+        put(at + 4u, p.col0 + cg * 4u + 4u, acc6_1);
+        put(at + 8u, p.col0 + cg * 4u + 8u, acc6_2);
+        put(at + 12u, p.col0 + cg * 4u + 12u, acc6_3);
+    }
+    if (7u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 7u) * p.n + p.col0 + cg * 4u;
+        put(at + 0u, p.col0 + cg * 4u + 0u, acc7_0);
+        put(at + 4u, p.col0 + cg * 4u + 4u, acc7_1);
+        put(at + 8u, p.col0 + cg * 4u + 8u, acc7_2);
+        put(at + 12u, p.col0 + cg * 4u + 12u, acc7_3);
     }
 }
