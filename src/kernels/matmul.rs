@@ -28,8 +28,8 @@ pub const TILES_SHADER: Shader = Shader {
 /// largest uniform binding.
 const TILE: u32 = 128;
 const TILE_BYTES: u64 = (TILE * TILE * 4) as u64;
-/// k-tiles one dispatch adds up: A and B tiles of 5 pairs and the parameters are 11 uniform
-/// bindings, within WebGPU's default of 12 per stage.
+/// k-tiles one dispatch adds up: A and B tiles of 3 pairs and the parameters are 7 uniform
+/// bindings. (With 5 pairs, 11 bindings, lavapipe 22.3 corrupted the host heap now and then.)
 const TILE_PAIRS: u32 = 3;
 /// Rows of C one workgroup of `matmul_tiles` computes.
 const TILE_ROWS_PER_GROUP: u32 = 8;
@@ -133,26 +133,23 @@ fn rounds_between_groups(dtype: DType, k: u32) -> bool {
 /// k-tiles), so it is chosen for CPU adapters, on outputs big enough to fill a tile, where the
 /// dispatch count stays modest.
 fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32, n: u32, k: u32) -> Kernel {
-    let tiles_fit = core.limits.max_uniform_buffers_per_shader_stage > 2 * TILE_PAIRS
-        && core.limits.max_uniform_buffer_binding_size >= TILE_BYTES;
-    if !tiles_fit {
-        return Kernel::Direct;
-    }
+    let limits = &core.limits;
+    let tiles_fit = limits.max_uniform_buffers_per_shader_stage > 2 * TILE_PAIRS
+        && limits.max_uniform_buffer_binding_size >= TILE_BYTES;
     // Packed operands must fit a scratch buffer and a storage binding (the packer writes them whole).
     let tiles = |rows: u32, cols: u32| batch * rows.div_ceil(TILE) as u64 * cols.div_ceil(TILE) as u64;
     let largest = tiles(m, k).max(tiles(k, n)) * TILE_BYTES;
-    let limits = &core.limits;
-    if largest > limits.max_buffer_size.min(limits.max_storage_buffer_binding_size).min(MAX_PACKED_BYTES) {
+    let packed_fit =
+        largest <= limits.max_buffer_size.min(limits.max_storage_buffer_binding_size).min(MAX_PACKED_BYTES);
+    if !tiles_fit || !packed_fit || rounds_between_groups(dtype, k) {
         return Kernel::Direct;
     }
-    match forced_kernel() {
-        Some(Kernel::Tiles) if !rounds_between_groups(dtype, k) => return Kernel::Tiles,
-        Some(_) => return Kernel::Direct,
-        None => {}
+    if let Some(forced) = forced_kernel() {
+        return forced;
     }
     let dispatches = batch * m.div_ceil(TILE) as u64 * n.div_ceil(TILE) as u64 * k.div_ceil(TILE * TILE_PAIRS) as u64;
     let cpu = core.info.device_type == wgpu::DeviceType::Cpu;
-    if cpu && m >= 32 && n >= 32 && k >= 32 && dispatches <= 4096 && !rounds_between_groups(dtype, k) {
+    if cpu && m >= 32 && n >= 32 && k >= 32 && dispatches <= 4096 {
         Kernel::Tiles
     } else {
         Kernel::Direct
@@ -304,21 +301,32 @@ fn pack(stream: &Stream, role: &'static str, x: &Operand, batch_shape: &[u32]) -
         p.batch_shape[d] = size;
         p.batch_stride[d] = stride as u32;
     }
-    let aliases = [("T", x.tensor.dtype.wgsl())];
-    let pipeline = device.pipelines.get(
-        device,
-        &PACK_SHADER,
-        &PipelineSpec { entry: "pack", aliases: &aliases, constants: &[] },
-    )?;
-    let src = device.memory.resolve(x.tensor.address, x.tensor.byte_len())?;
-    let size = x.tensor.dtype.size();
-    stream.encode(|core, encoder| {
-        let (src_bind, src_off) = storage_window(core, &src, size)?;
-        p.src_off = src_off;
-        let dst = Binding { buffer: &scratch, offset: 0, size: tiles * TILE_BYTES };
-        dispatch(core, encoder, role, &pipeline, &[src_bind, dst], bytemuck::bytes_of(&p), tiles * 4096)
-    })?;
+    encode_pack(stream, "pack", x.tensor, p, &scratch, tiles)?;
     Ok(scratch)
+}
+
+/// Encodes packer `entry` reading `src` into the first `tiles` tiles of `dst` (one invocation per
+/// vec4 of a tile).
+fn encode_pack(
+    stream: &Stream,
+    entry: &'static str,
+    src: &TensorRef,
+    mut p: PackParams,
+    dst: &wgpu::Buffer,
+    tiles: u64,
+) -> Result<()> {
+    let device = stream.device();
+    let aliases = [("T", src.dtype.wgsl())];
+    let pipeline =
+        device.pipelines.get(device, &PACK_SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
+    let src_mem = device.memory.resolve(src.address, src.byte_len())?;
+    let size = src.dtype.size();
+    stream.encode(|core, encoder| {
+        let (src_bind, src_off) = storage_window(core, &src_mem, size)?;
+        p.src_off = src_off;
+        let dst = Binding { buffer: dst, offset: 0, size: tiles * TILE_BYTES };
+        dispatch(core, encoder, entry, &pipeline, &[src_bind, dst], bytemuck::bytes_of(&p), tiles * 4096)
+    })
 }
 
 /// The tiled product: pack both operands, then the tile products.
@@ -439,8 +447,8 @@ pub fn launch_conv_tiles(
     if choose_kernel(device, out.dtype, 1, m.min(16 * TILE), n, k) != Kernel::Tiles {
         return Ok(false);
     }
-    let b = Operand::new(filter, false, Vec::new());
-    let b = Operand { rows: k, cols: n, rs: n, ..b };
+    // The HWIO filter as a [kh * kw * c, oc] matrix.
+    let b = Operand { tensor: filter, rows: k, cols: n, rs: n, cs: 1, batch_strides: Vec::new() };
     let b_tiles = pack(stream, "matmul packed B", &b, &[])?;
     let (row_tiles, k_tiles) = (m.div_ceil(TILE), k.div_ceil(TILE));
     let chunk = ((IM2COL_CHUNK_BYTES / (k_tiles as u64 * TILE_BYTES)).max(1) as u32).min(row_tiles);
@@ -450,27 +458,14 @@ pub fn launch_conv_tiles(
     p.image = [g.h, g.w, g.c, g.ow];
     p.window = [g.kw, g.strides[0], g.strides[1], g.oh];
     p.dilation_pad = [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]];
-    let aliases = [("T", input.dtype.wgsl())];
-    let pipeline = device.pipelines.get(
-        device,
-        &PACK_SHADER,
-        &PipelineSpec { entry: "pack_im2col", aliases: &aliases, constants: &[] },
-    )?;
-    let src = device.memory.resolve(input.address, input.byte_len())?;
-    let size = input.dtype.size();
     for first in (0..row_tiles).step_by(chunk as usize) {
         let tiles = chunk.min(row_tiles - first);
         p.row0 = first * TILE;
         p.rows = (m - p.row0).min(tiles * TILE);
         p.row_tiles = tiles;
-        let a_tiles = device.scratch.get(device, "matmul packed A", (tiles * k_tiles) as u64 * TILE_BYTES)?;
-        stream.encode(|core, encoder| {
-            let (src_bind, src_off) = storage_window(core, &src, size)?;
-            p.src_off = src_off;
-            let dst = Binding { buffer: &a_tiles, offset: 0, size: (tiles * k_tiles) as u64 * TILE_BYTES };
-            let invocations = (tiles * k_tiles) as u64 * 4096;
-            dispatch(core, encoder, "im2col", &pipeline, &[src_bind, dst], bytemuck::bytes_of(&p), invocations)
-        })?;
+        let packed = (tiles * k_tiles) as u64;
+        let a_tiles = device.scratch.get(device, "matmul packed A", packed * TILE_BYTES)?;
+        encode_pack(stream, "pack_im2col", input, p, &a_tiles, packed)?;
         encode_products(stream, &a_tiles, &b_tiles, &shape, first..first + tiles, out)?;
     }
     Ok(true)
