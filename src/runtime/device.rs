@@ -28,8 +28,7 @@ pub struct DeviceCore {
     submissions: Mutex<SubmissionLog>,
     completed_seq: Arc<AtomicU64>,
     streams: Mutex<Vec<Weak<StreamCore>>>,
-    wake_generation: Mutex<u64>,
-    wake: Condvar,
+    wake: Arc<PollerWake>,
     pub(super) shutdown: AtomicBool,
     device_error: Arc<Mutex<Option<String>>>,
 }
@@ -39,6 +38,34 @@ struct SubmissionLog {
     last_seq: u64,
     /// Submissions not yet known complete, oldest first.
     in_flight: VecDeque<(u64, wgpu::SubmissionIndex)>,
+}
+
+/// Wakes the poller thread: new host tasks or submissions, and completions that wgpu reported on
+/// another thread (`Queue::submit` also polls, and fires the callbacks it collects there).
+#[derive(Default)]
+pub struct PollerWake {
+    generation: Mutex<u64>,
+    condvar: Condvar,
+}
+
+impl PollerWake {
+    pub fn notify(&self) {
+        let mut generation = self.generation.lock().unwrap_or_else(|e| e.into_inner());
+        *generation += 1;
+        self.condvar.notify_all();
+    }
+
+    fn generation(&self) -> u64 {
+        *self.generation.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sleeps until notified after `seen_generation`, or until `timeout` passes.
+    fn wait(&self, seen_generation: u64, timeout: Duration) {
+        let generation = self.generation.lock().unwrap_or_else(|e| e.into_inner());
+        if *generation == seen_generation {
+            let _ = self.condvar.wait_timeout(generation, timeout);
+        }
+    }
 }
 
 /// A device handed to TensorFlow. Dropping it stops and joins the poller thread.
@@ -104,8 +131,7 @@ impl Device {
             submissions: Mutex::new(SubmissionLog::default()),
             completed_seq: Arc::new(AtomicU64::new(0)),
             streams: Mutex::new(Vec::new()),
-            wake_generation: Mutex::new(0),
-            wake: Condvar::new(),
+            wake: Arc::default(),
             shutdown: AtomicBool::new(false),
             device_error,
         });
@@ -139,10 +165,11 @@ impl DeviceCore {
         log::trace!("tensorflow-wgpu: submit {seq}", seq = log.last_seq + 1);
         log.last_seq += 1;
         let seq = log.last_seq;
-        let completed = self.completed_seq.clone();
+        let (completed, wake) = (self.completed_seq.clone(), self.wake.clone());
         // Registered under the lock so callbacks are registered in sequence order.
         self.queue.on_submitted_work_done(move || {
             completed.fetch_max(seq, Ordering::SeqCst);
+            wake.notify();
         });
         log.in_flight.push_back((seq, index));
         drop(log);
@@ -178,21 +205,21 @@ impl DeviceCore {
     }
 
     pub(super) fn wake_poller(&self) {
-        let mut generation = self.wake_generation.lock().unwrap_or_else(|e| e.into_inner());
-        *generation += 1;
-        self.wake.notify_all();
+        self.wake.notify();
+    }
+
+    /// For callbacks that wgpu may run on any thread.
+    pub(super) fn poller_wake(&self) -> Arc<PollerWake> {
+        self.wake.clone()
     }
 
     /// Sleeps until woken or `timeout` passes.
     pub(super) fn wait_for_wake(&self, seen_generation: u64, timeout: Duration) {
-        let generation = self.wake_generation.lock().unwrap_or_else(|e| e.into_inner());
-        if *generation == seen_generation {
-            let _ = self.wake.wait_timeout(generation, timeout);
-        }
+        self.wake.wait(seen_generation, timeout);
     }
 
     pub(super) fn wake_generation(&self) -> u64 {
-        *self.wake_generation.lock().unwrap_or_else(|e| e.into_inner())
+        self.wake.generation()
     }
 
     /// The first error wgpu reported on this device (validation, out of memory, device lost).

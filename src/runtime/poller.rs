@@ -51,10 +51,14 @@ fn step(core: &DeviceCore) -> bool {
     }
     match core.oldest_in_flight() {
         Some(index) => {
-            // Wait for the oldest unfinished submission, briefly, so new work is noticed.
-            let _ = core
-                .device
-                .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(Duration::from_millis(2)) });
+            // Wait for the oldest unfinished submission, with no timeout. A wait that times out
+            // races with the poll inside `Queue::submit` on TF's threads: wgpu-core 30.0 then trips
+            // an assertion ("If the queue is empty, the current submission index ... should be at
+            // least the wait submission index"), and the panic drops the map callbacks it had
+            // collected, so a readback would wait forever (fixed upstream in gfx-rs/wgpu#9958).
+            // Submissions on the one queue complete in order, so no host task is ready before the
+            // oldest submission is done, unless it needs no GPU work at all.
+            let _ = core.device.poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None });
         }
         None if pending => {
             // Waiting on a mapping or on another stream's event.

@@ -296,10 +296,12 @@ impl Stream {
         let map_result = Arc::new(Mutex::new(None));
         let map_after_submit: Box<dyn FnOnce() + Send> = {
             let (readback, mapped, map_result) = (readback.clone(), mapped.clone(), map_result.clone());
+            let wake = self.device.poller_wake();
             Box::new(move || {
                 readback.slice(..).map_async(wgpu::MapMode::Read, move |r| {
                     *map_result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                     mapped.store(true, Ordering::SeqCst);
+                    wake.notify();
                 })
             })
         };
@@ -388,8 +390,8 @@ impl Drop for Stream {
 }
 
 /// Waits for every live stream of `device`. Every submission comes from a stream, so this covers
-/// the whole queue. (Only the poller thread polls the device: wgpu-core 30 can trip an internal
-/// assertion when two threads poll with submission indices at once.)
+/// the whole queue. (Only the poller thread calls `Device::poll`, and only with untimed waits: see
+/// `poller::step` for the wgpu-core 30 assertion that a timed wait can trip.)
 pub fn synchronize_device(device: &Device) -> Result<()> {
     let mut first_error = None;
     for stream in device.live_streams() {
