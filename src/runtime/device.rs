@@ -8,10 +8,14 @@ use std::time::Duration;
 
 use crate::error::{Code, Error, Result};
 
+use super::buffer_pool::BufferPool;
 use super::memory::MemoryMap;
 use super::pipeline::PipelineCache;
 use super::scratch::ScratchBuffers;
 use super::stream::StreamCore;
+
+/// At most this much unmapped readback memory is held for reuse.
+const READBACK_POOL_CAPACITY: u64 = 64 << 20;
 
 /// What the poller thread and the streams share. It never owns a `Device`, so the poller thread can
 /// never be the one that drops (and joins) itself.
@@ -25,6 +29,8 @@ pub struct DeviceCore {
     pub memory: MemoryMap,
     pub pipelines: PipelineCache,
     pub scratch: ScratchBuffers,
+    /// Unmapped readback buffers (MAP_READ | COPY_DST) for device-to-host copies to reuse.
+    pub(super) readbacks: Arc<Mutex<BufferPool>>,
     submissions: Mutex<SubmissionLog>,
     completed_seq: Arc<AtomicU64>,
     streams: Mutex<Vec<Weak<StreamCore>>>,
@@ -128,6 +134,7 @@ impl Device {
             memory,
             pipelines: PipelineCache::default(),
             scratch: ScratchBuffers::default(),
+            readbacks: Arc::new(Mutex::new(BufferPool::new(READBACK_POOL_CAPACITY))),
             submissions: Mutex::new(SubmissionLog::default()),
             completed_seq: Arc::new(AtomicU64::new(0)),
             streams: Mutex::new(Vec::new()),

@@ -1,5 +1,6 @@
 //! Device memory: one wgpu buffer per TensorFlow allocation, placed in a per-device virtual address
-//! space so that any address inside an allocation maps back to (buffer, offset).
+//! space so that any address inside an allocation maps back to (buffer, offset). Freed buffers go to
+//! a pool by size class and serve later allocations of that class (`buffer_pool`).
 //!
 //! TensorFlow does pointer arithmetic on `SP_DeviceMemoryBase.opaque` (slices, sub-buffers) and does
 //! not keep `payload`, so the address itself must identify the buffer. Addresses are never
@@ -11,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 
+use super::buffer_pool::{size_class, BufferPool};
 use super::device::DeviceCore;
 
 /// Environment variable: the device memory budget in MiB (wgpu cannot query the real VRAM size).
@@ -20,12 +22,21 @@ const ADDRESS_ALIGN: u64 = 256;
 const GUARD: u64 = 256;
 const REGION_BITS: u32 = 40;
 const DEFAULT_GPU_LIMIT: u64 = 4 << 30;
+/// At most this much freed memory is held for reuse (and at most an eighth of the budget).
+const POOL_CAPACITY: u64 = 512 << 20;
 
 pub struct Allocation {
     pub buffer: wgpu::Buffer,
     pub base: u64,
-    /// Bytes TensorFlow asked for; the buffer may be slightly larger (rounded to 4 bytes).
+    /// Bytes TensorFlow asked for; the buffer may be larger (its size class).
     pub size: u64,
+}
+
+impl Allocation {
+    /// The bytes an address range may cover: the request, rounded to whole 4-byte words.
+    fn span(&self) -> u64 {
+        round_up(self.size.max(4), wgpu::COPY_BUFFER_ALIGNMENT)
+    }
 }
 
 /// A byte range inside one allocation.
@@ -63,6 +74,7 @@ struct MapState {
     live: BTreeMap<u64, Arc<Allocation>>,
     cursor: u64,
     stats: MemoryStats,
+    pool: BufferPool,
 }
 
 fn round_up(value: u64, align: u64) -> u64 {
@@ -96,6 +108,7 @@ impl MemoryMap {
                 live: BTreeMap::new(),
                 cursor: region_start,
                 stats: MemoryStats { bytes_limit: default_limit(info) as i64, ..Default::default() },
+                pool: BufferPool::new(POOL_CAPACITY.min(default_limit(info) / 8)),
             }),
         }
     }
@@ -127,21 +140,16 @@ impl MemoryMap {
                 self.limit
             )));
         }
-        let buffer_size = round_up(size.max(4), wgpu::COPY_BUFFER_ALIGNMENT);
-        let (buffer, error) = core.capture_errors(|| {
-            core.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("tf tensor"),
-                size: buffer_size,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        });
-        if let Some(e) = error {
-            return Err(Error::resource_exhausted(format!("WGPU could not allocate {size} bytes: {e}")));
-        }
+        let class = size_class(size, self.max_buffer_size);
+        let pooled = self.lock().pool.take(class);
+        let buffer = match pooled {
+            Some(buffer) => buffer,
+            None => self.create_buffer(core, class)?,
+        };
         let mut state = self.lock();
-        let base = self.reserve(&state, round_up(buffer_size, ADDRESS_ALIGN) + GUARD)?;
-        state.cursor = base + round_up(buffer_size, ADDRESS_ALIGN) + GUARD;
+        let span = round_up(buffer.size(), ADDRESS_ALIGN) + GUARD;
+        let base = self.reserve(&state, span)?;
+        state.cursor = base + span;
         state.live.insert(base, Arc::new(Allocation { buffer, base, size }));
         let stats = &mut state.stats;
         stats.num_allocs += 1;
@@ -149,6 +157,35 @@ impl MemoryMap {
         stats.peak_bytes_in_use = stats.peak_bytes_in_use.max(stats.bytes_in_use);
         stats.largest_alloc_size = stats.largest_alloc_size.max(size as i64);
         Ok(base)
+    }
+
+    /// A new buffer of `size` bytes. When the device is out of memory, the pool's buffers are
+    /// released and the allocation tried once more.
+    fn create_buffer(&self, core: &DeviceCore, size: u64) -> Result<wgpu::Buffer> {
+        let create = || {
+            core.capture_errors(|| {
+                core.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("tf tensor"),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+        };
+        let (buffer, error) = create();
+        let Some(first_error) = error else { return Ok(buffer) };
+        let released = {
+            let mut state = self.lock();
+            let held = state.pool.bytes();
+            state.pool.clear();
+            held
+        };
+        if released > 0 {
+            if let (buffer, None) = create() {
+                return Ok(buffer);
+            }
+        }
+        Err(Error::resource_exhausted(format!("WGPU could not allocate {size} bytes: {first_error}")))
     }
 
     /// Finds a free address range of `span` bytes, from the cursor onwards, wrapping once.
@@ -172,12 +209,18 @@ impl MemoryMap {
         Err(Error::resource_exhausted("WGPU device address space exhausted"))
     }
 
-    /// Frees the allocation that starts at `base`. Work already encoded keeps the buffer alive.
+    /// Frees the allocation that starts at `base`, keeping its buffer for reuse. Work already
+    /// encoded keeps using the buffer; TF orders any reuse after it (see `buffer_pool`).
     pub fn free(&self, base: u64) -> Result<()> {
         let mut state = self.lock();
         match state.live.remove(&base) {
             Some(alloc) => {
                 state.stats.bytes_in_use -= alloc.size as i64;
+                // A slice resolved on another thread may still hold the allocation; then it is
+                // simply dropped later.
+                if let Ok(alloc) = Arc::try_unwrap(alloc) {
+                    state.pool.put(alloc.buffer);
+                }
                 Ok(())
             }
             None => Err(Error::invalid_argument(format!("deallocate of unknown WGPU address {base:#x}"))),
@@ -189,7 +232,7 @@ impl MemoryMap {
         let state = self.lock();
         let found = state.live.range(..=address).next_back();
         match found {
-            Some((&base, alloc)) if address - base + len <= alloc.buffer.size() => {
+            Some((&base, alloc)) if address - base + len <= alloc.span() => {
                 Ok(DeviceSlice { allocation: alloc.clone(), offset: address - base, len })
             }
             _ => Err(Error::invalid_argument(format!(
@@ -201,5 +244,10 @@ impl MemoryMap {
 
     pub fn live_allocations(&self) -> usize {
         self.lock().live.len()
+    }
+
+    /// Bytes of freed buffers held for reuse.
+    pub fn pooled_bytes(&self) -> u64 {
+        self.lock().pool.bytes()
     }
 }

@@ -1,6 +1,7 @@
 //! The device runtime: wgpu devices, memory, streams, events, the poller and timers.
 //! Nothing here knows about TensorFlow's C structs.
 
+pub mod buffer_pool;
 pub mod device;
 pub mod encoder;
 pub mod event;

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{from_panic, Error, Result};
 
+use super::buffer_pool::size_class;
 use super::device::{Device, DeviceCore};
 use super::encoder::{Arena, Encoder};
 use super::event::{Event, EventStatus};
@@ -282,11 +283,15 @@ impl Stream {
         let source = self.device.memory.resolve(src, len)?;
         let start = source.offset / 4 * 4;
         let end = (source.offset + len).div_ceil(4) * 4;
-        let readback = self.device.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("d2h readback"),
-            size: end - start,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let class = size_class(end - start, self.device.limits.max_buffer_size);
+        let pooled = self.device.readbacks.lock().unwrap_or_else(|e| e.into_inner()).take(class);
+        let readback = pooled.unwrap_or_else(|| {
+            self.device.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("d2h readback"),
+                size: class,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
         });
         self.encode(|_, encoder| {
             encoder.copy_buffer_to_buffer(source.buffer(), start, &readback, 0, end - start);
@@ -307,6 +312,7 @@ impl Stream {
         };
         self.flush_with(vec![map_after_submit]);
         let skew = (source.offset - start) as usize;
+        let readbacks = self.device.readbacks.clone();
         self.enqueue_host(
             Some(mapped),
             Box::new(move || {
@@ -321,6 +327,7 @@ impl Stream {
                     sink(&view[skew..skew + len as usize]);
                 }
                 readback.unmap();
+                readbacks.lock().unwrap_or_else(|e| e.into_inner()).put(readback);
                 Ok(())
             }),
         );

@@ -1,0 +1,60 @@
+//! Freed tensor buffers serve later allocations of their size class. Reuse must keep stream order:
+//! work encoded before the free still sees the old contents, work encoded after sees the new ones.
+
+use std::sync::{Arc, Mutex};
+
+use tensorflow_wgpu::runtime::{instance, Device, Stream};
+
+fn read(stream: &Stream, address: u64, len: u64) -> Vec<u8> {
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    stream.memcpy_dtoh(address, len, Box::new(move |b| sink.lock().unwrap().extend_from_slice(b))).unwrap();
+    stream.block_until_done().unwrap();
+    let bytes = got.lock().unwrap().clone();
+    bytes
+}
+
+fn pattern(len: u64, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed)).collect()
+}
+
+fn buffer_of(device: &Device, address: u64) -> wgpu::Buffer {
+    device.memory.resolve(address, 1).unwrap().buffer().clone()
+}
+
+#[test]
+fn a_reused_buffer_keeps_stream_order() {
+    let device = Arc::new(instance::open_private_device(0).expect("no WGPU adapter"));
+    let stream = Stream::new(device.clone());
+    let len = 1000u64;
+    let (old, new) = (pattern(len, 3), pattern(len, 7));
+    let source = device.memory.allocate(&device, len).unwrap();
+    let copy = device.memory.allocate(&device, len).unwrap();
+    stream.memcpy_htod(source, &old).unwrap();
+    stream.block_until_done().unwrap();
+
+    // Encoded, not yet submitted: a copy out of `source`. Then `source` is freed and its buffer
+    // serves the next allocation of that size, which is overwritten on the same stream.
+    stream.memcpy_dtod(copy, source, len).unwrap();
+    let freed = buffer_of(&device, source);
+    device.memory.free(source).unwrap();
+    assert!(device.memory.pooled_bytes() >= len);
+    let reused = device.memory.allocate(&device, 1001).unwrap();
+    assert!(buffer_of(&device, reused) == freed, "a freed buffer of the same size class is reused");
+    assert_eq!(device.memory.pooled_bytes(), 0);
+    stream.memcpy_htod(reused, &new).unwrap();
+
+    assert_eq!(read(&stream, copy, len), old, "the copy encoded before the free saw the old bytes");
+    assert_eq!(read(&stream, reused, len), new);
+    // Reuse does not widen what an address may reach: the range past the request stays invalid.
+    assert!(device.memory.resolve(reused, 1005).is_err());
+    assert_eq!(device.memory.stats().bytes_in_use, (1001 + len) as i64);
+
+    // Another size class gets a buffer of its own.
+    let other = device.memory.allocate(&device, 4 * len).unwrap();
+    assert!(buffer_of(&device, other) != freed);
+    for address in [copy, reused, other] {
+        device.memory.free(address).unwrap();
+    }
+    assert_eq!(device.memory.stats().bytes_in_use, 0);
+}
