@@ -31,8 +31,10 @@ const TILE_BYTES: u64 = (TILE * TILE * 4) as u64;
 /// k-tiles one dispatch adds up: A and B tiles of 3 pairs and the parameters are 7 uniform
 /// bindings. (With 5 pairs, 11 bindings, lavapipe 22.3 corrupted the host heap now and then.)
 const TILE_PAIRS: u32 = 3;
-/// Rows of C one workgroup of `matmul_tiles` computes.
-const TILE_ROWS_PER_GROUP: u32 = 8;
+/// Rows and columns of C one workgroup of `matmul_tiles` computes: a tile takes 8 workgroups down,
+/// and across, one per 64 columns that hold columns of C (so a narrow last tile skips its padding).
+const TILE_ROWS_PER_GROUP: u32 = 16;
+const TILE_COLS_PER_GROUP: u32 = 64;
 /// The most scratch memory one packed operand may take; bigger products use the direct kernel.
 const MAX_PACKED_BYTES: u64 = 1 << 30;
 /// Set to `tiles` or `direct` to force one matmul kernel (tests and benchmarks compare them).
@@ -395,7 +397,8 @@ fn encode_products(
                             accumulate: (first > 0) as u32,
                             _pad: 0,
                         };
-                        let groups = [1, TILE / TILE_ROWS_PER_GROUP, 1];
+                        let cols = (n - tj * TILE).min(TILE);
+                        let groups = [cols.div_ceil(TILE_COLS_PER_GROUP), TILE / TILE_ROWS_PER_GROUP, 1];
                         let params = bytemuck::bytes_of(&p);
                         dispatch_workgroups(core, encoder, "matmul tiles", &pipeline, &bindings, params, groups)?;
                     }
