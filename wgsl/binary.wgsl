@@ -168,3 +168,39 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let at = broadcast_offsets(i, p.rank, p.shape, p.a_strides, p.b_strides, p.b_strides);
     out[p.out_off + i] = T(apply(f32(a[p.a_off + at.x]), f32(b[p.b_off + at.y])));
 }
+
+// The same ops four elements at a time, for operands shaped like the output, or one scalar operand
+// (`SCALAR`: 1 for `a`, 2 for `b`), every other offset a multiple of 4 elements and `p.n` (the
+// elements covered) a multiple of 4; the host runs `main` on the rest. On llvmpipe every storage
+// access is a per-lane loop with a bounds check, so one vec4 access moves four elements for the
+// price of one. The vec4 views share the scalar views' bindings (no entry point uses both).
+override SCALAR: u32 = 0u;
+
+@group(0) @binding(0) var<storage, read_write> a4: array<vec4<T>>;
+@group(0) @binding(1) var<storage, read_write> b4: array<vec4<T>>;
+@group(0) @binding(2) var<storage, read_write> out4: array<vec4<T>>;
+
+fn apply4(x: vec4<f32>, y: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(apply(x.x, y.x), apply(x.y, y.y), apply(x.z, y.z), apply(x.w, y.w));
+}
+
+@compute @workgroup_size(256)
+fn main_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= p.n / 4u) {
+        return;
+    }
+    var x: vec4<f32>;
+    var y: vec4<f32>;
+    if (SCALAR == 1u) {
+        x = vec4<f32>(f32(a4[p.a_off / 4u][p.a_off % 4u]));
+    } else {
+        x = vec4<f32>(a4[p.a_off / 4u + i]);
+    }
+    if (SCALAR == 2u) {
+        y = vec4<f32>(f32(b4[p.b_off / 4u][p.b_off % 4u]));
+    } else {
+        y = vec4<f32>(b4[p.b_off / 4u + i]);
+    }
+    out4[p.out_off / 4u + i] = vec4<T>(apply4(x, y));
+}

@@ -5,7 +5,8 @@
 use crate::error::{Error, Result};
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, Shader};
-use crate::runtime::Stream;
+use crate::runtime::{DeviceCore, Stream};
+use bytemuck::Zeroable;
 
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
@@ -231,9 +232,129 @@ fn launch_two(
 
 /// Encodes `out = op(a, b)`; `out` has the broadcast shape of `a` and `b` and may alias either.
 pub fn launch(stream: &Stream, op: BinaryOp, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
+    launch_binary(stream, &[("OP", op as u32 as f64)], a, b, out)
+}
+
+/// `binary.wgsl` with the given override constants: four elements at a time where the operands
+/// allow it, else the broadcasting kernel.
+fn launch_binary(
+    stream: &Stream,
+    constants: &[(&'static str, f64)],
+    a: &TensorRef,
+    b: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    if launch_vec4(stream, constants, a, b, out)? {
+        return Ok(());
+    }
     let aliases = [("T", out.dtype.wgsl())];
-    let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &[("OP", op as u32 as f64)] };
+    let spec = PipelineSpec { entry: "main", aliases: &aliases, constants };
     launch_two(stream, &SHADER, spec, a, b, out, out.dtype.size(), false)
+}
+
+/// Outputs smaller than this keep the one-dispatch broadcasting kernel (the vec4 path may need a
+/// second dispatch for the last elements).
+const VEC4_MIN_ELEMENTS: u32 = 4096;
+
+/// How `main_vec4` reads an operand.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Vec4Operand {
+    /// Shaped like the output.
+    Full,
+    /// One element, repeated.
+    Scalar,
+}
+
+/// A binding for `main_vec4`: the tensor's window widened to whole vec4s, and the element index of
+/// its first element. None where the widened window would leave the buffer or a full operand does
+/// not start on a vec4.
+fn vec4_window<'a>(
+    core: &DeviceCore,
+    mem: &'a DeviceSlice,
+    size: u64,
+    kind: Vec4Operand,
+) -> Result<Option<(Binding<'a>, u32)>> {
+    let (mut binding, first) = storage_window(core, mem, size)?;
+    let vec_bytes = 4 * size;
+    binding.size = binding.size.div_ceil(vec_bytes) * vec_bytes;
+    let fits = binding.offset + binding.size <= mem.buffer().size()
+        && binding.size <= core.limits.max_storage_buffer_binding_size;
+    Ok((fits && (kind == Vec4Operand::Scalar || first % 4 == 0)).then_some((binding, first)))
+}
+
+/// `out = op(a, b)` through `main_vec4` for the elements up to a multiple of 4, then `main` for the
+/// rest. Returns false, encoding nothing, where it does not apply: broadcasting other than by a
+/// scalar, outputs under `VEC4_MIN_ELEMENTS`, offsets off a vec4, or dtypes other than f32/f16.
+fn launch_vec4(
+    stream: &Stream,
+    constants: &[(&'static str, f64)],
+    a: &TensorRef,
+    b: &TensorRef,
+    out: &TensorRef,
+) -> Result<bool> {
+    if !matches!(out.dtype, DType::F32 | DType::F16) || a.dtype != out.dtype || b.dtype != out.dtype {
+        return Ok(false);
+    }
+    let n = shape_len(&out.shape)?;
+    let kind = |t: &TensorRef| match t.num_elements() {
+        _ if t.shape == out.shape => Some(Vec4Operand::Full),
+        1 => Some(Vec4Operand::Scalar),
+        _ => None,
+    };
+    let scalar = match (kind(a), kind(b)) {
+        _ if n < VEC4_MIN_ELEMENTS => return Ok(false),
+        (Some(Vec4Operand::Full), Some(Vec4Operand::Full)) => 0,
+        (Some(Vec4Operand::Scalar), Some(Vec4Operand::Full)) => 1,
+        (Some(Vec4Operand::Full), Some(Vec4Operand::Scalar)) => 2,
+        _ => return Ok(false),
+    };
+    let kinds = [kind(a), kind(b), Some(Vec4Operand::Full)].map(|k| k.unwrap_or(Vec4Operand::Full));
+    let device = stream.device();
+    let size = out.dtype.size();
+    let mems: Vec<DeviceSlice> =
+        [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
+    let mut windows = Vec::with_capacity(3);
+    for (mem, kind) in mems.iter().zip(kinds) {
+        match vec4_window(device, mem, size, kind)? {
+            Some(window) => windows.push(window),
+            None => return Ok(false),
+        }
+    }
+    let aliases = [("T", out.dtype.wgsl())];
+    let mut vec4_constants = constants.to_vec();
+    vec4_constants.push(("SCALAR", f64::from(scalar)));
+    let vec4 = device.pipelines.get(
+        device,
+        &SHADER,
+        &PipelineSpec { entry: "main_vec4", aliases: &aliases, constants: &vec4_constants },
+    )?;
+    let tail = device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &aliases, constants })?;
+    let bindings = [windows[0].0, windows[1].0, windows[2].0];
+    let [a_off, b_off, out_off] = [windows[0].1, windows[1].1, windows[2].1];
+    let body = n / 4 * 4;
+    stream.encode(|core, encoder| {
+        let params = TwoOperandParams { n: body, rank: 1, a_off, b_off, out_off, ..Zeroable::zeroed() };
+        let label = "binary vec4";
+        dispatch(core, encoder, label, &vec4, &bindings, bytemuck::bytes_of(&params), u64::from(body / 4))?;
+        let rest = n - body;
+        if rest > 0 {
+            // One flat dimension: full operands step through it, the scalar stays put.
+            let stride = |k: Vec4Operand| u32::from(k == Vec4Operand::Full);
+            let (a_stride, b_stride) = (stride(kinds[0]), stride(kinds[1]));
+            let mut params = TwoOperandParams {
+                n: rest,
+                rank: 1,
+                a_off: a_off + a_stride * body,
+                b_off: b_off + b_stride * body,
+                out_off: out_off + body,
+                ..Zeroable::zeroed()
+            };
+            params.shape[0] = rest;
+            (params.a_strides[0], params.b_strides[0]) = (a_stride, b_stride);
+            dispatch(core, encoder, "binary", &tail, &bindings, bytemuck::bytes_of(&params), u64::from(rest))?;
+        }
+        Ok(true)
+    })
 }
 
 fn op_by_name<T: Copy>(table: &[(&str, T)], op: &str) -> Result<T> {
@@ -264,10 +385,7 @@ pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     }
     let alpha = if op == BinaryOp::LeakyReluGrad { kernel.attrs.float("alpha")? } else { 0.0 };
     let out = ctx.forward_input_or_allocate_output(&[0, 1], 0, dtype, &a.shape)?;
-    let aliases = [("T", dtype.wgsl())];
-    let constants = [("OP", op as u32 as f64), ("ALPHA", f64::from(alpha))];
-    let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &constants };
-    launch_two(ctx.stream()?, &SHADER, spec, &a, &b, &out, dtype.size(), false)
+    launch_binary(ctx.stream()?, &[("OP", op as u32 as f64), ("ALPHA", f64::from(alpha))], &a, &b, &out)
 }
 
 /// int64 AddV2, Add, Sub, Mul, FloorMod and FloorDiv.

@@ -8,6 +8,9 @@ this file does not cover.
 """
 
 import ctypes
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -194,7 +197,7 @@ def grad_cases(op, attrs, rng):
     first, second = GRADS[op]
     extra = {"alpha": 0.15} if op == "LeakyReluGrad" else {}
     fn = lambda a, b: getattr(tf.raw_ops, op)(**{first: a, second: b}, **extra)
-    for shape in [(), (7,), (3, 5, 2), (2, 0, 3), (1001,)]:
+    for shape in [(), (7,), (3, 5, 2), (2, 0, 3), (1001,), (4099,), (64, 66)]:
         a, b = typed(attrs, floats(rng, shape)), typed(attrs, floats(rng, shape))
         if b.size >= 6:
             b.reshape(-1)[-3:] = [0.0, -0.0, 6.0]  # the edges of Relu/Relu6's gradients
@@ -345,6 +348,9 @@ def binary_cases(op, attrs, rng):
         yield fn, [typed(attrs, floats(rng, a)), typed(attrs, floats(rng, b))]
     yield fn, [typed(attrs, floats(rng, (0, 3))), typed(attrs, floats(rng, (1, 3)))]
     yield fn, [typed(attrs, floats(rng, (257,))), typed(attrs, floats(rng, (257,)))]
+    # From 4096 elements the vec4 kernel runs: one shape with 0 or 3 elements left over, or a scalar.
+    for a, b in [((4099,), (4099,)), ((64, 66), (64, 66)), ((), (70, 61)), ((4101,), ()), ((1, 1), (50, 90))]:
+        yield fn, [typed(attrs, floats(rng, a)), typed(attrs, floats(rng, b))]
     if op in ("FloorMod", "FloorDiv"):
         # x just below a multiple of y (x / y rounds up to an integer) and exponents far apart:
         # fmod must be exact here, not x - y * trunc(x / y). (No subnormals: WGSL lets GPUs flush
@@ -905,6 +911,39 @@ def test_matmul_of_views_at_unaligned_offsets(strict_placement):
     for i in range(3):
         np.testing.assert_allclose(got[i], x[50 * i:50 * (i + 1)] @ w, rtol=1e-5, atol=1e-4)
         np.testing.assert_allclose(got[3 + i], (x[50 * i:50 * (i + 1)] @ w).T, rtol=1e-5, atol=1e-4)
+
+
+def test_vectorised_elementwise_ops_on_views(strict_placement):
+    """Split rows of 4099 floats start at every offset mod 4 inside one buffer: rows on a vec4 run
+    four elements at a time, the others the scalar kernel, and both must honour the offset."""
+    rng = rng_for("vec4 views")
+    x = rng.standard_normal((8, 4099)).astype(np.float32)
+    y = rng.standard_normal((8, 4099)).astype(np.float32)
+    with tf.device(GPU):
+        xs = tf.split(tf.identity(tf.constant(x)), 8)
+        ys = tf.split(tf.identity(tf.constant(y)), 8)
+        sums = [tf.add(a, b).numpy() for a, b in zip(xs, ys)]
+        scaled = [tf.subtract(2.0, a).numpy() for a in xs]
+        grads = [tf.raw_ops.ReluGrad(gradients=a, features=b).numpy() for a, b in zip(xs, ys)]
+    for i in range(8):
+        np.testing.assert_array_equal(sums[i], x[i:i + 1] + y[i:i + 1])
+        np.testing.assert_array_equal(scaled[i], 2.0 - x[i:i + 1])
+        np.testing.assert_array_equal(grads[i], x[i:i + 1] * (y[i:i + 1] > 0))
+
+
+def test_large_elementwise_ops_run_four_elements_at_a_time():
+    """The vec4 kernel really runs (the cases above would pass on the scalar kernel alone): the
+    dispatch log of a big Mul, a Mul by a scalar and a ReluGrad names it."""
+    script = (
+        "import tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    x = tf.identity(tf.ones([64, 66]))\n"
+        "    (x * x).numpy(); (x * 2.0).numpy(); tf.raw_ops.ReluGrad(gradients=x, features=x).numpy()\n"
+    )
+    env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stderr.count("dispatch binary vec4") >= 3, out.stderr[-3000:]
 
 
 def test_kernels_consume_split_and_unstacked_device_tensors(strict_placement):
