@@ -52,40 +52,50 @@ fn get_u(v: array<vec4<u32>, 2>, k: u32) -> u32 {
     return v[k / 4u][k % 4u];
 }
 
-fn get_i(v: array<vec4<i32>, 2>, k: u32) -> i32 {
-    return v[k / 4u][k % 4u];
+// One dimension of `map_source`: peels the output coordinate off `rem` and adds the source
+// offset; false where the coordinate is padding.
+fn map_step(rem: ptr<function, u32>, at: ptr<function, i32>, size: u32, in_dim: u32, offset: i32, mode: u32, stride: u32) -> bool {
+    let o = i32(*rem % size);
+    *rem = *rem / size;
+    let dim = i32(in_dim);
+    var i = o - offset;
+    switch mode {
+        case MODULO: { i = o % dim; }
+        case CONSTANT_PAD: {
+            if (i < 0 || i >= dim) { return false; }
+        }
+        case REFLECT: {
+            if (i < 0) { i = -i; }
+            if (i >= dim) { i = 2 * dim - 2 - i; }
+        }
+        case SYMMETRIC: {
+            if (i < 0) { i = -i - 1; }
+            if (i >= dim) { i = 2 * dim - 1 - i; }
+        }
+        case REVERSE: { i = dim - 1 - o; }
+        default: {}
+    }
+    *at += i * i32(stride);
+    return true;
 }
 
-// Source element of output element `e`, or -1 where the output is padding.
+// Source element of output element `e`, or -1 where the output is padding. Dimensions innermost
+// first, each at a constant index: llvmpipe keeps an array indexed by a variable in memory, per
+// lane (see broadcast.wgsl).
 fn map_source(e: u32) -> i32 {
     var rem = e;
     var at = 0i;
-    for (var d = p.rank; d > 0u; d--) {
-        let k = d - 1u;
-        let size = get_u(p.out_shape, k);
-        let o = i32(rem % size);
-        rem = rem / size;
-        let dim = i32(get_u(p.in_dim, k));
-        var i = o - get_i(p.offset, k);
-        switch get_u(p.mode, k) {
-            case MODULO: { i = o % dim; }
-            case CONSTANT_PAD: {
-                if (i < 0 || i >= dim) { return -1; }
-            }
-            case REFLECT: {
-                if (i < 0) { i = -i; }
-                if (i >= dim) { i = 2 * dim - 2 - i; }
-            }
-            case SYMMETRIC: {
-                if (i < 0) { i = -i - 1; }
-                if (i >= dim) { i = 2 * dim - 1 - i; }
-            }
-            case REVERSE: { i = dim - 1 - o; }
-            default: {}
-        }
-        at += i * i32(get_u(p.in_stride, k));
-    }
-    return at;
+    var inside = true;
+    let rank = p.rank;
+    if (rank > 7u) { inside = map_step(&rem, &at, p.out_shape[1].w, p.in_dim[1].w, p.offset[1].w, p.mode[1].w, p.in_stride[1].w) && inside; }
+    if (rank > 6u) { inside = map_step(&rem, &at, p.out_shape[1].z, p.in_dim[1].z, p.offset[1].z, p.mode[1].z, p.in_stride[1].z) && inside; }
+    if (rank > 5u) { inside = map_step(&rem, &at, p.out_shape[1].y, p.in_dim[1].y, p.offset[1].y, p.mode[1].y, p.in_stride[1].y) && inside; }
+    if (rank > 4u) { inside = map_step(&rem, &at, p.out_shape[1].x, p.in_dim[1].x, p.offset[1].x, p.mode[1].x, p.in_stride[1].x) && inside; }
+    if (rank > 3u) { inside = map_step(&rem, &at, p.out_shape[0].w, p.in_dim[0].w, p.offset[0].w, p.mode[0].w, p.in_stride[0].w) && inside; }
+    if (rank > 2u) { inside = map_step(&rem, &at, p.out_shape[0].z, p.in_dim[0].z, p.offset[0].z, p.mode[0].z, p.in_stride[0].z) && inside; }
+    if (rank > 1u) { inside = map_step(&rem, &at, p.out_shape[0].y, p.in_dim[0].y, p.offset[0].y, p.mode[0].y, p.in_stride[0].y) && inside; }
+    if (rank > 0u) { inside = map_step(&rem, &at, p.out_shape[0].x, p.in_dim[0].x, p.offset[0].x, p.mode[0].x, p.in_stride[0].x) && inside; }
+    return select(-1, at, inside);
 }
 
 @compute @workgroup_size(256)

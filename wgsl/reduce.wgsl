@@ -39,15 +39,24 @@ fn dim_at(v: array<vec4<u32>, 2>, k: u32) -> u32 {
     return v[k / 4u][k % 4u];
 }
 
+fn offset_step(rem: ptr<function, u32>, at: ptr<function, u32>, size: u32, stride: u32) {
+    *at += (*rem % size) * stride;
+    *rem = *rem / size;
+}
+
+// Dimensions innermost first, each at a constant index: llvmpipe keeps an array indexed by a
+// variable in memory, per lane (see broadcast.wgsl).
 fn offset_of(index: u32, rank: u32, shape: array<vec4<u32>, 2>, stride: array<vec4<u32>, 2>) -> u32 {
     var rem = index;
     var at = 0u;
-    for (var d = rank; d > 0u; d--) {
-        let k = d - 1u;
-        let size = dim_at(shape, k);
-        at += (rem % size) * dim_at(stride, k);
-        rem = rem / size;
-    }
+    if (rank > 7u) { offset_step(&rem, &at, shape[1].w, stride[1].w); }
+    if (rank > 6u) { offset_step(&rem, &at, shape[1].z, stride[1].z); }
+    if (rank > 5u) { offset_step(&rem, &at, shape[1].y, stride[1].y); }
+    if (rank > 4u) { offset_step(&rem, &at, shape[1].x, stride[1].x); }
+    if (rank > 3u) { offset_step(&rem, &at, shape[0].w, stride[0].w); }
+    if (rank > 2u) { offset_step(&rem, &at, shape[0].z, stride[0].z); }
+    if (rank > 1u) { offset_step(&rem, &at, shape[0].y, stride[0].y); }
+    if (rank > 0u) { offset_step(&rem, &at, shape[0].x, stride[0].x); }
     return at;
 }
 

@@ -117,3 +117,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     y[p.out_off + i] = T(apply(f32(x[p.in_off + i])));
 }
+
+// Four elements per invocation where both offsets are multiples of 4 and `p.n` (the elements
+// covered) is too; the host runs `main` on the rest. See `main_vec4` in binary.wgsl for why.
+@group(0) @binding(0) var<storage, read_write> x4: array<vec4<T>>;
+@group(0) @binding(1) var<storage, read_write> y4: array<vec4<T>>;
+
+@compute @workgroup_size(256)
+fn main_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= p.n / 4u) {
+        return;
+    }
+    let v = vec4<f32>(x4[p.in_off / 4u + i]);
+    y4[p.out_off / 4u + i] = vec4<T>(vec4<f32>(apply(v.x), apply(v.y), apply(v.z), apply(v.w)));
+}

@@ -4,8 +4,10 @@
 
 use crate::error::{Error, Result};
 use crate::runtime::memory::DeviceSlice;
-use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, Shader};
-use crate::runtime::{DeviceCore, Stream};
+use crate::runtime::pipeline::{
+    dispatch, storage_window, vec4_window, Binding, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
+};
+use crate::runtime::Stream;
 use bytemuck::Zeroable;
 
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
@@ -252,10 +254,6 @@ fn launch_binary(
     launch_two(stream, &SHADER, spec, a, b, out, out.dtype.size(), false)
 }
 
-/// Outputs smaller than this keep the one-dispatch broadcasting kernel (the vec4 path may need a
-/// second dispatch for the last elements).
-const VEC4_MIN_ELEMENTS: u32 = 4096;
-
 /// How `main_vec4` reads an operand.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Vec4Operand {
@@ -263,23 +261,6 @@ enum Vec4Operand {
     Full,
     /// One element, repeated.
     Scalar,
-}
-
-/// A binding for `main_vec4`: the tensor's window widened to whole vec4s, and the element index of
-/// its first element. None where the widened window would leave the buffer or a full operand does
-/// not start on a vec4.
-fn vec4_window<'a>(
-    core: &DeviceCore,
-    mem: &'a DeviceSlice,
-    size: u64,
-    kind: Vec4Operand,
-) -> Result<Option<(Binding<'a>, u32)>> {
-    let (mut binding, first) = storage_window(core, mem, size)?;
-    let vec_bytes = 4 * size;
-    binding.size = binding.size.div_ceil(vec_bytes) * vec_bytes;
-    let fits = binding.offset + binding.size <= mem.buffer().size()
-        && binding.size <= core.limits.max_storage_buffer_binding_size;
-    Ok((fits && (kind == Vec4Operand::Scalar || first % 4 == 0)).then_some((binding, first)))
 }
 
 /// `out = op(a, b)` through `main_vec4` for the elements up to a multiple of 4, then `main` for the
@@ -315,9 +296,10 @@ fn launch_vec4(
         [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
     let mut windows = Vec::with_capacity(3);
     for (mem, kind) in mems.iter().zip(kinds) {
-        match vec4_window(device, mem, size, kind)? {
-            Some(window) => windows.push(window),
-            None => return Ok(false),
+        match vec4_window(device, mem, size)? {
+            // A scalar is read as one lane of its vec4; the others must start on one.
+            Some(window) if kind == Vec4Operand::Scalar || window.1 % 4 == 0 => windows.push(window),
+            _ => return Ok(false),
         }
     }
     let aliases = [("T", out.dtype.wgsl())];

@@ -1,7 +1,7 @@
 //! Elementwise unary ops (`wgsl/unary.wgsl`) and float classification into bools (`wgsl/classify.wgsl`).
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{dispatch, storage_window, vec4_window, PipelineSpec, Shader, VEC4_MIN_ELEMENTS};
 use crate::runtime::Stream;
 
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
@@ -118,16 +118,35 @@ pub fn launch(stream: &Stream, op: UnaryOp, alpha: f32, input: &TensorRef, out: 
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    let pipeline = device.pipelines.get(
-        device,
-        &SHADER,
-        &PipelineSpec { entry: "main", aliases: &[("T", out.dtype.wgsl())], constants: &[("OP", op as u32 as f64)] },
-    )?;
+    let size = out.dtype.size();
+    let pipeline_of = |entry| {
+        let spec = PipelineSpec { entry, aliases: &[("T", out.dtype.wgsl())], constants: &[("OP", op as u32 as f64)] };
+        device.pipelines.get(device, &SHADER, &spec)
+    };
+    let pipeline = pipeline_of("main")?;
+    // Four elements per invocation for big float tensors whose offsets fall on a vec4.
+    let vec4 = match (vec4_window(device, &in_mem, size)?, vec4_window(device, &out_mem, size)?) {
+        (Some(input), Some(output)) if n >= VEC4_MIN_ELEMENTS && input.1 % 4 == 0 && output.1 % 4 == 0 => {
+            Some((input, output, pipeline_of("main_vec4")?))
+        }
+        _ => None,
+    };
     stream.encode(|core, encoder| {
-        let (in_bind, in_off) = storage_window(core, &in_mem, out.dtype.size())?;
-        let (out_bind, out_off) = storage_window(core, &out_mem, out.dtype.size())?;
-        let params = Params { n, in_off, out_off, alpha };
-        dispatch(core, encoder, "unary", &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&params), n as u64)
+        let (in_bind, in_off) = storage_window(core, &in_mem, size)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, size)?;
+        let mut done = 0;
+        if let Some(((in_vec, in_off), (out_vec, out_off), vec4)) = &vec4 {
+            done = n / 4 * 4;
+            let params = Params { n: done, in_off: *in_off, out_off: *out_off, alpha };
+            let (bindings, threads) = ([*in_vec, *out_vec], u64::from(done / 4));
+            dispatch(core, encoder, "unary vec4", vec4, &bindings, bytemuck::bytes_of(&params), threads)?;
+        }
+        if done < n {
+            let params = Params { n: n - done, in_off: in_off + done, out_off: out_off + done, alpha };
+            let bindings = [in_bind, out_bind];
+            dispatch(core, encoder, "unary", &pipeline, &bindings, bytemuck::bytes_of(&params), u64::from(n - done))?;
+        }
+        Ok(())
     })
 }
 

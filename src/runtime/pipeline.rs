@@ -192,6 +192,26 @@ pub fn storage_window<'a>(core: &DeviceCore, slice: &'a DeviceSlice, element_siz
     Ok((Binding { buffer: slice.buffer(), offset: start, size }, (skew / element_size) as u32))
 }
 
+/// `storage_window` widened to whole vec4s of `element_size` elements, for shaders that view the
+/// binding as `array<vec4<T>>`. None where the widened window would leave the buffer or exceed the
+/// binding limit. (Reading past the tensor is harmless; callers write only whole vec4s inside it.)
+pub fn vec4_window<'a>(
+    core: &DeviceCore,
+    slice: &'a DeviceSlice,
+    element_size: u64,
+) -> Result<Option<(Binding<'a>, u32)>> {
+    let (mut binding, first) = storage_window(core, slice, element_size)?;
+    let vec_bytes = 4 * element_size;
+    binding.size = binding.size.div_ceil(vec_bytes) * vec_bytes;
+    let fits = binding.offset + binding.size <= slice.buffer().size()
+        && binding.size <= core.limits.max_storage_buffer_binding_size;
+    Ok(fits.then_some((binding, first)))
+}
+
+/// Outputs smaller than this keep one dispatch of their scalar kernel: the vec4 kernels need a
+/// second dispatch for the last elements.
+pub const VEC4_MIN_ELEMENTS: u32 = 4096;
+
 pub const WORKGROUP_SIZE: u32 = 256;
 
 /// A 2D grid of `groups` workgroups within `max_compute_workgroups_per_dimension`; shaders compute

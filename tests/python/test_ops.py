@@ -329,6 +329,9 @@ def unary_cases(op, attrs, rng):
         yield fn, [typed(attrs, floats(rng, random_shape(rng)))]
     yield fn, [typed(attrs, floats(rng, (2, 0, 3)))]
     yield fn, [typed(attrs, floats(rng, (1000,), scale=0.01))]  # near zero: expm1/log1p precision
+    # From 4096 elements the vec4 kernel runs, with 3 or 0 elements left over.
+    yield fn, [typed(attrs, floats(rng, (4099,)))]
+    yield fn, [typed(attrs, floats(rng, (64, 66)))]
 
 
 def binary_cases(op, attrs, rng):
@@ -915,7 +918,8 @@ def test_matmul_of_views_at_unaligned_offsets(strict_placement):
 
 def test_vectorised_elementwise_ops_on_views(strict_placement):
     """Split rows of 4099 floats start at every offset mod 4 inside one buffer: rows on a vec4 run
-    four elements at a time, the others the scalar kernel, and both must honour the offset."""
+    four elements at a time (binary and unary ops), the others the scalar kernel, and both must
+    honour the offset."""
     rng = rng_for("vec4 views")
     x = rng.standard_normal((8, 4099)).astype(np.float32)
     y = rng.standard_normal((8, 4099)).astype(np.float32)
@@ -925,7 +929,9 @@ def test_vectorised_elementwise_ops_on_views(strict_placement):
         sums = [tf.add(a, b).numpy() for a, b in zip(xs, ys)]
         scaled = [tf.subtract(2.0, a).numpy() for a in xs]
         grads = [tf.raw_ops.ReluGrad(gradients=a, features=b).numpy() for a, b in zip(xs, ys)]
+        relus = [tf.nn.relu(a).numpy() for a in xs]
     for i in range(8):
+        np.testing.assert_array_equal(relus[i], np.maximum(x[i:i + 1], 0))
         np.testing.assert_array_equal(sums[i], x[i:i + 1] + y[i:i + 1])
         np.testing.assert_array_equal(scaled[i], 2.0 - x[i:i + 1])
         np.testing.assert_array_equal(grads[i], x[i:i + 1] * (y[i:i + 1] > 0))
@@ -933,17 +939,19 @@ def test_vectorised_elementwise_ops_on_views(strict_placement):
 
 def test_large_elementwise_ops_run_four_elements_at_a_time():
     """The vec4 kernel really runs (the cases above would pass on the scalar kernel alone): the
-    dispatch log of a big Mul, a Mul by a scalar and a ReluGrad names it."""
+    dispatch log of a big Mul, a Mul by a scalar, a ReluGrad and a Relu names it."""
     script = (
         "import tensorflow as tf\n"
         "with tf.device('/GPU:0'):\n"
         "    x = tf.identity(tf.ones([64, 66]))\n"
         "    (x * x).numpy(); (x * 2.0).numpy(); tf.raw_ops.ReluGrad(gradients=x, features=x).numpy()\n"
+        "    tf.nn.relu(x).numpy()\n"
     )
     env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2")
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stderr.count("dispatch binary vec4") >= 3, out.stderr[-3000:]
+    assert "dispatch unary vec4" in out.stderr, out.stderr[-3000:]
 
 
 def test_kernels_consume_split_and_unstacked_device_tensors(strict_placement):
