@@ -342,6 +342,27 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     out[p.out_off + i] = acc;
 }
 
+// MaxPoolGrad where windows do not overlap (strides at least the window): each input element lies
+// in at most one window, so one invocation per window writes the window's gradient to its argmax,
+// into an output the host has zeroed. `max_pool_grad` rescans every covering window per input
+// element: for 2x2 windows this reads about a quarter as much.
+@compute @workgroup_size(256)
+fn max_pool_grad_windows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    // p.n counts input elements; there are oh * ow * oc windows per image.
+    if (i >= p.n / (p.h * p.w * p.c) * (p.oh * p.ow * p.oc)) {
+        return;
+    }
+    let o = i % p.oc;
+    let ox = (i / p.oc) % p.ow;
+    let oy = (i / (p.oc * p.ow)) % p.oh;
+    let b = i / (p.oc * p.ow * p.oh);
+    let at = window_argmax(b, oy, ox, o);
+    if (at >= 0) {
+        out[p.out_off + u32(at)] = weights[p.f_off + i];
+    }
+}
+
 // The number of non-padding elements of an output window along one dimension.
 fn window_extent(o: u32, stride: u32, k: u32, pad: u32, size: u32) -> u32 {
     let start = i32(o * stride) - i32(pad);

@@ -98,11 +98,24 @@ fn explicit_pads(kernel: &KernelInstance) -> Result<[(i64, i64); 2]> {
     }
 }
 
-fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&TensorRef], out: &TensorRef) -> Result<()> {
+fn launch(stream: &Stream, entry: &'static str, p: Params, tensors: &[&TensorRef], out: &TensorRef) -> Result<()> {
+    launch_with(stream, entry, p, tensors, out, None)
+}
+
+/// `launch` with `invocations` threads instead of one per output element (`p.n` still counts them).
+fn launch_with(
+    stream: &Stream,
+    entry: &'static str,
+    mut p: Params,
+    tensors: &[&TensorRef],
+    out: &TensorRef,
+    invocations: Option<u64>,
+) -> Result<()> {
     p.n = shader_len(out.num_elements(), entry)?;
     if p.n == 0 {
         return Ok(());
     }
+    let invocations = invocations.unwrap_or(u64::from(p.n));
     let device = stream.device();
     let mut mems: Vec<DeviceSlice> =
         tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(4))).collect::<Result<_>>()?;
@@ -124,7 +137,7 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&Tenso
         }
         (p.in_off, p.f_off, p.out_off, p.offset_off, p.mean_off, p.var_off) =
             (offsets[0], offsets[1], offsets[2], offsets[3], offsets[4], offsets[5]);
-        dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&p), p.n as u64)
+        dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&p), invocations)
     })
 }
 
@@ -329,9 +342,15 @@ pub fn pool_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let p = pool_params(kernel, &shape)?;
     check_gradient_shape(op, &grad, &pooled_shape(&p))?;
     let dx = ctx.allocate_output(0, grad.dtype, &shape)?;
+    let stream = ctx.stream()?;
     match &input {
-        Some(x) => launch(ctx.stream()?, "max_pool_grad", p, &[x, &grad], &dx),
-        None => launch(ctx.stream()?, "avg_pool_grad", p, &[&grad, &grad], &dx),
+        // Windows that do not overlap: zero dx, then one invocation per window.
+        Some(x) if p.sh >= p.kh && p.sw >= p.kw => {
+            stream.fill(dx.address, dx.byte_len(), 0)?;
+            launch_with(stream, "max_pool_grad_windows", p, &[x, &grad], &dx, Some(grad.num_elements()))
+        }
+        Some(x) => launch(stream, "max_pool_grad", p, &[x, &grad], &dx),
+        None => launch(stream, "avg_pool_grad", p, &[&grad, &grad], &dx),
     }
 }
 

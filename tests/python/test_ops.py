@@ -259,10 +259,16 @@ def conv_grad_cases(op, attrs, rng):
 
 def pool_grad_cases(op, attrs, rng):
     f = lambda *s: typed(attrs, floats(rng, s, specials=False))
+    # Overlapping windows, then windows that do not overlap (MaxPoolGrad's one-pass-per-window
+    # kernel), the last with ties inside windows.
     for xs, ksize, strides, padding in [((2, 9, 8, 3), (3, 2), (2, 2), "SAME"), ((2, 9, 8, 3), (3, 2), (2, 2), "VALID"),
-                                        ((1, 6, 6, 2), (2, 2), (1, 1), "SAME")]:
+                                        ((1, 6, 6, 2), (2, 2), (1, 1), "SAME"), ((2, 9, 8, 3), (2, 2), (2, 2), "SAME"),
+                                        ((2, 9, 8, 3), (2, 2), (2, 2), "VALID"), ((1, 7, 8, 4), (2, 3), (3, 3), "SAME"),
+                                        ((2, 6, 6, 2), (2, 2), (2, 2), "TIES")]:
+        ties = padding == "TIES"
+        padding = "VALID" if ties else padding
         pool = dict(ksize=[1, *ksize, 1], strides=[1, *strides, 1], padding=padding)
-        x = f(*xs)
+        x = np.round(f(*xs)).clip(-1, 1).astype(f(1).dtype) if ties else f(*xs)
         with tf.device("/CPU:0"):
             y = tf.raw_ops.MaxPool(input=x, **pool) if op == "MaxPoolGrad" else tf.raw_ops.AvgPool(value=x, **pool)
         dy = f(*y.shape)
