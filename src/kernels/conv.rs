@@ -245,7 +245,30 @@ pub fn launch_conv(
             return Ok(());
         }
     }
-    launch(stream, if plan.depthwise { "depthwise" } else { "conv2d" }, plan.params, &[input, filter], out)
+    if plan.depthwise {
+        return launch(stream, "depthwise", plan.params, &[input, filter], out);
+    }
+    if four_channels_fit(stream, &plan.params, filter, out)? {
+        let invocations = out.num_elements() / 4;
+        return launch_with(stream, "conv2d_oc4", plan.params, &[input, filter], out, Some(invocations));
+    }
+    launch(stream, "conv2d", plan.params, &[input, filter], out)
+}
+
+/// Whether `conv2d_oc4` applies: an ungrouped convolution with a multiple of 4 output channels whose
+/// filter and output windows start on a vec4.
+fn four_channels_fit(stream: &Stream, p: &Params, filter: &TensorRef, out: &TensorRef) -> Result<bool> {
+    if p.c != p.fc || !p.oc.is_multiple_of(4) {
+        return Ok(false);
+    }
+    let device = stream.device();
+    for t in [filter, out] {
+        let mem = device.memory.resolve(t.address, t.byte_len())?;
+        if !storage_window(device, &mem, 4)?.1.is_multiple_of(4) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Conv2D and DepthwiseConv2dNative.

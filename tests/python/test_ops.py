@@ -552,6 +552,11 @@ def nn_cases(op, attrs, rng):
             yield (lambda x, k, pad=pad: tf.nn.conv2d(x, k, strides=[1, 2, 1, 1], padding=pad)), [f(2, 9, 8, 4), f(3, 2, 4, 5)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME", dilations=2)), [f(1, 7, 7, 3), f(3, 3, 3, 2)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="VALID")), [f(1, 6, 6, 4), f(3, 3, 2, 6)]  # groups
+        # Output channels a multiple of 4, too small for the implicit GEMM: four channels per invocation.
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=[1, 2, 1, 1], padding="SAME")), [f(2, 9, 8, 3), f(3, 3, 3, 8)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME", dilations=2)), [f(1, 7, 7, 3), f(3, 3, 3, 4)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding=[[0, 0], [1, 0], [0, 2], [0, 0]])), [f(2, 6, 5, 2), f(2, 3, 2, 12)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="VALID")), [f(3, 10, 9, 1), f(3, 3, 1, 16)]
         # 1x1: stride 1 runs as a matmul; stride 2 and groups take the direct kernel.
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME")), [f(2, 5, 7, 6), f(1, 1, 6, 300)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding="VALID")), [f(2, 5, 7, 6), f(1, 1, 6, 5)]
