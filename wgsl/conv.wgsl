@@ -38,6 +38,11 @@ struct Params {
     mean_off: u32,
     var_off: u32,
     epsilon: f32,
+    // Split filter gradients: slices of the batch * oh * ow output pixels, and pixels per slice.
+    slices: u32,
+    slice_len: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> input: array<f32>;
@@ -282,6 +287,56 @@ fn conv2d_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
         }
     }
     out[p.out_off + i] = acc;
+}
+
+// Filter element `f` of conv2d_grad_filter, as (ky, kx, input channel, output channel).
+fn grad_filter_element(f: u32) -> vec4<u32> {
+    let o = f % p.oc;
+    let ci = (f / p.oc) % p.fc;
+    let kx = (f / (p.oc * p.fc)) % p.kw;
+    let ky = f / (p.oc * p.fc * p.kw);
+    let groups = p.c / p.fc;
+    return vec4<u32>(ky, kx, (o / (p.oc / groups)) * p.fc + ci, o);
+}
+
+// Conv2DBackpropFilter split over the output pixels: invocation (slice s, filter element f) sums
+// slice s of the batch * oh * ow pixels into `out[s * p.n + f]` (a scratch buffer), and
+// `conv2d_grad_filter_sum` adds the slices. A few filter elements (144 for 3x3x1x16) each summing
+// every pixel would leave all but one thread of the device idle.
+@compute @workgroup_size(256)
+fn conv2d_grad_filter_partial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n * p.slices) {
+        return;
+    }
+    let e = grad_filter_element(i % p.n);
+    let first = (i / p.n) * p.slice_len;
+    let last = min(first + p.slice_len, p.batch * p.oh * p.ow);
+    var acc = 0.0;
+    for (var q = first; q < last; q++) {
+        let ox = q % p.ow;
+        let oy = (q / p.ow) % p.oh;
+        let b = q / (p.ow * p.oh);
+        let iy = i32(oy * p.sh + e.x * p.dh) - i32(p.pad_top);
+        let ix = i32(ox * p.sw + e.y * p.dw) - i32(p.pad_left);
+        if (iy < 0 || iy >= i32(p.h) || ix < 0 || ix >= i32(p.w)) { continue; }
+        acc += input_at(b, u32(iy), u32(ix), e.z) * weights[p.f_off + dy_index(b, oy, ox, e.w)];
+    }
+    out[p.out_off + i] = acc;
+}
+
+// The sum over slices of conv2d_grad_filter_partial's partials, which are bound as `shift`.
+@compute @workgroup_size(256)
+fn conv2d_grad_filter_sum(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let f = linear_id(gid, nwg);
+    if (f >= p.n) {
+        return;
+    }
+    var acc = 0.0;
+    for (var s = 0u; s < p.slices; s++) {
+        acc += shift[p.offset_off + s * p.n + f];
+    }
+    out[p.out_off + f] = acc;
 }
 
 @compute @workgroup_size(256)

@@ -38,6 +38,9 @@ struct Params {
     mean_off: u32,
     var_off: u32,
     epsilon: f32,
+    slices: u32,
+    slice_len: u32,
+    _pad: [u32; 2],
 }
 
 /// TF's windowed output size and leading padding for one spatial dimension.
@@ -397,9 +400,52 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         (true, false) => "depthwise_grad_input",
         (true, true) => "depthwise_grad_filter",
     };
+    if entry == "conv2d_grad_filter" {
+        return launch_grad_filter(ctx.stream()?, plan.params, &known, &dy, &out);
+    }
     // grad_input reads (dy, filter); grad_filter reads (x, dy).
     let operands = if for_filter { [&known, &dy] } else { [&dy, &known] };
     launch(ctx.stream()?, entry, plan.params, &operands, &out)
+}
+
+/// Output pixels one invocation of `conv2d_grad_filter_partial` sums.
+const GRAD_FILTER_SLICE: u32 = 512;
+/// The most scratch memory the partial sums may take.
+const GRAD_FILTER_PARTIAL_BYTES: u64 = 64 << 20;
+
+/// Conv2DBackpropFilter: split over slices of the output pixels into scratch partial sums, then
+/// summed, when there is more than one slice; else one invocation per filter element.
+fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &TensorRef, out: &TensorRef) -> Result<()> {
+    let n = shader_len(out.num_elements(), "conv2d_grad_filter")?;
+    let pixels = u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow);
+    let cap = GRAD_FILTER_PARTIAL_BYTES / 4 / u64::from(n.max(1));
+    let slices = pixels.div_ceil(u64::from(GRAD_FILTER_SLICE)).min(cap);
+    if n == 0 || slices <= 1 {
+        return launch(stream, "conv2d_grad_filter", p, &[x, dy], out);
+    }
+    p.n = n;
+    p.slices = slices as u32;
+    p.slice_len = pixels.div_ceil(slices) as u32;
+    let device = stream.device();
+    let partial_bytes = slices * u64::from(n) * 4;
+    let scratch = device.scratch.get(device, "conv2d grad filter partials", partial_bytes)?;
+    let [x_mem, dy_mem, out_mem] = [x, dy, out].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
+    let (x_mem, dy_mem, out_mem) = (x_mem?, dy_mem?, out_mem?);
+    let pipeline_of = |entry| device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() });
+    let (partial, sum) = (pipeline_of("conv2d_grad_filter_partial")?, pipeline_of("conv2d_grad_filter_sum")?);
+    stream.encode(|core, encoder| {
+        let (x_bind, x_off) = storage_window(core, &x_mem, 4)?;
+        let (dy_bind, dy_off) = storage_window(core, &dy_mem, 4)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        let partials = Binding { buffer: &scratch, offset: 0, size: partial_bytes };
+        (p.in_off, p.f_off, p.out_off) = (x_off, dy_off, 0);
+        let bindings = [x_bind, dy_bind, partials, x_bind, x_bind, x_bind];
+        let threads = u64::from(n) * slices;
+        dispatch(core, encoder, "conv2d_grad_filter_partial", &partial, &bindings, bytemuck::bytes_of(&p), threads)?;
+        (p.out_off, p.offset_off) = (out_off, 0);
+        let bindings = [x_bind, dy_bind, out_bind, partials, x_bind, x_bind];
+        dispatch(core, encoder, "conv2d_grad_filter_sum", &sum, &bindings, bytemuck::bytes_of(&p), u64::from(n))
+    })
 }
 
 /// FusedBatchNormV3 with is_training = false: normalise with the given mean and variance.
