@@ -261,34 +261,6 @@ fn conv2d_grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
     out[p.out_off + i] = acc;
 }
 
-@compute @workgroup_size(256)
-fn conv2d_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_id(gid, nwg);
-    if (i >= p.n) {
-        return;
-    }
-    // Filter element [ky, kx, ci, o].
-    let o = i % p.oc;
-    let ci = (i / p.oc) % p.fc;
-    let kx = (i / (p.oc * p.fc)) % p.kw;
-    let ky = i / (p.oc * p.fc * p.kw);
-    let groups = p.c / p.fc;
-    let ch = (o / (p.oc / groups)) * p.fc + ci;
-    var acc = 0.0;
-    for (var b = 0u; b < p.batch; b++) {
-        for (var oy = 0u; oy < p.oh; oy++) {
-            let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
-            if (iy < 0 || iy >= i32(p.h)) { continue; }
-            for (var ox = 0u; ox < p.ow; ox++) {
-                let ix = i32(ox * p.sw + kx * p.dw) - i32(p.pad_left);
-                if (ix < 0 || ix >= i32(p.w)) { continue; }
-                acc += input_at(b, u32(iy), u32(ix), ch) * weights[p.f_off + dy_index(b, oy, ox, o)];
-            }
-        }
-    }
-    out[p.out_off + i] = acc;
-}
-
 // Filter element `f` of conv2d_grad_filter, as (ky, kx, input channel, output channel).
 fn grad_filter_element(f: u32) -> vec4<u32> {
     let o = f % p.oc;
@@ -299,12 +271,13 @@ fn grad_filter_element(f: u32) -> vec4<u32> {
     return vec4<u32>(ky, kx, (o / (p.oc / groups)) * p.fc + ci, o);
 }
 
-// Conv2DBackpropFilter split over the output pixels: invocation (slice s, filter element f) sums
-// slice s of the batch * oh * ow pixels into `out[s * p.n + f]` (a scratch buffer), and
-// `conv2d_grad_filter_sum` adds the slices. A few filter elements (144 for 3x3x1x16) each summing
-// every pixel would leave all but one thread of the device idle.
+// Conv2DBackpropFilter over slices of the output pixels: invocation (slice s, filter element f)
+// sums slice s of the batch * oh * ow pixels into `out[s * p.n + f]`. With one slice that is the
+// gradient itself; with more, `out` is a scratch buffer and `conv2d_grad_filter_sum` adds the
+// slices. A few filter elements (144 for 3x3x1x16) each summing every pixel would leave all but
+// one thread of the device idle.
 @compute @workgroup_size(256)
-fn conv2d_grad_filter_partial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn conv2d_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);
     if (i >= p.n * p.slices) {
         return;
@@ -325,7 +298,7 @@ fn conv2d_grad_filter_partial(@builtin(global_invocation_id) gid: vec3<u32>, @bu
     out[p.out_off + i] = acc;
 }
 
-// The sum over slices of conv2d_grad_filter_partial's partials, which are bound as `shift`.
+// The sum over slices of conv2d_grad_filter's partials, which are bound as `shift`.
 @compute @workgroup_size(256)
 fn conv2d_grad_filter_sum(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let f = linear_id(gid, nwg);

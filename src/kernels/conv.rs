@@ -408,7 +408,7 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     launch(ctx.stream()?, entry, plan.params, &operands, &out)
 }
 
-/// Output pixels one invocation of `conv2d_grad_filter_partial` sums.
+/// Output pixels one invocation of `conv2d_grad_filter` sums.
 const GRAD_FILTER_SLICE: u32 = 512;
 /// The most scratch memory the partial sums may take.
 const GRAD_FILTER_PARTIAL_BYTES: u64 = 64 << 20;
@@ -420,19 +420,19 @@ fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &Tensor
     let pixels = u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow);
     let cap = GRAD_FILTER_PARTIAL_BYTES / 4 / u64::from(n.max(1));
     let slices = pixels.div_ceil(u64::from(GRAD_FILTER_SLICE)).min(cap);
+    p.slices = slices.max(1) as u32;
+    p.slice_len = pixels.div_ceil(slices.max(1)) as u32;
     if n == 0 || slices <= 1 {
         return launch(stream, "conv2d_grad_filter", p, &[x, dy], out);
     }
     p.n = n;
-    p.slices = slices as u32;
-    p.slice_len = pixels.div_ceil(slices) as u32;
     let device = stream.device();
     let partial_bytes = slices * u64::from(n) * 4;
     let scratch = device.scratch.get(device, "conv2d grad filter partials", partial_bytes)?;
     let [x_mem, dy_mem, out_mem] = [x, dy, out].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
     let (x_mem, dy_mem, out_mem) = (x_mem?, dy_mem?, out_mem?);
     let pipeline_of = |entry| device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() });
-    let (partial, sum) = (pipeline_of("conv2d_grad_filter_partial")?, pipeline_of("conv2d_grad_filter_sum")?);
+    let (partial, sum) = (pipeline_of("conv2d_grad_filter")?, pipeline_of("conv2d_grad_filter_sum")?);
     stream.encode(|core, encoder| {
         let (x_bind, x_off) = storage_window(core, &x_mem, 4)?;
         let (dy_bind, dy_off) = storage_window(core, &dy_mem, 4)?;
@@ -441,7 +441,7 @@ fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &Tensor
         (p.in_off, p.f_off, p.out_off) = (x_off, dy_off, 0);
         let bindings = [x_bind, dy_bind, partials, x_bind, x_bind, x_bind];
         let threads = u64::from(n) * slices;
-        dispatch(core, encoder, "conv2d_grad_filter_partial", &partial, &bindings, bytemuck::bytes_of(&p), threads)?;
+        dispatch(core, encoder, "conv2d_grad_filter", &partial, &bindings, bytemuck::bytes_of(&p), threads)?;
         (p.out_off, p.offset_off) = (out_off, 0);
         let bindings = [x_bind, dy_bind, out_bind, partials, x_bind, x_bind];
         dispatch(core, encoder, "conv2d_grad_filter_sum", &sum, &bindings, bytemuck::bytes_of(&p), u64::from(n))
