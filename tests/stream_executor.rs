@@ -99,6 +99,72 @@ fn upload_to_an_idle_stream_waits_for_its_submitted_readers() {
     p.destroy_stream(s);
 }
 
+/// NHWC convolution, SAME padding, stride 1, by the definition (integer-valued data: exact sums).
+fn reference_conv(x: &[f32], f: &[f32], [n, h, w, c]: [usize; 4], [kh, kw, oc]: [usize; 3]) -> Vec<f32> {
+    let mut out = vec![0.0; n * h * w * oc];
+    for (i, o) in out.iter_mut().enumerate() {
+        let (img, oy, ox, ch) = (i / (h * w * oc), i / (w * oc) % h, i / oc % w, i % oc);
+        for (ky, kx, ci) in (0..kh).flat_map(|ky| (0..kw).flat_map(move |kx| (0..c).map(move |ci| (ky, kx, ci)))) {
+            let (iy, ix) = ((oy + ky) as i64 - (kh / 2) as i64, (ox + kx) as i64 - (kw / 2) as i64);
+            if (0..h as i64).contains(&iy) && (0..w as i64).contains(&ix) {
+                let at = ((img * h + iy as usize) * w + ix as usize) * c + ci;
+                *o += x[at] * f[((ky * kw + kx) * c + ci) * oc + ch];
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn convolution_reads_its_input_at_interior_addresses() {
+    // The implicit-GEMM packers on inputs that start inside a buffer: 16-byte aligned (uniform
+    // windows that start before the input or inside it) and not (element loads).
+    use tensorflow_wgpu::kernels::im2col::{launch_conv_tiles, Im2col};
+    let p = plugin();
+    let s = p.stream();
+    let ([n, h, w, c], [kh, kw, oc]) = ([2usize, 17, 17, 36], [3usize, 3, 40]);
+    let len = n * h * w * c;
+    let x: Vec<f32> = (0..len).map(|i| (i % 7) as f32 - 3.0).collect();
+    let f: Vec<f32> = (0..kh * kw * c * oc).map(|i| (i % 5) as f32 - 2.0).collect();
+    let want = reference_conv(&x, &f, [n, h, w, c], [kh, kw, oc]);
+    let buffer = p.alloc(4 * (len as u64 + 64));
+    let filter = p.alloc(4 * f.len() as u64);
+    p.htod(s, &filter.base, bytemuck::cast_slice(&f));
+    let g = Im2col {
+        batch: n as u32,
+        h: h as u32,
+        w: w as u32,
+        c: c as u32,
+        oh: h as u32,
+        ow: w as u32,
+        kh: kh as u32,
+        kw: kw as u32,
+        strides: [1, 1],
+        dilations: [1, 1],
+        pads: [1, 1],
+    };
+    for at in [36u64, 6] {
+        p.htod(s, &buffer.at(4 * at), bytemuck::cast_slice(&x));
+        let out = p.alloc(4 * want.len() as u64);
+        let tensor = |mem: &SP_DeviceMemoryBase, shape: Vec<i64>| TensorRef {
+            address: mem.opaque as u64,
+            dtype: DType::F32,
+            shape,
+        };
+        let input = tensor(&buffer.at(4 * at), vec![n as i64, h as i64, w as i64, c as i64]);
+        let kernel = tensor(&filter.base, vec![kh as i64, kw as i64, c as i64, oc as i64]);
+        let output = tensor(&out.base, vec![n as i64, h as i64, w as i64, oc as i64]);
+        if !launch_conv_tiles(runtime_stream(s), &g, &input, &kernel, &output).unwrap() {
+            return; // A GPU adapter: the direct kernel's business.
+        }
+        let mut got = vec![0u8; 4 * want.len()];
+        p.dtoh(s, &out.base, &mut got);
+        p.sync(s);
+        assert_eq!(floats(&got), want, "input at element {at}");
+    }
+    p.destroy_stream(s);
+}
+
 #[test]
 fn kernels_read_and_write_views_at_interior_addresses() {
     // Tensors at element offsets that are not storage-binding aligned (TF slices a buffer that way):

@@ -5,8 +5,14 @@
 // `pack_im2col` packs rows `row0..row0 + rows` of an NHWC convolution's im2col matrix instead:
 // row = (image, oy, ox), column = (ky, kx, channel), the layout of an HWIO filter seen as a matrix,
 // so a convolution is that matrix times the filter (an implicit GEMM: the im2col matrix exists only
-// as tiles, a chunk of rows at a time).
-// Dispatch: batch * row_tiles * col_tiles * 4096 invocations, 2D grid of 256-wide workgroups.
+// as tiles, a chunk of rows at a time). `pack_im2col_vec4` is the same for f32 inputs with a multiple
+// of 4 channels starting on a vec4: one invocation per (row, filter tap) copies the tap's channels
+// as vec4s, so the index math is done once per tap, not per element (on llvmpipe it cost more than
+// the loads). `pack_im2col_window` is that again, reading the input through a 64 KiB uniform window
+// that holds the input rows of a few output rows, one dispatch per window: on llvmpipe a uniform
+// load is a gather, cheaper than a storage load (a per-lane loop).
+// Dispatch: `pack` and `pack_im2col`, batch * row_tiles * col_tiles * 4096 invocations; the per-tap
+// packers, dispatch_rows * (kh * kw + 1); a 2D grid of 256-wide workgroups.
 
 struct Params {
     rows: u32,
@@ -20,6 +26,10 @@ struct Params {
     batch_rank: u32,
     batches: u32,
     row0: u32,
+    // pack_im2col_window only: the rows of the chunk this dispatch packs (the last dispatch of the
+    // last chunk runs on to the end of its tile).
+    dispatch_row: u32,
+    dispatch_rows: u32,
     batch_shape: vec4<u32>,
     batch_stride: vec4<u32>,
     // pack_im2col only: (h, w, c, ow), (kw, sh, sw, oh), (dh, dw, pad_top, pad_left).
@@ -29,8 +39,37 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read_write> src: array<T>;
+// The same binding seen as vec4s, for pack_im2col_vec4 only (f32, window offset a multiple of 4).
+@group(0) @binding(0) var<storage, read_write> src4: array<vec4<f32>>;
+// pack_im2col_window's own layout (the `matmul_pack_window` shader): the tiles, then a 64 KiB
+// uniform window of the input.
+@group(0) @binding(0) var<storage, read_write> window_dst: array<vec4<f32>>;
+@group(0) @binding(1) var<uniform> window: array<vec4<f32>, 4096>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
 @group(0) @binding(2) var<uniform> p: Params;
+
+// Whether every dividend is below 2^23 (the host checks), so `quot` may divide through f32.
+override FAST_DIV: bool = false;
+
+// x / d (d > 0, the same for all invocations). llvmpipe has no vector integer division and divides
+// lane by lane, which made the index math of these packers cost more than their loads. An f32
+// quotient of two exact f32s below 2^23 is within 2 of the true one, and two steps correct it.
+fn quot(x: u32, d: u32) -> u32 {
+    if (!FAST_DIV) {
+        return x / d;
+    }
+    var q = u32(max(f32(x) / f32(d), 0.0));
+    q = select(q, q - 1u, q * d > x);
+    q = select(q, q - 1u, q * d > x);
+    q = select(q, q + 1u, x >= q * d + d);
+    q = select(q, q + 1u, x >= q * d + d);
+    return q;
+}
+
+// x % d, through `quot`.
+fn rem(x: u32, d: u32) -> u32 {
+    return x - quot(x, d) * d;
+}
 
 const TILE: u32 = 128u;
 const TILE_VEC4S: u32 = 4096u;
@@ -45,12 +84,13 @@ struct Slot {
 fn slot(id: u32) -> Slot {
     let tiles_per_batch = p.row_tiles * p.col_tiles;
     let tile = id / TILE_VEC4S;
-    let in_batch = tile % tiles_per_batch;
+    let in_batch = rem(tile, tiles_per_batch);
     let within = id % TILE_VEC4S;
+    let row_tile = quot(in_batch, p.col_tiles);
     return Slot(
-        tile / tiles_per_batch,
-        (in_batch / p.col_tiles) * TILE + within / 32u,
-        (in_batch % p.col_tiles) * TILE + (within % 32u) * 4u,
+        quot(tile, tiles_per_batch),
+        row_tile * TILE + within / 32u,
+        (in_batch - row_tile * p.col_tiles) * TILE + (within % 32u) * 4u,
     );
 }
 
@@ -68,15 +108,15 @@ fn pack_im2col(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     let kw = p.window.x;
     let oh = p.window.w;
     let r = p.row0 + min(at.row, p.rows - 1u);
-    let image = r / (oh * ow);
-    let oy = (r / ow) % oh;
-    let ox = r % ow;
+    let image = quot(r, oh * ow);
+    let oy = rem(quot(r, ow), oh);
+    let ox = rem(r, ow);
     var v = vec4<f32>();
     for (var q = 0u; q < 4u; q++) {
         let col = min(at.col0 + q, p.cols - 1u);
-        let ky = col / (kw * c);
-        let kx = (col / c) % kw;
-        let ch = col % c;
+        let ky = quot(col, kw * c);
+        let kx = rem(quot(col, c), kw);
+        let ch = rem(col, c);
         // Signed: padding puts the window's first taps above or left of the image.
         let iy = i32(oy * p.window.y + ky * p.dilation_pad.x) - i32(p.dilation_pad.z);
         let ix = i32(ox * p.window.z + kx * p.dilation_pad.y) - i32(p.dilation_pad.w);
@@ -89,6 +129,100 @@ fn pack_im2col(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     dst[id] = v;
 }
 
+// One invocation of the per-tap packers: a (row, filter tap) of the chunk, or a row's zero columns.
+struct TapSlot {
+    // The row within the chunk, and where that row starts in the packed tiles.
+    chunk_row: u32,
+    row_at: u32,
+    // The tap (kh * kw: the row's zero columns past cols, up to the last tile's edge).
+    tap: u32,
+    zeros: bool,
+    // The input element of the tap's first channel (clamped into the image), and whether the tap
+    // lies inside the image and the row inside the matrix (else the tap packs zeros).
+    first: u32,
+    valid: bool,
+}
+
+// Invocation `id` of a dispatch over rows dispatch_row..dispatch_row + dispatch_rows: kh * kw + 1
+// invocations a row. Rows past the matrix (the last tile's padding) read its last row.
+fn tap_slot(id: u32) -> TapSlot {
+    let h = p.image.x;
+    let w = p.image.y;
+    let c = p.image.z;
+    let ow = p.image.w;
+    let kw = p.window.x;
+    let oh = p.window.w;
+    let taps = quot(p.cols, c);
+    let local = quot(id, taps + 1u);
+    let tap = id - local * (taps + 1u);
+    let chunk_row = p.dispatch_row + local;
+    let r = p.row0 + min(chunk_row, p.rows - 1u);
+    let image = quot(r, oh * ow);
+    let oy = rem(quot(r, ow), oh);
+    let ox = rem(r, ow);
+    let ky = quot(tap, kw);
+    let kx = tap - ky * kw;
+    // Signed: padding puts the window's first taps above or left of the image.
+    let iy = i32(oy * p.window.y + ky * p.dilation_pad.x) - i32(p.dilation_pad.z);
+    let ix = i32(ox * p.window.z + kx * p.dilation_pad.y) - i32(p.dilation_pad.w);
+    let y = u32(clamp(iy, 0, i32(h) - 1));
+    let x = u32(clamp(ix, 0, i32(w) - 1));
+    return TapSlot(
+        chunk_row,
+        (chunk_row / TILE) * p.col_tiles * TILE_VEC4S + (chunk_row % TILE) * 32u,
+        tap,
+        tap == taps,
+        ((image * h + y) * w + x) * c,
+        iy >= 0 && iy < i32(h) && ix >= 0 && ix < i32(w) && chunk_row < p.rows,
+    );
+}
+
+// Where column `col` (a multiple of 4) of a packed row starting at `row_at` lies.
+fn column_at(row_at: u32, col: u32) -> u32 {
+    return row_at + (col / TILE) * TILE_VEC4S + (col % TILE) / 4u;
+}
+
+@compute @workgroup_size(256)
+fn pack_im2col_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let id = gid.x + gid.y * groups.x * 256u;
+    if (id >= p.dispatch_rows * (quot(p.cols, p.image.z) + 1u)) {
+        return;
+    }
+    let at = tap_slot(id);
+    if (at.zeros) {
+        for (var col = p.cols; col < p.col_tiles * TILE; col += 4u) {
+            dst[column_at(at.row_at, col)] = vec4<f32>();
+        }
+        return;
+    }
+    let c = p.image.z;
+    let first = (at.first + p.src_off) / 4u;
+    for (var v = 0u; v < c / 4u; v++) {
+        dst[column_at(at.row_at, at.tap * c + v * 4u)] = select(vec4<f32>(), src4[first + v], at.valid);
+    }
+}
+
+@compute @workgroup_size(256)
+fn pack_im2col_window(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let id = gid.x + gid.y * groups.x * 256u;
+    if (id >= p.dispatch_rows * (quot(p.cols, p.image.z) + 1u)) {
+        return;
+    }
+    let at = tap_slot(id);
+    if (at.zeros) {
+        for (var col = p.cols; col < p.col_tiles * TILE; col += 4u) {
+            window_dst[column_at(at.row_at, col)] = vec4<f32>();
+        }
+        return;
+    }
+    let c = p.image.z;
+    // src_off: where the input starts in the window, in elements (wrapping: it may start before).
+    let first = (at.first + p.src_off) / 4u;
+    for (var v = 0u; v < c / 4u; v++) {
+        window_dst[column_at(at.row_at, at.tap * c + v * 4u)] = select(vec4<f32>(), window[first + v], at.valid);
+    }
+}
+
 @compute @workgroup_size(256)
 fn pack(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let id = gid.x + gid.y * groups.x * 256u;
@@ -97,11 +231,12 @@ fn pack(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (at.z >= p.batches) {
         return;
     }
-    var rem = at.z;
+    var left = at.z;
     var base = p.src_off;
     for (var d = p.batch_rank; d > 0u; d--) {
-        let coord = rem % p.batch_shape[d - 1u];
-        rem = rem / p.batch_shape[d - 1u];
+        let next = quot(left, p.batch_shape[d - 1u]);
+        let coord = left - next * p.batch_shape[d - 1u];
+        left = next;
         base += coord * p.batch_stride[d - 1u];
     }
     let row = at.row;

@@ -231,7 +231,7 @@ pub fn launch_conv(
         );
     }
     if !plan.depthwise && p.fc == p.c {
-        let geometry = super::matmul::Im2col {
+        let geometry = super::im2col::Im2col {
             batch: p.batch,
             h: p.h,
             w: p.w,
@@ -244,7 +244,7 @@ pub fn launch_conv(
             dilations: [p.dh, p.dw],
             pads: [p.pad_top, p.pad_left],
         };
-        if super::matmul::launch_conv_tiles(stream, &geometry, input, filter, out)? {
+        if super::im2col::launch_conv_tiles(stream, &geometry, input, filter, out)? {
             return Ok(());
         }
     }

@@ -1,7 +1,9 @@
 //! MatMul, BatchMatMulV2/V3 (`wgsl/matmul.wgsl`) and Einsum built on them.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, dispatch_workgroups, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::pipeline::{
+    dispatch, dispatch_workgroups, storage_window, Binding, Pipeline, PipelineSpec, Shader,
+};
 use crate::runtime::{DeviceCore, Stream};
 
 use super::binary::broadcast_shapes;
@@ -26,8 +28,8 @@ pub const TILES_SHADER: Shader = Shader {
 };
 /// Rows and columns of a packed tile: 128 x 128 f32 is 64 KiB, WebGPU's default (and lavapipe's)
 /// largest uniform binding.
-const TILE: u32 = 128;
-const TILE_BYTES: u64 = (TILE * TILE * 4) as u64;
+pub(super) const TILE: u32 = 128;
+pub(super) const TILE_BYTES: u64 = (TILE * TILE * 4) as u64;
 /// k-tiles one dispatch adds up: A and B tiles of 3 pairs and the parameters are 7 uniform
 /// bindings. (With 5 pairs, 11 bindings, lavapipe 22.3 corrupted the host heap now and then.)
 const TILE_PAIRS: u32 = 3;
@@ -75,23 +77,24 @@ struct Params {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct PackParams {
-    rows: u32,
-    cols: u32,
-    rs: u32,
-    cs: u32,
-    src_off: u32,
-    row_tiles: u32,
-    col_tiles: u32,
-    batch_rank: u32,
-    batches: u32,
-    row0: u32,
-    _pad: [u32; 2],
-    batch_shape: [u32; 4],
-    batch_stride: [u32; 4],
-    image: [u32; 4],
-    window: [u32; 4],
-    dilation_pad: [u32; 4],
+pub(super) struct PackParams {
+    pub rows: u32,
+    pub cols: u32,
+    pub rs: u32,
+    pub cs: u32,
+    pub src_off: u32,
+    pub row_tiles: u32,
+    pub col_tiles: u32,
+    pub batch_rank: u32,
+    pub batches: u32,
+    pub row0: u32,
+    pub dispatch_row: u32,
+    pub dispatch_rows: u32,
+    pub batch_shape: [u32; 4],
+    pub batch_stride: [u32; 4],
+    pub image: [u32; 4],
+    pub window: [u32; 4],
+    pub dilation_pad: [u32; 4],
 }
 
 #[repr(C)]
@@ -109,7 +112,7 @@ struct TileParams {
 
 /// Which matmul kernel a launch uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kernel {
+pub(super) enum Kernel {
     /// `matmul.wgsl`: storage loads, register blocks; what GPUs want.
     Direct,
     /// `matmul_pack.wgsl` + `matmul_tiles.wgsl`: uniform loads; what llvmpipe wants.
@@ -134,7 +137,7 @@ fn rounds_between_groups(dtype: DType, k: u32) -> bool {
 /// The tiled kernel pays two packing passes and one dispatch per 128 x 128 tile of C (and per three
 /// k-tiles), so it is chosen for CPU adapters, on outputs big enough to fill a tile, where the
 /// dispatch count stays modest.
-fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32, n: u32, k: u32) -> Kernel {
+pub(super) fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32, n: u32, k: u32) -> Kernel {
     let limits = &core.limits;
     let tiles_fit = limits.max_uniform_buffers_per_shader_stage > 2 * TILE_PAIRS
         && limits.max_uniform_buffer_binding_size >= TILE_BYTES;
@@ -262,13 +265,13 @@ pub fn launch(
 
 /// One matmul operand as a batch of logical matrices: `rows x cols`, element strides, batch strides
 /// along the output batch dims (0 where it broadcasts).
-struct Operand<'a> {
-    tensor: &'a TensorRef,
-    rows: u32,
-    cols: u32,
-    rs: u32,
-    cs: u32,
-    batch_strides: Vec<i64>,
+pub(super) struct Operand<'a> {
+    pub tensor: &'a TensorRef,
+    pub rows: u32,
+    pub cols: u32,
+    pub rs: u32,
+    pub cs: u32,
+    pub batch_strides: Vec<i64>,
 }
 
 impl<'a> Operand<'a> {
@@ -289,7 +292,7 @@ fn tile_binding(buffer: &wgpu::Buffer, index: u32) -> Binding<'_> {
 }
 
 /// Packs `x` into 128 x 128 f32 tiles in the scratch buffer `role`; returns the buffer.
-fn pack(stream: &Stream, role: &'static str, x: &Operand, batch_shape: &[u32]) -> Result<wgpu::Buffer> {
+pub(super) fn pack(stream: &Stream, role: &'static str, x: &Operand, batch_shape: &[u32]) -> Result<wgpu::Buffer> {
     let device = stream.device();
     let batches: u32 = batch_shape.iter().product();
     let (row_tiles, col_tiles) = (x.rows.div_ceil(TILE), x.cols.div_ceil(TILE));
@@ -307,9 +310,29 @@ fn pack(stream: &Stream, role: &'static str, x: &Operand, batch_shape: &[u32]) -
     Ok(scratch)
 }
 
+/// The pipeline of packer `entry` for `dtype`, specialised on whether `quot` may divide through f32
+/// (every dividend, a row, a column, a tile or a batch index, below 2^23).
+pub(super) fn pack_pipeline(
+    device: &DeviceCore,
+    shader: &Shader,
+    entry: &'static str,
+    dtype: DType,
+    p: &PackParams,
+    tiles: u64,
+) -> Result<std::sync::Arc<Pipeline>> {
+    let exact_in_f32 = |x: u64| x < 1 << 23;
+    let fast_div = exact_in_f32(u64::from(p.row0) + u64::from(p.rows))
+        && exact_in_f32(p.cols.into())
+        && exact_in_f32(tiles)
+        && exact_in_f32(p.batches.into());
+    let aliases = [("T", dtype.wgsl())];
+    let constants = [("FAST_DIV", if fast_div { 1.0 } else { 0.0 })];
+    device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &aliases, constants: &constants })
+}
+
 /// Encodes packer `entry` reading `src` into the first `tiles` tiles of `dst` (one invocation per
 /// vec4 of a tile).
-fn encode_pack(
+pub(super) fn encode_pack(
     stream: &Stream,
     entry: &'static str,
     src: &TensorRef,
@@ -318,9 +341,7 @@ fn encode_pack(
     tiles: u64,
 ) -> Result<()> {
     let device = stream.device();
-    let aliases = [("T", src.dtype.wgsl())];
-    let pipeline =
-        device.pipelines.get(device, &PACK_SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
+    let pipeline = pack_pipeline(device, &PACK_SHADER, entry, src.dtype, &p, tiles)?;
     let src_mem = device.memory.resolve(src.address, src.byte_len())?;
     let size = src.dtype.size();
     stream.encode(|core, encoder| {
@@ -342,17 +363,17 @@ fn launch_tiles(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batc
 }
 
 /// The sizes of a (batched) tiled product C[m, n] = A[m, k] x B[k, n].
-struct TileShape {
-    m: u32,
-    n: u32,
-    k: u32,
-    batches: u32,
+pub(super) struct TileShape {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub batches: u32,
 }
 
 /// One dispatch per (batch, row tile in `row_tiles`, column tile, group of `TILE_PAIRS` k-tiles),
 /// each reading its tiles through uniform bindings. `a_tiles` holds the row tiles of `row_tiles`
 /// only (a chunk of A), `b_tiles` all of B.
-fn encode_products(
+pub(super) fn encode_products(
     stream: &Stream,
     a_tiles: &wgpu::Buffer,
     b_tiles: &wgpu::Buffer,
@@ -407,71 +428,6 @@ fn encode_products(
         }
         Ok(())
     })
-}
-
-/// An NHWC convolution's geometry, for the implicit GEMM.
-#[derive(Clone, Copy, Debug)]
-pub struct Im2col {
-    pub batch: u32,
-    pub h: u32,
-    pub w: u32,
-    pub c: u32,
-    pub oh: u32,
-    pub ow: u32,
-    pub kh: u32,
-    pub kw: u32,
-    pub strides: [u32; 2],
-    pub dilations: [u32; 2],
-    pub pads: [u32; 2],
-}
-
-/// Bytes of packed im2col tiles per chunk: the matrix of a big convolution would be hundreds of MiB.
-const IM2COL_CHUNK_BYTES: u64 = 64 << 20;
-
-/// Convolution as an implicit GEMM on the tiled kernel: im2col(input)[batch*oh*ow, kh*kw*c] x
-/// filter[kh*kw*c, oc], packing the im2col matrix a chunk of row tiles at a time. Returns false,
-/// encoding nothing, where the direct convolution is the better kernel (see `choose_kernel`).
-pub fn launch_conv_tiles(
-    stream: &Stream,
-    g: &Im2col,
-    input: &TensorRef,
-    filter: &TensorRef,
-    out: &TensorRef,
-) -> Result<bool> {
-    let device = stream.device();
-    let m = g.batch as u64 * g.oh as u64 * g.ow as u64;
-    let k = g.kh as u64 * g.kw as u64 * g.c as u64;
-    let n = *filter.shape.last().unwrap_or(&0) as u64;
-    if m > u32::MAX as u64 / 2 || k > u32::MAX as u64 / 2 || input.num_elements() > u64::from(u32::MAX / 2) {
-        return Ok(false);
-    }
-    let (m, k, n) = (m as u32, k as u32, n as u32);
-    // Judge the kernel by a chunk of rows (scratch and dispatch count), as chunks run one by one.
-    if choose_kernel(device, out.dtype, 1, m.min(16 * TILE), n, k) != Kernel::Tiles {
-        return Ok(false);
-    }
-    // The HWIO filter as a [kh * kw * c, oc] matrix.
-    let b = Operand { tensor: filter, rows: k, cols: n, rs: n, cs: 1, batch_strides: Vec::new() };
-    let b_tiles = pack(stream, "matmul packed B", &b, &[])?;
-    let (row_tiles, k_tiles) = (m.div_ceil(TILE), k.div_ceil(TILE));
-    let chunk = ((IM2COL_CHUNK_BYTES / (k_tiles as u64 * TILE_BYTES)).max(1) as u32).min(row_tiles);
-    let shape = TileShape { m, n, k, batches: 1 };
-    let mut p: PackParams = bytemuck::Zeroable::zeroed();
-    (p.cols, p.col_tiles, p.batches) = (k, k_tiles, 1);
-    p.image = [g.h, g.w, g.c, g.ow];
-    p.window = [g.kw, g.strides[0], g.strides[1], g.oh];
-    p.dilation_pad = [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]];
-    for first in (0..row_tiles).step_by(chunk as usize) {
-        let tiles = chunk.min(row_tiles - first);
-        p.row0 = first * TILE;
-        p.rows = (m - p.row0).min(tiles * TILE);
-        p.row_tiles = tiles;
-        let packed = (tiles * k_tiles) as u64;
-        let a_tiles = device.scratch.get(device, "matmul packed A", packed * TILE_BYTES)?;
-        encode_pack(stream, "pack_im2col", input, p, &a_tiles, packed)?;
-        encode_products(stream, &a_tiles, &b_tiles, &shape, first..first + tiles, out)?;
-    }
-    Ok(true)
 }
 
 /// MatMul (transpose_a/transpose_b) and BatchMatMulV2/V3 (adj_x/adj_y).

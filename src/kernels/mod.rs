@@ -9,6 +9,7 @@ pub mod conv;
 pub mod einsum;
 pub mod fused;
 pub mod half;
+pub mod im2col;
 pub mod index;
 pub mod matmul;
 pub mod nn;

@@ -167,7 +167,11 @@ impl MemoryMap {
                 core.device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("tf tensor"),
                     size,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                    // UNIFORM: kernels for CPU adapters read operands through uniform windows.
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::UNIFORM
+                        | wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 })
             })

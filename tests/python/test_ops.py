@@ -571,6 +571,11 @@ def nn_cases(op, attrs, rng):
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding="VALID")), [f(3, 20, 20, 33), f(5, 3, 33, 70)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME", dilations=2)), [f(1, 30, 31, 36), f(3, 3, 36, 40)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding=[[0, 0], [2, 0], [1, 3], [0, 0]])), [f(2, 12, 12, 64), f(3, 3, 64, 130)]
+        # Packers (see test_im2col_packers_run): small images, many to a uniform window; an input
+        # buffer too small for a window; input rows too wide for one.
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding="SAME")), [f(100, 5, 6, 8), f(3, 3, 8, 36)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME")), [f(1, 10, 10, 32), f(3, 3, 32, 32)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME")), [f(1, 6, 130, 64), f(3, 3, 64, 32)]
     elif op == "DepthwiseConv2dNative":
         for pad in ["SAME", "VALID"]:
             yield (lambda x, k, pad=pad: tf.raw_ops.DepthwiseConv2dNative(input=x, filter=k, strides=[1, 2, 2, 1], padding=pad)), [f(2, 9, 8, 3), f(3, 3, 3, 2)]
@@ -967,6 +972,42 @@ def test_large_elementwise_ops_run_four_elements_at_a_time():
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stderr.count("dispatch binary vec4") >= 3, out.stderr[-3000:]
     assert "dispatch unary vec4" in out.stderr, out.stderr[-3000:]
+
+
+def test_im2col_packers_run():
+    """Each im2col packer of the implicit-GEMM convolution really runs on the shapes meant for it
+    (the Conv2D cases compare their results with TF-CPU): uniform windows, vec4 storage loads where
+    a window does not fit, element loads for a channel count that is not a multiple of 4."""
+    script = (
+        "import tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    for xs, ks in [((2, 12, 12, 64), (3, 3, 64, 40)), ((1, 6, 130, 64), (3, 3, 64, 32)),\n"
+        "                   ((3, 20, 20, 33), (5, 3, 33, 70))]:\n"
+        "        x, k = tf.identity(tf.ones(xs)), tf.identity(tf.ones(ks))\n"
+        "        tf.nn.conv2d(x, k, strides=1, padding='SAME').numpy()\n"
+    )
+    env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    for packer in ["pack_im2col_window", "pack_im2col_vec4", "pack_im2col "]:
+        assert f"dispatch {packer}" in out.stderr, (packer, out.stderr[-3000:])
+
+
+@pytest.mark.parametrize("shape", [(2, 12, 12, 64), (1, 10, 10, 64)], ids=["windows", "vec4-loads"])
+def test_convolution_ignores_what_an_earlier_one_left_in_its_scratch(strict_placement, shape):
+    """The packed im2col tiles are zero past the last filter tap, whatever the scratch buffer held:
+    a convolution with more taps first leaves infinities where the second one's padding columns
+    lie (0 * inf would turn its output into NaN). The second input is big enough for uniform
+    windows, or too small for one."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    k = rng.standard_normal((3, 3, 64, 40)).astype(np.float32)
+    with tf.device(GPU):
+        tf.nn.conv2d(tf.fill([2, 12, 12, 72], np.inf), tf.ones([3, 3, 72, 40]), 1, "SAME").numpy()
+        got = tf.nn.conv2d(tf.identity(tf.constant(x)), tf.constant(k), strides=1, padding="SAME").numpy()
+    with tf.device("/CPU:0"):
+        want = tf.nn.conv2d(x, k, strides=1, padding="SAME").numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_kernels_consume_split_and_unstacked_device_tensors(strict_placement):

@@ -1,0 +1,265 @@
+//! Convolution as an implicit GEMM on the tiled matmul (`wgsl/matmul_pack.wgsl`'s `pack_im2col*`
+//! entries, then `matmul_tiles.wgsl`): im2col(input)[batch*oh*ow, kh*kw*c] x filter[kh*kw*c, oc],
+//! the im2col matrix existing only as packed tiles, a chunk of row tiles at a time.
+
+use crate::error::{Error, Result};
+use crate::runtime::memory::DeviceSlice;
+use crate::runtime::pipeline::{dispatch, vec4_window, Binding, Shader};
+use crate::runtime::{DeviceCore, Stream};
+
+use super::matmul::{
+    choose_kernel, encode_pack, encode_products, pack, pack_pipeline, Kernel, Operand, PackParams, TileShape,
+    PACK_SHADER, TILE, TILE_BYTES,
+};
+use super::{DType, TensorRef};
+
+/// `pack_im2col_window`'s layout: the packed tiles (storage), then the input window (uniform).
+pub const WINDOW_SHADER: Shader =
+    Shader { name: "matmul_pack_window", storage_buffers: 1, uniform_buffers: 1, ..PACK_SHADER };
+
+/// An NHWC convolution's geometry, for the implicit GEMM.
+#[derive(Clone, Copy, Debug)]
+pub struct Im2col {
+    pub batch: u32,
+    pub h: u32,
+    pub w: u32,
+    pub c: u32,
+    pub oh: u32,
+    pub ow: u32,
+    pub kh: u32,
+    pub kw: u32,
+    pub strides: [u32; 2],
+    pub dilations: [u32; 2],
+    pub pads: [u32; 2],
+}
+
+/// Bytes of packed im2col tiles per chunk: the matrix of a big convolution would be hundreds of MiB.
+const CHUNK_BYTES: u64 = 64 << 20;
+
+/// The uniform window `pack_im2col_window` reads the input through (the shader's array size).
+const WINDOW_BYTES: u64 = 64 << 10;
+
+/// One `pack_im2col_window` dispatch: rows `first..first + rows` of a chunk (im2col rows counted
+/// from the chunk's first), read through the window at `offset` in the input's buffer.
+#[derive(Debug, PartialEq, Eq)]
+struct WindowDispatch {
+    first: u32,
+    rows: u32,
+    offset: u64,
+    /// Where the input starts within the window, in elements (negative: before it).
+    input_at: i64,
+}
+
+/// The input bytes that im2col rows `rows` read: from the first input row a window of the first
+/// output row touches to the last one of the last (padding taps clamp into the same rows).
+fn input_span(g: &Im2col, rows: std::ops::Range<u64>) -> std::ops::Range<u64> {
+    let (h, w, c) = (g.h as u64, g.w as u64, g.c as u64);
+    let per_image = g.oh as u64 * g.ow as u64;
+    let input_row = |r: u64, last_tap: bool| {
+        let (image, oy) = (r / per_image, (r / g.ow as u64) % g.oh as u64);
+        let tap = if last_tap { (g.kh as i64 - 1) * g.dilations[0] as i64 } else { 0 };
+        let iy = (oy * g.strides[0] as u64) as i64 - g.pads[0] as i64 + tap;
+        image * h + iy.clamp(0, h as i64 - 1) as u64
+    };
+    let bytes_per_row = w * c * 4;
+    input_row(rows.start, false) * bytes_per_row..(input_row(rows.end - 1, true) + 1) * bytes_per_row
+}
+
+/// Splits the chunk of im2col rows `chunk` (padded to `padded_end`) into dispatches whose input
+/// fits one uniform window of `input`'s buffer, a whole number of output rows at a time where it
+/// can. None where one output row's input does not fit.
+fn plan_windows(
+    g: &Im2col,
+    input: &DeviceSlice,
+    align: u64,
+    chunk: std::ops::Range<u64>,
+    padded_end: u64,
+) -> Option<Vec<WindowDispatch>> {
+    let buffer_size = input.buffer().size();
+    if buffer_size < WINDOW_BYTES {
+        return None;
+    }
+    // Where a window over `span` (bytes of the input) binds, if one does.
+    let window = |span: std::ops::Range<u64>| {
+        let (start, end) = (input.offset + span.start, input.offset + span.end);
+        let offset = (start / align * align).min((buffer_size - WINDOW_BYTES) / align * align);
+        (offset <= start && end <= offset + WINDOW_BYTES).then_some(offset)
+    };
+    let ow = g.ow as u64;
+    let mut dispatches = Vec::new();
+    let mut first = chunk.start;
+    while first < chunk.end {
+        let mut end = ((first / ow + 1) * ow).min(chunk.end);
+        let mut offset = window(input_span(g, first..end))?;
+        while end < chunk.end {
+            let next = (end + ow).min(chunk.end);
+            match window(input_span(g, first..next)) {
+                Some(wider) => (end, offset) = (next, wider),
+                None => break,
+            }
+        }
+        let stop = if end == chunk.end { padded_end } else { end };
+        dispatches.push(WindowDispatch {
+            first: (first - chunk.start) as u32,
+            rows: (stop - first) as u32,
+            offset,
+            input_at: (input.offset as i64 - offset as i64) / 4,
+        });
+        first = end;
+    }
+    Some(dispatches)
+}
+
+/// How the packer reads the input.
+enum Packer {
+    /// `pack_im2col`: element by element, from storage.
+    Elements,
+    /// `pack_im2col_vec4`: a filter tap's channels as vec4s, from storage (f32, a multiple of 4
+    /// channels, the input starting on a vec4).
+    Vec4s(DeviceSlice),
+    /// `pack_im2col_window`: the same through uniform windows, one dispatch per window, where the
+    /// input's buffer can be bound as one.
+    Windows(DeviceSlice),
+}
+
+fn choose_packer(device: &DeviceCore, g: &Im2col, input: &TensorRef) -> Result<Packer> {
+    if input.dtype != DType::F32 || !g.c.is_multiple_of(4) {
+        return Ok(Packer::Elements);
+    }
+    let mem = device.memory.resolve(input.address, input.byte_len())?;
+    if !mem.offset.is_multiple_of(16) || vec4_window(device, &mem, 4)?.is_none() {
+        return Ok(Packer::Elements);
+    }
+    let windows = device.limits.max_uniform_buffer_binding_size >= WINDOW_BYTES
+        && mem.buffer().usage().contains(wgpu::BufferUsages::UNIFORM);
+    Ok(if windows { Packer::Windows(mem) } else { Packer::Vec4s(mem) })
+}
+
+/// Encodes a per-tap packer into `dst`: `pack_im2col_vec4` over the whole chunk, or
+/// `pack_im2col_window` over `windows`.
+fn encode_taps(
+    stream: &Stream,
+    input: &DeviceSlice,
+    mut p: PackParams,
+    windows: Option<&[WindowDispatch]>,
+    dst: &wgpu::Buffer,
+    tiles: u64,
+) -> Result<()> {
+    let device = stream.device();
+    let (shader, entry) = match windows {
+        Some(_) => (&WINDOW_SHADER, "pack_im2col_window"),
+        None => (&PACK_SHADER, "pack_im2col_vec4"),
+    };
+    let pipeline = pack_pipeline(device, shader, entry, DType::F32, &p, tiles)?;
+    // One invocation per (row, filter tap) and one per row for the zero columns.
+    let per_row = u64::from(p.cols / p.image[2]) + 1;
+    stream.encode(|core, encoder| {
+        let dst = Binding { buffer: dst, offset: 0, size: tiles * TILE_BYTES };
+        let Some(windows) = windows else {
+            let lost = || Error::internal("im2col input lost its vec4 view");
+            let (src, first) = vec4_window(core, input, 4)?.ok_or_else(lost)?;
+            (p.dispatch_row, p.dispatch_rows, p.src_off) = (0, p.row_tiles * TILE, first);
+            let invocations = u64::from(p.dispatch_rows) * per_row;
+            return dispatch(core, encoder, entry, &pipeline, &[src, dst], bytemuck::bytes_of(&p), invocations);
+        };
+        for d in windows {
+            let window = Binding { buffer: input.buffer(), offset: d.offset, size: WINDOW_BYTES };
+            (p.dispatch_row, p.dispatch_rows, p.src_off) = (d.first, d.rows, d.input_at as i32 as u32);
+            let invocations = u64::from(d.rows) * per_row;
+            dispatch(core, encoder, entry, &pipeline, &[dst, window], bytemuck::bytes_of(&p), invocations)?;
+        }
+        Ok(())
+    })
+}
+
+/// Convolution as an implicit GEMM on the tiled kernel. Returns false, encoding nothing, where the
+/// direct convolution is the better kernel (see `choose_kernel`).
+pub fn launch_conv_tiles(
+    stream: &Stream,
+    g: &Im2col,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+) -> Result<bool> {
+    let device = stream.device();
+    let m = g.batch as u64 * g.oh as u64 * g.ow as u64;
+    let k = g.kh as u64 * g.kw as u64 * g.c as u64;
+    let n = *filter.shape.last().unwrap_or(&0) as u64;
+    if m > u32::MAX as u64 / 2 || k > u32::MAX as u64 / 2 || input.num_elements() > u64::from(u32::MAX / 2) {
+        return Ok(false);
+    }
+    let (m, k, n) = (m as u32, k as u32, n as u32);
+    // Judge the kernel by a chunk of rows (scratch and dispatch count), as chunks run one by one.
+    if choose_kernel(device, out.dtype, 1, m.min(16 * TILE), n, k) != Kernel::Tiles {
+        return Ok(false);
+    }
+    // The HWIO filter as a [kh * kw * c, oc] matrix.
+    let b = Operand { tensor: filter, rows: k, cols: n, rs: n, cs: 1, batch_strides: Vec::new() };
+    let b_tiles = pack(stream, "matmul packed B", &b, &[])?;
+    let (row_tiles, k_tiles) = (m.div_ceil(TILE), k.div_ceil(TILE));
+    let chunk = ((CHUNK_BYTES / (k_tiles as u64 * TILE_BYTES)).max(1) as u32).min(row_tiles);
+    let shape = TileShape { m, n, k, batches: 1 };
+    let mut packer = choose_packer(device, g, input)?;
+    let align = device.limits.min_uniform_buffer_offset_alignment as u64;
+    let mut p: PackParams = bytemuck::Zeroable::zeroed();
+    (p.cols, p.col_tiles, p.batches) = (k, k_tiles, 1);
+    p.image = [g.h, g.w, g.c, g.ow];
+    p.window = [g.kw, g.strides[0], g.strides[1], g.oh];
+    p.dilation_pad = [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]];
+    for first in (0..row_tiles).step_by(chunk as usize) {
+        let tiles = chunk.min(row_tiles - first);
+        p.row0 = first * TILE;
+        p.rows = (m - p.row0).min(tiles * TILE);
+        p.row_tiles = tiles;
+        let packed = (tiles * k_tiles) as u64;
+        let a_tiles = device.scratch.get(device, "matmul packed A", packed * TILE_BYTES)?;
+        if let Packer::Windows(mem) = &packer {
+            let rows = p.row0 as u64..(p.row0 + p.rows) as u64;
+            match plan_windows(g, mem, align, rows, (p.row0 + tiles * TILE) as u64) {
+                Some(windows) => encode_taps(stream, mem, p, Some(&windows), &a_tiles, packed)?,
+                None => packer = Packer::Vec4s(mem.clone()),
+            }
+        }
+        match &packer {
+            Packer::Windows(_) => {}
+            Packer::Vec4s(mem) => encode_taps(stream, mem, p, None, &a_tiles, packed)?,
+            Packer::Elements => encode_pack(stream, "pack_im2col", input, p, &a_tiles, packed)?,
+        }
+        encode_products(stream, &a_tiles, &b_tiles, &shape, first..first + tiles, out)?;
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geometry(batch: u32, hw: u32, c: u32, k: u32, pad: u32) -> Im2col {
+        let out = hw + 2 * pad - (k - 1);
+        Im2col {
+            batch,
+            h: hw,
+            w: hw,
+            c,
+            oh: out,
+            ow: out,
+            kh: k,
+            kw: k,
+            strides: [1, 1],
+            dilations: [1, 1],
+            pads: [pad, pad],
+        }
+    }
+
+    #[test]
+    fn input_span_covers_the_rows_of_the_taps() {
+        // 3x3 SAME on 56x56x64: an output row reads 3 input rows (2 on the image's edges).
+        let g = geometry(2, 56, 64, 3, 1);
+        let row = 56 * 64 * 4;
+        assert_eq!(input_span(&g, 0..56), 0..2 * row);
+        assert_eq!(input_span(&g, 56..112), 0..3 * row);
+        assert_eq!(input_span(&g, 55 * 56..56 * 56), 54 * row..56 * row);
+        // Rows across two images span the end of one and the start of the next.
+        assert_eq!(input_span(&g, 55 * 56..57 * 56), 54 * row..58 * row);
+    }
+}
