@@ -3,9 +3,9 @@
 
 // One dimension of `broadcast_offsets`: peels the coordinate off `rem` and adds its offsets.
 fn broadcast_step(rem: ptr<function, u32>, at: ptr<function, vec3<u32>>, size: u32, strides: vec3<u32>) {
-    let coord = *rem % size;
-    *rem = *rem / size;
-    *at += coord * strides;
+    let next = quot(*rem, size);
+    *at += (*rem - next * size) * strides;
+    *rem = next;
 }
 
 // Dimensions innermost first, each at a constant index: llvmpipe keeps an array indexed by a

@@ -48,29 +48,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
 @group(0) @binding(2) var<uniform> p: Params;
 
-// Whether every dividend is below 2^23 (the host checks), so `quot` may divide through f32.
-override FAST_DIV: bool = false;
-
-// x / d (d > 0, the same for all invocations). llvmpipe has no vector integer division and divides
-// lane by lane, which made the index math of these packers cost more than their loads. An f32
-// quotient of two exact f32s below 2^23 is within 2 of the true one, and two steps correct it.
-fn quot(x: u32, d: u32) -> u32 {
-    if (!FAST_DIV) {
-        return x / d;
-    }
-    var q = u32(max(f32(x) / f32(d), 0.0));
-    q = select(q, q - 1u, q * d > x);
-    q = select(q, q - 1u, q * d > x);
-    q = select(q, q + 1u, x >= q * d + d);
-    q = select(q, q + 1u, x >= q * d + d);
-    return q;
-}
-
-// x % d, through `quot`.
-fn rem(x: u32, d: u32) -> u32 {
-    return x - quot(x, d) * d;
-}
-
 const TILE: u32 = 128u;
 const TILE_VEC4S: u32 = 4096u;
 

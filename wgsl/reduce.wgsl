@@ -40,8 +40,9 @@ fn dim_at(v: array<vec4<u32>, 2>, k: u32) -> u32 {
 }
 
 fn offset_step(rem: ptr<function, u32>, at: ptr<function, u32>, size: u32, stride: u32) {
-    *at += (*rem % size) * stride;
-    *rem = *rem / size;
+    let next = quot(*rem, size);
+    *at += (*rem - next * size) * stride;
+    *rem = next;
 }
 
 // Dimensions innermost first, each at a constant index: llvmpipe keeps an array indexed by a

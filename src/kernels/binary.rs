@@ -10,13 +10,17 @@ use crate::runtime::pipeline::{
 use crate::runtime::Stream;
 use bytemuck::Zeroable;
 
-use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 macro_rules! broadcast_shader {
     ($name:literal, $file:literal, $buffers:expr) => {
         Shader {
             name: $name,
-            source: concat!(include_str!("../../wgsl/broadcast.wgsl"), include_str!(concat!("../../wgsl/", $file))),
+            source: concat!(
+                include_str!("../../wgsl/quot.wgsl"),
+                include_str!("../../wgsl/broadcast.wgsl"),
+                include_str!(concat!("../../wgsl/", $file))
+            ),
             storage_buffers: $buffers,
             uniform_buffers: 0,
         }
@@ -200,7 +204,8 @@ fn launch_two(
     let device = stream.device();
     let mems: Vec<DeviceSlice> =
         [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
-    let pipeline = device.pipelines.get(device, shader, &spec)?;
+    let constants: Vec<_> = spec.constants.iter().copied().chain([fast_div(n)]).collect();
+    let pipeline = device.pipelines.get(device, shader, &PipelineSpec { constants: &constants, ..spec })?;
     stream.encode(|core, encoder| {
         let (a_bind, a_off) = storage_window(core, &mems[0], input_unit)?;
         let (b_bind, b_off) = storage_window(core, &mems[1], input_unit)?;
@@ -547,7 +552,7 @@ pub fn select(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let pipeline = device.pipelines.get(
         device,
         &SELECT_SHADER,
-        &PipelineSpec { entry: "main", aliases: &[], constants: &[("WORDS", words as f64)] },
+        &PipelineSpec { entry: "main", aliases: &[], constants: &[("WORDS", words as f64), fast_div(n)] },
     )?;
     stream.encode(|core, encoder| {
         let (c_bind, cond_byte) = storage_window(core, &mems[0], 1)?;

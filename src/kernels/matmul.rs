@@ -8,7 +8,7 @@ use crate::runtime::{DeviceCore, Stream};
 
 use super::binary::broadcast_shapes;
 use super::slice::contiguous_strides;
-use super::{DType, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
     Shader { name: "matmul", source: include_str!("../../wgsl/matmul.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
@@ -16,7 +16,7 @@ pub const SHADER: Shader =
 /// The uniform-fed tiled matmul for CPU adapters (`wgsl/matmul_tiles.wgsl`) and its packer.
 pub const PACK_SHADER: Shader = Shader {
     name: "matmul_pack",
-    source: include_str!("../../wgsl/matmul_pack.wgsl"),
+    source: concat!(include_str!("../../wgsl/quot.wgsl"), include_str!("../../wgsl/matmul_pack.wgsl")),
     storage_buffers: 2,
     uniform_buffers: 0,
 };
@@ -320,13 +320,9 @@ pub(super) fn pack_pipeline(
     p: &PackParams,
     tiles: u64,
 ) -> Result<std::sync::Arc<Pipeline>> {
-    let exact_in_f32 = |x: u64| x < 1 << 23;
-    let fast_div = exact_in_f32(u64::from(p.row0) + u64::from(p.rows))
-        && exact_in_f32(p.cols.into())
-        && exact_in_f32(tiles)
-        && exact_in_f32(p.batches.into());
+    let largest = (u64::from(p.row0) + u64::from(p.rows)).max(p.cols.into()).max(tiles).max(p.batches.into());
     let aliases = [("T", dtype.wgsl())];
-    let constants = [("FAST_DIV", if fast_div { 1.0 } else { 0.0 })];
+    let constants = [fast_div(largest.min(u32::MAX.into()) as u32)];
     device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &aliases, constants: &constants })
 }
 

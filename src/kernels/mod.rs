@@ -733,6 +733,12 @@ pub fn op_table() -> String {
     ops.iter().map(|(op, types)| format!("{op:<13} {}", types.join(" "))).collect::<Vec<_>>().join("\n")
 }
 
+/// The `FAST_DIV` override of `wgsl/quot.wgsl` for a pipeline whose dividends (flat indices) are
+/// all below `largest`: whether f32 division is exact enough for them.
+pub(crate) fn fast_div(largest: u32) -> (&'static str, f64) {
+    ("FAST_DIV", if largest < 1 << 23 { 1.0 } else { 0.0 })
+}
+
 /// Element count as the u32 the shaders index with.
 pub(crate) fn shader_len(n: u64, op: &str) -> Result<u32> {
     u32::try_from(n)

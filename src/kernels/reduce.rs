@@ -6,10 +6,14 @@ use crate::runtime::pipeline::{dispatch_workgroups, grid, storage_window, Pipeli
 use crate::runtime::Stream;
 
 use super::slice::contiguous_strides;
-use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "reduce", source: include_str!("../../wgsl/reduce.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "reduce",
+    source: concat!(include_str!("../../wgsl/quot.wgsl"), include_str!("../../wgsl/reduce.wgsl")),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+};
 
 const MAX_RANK: usize = 8;
 
@@ -124,7 +128,7 @@ fn launch(
     let pipeline = device.pipelines.get(
         device,
         &SHADER,
-        &PipelineSpec { entry, aliases: &[], constants: &[("OP", op as f64)] },
+        &PipelineSpec { entry, aliases: &[], constants: &[("OP", op as f64), fast_div(p.count.max(p.outputs))] },
     )?;
     let byte_units = entry == "reduce_bool";
     stream.encode(|core, encoder| {

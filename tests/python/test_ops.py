@@ -974,6 +974,25 @@ def test_large_elementwise_ops_run_four_elements_at_a_time():
     assert "dispatch unary vec4" in out.stderr, out.stderr[-3000:]
 
 
+@pytest.mark.parametrize("rows", [4109, 4111], ids=["below-2^23", "above-2^23"])
+def test_index_math_on_either_side_of_the_fast_division_limit(strict_placement, rows):
+    """Broadcasts and reductions split flat indices into coordinates through f32 division while
+    every index is below 2^23 (`wgsl/quot.wgsl`), through integer division above: 4109 x 2041 and
+    4111 x 2041 elements. (With 2041, multiplying by an f32 reciprocal instead of dividing would be
+    off by one for 2085 indices below 2^23.)"""
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 2041)).astype(np.float32)
+    b = rng.standard_normal(2041).astype(np.float32)
+    with tf.device(GPU):
+        xt = tf.identity(tf.constant(x))
+        added = (xt + tf.constant(b)).numpy()
+        columns = tf.reduce_sum(xt, axis=0).numpy()
+        rows_max = tf.reduce_max(xt, axis=1).numpy()
+    np.testing.assert_array_equal(added, x + b)
+    np.testing.assert_allclose(columns, x.sum(axis=0, dtype=np.float64), rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(rows_max, x.max(axis=1))
+
+
 def test_im2col_packers_run():
     """Each im2col packer of the implicit-GEMM convolution really runs on the shapes meant for it
     (the Conv2D cases compare their results with TF-CPU): uniform windows, vec4 storage loads where
