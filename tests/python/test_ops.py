@@ -957,6 +957,14 @@ def test_vectorised_elementwise_ops_on_views(strict_placement):
         np.testing.assert_array_equal(grads[i], x[i:i + 1] * (y[i:i + 1] > 0))
 
 
+def dispatch_log(script):
+    """The plugin's trace log (each dispatch and submit) of `script`, run in a fresh interpreter."""
+    env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stderr
+
+
 def test_large_elementwise_ops_run_four_elements_at_a_time():
     """The vec4 kernel really runs (the cases above would pass on the scalar kernel alone): the
     dispatch log of a big Mul, a Mul by a scalar, a ReluGrad and a Relu names it."""
@@ -967,11 +975,9 @@ def test_large_elementwise_ops_run_four_elements_at_a_time():
         "    (x * x).numpy(); (x * 2.0).numpy(); tf.raw_ops.ReluGrad(gradients=x, features=x).numpy()\n"
         "    tf.nn.relu(x).numpy()\n"
     )
-    env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2")
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stderr.count("dispatch binary vec4") >= 3, out.stderr[-3000:]
-    assert "dispatch unary vec4" in out.stderr, out.stderr[-3000:]
+    log = dispatch_log(script)
+    assert log.count("dispatch binary vec4") >= 3, log[-3000:]
+    assert "dispatch unary vec4" in log, log[-3000:]
 
 
 @pytest.mark.parametrize("rows", [4109, 4111], ids=["below-2^23", "above-2^23"])
@@ -1005,11 +1011,9 @@ def test_im2col_packers_run():
         "        x, k = tf.identity(tf.ones(xs)), tf.identity(tf.ones(ks))\n"
         "        tf.nn.conv2d(x, k, strides=1, padding='SAME').numpy()\n"
     )
-    env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2")
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
+    log = dispatch_log(script)
     for packer in ["pack_im2col_window", "pack_im2col_vec4", "pack_im2col "]:
-        assert f"dispatch {packer}" in out.stderr, (packer, out.stderr[-3000:])
+        assert f"dispatch {packer}" in log, (packer, log[-3000:])
 
 
 @pytest.mark.parametrize("shape", [(2, 12, 12, 64), (1, 10, 10, 64)], ids=["windows", "vec4-loads"])
