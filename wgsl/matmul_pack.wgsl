@@ -106,17 +106,17 @@ fn pack_im2col(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     dst[id] = v;
 }
 
-// One invocation of the per-tap packers: a (row, filter tap) of the chunk, copying the tap's c / 4
-// vec4s, or a row's zero columns past cols, up to the last tile's edge.
+// One invocation of the per-tap packers: a (row, filter tap) of the chunk, or a row's zero columns.
 struct TapSlot {
-    // Where the row starts in the packed tiles, and the first column written.
+    // The row within the chunk, and where that row starts in the packed tiles.
+    chunk_row: u32,
     row_at: u32,
-    col: u32,
-    // vec4s to write (0 past the dispatch's rows).
-    count: u32,
-    // The first vec4 to read: the tap's first channel, clamped into the image, plus src_off.
+    // The tap (kh * kw: the row's zero columns past cols, up to the last tile's edge).
+    tap: u32,
+    zeros: bool,
+    // The input element of the tap's first channel (clamped into the image), and whether the tap
+    // lies inside the image and the row inside the matrix (else the tap packs zeros).
     first: u32,
-    // Whether the tap lies inside the image and the row inside the matrix (else zeros are written).
     valid: bool,
 }
 
@@ -144,15 +144,13 @@ fn tap_slot(id: u32) -> TapSlot {
     let ix = i32(ox * p.window.z + kx * p.dilation_pad.y) - i32(p.dilation_pad.w);
     let y = u32(clamp(iy, 0, i32(h) - 1));
     let x = u32(clamp(ix, 0, i32(w) - 1));
-    let zeros = tap == taps;
-    let count = select(c / 4u, (p.col_tiles * TILE - p.cols) / 4u, zeros);
-    // src_off: where the input starts in the binding, in elements (wrapping: before it, for a window).
     return TapSlot(
+        chunk_row,
         (chunk_row / TILE) * p.col_tiles * TILE_VEC4S + (chunk_row % TILE) * 32u,
-        tap * c,
-        select(0u, count, local < p.dispatch_rows),
-        (((image * h + y) * w + x) * c + p.src_off) / 4u,
-        !zeros && iy >= 0 && iy < i32(h) && ix >= 0 && ix < i32(w) && chunk_row < p.rows,
+        tap,
+        tap == taps,
+        ((image * h + y) * w + x) * c,
+        iy >= 0 && iy < i32(h) && ix >= 0 && ix < i32(w) && chunk_row < p.rows,
     );
 }
 
@@ -163,17 +161,42 @@ fn column_at(row_at: u32, col: u32) -> u32 {
 
 @compute @workgroup_size(256)
 fn pack_im2col_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let at = tap_slot(gid.x + gid.y * groups.x * 256u);
-    for (var v = 0u; v < at.count; v++) {
-        dst[column_at(at.row_at, at.col + v * 4u)] = select(vec4<f32>(), src4[at.first + v], at.valid);
+    let id = gid.x + gid.y * groups.x * 256u;
+    if (id >= p.dispatch_rows * (quot(p.cols, p.image.z) + 1u)) {
+        return;
+    }
+    let at = tap_slot(id);
+    if (at.zeros) {
+        for (var col = p.cols; col < p.col_tiles * TILE; col += 4u) {
+            dst[column_at(at.row_at, col)] = vec4<f32>();
+        }
+        return;
+    }
+    let c = p.image.z;
+    let first = (at.first + p.src_off) / 4u;
+    for (var v = 0u; v < c / 4u; v++) {
+        dst[column_at(at.row_at, at.tap * c + v * 4u)] = select(vec4<f32>(), src4[first + v], at.valid);
     }
 }
 
 @compute @workgroup_size(256)
 fn pack_im2col_window(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let at = tap_slot(gid.x + gid.y * groups.x * 256u);
-    for (var v = 0u; v < at.count; v++) {
-        window_dst[column_at(at.row_at, at.col + v * 4u)] = select(vec4<f32>(), window[at.first + v], at.valid);
+    let id = gid.x + gid.y * groups.x * 256u;
+    if (id >= p.dispatch_rows * (quot(p.cols, p.image.z) + 1u)) {
+        return;
+    }
+    let at = tap_slot(id);
+    if (at.zeros) {
+        for (var col = p.cols; col < p.col_tiles * TILE; col += 4u) {
+            window_dst[column_at(at.row_at, col)] = vec4<f32>();
+        }
+        return;
+    }
+    let c = p.image.z;
+    // src_off: where the input starts in the window, in elements (wrapping: it may start before).
+    let first = (at.first + p.src_off) / 4u;
+    for (var v = 0u; v < c / 4u; v++) {
+        window_dst[column_at(at.row_at, at.tap * c + v * 4u)] = select(vec4<f32>(), window[first + v], at.valid);
     }
 }
 
