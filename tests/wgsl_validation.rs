@@ -38,6 +38,8 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
         validate(&tensorflow_wgpu::kernels::matmul::PACK_SHADER, &[("T", ty)]);
         validate(&tensorflow_wgpu::kernels::matmul::TILES_SHADER, &[("T", ty)]);
     }
+    // quot.wgsl is prepended to the broadcasting, reduce and pack shaders, validated with them.
+    validate(&tensorflow_wgpu::kernels::im2col::WINDOW_SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::random::SHADER, &[]);
@@ -94,6 +96,7 @@ fn every_wgsl_file_is_covered() {
             "matmul_pack.wgsl",
             "matmul_tiles.wgsl",
             "memory.wgsl",
+            "quot.wgsl",
             "random.wgsl",
             "reduce.wgsl",
             "scatter.wgsl",
