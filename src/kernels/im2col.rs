@@ -150,9 +150,11 @@ fn encode_taps(
         Some(_) => (&WINDOW_SHADER, "pack_im2col_window"),
         None => (&PACK_SHADER, "pack_im2col_vec4"),
     };
-    let pipeline = pack_pipeline(device, shader, entry, DType::F32, &p, tiles)?;
-    // One invocation per (row, filter tap) and one per row for the zero columns.
+    // One invocation per (row, filter tap) and one per row for the zero columns; a dispatch covers
+    // at most the chunk's rows.
     let per_row = u64::from(p.cols / p.image[2]) + 1;
+    let invocations = u64::from(p.row_tiles * TILE) * per_row;
+    let pipeline = pack_pipeline(device, shader, entry, DType::F32, &p, (tiles, invocations))?;
     stream.encode(|core, encoder| {
         let dst = Binding { buffer: dst, offset: 0, size: tiles * TILE_BYTES };
         let Some(windows) = windows else {

@@ -311,16 +311,18 @@ pub(super) fn pack(stream: &Stream, role: &'static str, x: &Operand, batch_shape
 }
 
 /// The pipeline of packer `entry` for `dtype`, specialised on whether `quot` may divide through f32
-/// (every dividend, a row, a column, a tile or a batch index, below 2^23).
+/// (every dividend, a row, a column, a tile or a batch index, below 2^23). `invocations`: how many
+/// invocation indices the entry splits with `quot` (0 where it splits them by constants only).
 pub(super) fn pack_pipeline(
     device: &DeviceCore,
     shader: &Shader,
     entry: &'static str,
     dtype: DType,
     p: &PackParams,
-    tiles: u64,
+    (tiles, invocations): (u64, u64),
 ) -> Result<std::sync::Arc<Pipeline>> {
-    let largest = (u64::from(p.row0) + u64::from(p.rows)).max(p.cols.into()).max(tiles).max(p.batches.into());
+    let largest =
+        (u64::from(p.row0) + u64::from(p.rows)).max(p.cols.into()).max(tiles).max(p.batches.into()).max(invocations);
     let aliases = [("T", dtype.wgsl())];
     let constants = [fast_div(largest.min(u32::MAX.into()) as u32)];
     device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &aliases, constants: &constants })
@@ -337,7 +339,7 @@ pub(super) fn encode_pack(
     tiles: u64,
 ) -> Result<()> {
     let device = stream.device();
-    let pipeline = pack_pipeline(device, &PACK_SHADER, entry, src.dtype, &p, tiles)?;
+    let pipeline = pack_pipeline(device, &PACK_SHADER, entry, src.dtype, &p, (tiles, 0))?;
     let src_mem = device.memory.resolve(src.address, src.byte_len())?;
     let size = src.dtype.size();
     stream.encode(|core, encoder| {
