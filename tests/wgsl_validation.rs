@@ -37,6 +37,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     for ty in ["f32", "f16"] {
         validate(&tensorflow_wgpu::kernels::matmul::PACK_SHADER, &[("T", ty)]);
         validate(&tensorflow_wgpu::kernels::matmul::TILES_SHADER, &[("T", ty)]);
+        validate(&tensorflow_wgpu::kernels::matmul::TILES_SUBGROUP_SHADER, &[("T", ty)]);
     }
     // quot.wgsl is prepended to the broadcasting, reduce and pack shaders, validated with them.
     validate(&tensorflow_wgpu::kernels::im2col::WINDOW_SHADER, &[("T", "f32")]);
@@ -95,6 +96,7 @@ fn every_wgsl_file_is_covered() {
             "matmul.wgsl",
             "matmul_pack.wgsl",
             "matmul_tiles.wgsl",
+            "matmul_tiles_subgroup.wgsl",
             "memory.wgsl",
             "quot.wgsl",
             "random.wgsl",
@@ -117,5 +119,5 @@ fn generated_matmul_tiles_is_current() {
         .arg("--check")
         .status()
         .expect("python3 runs scripts/gen-matmul-tiles.py");
-    assert!(status.success(), "wgsl/matmul_tiles.wgsl differs from scripts/gen-matmul-tiles.py's output");
+    assert!(status.success(), "wgsl/matmul_tiles*.wgsl differ from scripts/gen-matmul-tiles.py's output");
 }

@@ -92,7 +92,8 @@ impl Device {
         let info = adapter.get_info();
         // Ask for everything the adapter offers: big buffers and bindings matter for tensors.
         let limits = adapter.limits();
-        let wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SHADER_F16;
+        // SUBGROUP: the tiled matmul for CPU adapters shares rows of A across a subgroup.
+        let wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP;
         let features = adapter.features() & wanted;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("tensorflow-wgpu device"),

@@ -957,9 +957,10 @@ def test_vectorised_elementwise_ops_on_views(strict_placement):
         np.testing.assert_array_equal(grads[i], x[i:i + 1] * (y[i:i + 1] > 0))
 
 
-def dispatch_log(script):
-    """The plugin's trace log (each dispatch and submit) of `script`, run in a fresh interpreter."""
-    env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2")
+def dispatch_log(script, **env_vars):
+    """The plugin's trace log (each dispatch and submit) of `script`, run in a fresh interpreter with
+    `env_vars` added to the environment."""
+    env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2", **env_vars)
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stderr
@@ -997,6 +998,45 @@ def test_index_math_on_either_side_of_the_fast_division_limit(strict_placement, 
     np.testing.assert_array_equal(added, x + b)
     np.testing.assert_allclose(columns, x.sum(axis=0, dtype=np.float64), rtol=1e-4, atol=1e-3)
     np.testing.assert_array_equal(rows_max, x.max(axis=1))
+
+
+# Tiled-matmul shapes: edges of 128-tiles, k over two groups of k-tiles (the second adds to C), a
+# batch, and a convolution through im2col.
+TILED_MATMUL_SCRIPT = (
+    "import numpy as np, tensorflow as tf\n"
+    "rng = np.random.default_rng(5)\n"
+    "for m, k, n in [(130, 300, 257), (40, 650, 33), (200, 129, 64)]:\n"
+    "    a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)\n"
+    "    with tf.device('/GPU:0'):\n"
+    "        got = tf.matmul(tf.constant(a), tf.constant(b)).numpy()\n"
+    "    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)\n"
+    "a, b = rng.standard_normal((3, 70, 40), np.float32), rng.standard_normal((3, 40, 90), np.float32)\n"
+    "with tf.device('/GPU:0'):\n"
+    "    got = tf.matmul(tf.constant(a), tf.constant(b)).numpy()\n"
+    "np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)\n"
+    "x, f = rng.standard_normal((2, 17, 19, 40), np.float32), rng.standard_normal((3, 3, 40, 48), np.float32)\n"
+    "with tf.device('/GPU:0'):\n"
+    "    got = tf.nn.conv2d(tf.constant(x), tf.constant(f), 1, 'SAME').numpy()\n"
+    "with tf.device('/CPU:0'):\n"
+    "    want = tf.nn.conv2d(x, f, 1, 'SAME').numpy()\n"
+    "np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)\n"
+)
+
+
+def test_tiled_matmul_shares_rows_through_subgroups():
+    """On an adapter with subgroups (lavapipe has them), the tile products run the subgroup kernel:
+    the MatMul and Conv2D cases above check its results against TF-CPU."""
+    log = dispatch_log(TILED_MATMUL_SCRIPT)
+    assert "dispatch matmul tiles subgroup" in log, log[-3000:]
+    assert "dispatch matmul tiles [" not in log, log[-3000:]
+
+
+def test_tiled_matmul_without_subgroups_matches_numpy():
+    """The plain tiled kernel, the one for CPU adapters without subgroups (forced here with
+    TF_WGPU_MATMUL=tiles-plain), still computes the right products."""
+    log = dispatch_log(TILED_MATMUL_SCRIPT, TF_WGPU_MATMUL="tiles-plain")
+    assert "dispatch matmul tiles [" in log, log[-3000:]
+    assert "dispatch matmul tiles subgroup" not in log, log[-3000:]
 
 
 def test_im2col_packers_run():
