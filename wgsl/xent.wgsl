@@ -1,9 +1,15 @@
-// Softmax cross-entropy with its gradient, one workgroup per row of `features` [rows, cols]:
+// Softmax cross-entropy with its gradient, per row of `features` [rows, cols]:
 //   loss[r] = log(sum_j exp(f[r, j] - max)) - sum_j p[r, j] * (f[r, j] - max)
 //   backprop[r, j] = softmax(f)[r, j] - p[r, j]
 // where p is one-hot(labels[r]) for `sparse` (int32 labels, or int64 read as their low word) and
 // the dense `labels` row for `dense` (float32 bits). A sparse label outside [0, cols) makes the
-// row NaN, as TF's GPU kernel does.
+// row NaN, as TF's GPU kernel does. `LANES` invocations share a row: 256 (a workgroup per row,
+// with workgroup-memory trees) for long rows, 1 (an invocation per row, no barriers) for short
+// ones such as a classifier's logits, where a 256-thread tree would mostly wait and llvmpipe's
+// barriers are costly.
+
+override LANES: u32 = 256u;
+override WORKGROUP: u32 = 256u;
 
 struct Params {
     rows: u32,
@@ -25,26 +31,18 @@ struct Params {
 
 var<workgroup> scratch: array<f32, 256>;
 
-fn tree_max(lid: u32, value: f32) -> f32 {
-    scratch[lid] = value;
-    workgroupBarrier();
-    for (var step = 128u; step > 0u; step >>= 1u) {
-        if (lid < step) {
-            scratch[lid] = max(scratch[lid], scratch[lid + step]);
-        }
-        workgroupBarrier();
+// The maximum (OP_MAX) or sum of `value` over the LANES invocations of a row.
+const OP_MAX: u32 = 0u;
+const OP_SUM: u32 = 1u;
+fn row_reduce(lane: u32, value: f32, op: u32) -> f32 {
+    if (LANES == 1u) {
+        return value;
     }
-    let result = scratch[0];
+    scratch[lane] = value;
     workgroupBarrier();
-    return result;
-}
-
-fn tree_sum(lid: u32, value: f32) -> f32 {
-    scratch[lid] = value;
-    workgroupBarrier();
-    for (var step = 128u; step > 0u; step >>= 1u) {
-        if (lid < step) {
-            scratch[lid] = scratch[lid] + scratch[lid + step];
+    for (var step = LANES / 2u; step > 0u; step >>= 1u) {
+        if (lane < step) {
+            scratch[lane] = select(scratch[lane] + scratch[lane + step], max(scratch[lane], scratch[lane + step]), op == OP_MAX);
         }
         workgroupBarrier();
     }
@@ -63,21 +61,23 @@ fn target_of(sparse: bool, row: u32, j: u32) -> f32 {
 }
 
 fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
-    let row = wid.x + wid.y * nwg.x;
+    // LANES divides WORKGROUP; no product that could pass 2^32 for a large grid.
+    let row = (wid.x + wid.y * nwg.x) * (WORKGROUP / LANES) + lid / LANES;
+    let lane = lid % LANES;
     let valid = row < p.rows;
     let base = p.f_off + select(0u, row, valid) * p.cols;
     var m = bitcast<f32>(0xff800000u);
     if (valid) {
-        for (var j = lid; j < p.cols; j += 256u) {
+        for (var j = lane; j < p.cols; j += LANES) {
             m = max(m, features[base + j]);
         }
     }
-    let row_max = tree_max(lid, m);
+    let row_max = row_reduce(lane, m, OP_MAX);
     var s = 0.0;
     var dot = 0.0;
     var mass = 0.0;
     if (valid) {
-        for (var j = lid; j < p.cols; j += 256u) {
+        for (var j = lane; j < p.cols; j += LANES) {
             let shifted = features[base + j] - row_max;
             let t = target_of(sparse, row, j);
             s += exp(shifted);
@@ -85,10 +85,10 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
             mass += t;
         }
     }
-    let total = tree_sum(lid, s);
-    let target_dot = tree_sum(lid, dot);
+    let total = row_reduce(lane, s, OP_SUM);
+    let target_dot = row_reduce(lane, dot, OP_SUM);
     // Dense labels need not sum to 1: the loss is sum_j p_j * (log(total) - shifted_j).
-    let target_sum = tree_sum(lid, mass);
+    let target_sum = row_reduce(lane, mass, OP_SUM);
     if (!valid) {
         return;
     }
@@ -98,17 +98,17 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
             || (p.label_words == 2u && labels[p.labels_off + row * 2u + 1u] != 0u);
     }
     let nan = bitcast<f32>(0x7fc00000u);
-    if (lid == 0u) {
+    if (lane == 0u) {
         loss[p.loss_off + row] = select(log(total) * target_sum - target_dot, nan, out_of_range);
     }
     let back = p.back_off + row * p.cols;
-    for (var j = lid; j < p.cols; j += 256u) {
+    for (var j = lane; j < p.cols; j += LANES) {
         let softmax = exp(features[base + j] - row_max) / total;
         backprop[back + j] = select(softmax - target_of(sparse, row, j), nan, out_of_range);
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WORKGROUP)
 fn sparse(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
@@ -117,7 +117,7 @@ fn sparse(
     cross_entropy(true, wid, nwg, lid);
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WORKGROUP)
 fn dense(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,

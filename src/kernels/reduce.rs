@@ -19,9 +19,10 @@ const MAX_RANK: usize = 8;
 
 /// TF op name → `OP` of `reduce_f32`.
 pub const FLOAT_REDUCTIONS: [(&str, u32); 5] = [("Sum", 0), ("Prod", 1), ("Max", 2), ("Min", 3), ("Mean", 4)];
-/// Reductions of at most this many elements per output take `reduce_f32_serial`.
-const SERIAL_REDUCTION_MAX: u32 = 512;
-const SERIAL_WORKGROUP: u64 = 64;
+/// Reductions of at most this many elements per output take `reduce_f32_serial` (and rows of at most
+/// this many elements one invocation each in `nn.rs`'s row kernels).
+pub(super) const SERIAL_REDUCTION_MAX: u32 = 512;
+pub(super) const SERIAL_WORKGROUP: u64 = 64;
 
 /// `OP` of `reduce_f32` for L2Loss.
 const L2_LOSS: u32 = 5;

@@ -213,11 +213,13 @@ def training_cases(op, attrs, rng):
     elif op == "SparseSoftmaxCrossEntropyWithLogits":
         it = np.int32 if attrs["Tlabels"] == "int32" else np.int64
         fn = lambda x, l: tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=x, labels=l)
-        for rows, cols in [(5, 7), (3, 1000), (1, 1), (0, 4)]:
+        # Rows up to 512 long loop in one invocation each (130 rows: past one workgroup of 64);
+        # longer rows share a workgroup.
+        for rows, cols in [(5, 7), (130, 10), (3, 1000), (1, 1), (0, 4)]:
             yield fn, [f(rows, cols) * 4, rng.integers(0, cols, size=rows).astype(it)]
     else:
         fn = lambda x, l: tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=x, labels=l)
-        for rows, cols in [(5, 7), (3, 1000), (2, 1)]:
+        for rows, cols in [(5, 7), (130, 10), (3, 1000), (2, 1)]:
             probs = np.abs(floats(rng, (rows, cols), specials=False))
             yield fn, [f(rows, cols) * 4, typed(attrs, probs / probs.sum(axis=1, keepdims=True))]
         yield fn, [f(4, 6), typed(attrs, np.abs(floats(rng, (4, 6), specials=False)))]  # rows not summing to 1
@@ -549,7 +551,7 @@ def nn_cases(op, attrs, rng):
     f32 = lambda *s: floats(rng, s, specials=False)  # FusedBatchNormV3's statistics stay float32
     if op in ("Softmax", "LogSoftmax"):
         fn = tf.nn.softmax if op == "Softmax" else tf.nn.log_softmax
-        for shape in [(5,), (3, 7), (2, 3, 1000), (4, 1)]:
+        for shape in [(5,), (3, 7), (2, 65, 9), (2, 3, 1000), (4, 1)]:
             yield fn, [f(*shape) * 5]
     elif op == "Conv2D":
         for pad in ["SAME", "VALID", [[0, 0], [1, 2], [0, 1], [0, 0]]]:
