@@ -145,8 +145,11 @@ pub fn cross_entropy(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     let (f_mem, l_mem, loss_mem, back_mem) = (f_mem?, l_mem?, loss_mem?, back_mem?);
     let entry = if sparse { "sparse" } else { "dense" };
     let split = RowSplit::for_cols(cols as u32);
-    let pipeline =
-        device.pipelines.get(device, &XENT_SHADER, &PipelineSpec { entry, aliases: &[], constants: &split.constants() })?;
+    let pipeline = device.pipelines.get(
+        device,
+        &XENT_SHADER,
+        &PipelineSpec { entry, aliases: &[], constants: &split.constants() },
+    )?;
     stream.encode(|core, encoder| {
         let (f_bind, f_off) = storage_window(core, &f_mem, 4)?;
         let (l_bind, labels_off) = storage_window(core, &l_mem, 4)?;
