@@ -8,6 +8,8 @@
 //     barriers are costly).
 //   reduce_bool: All (OP 0), Any (1) over bool bytes; results are OR-ed into a zeroed output.
 //   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis; first index wins ties; `out_words` 1 or 2.
+//   reduce_columns: reduce_f32's ops but L2Loss over the leading axes of a `rows` x `outputs`
+//     input (the kept dimension innermost): see below.
 
 override OP: u32 = 0u;
 
@@ -26,6 +28,12 @@ struct Params {
     kept_stride: array<vec4<u32>, 2>,
     red_shape: array<vec4<u32>, 2>,
     red_stride: array<vec4<u32>, 2>,
+    // reduce_columns only: rows this launch combines, rows per slice, slices, and 1 where it writes
+    // raw partial results (one row per slice) rather than finished ones.
+    rows: u32,
+    rows_per_slice: u32,
+    slices: u32,
+    partial: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> input: array<u32>;
@@ -151,6 +159,28 @@ fn reduce_f32_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
         acc = combine(acc, term(bitcast<f32>(input[base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)])));
     }
     atomicStore(&out[p.out_off + o], bitcast<u32>(finish(acc)));
+}
+
+// Column reductions (Sum over leading axes, BiasAddGrad): invocation (slice, column) combines its
+// slice of one column with a plain row stride, neighbouring lanes reading neighbouring columns and
+// no element index split into coordinates. With more than one slice it writes raw partial results,
+// one row per slice, that a second launch over `slices` rows combines (`count` stays the reduced
+// element count, for Mean).
+@compute @workgroup_size(64)
+fn reduce_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 64u;
+    if (i >= p.outputs * p.slices) {
+        return;
+    }
+    let slice = quot(i, p.outputs);
+    let column = i - slice * p.outputs;
+    let first = slice * p.rows_per_slice;
+    let last = min(p.rows, first + p.rows_per_slice);
+    var acc = identity();
+    for (var r = first; r < last; r++) {
+        acc = combine(acc, bitcast<f32>(input[p.in_off + r * p.outputs + column]));
+    }
+    atomicStore(&out[p.out_off + i], bitcast<u32>(select(finish(acc), acc, p.partial != 0u)));
 }
 
 @compute @workgroup_size(256)

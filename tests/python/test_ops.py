@@ -207,7 +207,8 @@ def grad_cases(op, attrs, rng):
 def training_cases(op, attrs, rng):
     f = lambda *s: typed(attrs, floats(rng, s, specials=False))
     if op == "BiasAddGrad":
-        for shape in [(3, 4), (2, 5, 7, 3), (0, 6), (70, 33)]:
+        # (20, 30, 30, 16): channel sums split over slices of rows (reduce_columns, two launches).
+        for shape in [(3, 4), (2, 5, 7, 3), (0, 6), (70, 33), (20, 30, 30, 16)]:
             yield (lambda g: tf.raw_ops.BiasAddGrad(out_backprop=g)), [f(*shape)]
         yield (lambda g: tf.raw_ops.BiasAddGrad(out_backprop=g, data_format="NCHW")), [f(2, 3, 4, 5)]
     elif op == "SparseSoftmaxCrossEntropyWithLogits":
@@ -522,6 +523,11 @@ def reduce_cases(op, attrs, rng):
         yield (lambda t, axes=axes, keep=keep: fn(t, axis=axes, keepdims=keep)), [x]
     yield (lambda t: fn(t, axis=1)), [typed(attrs, floats(rng, (3, 0, 2), specials=False))]
     yield (lambda t: fn(t)), [typed(attrs, floats(rng, (70001,), specials=False, scale=0.1))]
+    # Leading axes (reduce_columns): 5000 rows split over 15 slices whose partials a second launch
+    # combines (the last slice shorter), and merged leading axes in one launch. Products near 1.
+    near_one = lambda *s: np.exp(floats(rng, s, specials=False, scale=0.01)) if op == "Prod" else floats(rng, s, specials=False)
+    yield (lambda t: fn(t, axis=0)), [typed(attrs, near_one(5000, 17))]
+    yield (lambda t: fn(t, axis=[0, 1], keepdims=True)), [typed(attrs, near_one(6, 40, 3))]
 
 
 def matmul_cases(op, attrs, rng):
@@ -1039,6 +1045,20 @@ def test_tiled_matmul_without_subgroups_matches_numpy():
     log = dispatch_log(TILED_MATMUL_SCRIPT, TF_WGPU_MATMUL="tiles-plain")
     assert "dispatch matmul tiles [" in log, log[-3000:]
     assert "dispatch matmul tiles subgroup" not in log, log[-3000:]
+
+
+def test_leading_axis_reductions_run_by_columns():
+    """Sums over leading axes take reduce_columns (the reduction cases above check its results):
+    one launch for a small input, two for a big one with few columns (partials per slice of rows,
+    then their sum)."""
+    script = (
+        "import tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    tf.reduce_sum(tf.identity(tf.ones([100, 30])), axis=0).numpy()\n"
+        "    tf.raw_ops.BiasAddGrad(out_backprop=tf.identity(tf.ones([20, 30, 30, 16]))).numpy()\n"
+    )
+    log = dispatch_log(script)
+    assert log.count("dispatch reduce_columns") == 3, log[-3000:]
 
 
 def test_im2col_packers_run():
