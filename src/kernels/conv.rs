@@ -414,7 +414,8 @@ const GRAD_FILTER_SLICE: u32 = 512;
 const GRAD_FILTER_PARTIAL_BYTES: u64 = 64 << 20;
 
 /// Conv2DBackpropFilter: split over slices of the output pixels into scratch partial sums, then
-/// summed, when there is more than one slice; else one invocation per filter element.
+/// summed, when there is more than one slice; else one invocation per filter element. Four output
+/// channels per invocation (`conv2d_grad_filter_oc4`) where they fit a vec4.
 fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &TensorRef, out: &TensorRef) -> Result<()> {
     let n = shader_len(out.num_elements(), "conv2d_grad_filter")?;
     let pixels = u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow);
@@ -422,8 +423,14 @@ fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &Tensor
     let slices = pixels.div_ceil(u64::from(GRAD_FILTER_SLICE)).min(cap);
     p.slices = slices.max(1) as u32;
     p.slice_len = pixels.div_ceil(slices.max(1)) as u32;
+    // `four_channels_fit` checks the vec4 views of binding 1 (here dy) and the output.
+    let (entry, per_invocation) = if four_channels_fit(stream, &p, dy, out)? {
+        ("conv2d_grad_filter_oc4", 4)
+    } else {
+        ("conv2d_grad_filter", 1)
+    };
     if n == 0 || slices <= 1 {
-        return launch(stream, "conv2d_grad_filter", p, &[x, dy], out);
+        return launch_with(stream, entry, p, &[x, dy], out, Some(u64::from(n / per_invocation)));
     }
     p.n = n;
     let device = stream.device();
@@ -432,7 +439,7 @@ fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &Tensor
     let [x_mem, dy_mem, out_mem] = [x, dy, out].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
     let (x_mem, dy_mem, out_mem) = (x_mem?, dy_mem?, out_mem?);
     let pipeline_of = |entry| device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() });
-    let (partial, sum) = (pipeline_of("conv2d_grad_filter")?, pipeline_of("conv2d_grad_filter_sum")?);
+    let (partial, sum) = (pipeline_of(entry)?, pipeline_of("conv2d_grad_filter_sum")?);
     stream.encode(|core, encoder| {
         let (x_bind, x_off) = storage_window(core, &x_mem, 4)?;
         let (dy_bind, dy_off) = storage_window(core, &dy_mem, 4)?;
@@ -440,8 +447,8 @@ fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &Tensor
         let partials = Binding { buffer: &scratch, offset: 0, size: partial_bytes };
         (p.in_off, p.f_off, p.out_off) = (x_off, dy_off, 0);
         let bindings = [x_bind, dy_bind, partials, x_bind, x_bind, x_bind];
-        let threads = u64::from(n) * slices;
-        dispatch(core, encoder, "conv2d_grad_filter", &partial, &bindings, bytemuck::bytes_of(&p), threads)?;
+        let threads = u64::from(n / per_invocation) * slices;
+        dispatch(core, encoder, entry, &partial, &bindings, bytemuck::bytes_of(&p), threads)?;
         (p.out_off, p.offset_off) = (out_off, 0);
         let bindings = [x_bind, dy_bind, out_bind, partials, x_bind, x_bind];
         dispatch(core, encoder, "conv2d_grad_filter_sum", &sum, &bindings, bytemuck::bytes_of(&p), u64::from(n))

@@ -232,7 +232,11 @@ CONV_GRAD_CONFIGS = [  # input shape, filter shape, strides, padding, dilations
     ((2, 9, 8, 4), (3, 2, 4, 5), [1, 2, 1, 1], "VALID", [1, 1, 1, 1]),
     ((2, 9, 8, 4), (3, 2, 4, 5), [1, 1, 2, 1], [[0, 0], [1, 2], [0, 1], [0, 0]], [1, 1, 1, 1]),
     ((2, 5, 7, 6), (1, 1, 6, 7), [1, 1, 1, 1], "SAME", [1, 1, 1, 1]),
-    # More than 512 output pixels: the filter gradient is summed in slices (the last one partial).
+    # Output channels a multiple of 4: four per invocation of the filter gradient (one slice here).
+    ((2, 6, 5, 3), (2, 2, 3, 8), [1, 1, 1, 1], "SAME", [1, 1, 1, 1]),
+    # More than 512 output pixels: the filter gradient is summed in slices (the last one partial),
+    # here with one output channel per invocation, below with four.
+    ((2, 24, 23, 2), (3, 3, 2, 6), [1, 1, 1, 1], "SAME", [1, 1, 1, 1]),
     ((3, 20, 19, 2), (3, 3, 2, 4), [1, 1, 1, 1], "SAME", [1, 1, 1, 1]),
     ((2, 28, 28, 1), (3, 3, 1, 16), [1, 1, 1, 1], "VALID", [1, 1, 1, 1]),
     ((3, 36, 35, 3), (3, 3, 3, 4), [1, 2, 2, 1], "SAME", [1, 1, 1, 1]),
