@@ -165,16 +165,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n) {
         return;
     }
-    let at = broadcast_offsets(i, p.rank, p.shape, p.a_strides, p.b_strides, p.b_strides);
+    let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
     out[p.out_off + i] = T(apply(f32(a[p.a_off + at.x]), f32(b[p.b_off + at.y])));
 }
 
-// The same ops four elements at a time, for operands shaped like the output, or one scalar operand
-// (`SCALAR`: 1 for `a`, 2 for `b`), every other offset a multiple of 4 elements and `p.n` (the
-// elements covered) a multiple of 4; the host runs `main` on the rest. On llvmpipe every storage
-// access is a per-lane loop with a bounds check, so one vec4 access moves four elements for the
-// price of one. The vec4 views share the scalar views' bindings (no entry point uses both).
+// The same ops four elements at a time, for operands shaped like the output, one scalar operand
+// (`SCALAR`: 1 for `a`, 2 for `b`) or one row repeated along the output (`ROW`: 1 for `a`, 2 for
+// `b`; a bias over the trailing dimensions, `p.shape[0].x` vec4s long), every other offset a
+// multiple of 4 elements and `p.n` (the elements covered) a multiple of 4; the host runs `main`
+// on the rest. On llvmpipe every storage access is a per-lane loop with a bounds check and the
+// broadcasting index math of `main` costs more than the loads, so one vec4 access and one index
+// per four elements go a long way. The vec4 views share the scalar views' bindings (no entry point
+// uses both).
 override SCALAR: u32 = 0u;
+override ROW: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read_write> a4: array<vec4<T>>;
 @group(0) @binding(1) var<storage, read_write> b4: array<vec4<T>>;
@@ -194,11 +198,15 @@ fn main_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     var y: vec4<f32>;
     if (SCALAR == 1u) {
         x = vec4<f32>(f32(a4[p.a_off / 4u][p.a_off % 4u]));
+    } else if (ROW == 1u) {
+        x = vec4<f32>(a4[p.a_off / 4u + rem(i, p.shape[0].x)]);
     } else {
         x = vec4<f32>(a4[p.a_off / 4u + i]);
     }
     if (SCALAR == 2u) {
         y = vec4<f32>(f32(b4[p.b_off / 4u][p.b_off % 4u]));
+    } else if (ROW == 2u) {
+        y = vec4<f32>(b4[p.b_off / 4u + rem(i, p.shape[0].x)]);
     } else {
         y = vec4<f32>(b4[p.b_off / 4u + i]);
     }

@@ -109,7 +109,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= p.n) {
         return;
     }
-    let at = broadcast_offsets(i, p.rank, p.shape, p.a_strides, p.b_strides, p.b_strides);
+    let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
     let x = a[p.a_off + at.x];
     let y = b[p.b_off + at.y];
     out[p.out_off + i] = apply64(x, y);

@@ -67,10 +67,12 @@ struct Position {
 
 fn position(i: u32) -> Position {
     var pos: Position;
-    pos.ch = i % p.oc;
-    pos.x = (i / p.oc) % p.ow;
-    pos.y = (i / (p.oc * p.ow)) % p.oh;
-    pos.b = i / (p.oc * p.ow * p.oh);
+    let pixel = quot(i, p.oc);
+    let row = quot(pixel, p.ow);
+    pos.ch = i - pixel * p.oc;
+    pos.x = pixel - row * p.ow;
+    pos.b = quot(row, p.oh);
+    pos.y = row - pos.b * p.oh;
     return pos;
 }
 
@@ -213,10 +215,12 @@ fn batch_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 // The (batch, y, x, channel) of element `i` of an input-shaped [batch, h, w, c] tensor.
 fn input_position(i: u32) -> Position {
     var pos: Position;
-    pos.ch = i % p.c;
-    pos.x = (i / p.c) % p.w;
-    pos.y = (i / (p.c * p.w)) % p.h;
-    pos.b = i / (p.c * p.w * p.h);
+    let pixel = quot(i, p.c);
+    let row = quot(pixel, p.w);
+    pos.ch = i - pixel * p.c;
+    pos.x = pixel - row * p.w;
+    pos.b = quot(row, p.h);
+    pos.y = row - pos.b * p.h;
     return pos;
 }
 
@@ -263,10 +267,12 @@ fn conv2d_grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
 
 // Filter element `f` of conv2d_grad_filter, as (ky, kx, input channel, output channel).
 fn grad_filter_element(f: u32) -> vec4<u32> {
-    let o = f % p.oc;
-    let ci = (f / p.oc) % p.fc;
-    let kx = (f / (p.oc * p.fc)) % p.kw;
-    let ky = f / (p.oc * p.fc * p.kw);
+    let tap_channel = quot(f, p.oc);
+    let tap = quot(tap_channel, p.fc);
+    let o = f - tap_channel * p.oc;
+    let ci = tap_channel - tap * p.fc;
+    let ky = quot(tap, p.kw);
+    let kx = tap - ky * p.kw;
     let groups = p.c / p.fc;
     return vec4<u32>(ky, kx, (o / (p.oc / groups)) * p.fc + ci, o);
 }
@@ -281,7 +287,9 @@ struct Pixel {
 }
 
 fn pixel_of(q: u32) -> Pixel {
-    return Pixel(q / (p.ow * p.oh), (q / p.ow) % p.oh, q % p.ow);
+    let row = quot(q, p.ow);
+    let b = quot(row, p.oh);
+    return Pixel(b, row - b * p.oh, q - row * p.ow);
 }
 
 fn next_pixel(px: ptr<function, Pixel>) {
@@ -317,8 +325,9 @@ fn conv2d_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     if (i >= p.n * p.slices) {
         return;
     }
-    let e = grad_filter_element(i % p.n);
-    let first = (i / p.n) * p.slice_len;
+    let slice = quot(i, p.n);
+    let e = grad_filter_element(i - slice * p.n);
+    let first = slice * p.slice_len;
     let last = min(first + p.slice_len, p.batch * p.oh * p.ow);
     var px = pixel_of(first);
     var acc = 0.0;
@@ -340,7 +349,7 @@ fn conv2d_grad_filter_oc4(@builtin(global_invocation_id) gid: vec3<u32>, @builti
     if (i >= groups * p.slices) {
         return;
     }
-    let slice = i / groups;
+    let slice = quot(i, groups);
     let f = (i - slice * groups) * 4u;
     let e = grad_filter_element(f);
     let first = slice * p.slice_len;
@@ -470,11 +479,8 @@ fn max_pool_grad_windows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
     if (i >= p.n / (p.h * p.w * p.c) * (p.oh * p.ow * p.oc)) {
         return;
     }
-    let o = i % p.oc;
-    let ox = (i / p.oc) % p.ow;
-    let oy = (i / (p.oc * p.ow)) % p.oh;
-    let b = i / (p.oc * p.ow * p.oh);
-    let at = window_argmax(b, oy, ox, o);
+    let pos = position(i);
+    let at = window_argmax(pos.b, pos.y, pos.x, pos.ch);
     if (at >= 0) {
         out[p.out_off + u32(at)] = weights[p.f_off + i];
     }

@@ -41,7 +41,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     for (var k = 0u; k < 4u; k++) {
         let i = w * 4u + k;
         if (i < p.n) {
-            let at = broadcast_offsets(i, p.rank, p.shape, p.a_strides, p.b_strides, p.b_strides);
+            let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
             let x = byte_of_a(p.a_byte + at.x) != 0u;
             var r = false;
             switch OP {

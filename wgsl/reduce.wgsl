@@ -48,9 +48,9 @@ fn dim_at(v: array<vec4<u32>, 2>, k: u32) -> u32 {
 }
 
 fn offset_step(rem: ptr<function, u32>, at: ptr<function, u32>, size: u32, stride: u32) {
-    let next = quot(*rem, size);
-    *at += (*rem - next * size) * stride;
-    *rem = next;
+    let split = quot_rem(*rem, size);
+    *at += split.y * stride;
+    *rem = split.x;
 }
 
 // Dimensions innermost first, each at a constant index: llvmpipe keeps an array indexed by a

@@ -32,7 +32,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let i = word / WORDS;
     let part = word % WORDS;
-    let at = broadcast_offsets(i, p.rank, p.shape, p.cond_strides, p.t_strides, p.e_strides);
+    let at = broadcast_offsets(i, p.shape, p.cond_strides, p.t_strides, p.e_strides);
     let c = read_byte(cond[(p.cond_byte + at.x) >> 2u], p.cond_byte + at.x) != 0u;
     let from_t = t[p.t_off + at.y * WORDS + part];
     let from_e = e[p.e_off + at.z * WORDS + part];

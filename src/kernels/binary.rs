@@ -10,7 +10,7 @@ use crate::runtime::pipeline::{
 use crate::runtime::Stream;
 use bytemuck::Zeroable;
 
-use super::{fast_div, shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, rank_constant, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 macro_rules! broadcast_shader {
     ($name:literal, $file:literal, $buffers:expr) => {
@@ -149,16 +149,33 @@ impl Layout {
         if out.len() > MAX_RANK {
             return Err(Error::unimplemented(format!("broadcasting beyond rank {MAX_RANK} is not supported")));
         }
-        layout.rank = out.len() as u32;
-        for (d, &size) in out.iter().enumerate() {
-            layout.shape[d] = size as u32;
-        }
-        for (k, shape) in operands.iter().enumerate() {
+        let mut strides = Vec::with_capacity(operands.len());
+        for shape in operands {
             if shape.len() > out.len() {
                 return Err(Error::invalid_argument(format!("operand shape {shape:?} does not broadcast to {out:?}")));
             }
-            for (d, s) in broadcast_strides(shape, out).into_iter().enumerate() {
-                layout.strides[k][d] = s;
+            strides.push(broadcast_strides(shape, out));
+        }
+        // Merge each dimension into the next inner one where every operand steps through the pair
+        // as through one dimension (both broadcast, or contiguous): a bias add over [n, h, w, c]
+        // indexes as [n * h * w, c], and fewer dimensions are fewer index splits per element.
+        let mut dims: Vec<(u32, Vec<u32>)> = Vec::with_capacity(out.len());
+        for (d, &size) in out.iter().enumerate() {
+            let size = size as u32;
+            let steps: Vec<u32> = strides.iter().map(|s| s[d]).collect();
+            match dims.last_mut() {
+                Some((outer, outer_steps)) if outer_steps.iter().zip(&steps).all(|(&o, &s)| o == s * size) => {
+                    *outer *= size;
+                    *outer_steps = steps;
+                }
+                _ => dims.push((size, steps)),
+            }
+        }
+        layout.rank = dims.len() as u32;
+        for (d, (size, steps)) in dims.into_iter().enumerate() {
+            layout.shape[d] = size;
+            for (k, step) in steps.into_iter().enumerate() {
+                layout.strides[k][d] = step;
             }
         }
         Ok(layout)
@@ -204,7 +221,7 @@ fn launch_two(
     let device = stream.device();
     let mems: Vec<DeviceSlice> =
         [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
-    let constants: Vec<_> = spec.constants.iter().copied().chain([fast_div(n)]).collect();
+    let constants: Vec<_> = spec.constants.iter().copied().chain([fast_div(n), rank_constant(layout.rank)]).collect();
     let pipeline = device.pipelines.get(device, shader, &PipelineSpec { constants: &constants, ..spec })?;
     stream.encode(|core, encoder| {
         let (a_bind, a_off) = storage_window(core, &mems[0], input_unit)?;
@@ -266,11 +283,20 @@ enum Vec4Operand {
     Full,
     /// One element, repeated.
     Scalar,
+    /// The output's trailing dimensions (a multiple of 4 elements), repeated: a bias.
+    Row,
+}
+
+/// Whether `shape`, without its leading 1s, is the trailing dimensions of `out`: it repeats as a row.
+fn is_trailing_row(shape: &[i64], out: &[i64]) -> bool {
+    let inner: &[i64] = &shape[shape.iter().take_while(|&&d| d == 1).count()..];
+    out.ends_with(inner)
 }
 
 /// `out = op(a, b)` through `main_vec4` for the elements up to a multiple of 4, then `main` for the
 /// rest. Returns false, encoding nothing, where it does not apply: broadcasting other than by a
-/// scalar, outputs under `VEC4_MIN_ELEMENTS`, offsets off a vec4, or dtypes other than f32/f16.
+/// scalar or a row, outputs under `VEC4_MIN_ELEMENTS`, offsets off a vec4, or dtypes other than
+/// f32/f16.
 fn launch_vec4(
     stream: &Stream,
     constants: &[(&'static str, f64)],
@@ -285,15 +311,22 @@ fn launch_vec4(
     let kind = |t: &TensorRef| match t.num_elements() {
         _ if t.shape == out.shape => Some(Vec4Operand::Full),
         1 => Some(Vec4Operand::Scalar),
+        len if len % 4 == 0 && is_trailing_row(&t.shape, &out.shape) => Some(Vec4Operand::Row),
         _ => None,
     };
-    let scalar = match (kind(a), kind(b)) {
+    use Vec4Operand::{Full, Row, Scalar};
+    // (SCALAR, ROW) of `main_vec4`.
+    let (scalar, row) = match (kind(a), kind(b)) {
         _ if n < VEC4_MIN_ELEMENTS => return Ok(false),
-        (Some(Vec4Operand::Full), Some(Vec4Operand::Full)) => 0,
-        (Some(Vec4Operand::Scalar), Some(Vec4Operand::Full)) => 1,
-        (Some(Vec4Operand::Full), Some(Vec4Operand::Scalar)) => 2,
+        (Some(Full), Some(Full)) => (0, 0),
+        (Some(Scalar), Some(Full)) => (1, 0),
+        (Some(Full), Some(Scalar)) => (2, 0),
+        (Some(Row), Some(Full)) => (0, 1),
+        (Some(Full), Some(Row)) => (0, 2),
         _ => return Ok(false),
     };
+    // A row's length in vec4s; rows are whole vec4s, so are the outputs they repeat along.
+    let row_vec4s = [a, b].iter().zip([1, 2]).find(|&(_, k)| k == row).map_or(0, |(t, _)| t.num_elements() / 4);
     let kinds = [kind(a), kind(b), Some(Vec4Operand::Full)].map(|k| k.unwrap_or(Vec4Operand::Full));
     let device = stream.device();
     let size = out.dtype.size();
@@ -309,24 +342,32 @@ fn launch_vec4(
     }
     let aliases = [("T", out.dtype.wgsl())];
     let mut vec4_constants = constants.to_vec();
-    vec4_constants.push(("SCALAR", f64::from(scalar)));
+    vec4_constants.extend([("SCALAR", f64::from(scalar)), ("ROW", f64::from(row)), fast_div(n / 4)]);
     let vec4 = device.pipelines.get(
         device,
         &SHADER,
         &PipelineSpec { entry: "main_vec4", aliases: &aliases, constants: &vec4_constants },
     )?;
-    let tail = device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &aliases, constants })?;
+    // The tail indexes one flat dimension.
+    let tail_constants: Vec<_> = constants.iter().copied().chain([rank_constant(1)]).collect();
+    let tail = device.pipelines.get(
+        device,
+        &SHADER,
+        &PipelineSpec { entry: "main", aliases: &aliases, constants: &tail_constants },
+    )?;
     let bindings = [windows[0].0, windows[1].0, windows[2].0];
     let [a_off, b_off, out_off] = [windows[0].1, windows[1].1, windows[2].1];
     let body = n / 4 * 4;
     stream.encode(|core, encoder| {
-        let params = TwoOperandParams { n: body, rank: 1, a_off, b_off, out_off, ..Zeroable::zeroed() };
+        let mut params = TwoOperandParams { n: body, rank: 1, a_off, b_off, out_off, ..Zeroable::zeroed() };
+        params.shape[0] = row_vec4s as u32;
         let label = "binary vec4";
         dispatch(core, encoder, label, &vec4, &bindings, bytemuck::bytes_of(&params), u64::from(body / 4))?;
         let rest = n - body;
         if rest > 0 {
-            // One flat dimension: full operands step through it, the scalar stays put.
-            let stride = |k: Vec4Operand| u32::from(k == Vec4Operand::Full);
+            // One flat dimension: full operands step through it, the scalar stays put. (Outputs with
+            // a row operand are whole vec4s: no tail.)
+            let stride = |k: Vec4Operand| u32::from(k == Full);
             let (a_stride, b_stride) = (stride(kinds[0]), stride(kinds[1]));
             let mut params = TwoOperandParams {
                 n: rest,
@@ -552,7 +593,11 @@ pub fn select(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let pipeline = device.pipelines.get(
         device,
         &SELECT_SHADER,
-        &PipelineSpec { entry: "main", aliases: &[], constants: &[("WORDS", words as f64), fast_div(n)] },
+        &PipelineSpec {
+            entry: "main",
+            aliases: &[],
+            constants: &[("WORDS", words as f64), fast_div(n), rank_constant(layout.rank)],
+        },
     )?;
     stream.encode(|core, encoder| {
         let (c_bind, cond_byte) = storage_window(core, &mems[0], 1)?;

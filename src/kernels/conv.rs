@@ -1,15 +1,39 @@
 //! NHWC spatial ops (`wgsl/conv.wgsl`): Conv2D, DepthwiseConv2dNative, MaxPool, AvgPool and
 //! FusedBatchNormV3 in inference mode.
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::runtime::memory::DeviceSlice;
-use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, Shader};
-use crate::runtime::Stream;
+use crate::runtime::pipeline::{dispatch, storage_window, Binding, Pipeline, PipelineSpec, Shader};
+use crate::runtime::{DeviceCore, Stream};
 
-use super::{shader_len, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, shader_len, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "conv", source: include_str!("../../wgsl/conv.wgsl"), storage_buffers: 6, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "conv",
+    source: concat!(include_str!("../../wgsl/quot.wgsl"), include_str!("../../wgsl/conv.wgsl")),
+    storage_buffers: 6,
+    uniform_buffers: 0,
+};
+
+/// The pipeline of `conv.wgsl`'s `entry`, specialised on whether `quot` may divide through f32:
+/// every index its entries split (an invocation, an element of the input, output or filter, an
+/// output pixel, or a filter element of a slice) is below 2^23.
+fn conv_pipeline(device: &DeviceCore, entry: &'static str, p: &Params, invocations: u64) -> Result<Arc<Pipeline>> {
+    let pixels = |h: u32, w: u32| u64::from(p.batch) * u64::from(h) * u64::from(w);
+    let largest = [
+        invocations,
+        u64::from(p.n) * u64::from(p.slices.max(1)),
+        pixels(p.h, p.w) * u64::from(p.c),
+        pixels(p.oh, p.ow) * u64::from(p.oc),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    let constants = [fast_div(largest.min(u32::MAX.into()) as u32)];
+    device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -124,7 +148,7 @@ fn launch_with(
         tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(4))).collect::<Result<_>>()?;
     // Binding order: input, weights, output, then batch_norm's extra vectors.
     mems.insert(2, device.memory.resolve(out.address, out.byte_len())?);
-    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
+    let pipeline = conv_pipeline(device, entry, &p, invocations)?;
     stream.encode(|core, encoder| {
         let mut bindings: Vec<Binding> = Vec::with_capacity(6);
         let mut offsets = Vec::with_capacity(6);
@@ -424,11 +448,8 @@ fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &Tensor
     p.slices = slices.max(1) as u32;
     p.slice_len = pixels.div_ceil(slices.max(1)) as u32;
     // `four_channels_fit` checks the vec4 views of binding 1 (here dy) and the output.
-    let (entry, per_invocation) = if four_channels_fit(stream, &p, dy, out)? {
-        ("conv2d_grad_filter_oc4", 4)
-    } else {
-        ("conv2d_grad_filter", 1)
-    };
+    let (entry, per_invocation) =
+        if four_channels_fit(stream, &p, dy, out)? { ("conv2d_grad_filter_oc4", 4) } else { ("conv2d_grad_filter", 1) };
     if n == 0 || slices <= 1 {
         return launch_with(stream, entry, p, &[x, dy], out, Some(u64::from(n / per_invocation)));
     }
@@ -438,7 +459,8 @@ fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &Tensor
     let scratch = device.scratch.get(device, "conv2d grad filter partials", partial_bytes)?;
     let [x_mem, dy_mem, out_mem] = [x, dy, out].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
     let (x_mem, dy_mem, out_mem) = (x_mem?, dy_mem?, out_mem?);
-    let pipeline_of = |entry| device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() });
+    let threads = u64::from(n / per_invocation) * slices;
+    let pipeline_of = |entry| conv_pipeline(device, entry, &p, threads);
     let (partial, sum) = (pipeline_of(entry)?, pipeline_of("conv2d_grad_filter_sum")?);
     stream.encode(|core, encoder| {
         let (x_bind, x_off) = storage_window(core, &x_mem, 4)?;
@@ -447,7 +469,6 @@ fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &Tensor
         let partials = Binding { buffer: &scratch, offset: 0, size: partial_bytes };
         (p.in_off, p.f_off, p.out_off) = (x_off, dy_off, 0);
         let bindings = [x_bind, dy_bind, partials, x_bind, x_bind, x_bind];
-        let threads = u64::from(n / per_invocation) * slices;
         dispatch(core, encoder, entry, &partial, &bindings, bytemuck::bytes_of(&p), threads)?;
         (p.out_off, p.offset_off) = (out_off, 0);
         let bindings = [x_bind, dy_bind, out_bind, partials, x_bind, x_bind];

@@ -735,6 +735,13 @@ pub fn op_table() -> String {
 
 /// The `FAST_DIV` override of `wgsl/quot.wgsl` for a pipeline whose dividends (flat indices) are
 /// all below `largest`: whether f32 division is exact enough for them.
+/// The `RANK` override of shaders that split indices over up to 8 dimensions (`broadcast.wgsl`):
+/// `rank` rounded up to 1, 2, 4 or 8, so that a few pipelines serve every rank and the host pads
+/// the dimensions past it with size 1.
+pub(crate) fn rank_constant(rank: u32) -> (&'static str, f64) {
+    ("RANK", rank.max(1).next_power_of_two() as f64)
+}
+
 pub(crate) fn fast_div(largest: u32) -> (&'static str, f64) {
     ("FAST_DIV", if largest < 1 << 23 { 1.0 } else { 0.0 })
 }

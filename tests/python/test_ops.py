@@ -368,8 +368,15 @@ def binary_cases(op, attrs, rng):
         yield fn, [typed(attrs, floats(rng, a)), typed(attrs, floats(rng, b))]
     yield fn, [typed(attrs, floats(rng, (0, 3))), typed(attrs, floats(rng, (1, 3)))]
     yield fn, [typed(attrs, floats(rng, (257,))), typed(attrs, floats(rng, (257,)))]
-    # From 4096 elements the vec4 kernel runs: one shape with 0 or 3 elements left over, or a scalar.
-    for a, b in [((4099,), (4099,)), ((64, 66), (64, 66)), ((), (70, 61)), ((4101,), ()), ((1, 1), (50, 90))]:
+    # From 4096 elements the vec4 kernel runs: one shape with 0 or 3 elements left over, a scalar,
+    # or a row over the trailing dimensions of a multiple of 4 elements (either operand, leading 1s,
+    # two dimensions); a row of 66 takes the broadcasting kernel.
+    for a, b in [((4099,), (4099,)), ((64, 66), (64, 66)), ((), (70, 61)), ((4101,), ()), ((1, 1), (50, 90)),
+                 ((70, 64), (64,)), ((1, 40), (120, 40)), ((3, 50, 40), (50, 40)), ((70, 66), (66,))]:
+        yield fn, [typed(attrs, floats(rng, a)), typed(attrs, floats(rng, b))]
+    # Broadcasts that no merging of dimensions shortens: pipelines for ranks up to 4 and up to 8
+    # (`RANK`), the dimensions past the real rank padded.
+    for a, b in [((2, 1, 3), (1, 4, 1)), ((2, 1, 3, 1, 2), (1, 3, 1, 2, 1))]:
         yield fn, [typed(attrs, floats(rng, a)), typed(attrs, floats(rng, b))]
     if op in ("FloorMod", "FloorDiv"):
         # x just below a multiple of y (x / y rounds up to an integer) and exponents far apart:
@@ -983,16 +990,19 @@ def dispatch_log(script, **env_vars):
 
 def test_large_elementwise_ops_run_four_elements_at_a_time():
     """The vec4 kernel really runs (the cases above would pass on the scalar kernel alone): the
-    dispatch log of a big Mul, a Mul by a scalar, a ReluGrad and a Relu names it."""
+    dispatch log of a big Mul, a Mul by a scalar, a ReluGrad, a Relu, a row added to a matrix and a
+    BiasAdd names it."""
     script = (
         "import tensorflow as tf\n"
         "with tf.device('/GPU:0'):\n"
         "    x = tf.identity(tf.ones([64, 66]))\n"
         "    (x * x).numpy(); (x * 2.0).numpy(); tf.raw_ops.ReluGrad(gradients=x, features=x).numpy()\n"
         "    tf.nn.relu(x).numpy()\n"
+        "    y, row = tf.identity(tf.ones([64, 64])), tf.identity(tf.ones([64]))\n"
+        "    (y + row).numpy(); tf.nn.bias_add(y, row).numpy()\n"
     )
     log = dispatch_log(script)
-    assert log.count("dispatch binary vec4") >= 3, log[-3000:]
+    assert log.count("dispatch binary vec4") >= 5, log[-3000:]
     assert "dispatch unary vec4" in log, log[-3000:]
 
 
