@@ -55,8 +55,9 @@ fn get_u(v: array<vec4<u32>, 2>, k: u32) -> u32 {
 // One dimension of `map_source`: peels the output coordinate off `rem` and adds the source
 // offset; false where the coordinate is padding.
 fn map_step(rem: ptr<function, u32>, at: ptr<function, i32>, size: u32, in_dim: u32, offset: i32, mode: u32, stride: u32) -> bool {
-    let o = i32(*rem % size);
-    *rem = *rem / size;
+    let split = quot_rem(*rem, size);
+    let o = i32(split.y);
+    *rem = split.x;
     let dim = i32(in_dim);
     var i = o - offset;
     switch mode {
@@ -79,6 +80,10 @@ fn map_step(rem: ptr<function, u32>, at: ptr<function, i32>, size: u32, in_dim: 
     return true;
 }
 
+// The rank the pipeline handles (1, 2, 4 or 8), dimensions past the real rank padded by the host
+// with size 1 and stride 0 (see broadcast.wgsl's RANK).
+override RANK: u32 = 8u;
+
 // Source element of output element `e`, or -1 where the output is padding. Dimensions innermost
 // first, each at a constant index: llvmpipe keeps an array indexed by a variable in memory, per
 // lane (see broadcast.wgsl).
@@ -86,7 +91,7 @@ fn map_source(e: u32) -> i32 {
     var rem = e;
     var at = 0i;
     var inside = true;
-    let rank = p.rank;
+    let rank = RANK;
     if (rank > 7u) { inside = map_step(&rem, &at, p.out_shape[1].w, p.in_dim[1].w, p.offset[1].w, p.mode[1].w, p.in_stride[1].w) && inside; }
     if (rank > 6u) { inside = map_step(&rem, &at, p.out_shape[1].z, p.in_dim[1].z, p.offset[1].z, p.mode[1].z, p.in_stride[1].z) && inside; }
     if (rank > 5u) { inside = map_step(&rem, &at, p.out_shape[1].y, p.in_dim[1].y, p.offset[1].y, p.mode[1].y, p.in_stride[1].y) && inside; }

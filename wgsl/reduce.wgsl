@@ -12,6 +12,10 @@
 //     input (the kept dimension innermost): see below.
 
 override OP: u32 = 0u;
+// The ranks the pipeline handles (1, 2, 4 or 8; the host pads shapes with 1s): constants, so that
+// `offset_of` runs only their steps (llvmpipe runs both sides of a branch on `p.kept_rank`).
+override KEPT_RANK: u32 = 8u;
+override RED_RANK: u32 = 8u;
 
 struct Params {
     kept_rank: u32,
@@ -117,11 +121,11 @@ fn reduce_f32(
 ) {
     let o = output_index(wid, nwg);
     let valid = o < p.outputs;
-    let base = p.in_off + offset_of(select(0u, o, valid), p.kept_rank, p.kept_shape, p.kept_stride);
+    let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
     var acc = identity();
     if (valid) {
         for (var r = lid; r < p.count; r += 256u) {
-            acc = combine(acc, term(bitcast<f32>(input[base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)])));
+            acc = combine(acc, term(bitcast<f32>(input[base + offset_of(r, RED_RANK, p.red_shape, p.red_stride)])));
         }
     }
     partial[lid] = acc;
@@ -153,10 +157,10 @@ fn reduce_f32_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
     if (o >= p.outputs) {
         return;
     }
-    let base = p.in_off + offset_of(o, p.kept_rank, p.kept_shape, p.kept_stride);
+    let base = p.in_off + offset_of(o, KEPT_RANK, p.kept_shape, p.kept_stride);
     var acc = identity();
     for (var r = 0u; r < p.count; r++) {
-        acc = combine(acc, term(bitcast<f32>(input[base + offset_of(r, p.red_rank, p.red_shape, p.red_stride)])));
+        acc = combine(acc, term(bitcast<f32>(input[base + offset_of(r, RED_RANK, p.red_shape, p.red_stride)])));
     }
     atomicStore(&out[p.out_off + o], bitcast<u32>(finish(acc)));
 }
@@ -191,12 +195,12 @@ fn reduce_bool(
 ) {
     let o = output_index(wid, nwg);
     let valid = o < p.outputs;
-    let base = p.in_off + offset_of(select(0u, o, valid), p.kept_rank, p.kept_shape, p.kept_stride);
+    let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
     // All: count false elements; Any: count true ones.
     var hits = 0.0;
     if (valid) {
         for (var r = lid; r < p.count; r += 256u) {
-            let at = base + offset_of(r, p.red_rank, p.red_shape, p.red_stride);
+            let at = base + offset_of(r, RED_RANK, p.red_shape, p.red_stride);
             let bit = (input[at >> 2u] >> ((at & 3u) * 8u)) & 0xffu;
             hits += select(0.0, 1.0, (bit != 0u) == (OP == 1u));
         }
@@ -234,7 +238,7 @@ fn arg_f32(
 ) {
     let o = output_index(wid, nwg);
     let valid = o < p.outputs;
-    let base = p.in_off + offset_of(select(0u, o, valid), p.kept_rank, p.kept_shape, p.kept_stride);
+    let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
     let stride = dim_at(p.red_stride, 0u);
     var best = 0.0;
     var best_index = 0xffffffffu;

@@ -8,10 +8,14 @@ use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, 
 use crate::runtime::Stream;
 
 use super::slice::{contiguous_strides, StridedView};
-use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, rank_constant, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "index", source: include_str!("../../wgsl/index.wgsl"), storage_buffers: 4, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "index",
+    source: concat!(include_str!("../../wgsl/quot.wgsl"), include_str!("../../wgsl/index.wgsl")),
+    storage_buffers: 4,
+    uniform_buffers: 0,
+};
 
 const MAX_RANK: usize = 8;
 
@@ -80,6 +84,8 @@ struct Launch<'a> {
     /// Binding unit (bytes) of each tensor.
     units: [u64; 4],
     threads: u64,
+    /// Override constants of the entry (`map_*`: `RANK`, `FAST_DIV`).
+    constants: Vec<(&'static str, f64)>,
 }
 
 impl Launch<'_> {
@@ -99,8 +105,11 @@ impl Launch<'_> {
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        let pipeline =
-            device.pipelines.get(device, &SHADER, &PipelineSpec { entry: self.entry, ..Default::default() })?;
+        let pipeline = device.pipelines.get(
+            device,
+            &SHADER,
+            &PipelineSpec { entry: self.entry, aliases: &[], constants: &self.constants },
+        )?;
         self.stream.encode(|core, encoder| {
             let mut bindings: Vec<Binding> = Vec::with_capacity(4);
             let mut offsets = [0u32; 4];
@@ -146,6 +155,9 @@ pub fn map(
     params.rank = dims.len() as u32;
     params.unit = unit;
     params.n = count * unit;
+    // Dimensions past the rank (the pipeline handles a rank bucket): size 1, read directly.
+    params.out_shape = [1; MAX_RANK];
+    params.in_dim = [1; MAX_RANK];
     for (k, d) in dims.iter().enumerate() {
         params.out_shape[k] = d.out as u32;
         params.in_dim[k] = d.in_dim as u32;
@@ -163,6 +175,7 @@ pub fn map(
         tensors: [input, Some(out), fill, None],
         units: [unit_bytes; 4],
         threads,
+        constants: vec![rank_constant(dims.len() as u32), fast_div(count)],
     }
     .run()
 }
@@ -199,8 +212,8 @@ fn copy_rows(
         ("rows_words", params.n as u64)
     };
     let unit_bytes = if bytes { 1 } else { 4 };
-    Launch { stream, entry, params, tensors: [Some(input), Some(&region), None, None], units: [unit_bytes; 4], threads }
-        .run()
+    let tensors = [Some(input), Some(&region), None, None];
+    Launch { stream, entry, params, tensors, units: [unit_bytes; 4], threads, constants: Vec::new() }.run()
 }
 
 fn normalise_axis(axis: i64, rank: usize, op: &str) -> Result<usize> {
@@ -485,6 +498,7 @@ pub fn gather_into(ctx: &mut dyn KernelContext, params: &TensorRef, indices: &Te
         tensors: [params_ref, Some(&out), Some(indices), None],
         units: [unit_bytes, unit_bytes, 4, 4],
         threads,
+        constants: Vec::new(),
     }
     .run()
 }
@@ -521,6 +535,7 @@ pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         tensors: [Some(&on), Some(&out), Some(&indices), Some(&off)],
         units: [4; 4],
         threads: p.n as u64,
+        constants: Vec::new(),
     }
     .run()
 }
@@ -550,6 +565,7 @@ pub fn range(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()
         tensors: [None, Some(&out), None, None],
         units: [4; 4],
         threads: p.n as u64,
+        constants: Vec::new(),
     }
     .run()
 }

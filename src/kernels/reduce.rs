@@ -6,7 +6,7 @@ use crate::runtime::pipeline::{dispatch_workgroups, grid, storage_window, Bindin
 use crate::runtime::Stream;
 
 use super::slice::contiguous_strides;
-use super::{fast_div, shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, rank_constant, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "reduce",
@@ -203,7 +203,16 @@ fn launch(
     let pipeline = device.pipelines.get(
         device,
         &SHADER,
-        &PipelineSpec { entry, aliases: &[], constants: &[("OP", op as f64), fast_div(p.count.max(p.outputs))] },
+        &PipelineSpec {
+            entry,
+            aliases: &[],
+            constants: &[
+                ("OP", op as f64),
+                fast_div(p.count.max(p.outputs)),
+                ("KEPT_RANK", rank_constant(p.kept_rank).1),
+                ("RED_RANK", rank_constant(p.red_rank).1),
+            ],
+        },
     )?;
     let byte_units = entry == "reduce_bool";
     stream.encode(|core, encoder| {
