@@ -7,6 +7,12 @@
 //! encoded, and unmapped when the encoder is finished, one per 64 KiB of uploads. Parameters and
 //! staged data use separate arenas: a copy kernel binds staged bytes as storage, and one buffer
 //! may not be storage and uniform in the same dispatch.
+//!
+//! Consecutive dispatches share one compute pass, ended before any other command (a copy, a fill)
+//! and at `finish`: wgpu records each pass into command buffers of their own, and lavapipe walks
+//! every command buffer an encoder's pool ever held when the pool is reset. With a pass per
+//! dispatch, a convolution's thousands of dispatches left a pool whose every later reset cost more
+//! than the small ops it served (an eager op chain ran 2x slower after one).
 
 use crate::error::{Error, Result};
 
@@ -17,6 +23,8 @@ const ARENA_BYTES: u64 = 64 * 1024;
 
 pub struct Encoder {
     commands: wgpu::CommandEncoder,
+    /// The compute pass the dispatches since the last other command share.
+    pass: Option<wgpu::ComputePass<'static>>,
     /// Per arena: the buffer being filled and how many of its bytes are used.
     current: [Option<(wgpu::Buffer, u64)>; 2],
     /// Arena (and dedicated upload) buffers, all still mapped until `finish`.
@@ -41,7 +49,10 @@ impl std::ops::Deref for Encoder {
 }
 
 impl std::ops::DerefMut for Encoder {
+    /// The command encoder itself, for commands other than dispatches: ends the open compute pass
+    /// first (wgpu refuses commands on an encoder with a pass open).
     fn deref_mut(&mut self) -> &mut wgpu::CommandEncoder {
+        self.pass = None;
         &mut self.commands
     }
 }
@@ -56,7 +67,17 @@ pub struct Upload {
 impl Encoder {
     pub fn new(core: &DeviceCore, label: &str) -> Self {
         let commands = core.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
-        Encoder { commands, current: [None, None], filled: Vec::new(), ops: 0 }
+        Encoder { commands, pass: None, current: [None, None], filled: Vec::new(), ops: 0 }
+    }
+
+    /// The compute pass for the next dispatch: the open one, or a new one.
+    pub fn compute_pass(&mut self) -> &mut wgpu::ComputePass<'static> {
+        let commands = &mut self.commands;
+        self.pass.get_or_insert_with(|| {
+            let descriptor =
+                wgpu::ComputePassDescriptor { label: Some("tensorflow-wgpu kernels"), timestamp_writes: None };
+            commands.begin_compute_pass(&descriptor).forget_lifetime()
+        })
     }
 
     /// Copies `data` into the arena at an offset aligned for a uniform binding (and for copies);
@@ -96,6 +117,7 @@ impl Encoder {
 
     /// Unmaps the arenas (their contents are final) and finishes the command buffer.
     pub fn finish(mut self) -> wgpu::CommandBuffer {
+        self.pass = None;
         self.filled.extend(self.current.iter_mut().filter_map(|c| c.take()).map(|(buffer, _)| buffer));
         for buffer in &self.filled {
             buffer.unmap();

@@ -289,8 +289,7 @@ pub fn dispatch_workgroups(
         layout: &pipeline.layout,
         entries: &entries,
     });
-    let mut pass =
-        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
+    let pass = encoder.compute_pass();
     pass.set_pipeline(&pipeline.pipeline);
     pass.set_bind_group(0, &bind_group, &[]);
     pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
