@@ -1,6 +1,8 @@
 //! Kernel benchmarks on whatever adapter is found (lavapipe in CI): matmul, conv2d, elementwise,
 //! reduction and softmax, each timed as enqueue + block_until_done on device-resident tensors.
-//! Matmul and conv report GFLOP/s as criterion "elements" (one element = one FLOP).
+//! Matmul and conv report GFLOP/s as criterion "elements" (one element = one FLOP). The matmul
+//! group also times a reference: the straightforward 16x16 shared-memory tiled WGSL kernel, on the
+//! same device in the same run (issue 5's yardstick for the matmul target).
 //!
 //!     cargo bench --bench kernels
 //!     cargo bench --bench kernels -- matmul     # one group
@@ -142,6 +144,8 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
 
+    reference_matmul(c, &device, 1024);
+
     let mut group = c.benchmark_group("conv2d f32");
     group.sample_size(10).measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
     let conv2d = kernel_for(
@@ -185,6 +189,85 @@ fn bench(c: &mut Criterion) {
     let softmax = kernel_for("Softmax", &[]);
     group.bench_function("Softmax over rows of 4096", |bench| {
         bench.iter(|| run(nn::softmax, &softmax, std::slice::from_ref(&big), vec![]))
+    });
+    group.finish();
+}
+
+/// The textbook 16x16 shared-memory tiled matmul (one output per invocation), for comparison.
+const REFERENCE_MATMUL: &str = r#"
+override N: u32 = 1024u;
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+var<workgroup> ta: array<f32, 256>;
+var<workgroup> tb: array<f32, 256>;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    var acc = 0.0;
+    for (var t = 0u; t < N / 16u; t++) {
+        ta[lid.y * 16u + lid.x] = a[gid.y * N + t * 16u + lid.x];
+        tb[lid.y * 16u + lid.x] = b[(t * 16u + lid.y) * N + gid.x];
+        workgroupBarrier();
+        for (var k = 0u; k < 16u; k++) {
+            acc += ta[lid.y * 16u + k] * tb[k * 16u + lid.x];
+        }
+        workgroupBarrier();
+    }
+    c[gid.y * N + gid.x] = acc;
+}
+"#;
+
+fn reference_matmul(c: &mut Criterion, device: &Arc<Device>, n: u32) {
+    let module = device.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("reference matmul"),
+        source: wgpu::ShaderSource::Wgsl(REFERENCE_MATMUL.into()),
+    });
+    let pipeline = device.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("reference matmul"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: wgpu::PipelineCompilationOptions { constants: &[("N", n as f64)], ..Default::default() },
+        cache: None,
+    });
+    let buffer = |label| {
+        device.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: (n * n * 4) as u64,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        })
+    };
+    let (a, b, out) = (buffer("reference a"), buffer("reference b"), buffer("reference c"));
+    let bind_group = device.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("reference matmul"),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry { binding: 0, resource: a.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 1, resource: b.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 2, resource: out.as_entire_binding() },
+        ],
+    });
+    let mut group = c.benchmark_group("matmul f32 reference (16x16 shared-memory tiles)");
+    group.sample_size(10).measurement_time(Duration::from_secs(6)).warm_up_time(Duration::from_secs(1));
+    group.throughput(Throughput::Elements(2 * (n as u64).pow(3)));
+    group.bench_function(format!("N={n}"), |bench| {
+        bench.iter(|| {
+            let mut encoder = device
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("reference matmul") });
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("reference matmul"),
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(n / 16, n / 16, 1);
+            }
+            device.queue.submit([encoder.finish()]);
+            device.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+        })
     });
     group.finish();
 }
