@@ -39,7 +39,8 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
         validate(&tensorflow_wgpu::kernels::matmul::TILES_SHADER, &[("T", ty)]);
         validate(&tensorflow_wgpu::kernels::matmul::TILES_SUBGROUP_SHADER, &[("T", ty)]);
     }
-    // quot.wgsl is prepended to the broadcasting, reduce and pack shaders, validated with them.
+    // quot.wgsl is prepended to the broadcasting, reduce, conv, index and pack shaders, rows.wgsl to
+    // softmax and xent: validated with them.
     validate(&tensorflow_wgpu::kernels::im2col::WINDOW_SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[]);
@@ -101,6 +102,7 @@ fn every_wgsl_file_is_covered() {
             "quot.wgsl",
             "random.wgsl",
             "reduce.wgsl",
+            "rows.wgsl",
             "scatter.wgsl",
             "select.wgsl",
             "softmax.wgsl",

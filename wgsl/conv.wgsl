@@ -65,15 +65,17 @@ struct Position {
     ch: u32,
 }
 
+// The (batch, y, x, channel) of element `i` of a [batch, h, w, c] tensor.
+fn split_position(i: u32, h: u32, w: u32, c: u32) -> Position {
+    let pixel = quot_rem(i, c);
+    let row = quot_rem(pixel.x, w);
+    let image = quot_rem(row.x, h);
+    return Position(image.x, image.y, row.y, pixel.y);
+}
+
+// The position of output element `i`.
 fn position(i: u32) -> Position {
-    var pos: Position;
-    let pixel = quot(i, p.oc);
-    let row = quot(pixel, p.ow);
-    pos.ch = i - pixel * p.oc;
-    pos.x = pixel - row * p.ow;
-    pos.b = quot(row, p.oh);
-    pos.y = row - pos.b * p.oh;
-    return pos;
+    return split_position(i, p.oh, p.ow, p.oc);
 }
 
 fn input_at(b: u32, y: u32, x: u32, ch: u32) -> f32 {
@@ -212,16 +214,9 @@ fn batch_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     out[p.out_off + i] = (input[p.in_off + i] - mean[p.mean_off + ch]) * inv * scale + shift[p.offset_off + ch];
 }
 
-// The (batch, y, x, channel) of element `i` of an input-shaped [batch, h, w, c] tensor.
+// The position of element `i` of an input-shaped tensor.
 fn input_position(i: u32) -> Position {
-    var pos: Position;
-    let pixel = quot(i, p.c);
-    let row = quot(pixel, p.w);
-    pos.ch = i - pixel * p.c;
-    pos.x = pixel - row * p.w;
-    pos.b = quot(row, p.h);
-    pos.y = row - pos.b * p.h;
-    return pos;
+    return split_position(i, p.h, p.w, p.c);
 }
 
 // The output row or column that reads input row/column `at` through kernel tap `k`, if any.
@@ -287,9 +282,9 @@ struct Pixel {
 }
 
 fn pixel_of(q: u32) -> Pixel {
-    let row = quot(q, p.ow);
-    let b = quot(row, p.oh);
-    return Pixel(b, row - b * p.oh, q - row * p.ow);
+    let row = quot_rem(q, p.ow);
+    let image = quot_rem(row.x, p.oh);
+    return Pixel(image.x, image.y, row.y);
 }
 
 fn next_pixel(px: ptr<function, Pixel>) {

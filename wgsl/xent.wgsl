@@ -3,13 +3,9 @@
 //   backprop[r, j] = softmax(f)[r, j] - p[r, j]
 // where p is one-hot(labels[r]) for `sparse` (int32 labels, or int64 read as their low word) and
 // the dense `labels` row for `dense` (float32 bits). A sparse label outside [0, cols) makes the
-// row NaN, as TF's GPU kernel does. `LANES` invocations share a row: 256 (a workgroup per row,
-// with workgroup-memory trees) for long rows, 1 (an invocation per row, no barriers) for short
-// ones such as a classifier's logits, where a 256-thread tree would mostly wait and llvmpipe's
-// barriers are costly.
+// row NaN, as TF's GPU kernel does. `LANES` invocations share a row (rows.wgsl is prepended): one
+// for a classifier's short rows of logits.
 
-override LANES: u32 = 256u;
-override WORKGROUP: u32 = 256u;
 
 struct Params {
     rows: u32,
@@ -29,28 +25,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> backprop: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-var<workgroup> scratch: array<f32, 256>;
-
-// The maximum (OP_MAX) or sum of `value` over the LANES invocations of a row.
-const OP_MAX: u32 = 0u;
-const OP_SUM: u32 = 1u;
-fn row_reduce(lane: u32, value: f32, op: u32) -> f32 {
-    if (LANES == 1u) {
-        return value;
-    }
-    scratch[lane] = value;
-    workgroupBarrier();
-    for (var step = LANES / 2u; step > 0u; step >>= 1u) {
-        if (lane < step) {
-            scratch[lane] = select(scratch[lane] + scratch[lane + step], max(scratch[lane], scratch[lane + step]), op == OP_MAX);
-        }
-        workgroupBarrier();
-    }
-    let result = scratch[0];
-    workgroupBarrier();
-    return result;
-}
-
 // The target probability of column `j` in row `row`.
 fn target_of(sparse: bool, row: u32, j: u32) -> f32 {
     if (sparse) {
@@ -61,9 +35,9 @@ fn target_of(sparse: bool, row: u32, j: u32) -> f32 {
 }
 
 fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
-    // LANES divides WORKGROUP; no product that could pass 2^32 for a large grid.
-    let row = (wid.x + wid.y * nwg.x) * (WORKGROUP / LANES) + lid / LANES;
-    let lane = lid % LANES;
+    let at = row_and_lane(wid, nwg, lid);
+    let row = at.x;
+    let lane = at.y;
     let valid = row < p.rows;
     let base = p.f_off + select(0u, row, valid) * p.cols;
     var m = bitcast<f32>(0xff800000u);

@@ -35,8 +35,12 @@ impl RowSplit {
     }
 }
 
-pub const SOFTMAX_SHADER: Shader =
-    Shader { name: "softmax", source: include_str!("../../wgsl/softmax.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
+pub const SOFTMAX_SHADER: Shader = Shader {
+    name: "softmax",
+    source: concat!(include_str!("../../wgsl/rows.wgsl"), include_str!("../../wgsl/softmax.wgsl")),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -89,8 +93,12 @@ pub fn softmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     })
 }
 
-pub const XENT_SHADER: Shader =
-    Shader { name: "xent", source: include_str!("../../wgsl/xent.wgsl"), storage_buffers: 4, uniform_buffers: 0 };
+pub const XENT_SHADER: Shader = Shader {
+    name: "xent",
+    source: concat!(include_str!("../../wgsl/rows.wgsl"), include_str!("../../wgsl/xent.wgsl")),
+    storage_buffers: 4,
+    uniform_buffers: 0,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

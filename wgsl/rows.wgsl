@@ -1,0 +1,35 @@
+// Shared by the row kernels (prepended to softmax.wgsl and xent.wgsl). `LANES` invocations share a
+// row: 256 (a workgroup per row, with workgroup-memory trees) for long rows, 1 (an invocation per
+// row looping over it, no barriers) for short ones, where a 256-thread tree would mostly wait and
+// llvmpipe's barriers are costly.
+
+override LANES: u32 = 256u;
+override WORKGROUP: u32 = 256u;
+
+var<workgroup> scratch: array<f32, 256>;
+
+// The row and lane of invocation `lid` of workgroup `wid`. LANES divides WORKGROUP; no product
+// that could pass 2^32 for a large grid.
+fn row_and_lane(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec2<u32> {
+    return vec2<u32>((wid.x + wid.y * nwg.x) * (WORKGROUP / LANES) + lid / LANES, lid % LANES);
+}
+
+// The maximum (OP_MAX) or sum (OP_SUM) of `value` over the LANES invocations of a row.
+const OP_MAX: u32 = 0u;
+const OP_SUM: u32 = 1u;
+fn row_reduce(lane: u32, value: f32, op: u32) -> f32 {
+    if (LANES == 1u) {
+        return value;
+    }
+    scratch[lane] = value;
+    workgroupBarrier();
+    for (var step = LANES / 2u; step > 0u; step >>= 1u) {
+        if (lane < step) {
+            scratch[lane] = select(scratch[lane] + scratch[lane + step], max(scratch[lane], scratch[lane + step]), op == OP_MAX);
+        }
+        workgroupBarrier();
+    }
+    let result = scratch[0];
+    workgroupBarrier();
+    return result;
+}
