@@ -326,7 +326,11 @@ fn launch_vec4(
         _ => return Ok(false),
     };
     // A row's length in vec4s; rows are whole vec4s, so are the outputs they repeat along.
-    let row_vec4s = [a, b].iter().zip([1, 2]).find(|&(_, k)| k == row).map_or(0, |(t, _)| t.num_elements() / 4);
+    let row_vec4s = match row {
+        1 => a.num_elements() / 4,
+        2 => b.num_elements() / 4,
+        _ => 0,
+    };
     let kinds = [kind(a), kind(b), Some(Vec4Operand::Full)].map(|k| k.unwrap_or(Vec4Operand::Full));
     let device = stream.device();
     let size = out.dtype.size();
