@@ -140,16 +140,35 @@ fn forced_kernel() -> Option<&'static str> {
     FORCED.get_or_init(|| std::env::var(ENV_MATMUL).ok()).as_deref()
 }
 
-/// The tile-product shader for this device, with the rows and columns of C one workgroup computes:
-/// the subgroup variant where a workgroup of 8 fits one subgroup, unless `tiles-plain` is forced.
-fn tile_kernel(core: &DeviceCore) -> (&'static Shader, u32, u32) {
+/// A tile-product kernel: its shader, the rows and columns of C one workgroup computes, and the
+/// label of its dispatches.
+struct TileKernel {
+    shader: &'static Shader,
+    rows_per_group: u32,
+    cols_per_group: u32,
+    label: &'static str,
+}
+
+/// The tile-product kernel for this device: the subgroup variant where a workgroup of 8 fits one
+/// subgroup, unless `tiles-plain` is forced.
+fn tile_kernel(core: &DeviceCore) -> TileKernel {
     let subgroups = core.features.contains(wgpu::Features::SUBGROUP)
         && core.info.subgroup_min_size >= SUBGROUP_TILE_LANES
         && forced_kernel() != Some("tiles-plain");
     if subgroups {
-        (&TILES_SUBGROUP_SHADER, SUBGROUP_TILE_ROWS_PER_GROUP, SUBGROUP_TILE_COLS_PER_GROUP)
+        TileKernel {
+            shader: &TILES_SUBGROUP_SHADER,
+            rows_per_group: SUBGROUP_TILE_ROWS_PER_GROUP,
+            cols_per_group: SUBGROUP_TILE_COLS_PER_GROUP,
+            label: "matmul tiles subgroup",
+        }
     } else {
-        (&TILES_SHADER, TILE_ROWS_PER_GROUP, TILE_COLS_PER_GROUP)
+        TileKernel {
+            shader: &TILES_SHADER,
+            rows_per_group: TILE_ROWS_PER_GROUP,
+            cols_per_group: TILE_COLS_PER_GROUP,
+            label: "matmul tiles",
+        }
     }
 }
 
@@ -411,10 +430,9 @@ pub(super) fn encode_products(
     let (k_tiles, col_tiles) = (k.div_ceil(TILE), n.div_ceil(TILE));
     let chunk_tiles = row_tiles.len() as u32;
     let aliases = [("T", out.dtype.wgsl())];
-    let (shader, rows_per_group, cols_per_group) = tile_kernel(device);
+    let TileKernel { shader, rows_per_group, cols_per_group, label } = tile_kernel(device);
     let pipeline =
         device.pipelines.get(device, shader, &PipelineSpec { entry: "tiles", aliases: &aliases, constants: &[] })?;
-    let label = if shader.name == TILES_SHADER.name { "matmul tiles" } else { "matmul tiles subgroup" };
     let c_mem = device.memory.resolve(out.address, out.byte_len())?;
     let size = out.dtype.size();
     stream.encode(|core, encoder| {
