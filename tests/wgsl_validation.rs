@@ -42,6 +42,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     // quot.wgsl is prepended to the broadcasting, reduce, conv, index and pack shaders, rows.wgsl to
     // softmax and xent: validated with them.
     validate(&tensorflow_wgpu::kernels::im2col::WINDOW_SHADER, &[("T", "f32")]);
+    validate(&tensorflow_wgpu::kernels::im2col::CONV_TILES_SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::random::SHADER, &[]);
@@ -92,6 +93,7 @@ fn every_wgsl_file_is_covered() {
             "classify.wgsl",
             "compare.wgsl",
             "conv.wgsl",
+            "conv_tiles_subgroup.wgsl",
             "index.wgsl",
             "logical.wgsl",
             "matmul.wgsl",

@@ -1,21 +1,59 @@
-//! Convolution as an implicit GEMM on the tiled matmul (`wgsl/matmul_pack.wgsl`'s `pack_im2col*`
-//! entries, then `matmul_tiles.wgsl`): im2col(input)[batch*oh*ow, kh*kw*c] x filter[kh*kw*c, oc],
-//! the im2col matrix existing only as packed tiles, a chunk of row tiles at a time.
+//! Convolution as an implicit GEMM on the tiled matmul: im2col(input)[batch*oh*ow, kh*kw*c] x
+//! filter[kh*kw*c, oc]. Where it fits, `wgsl/conv_tiles_subgroup.wgsl` reads the im2col matrix
+//! straight from uniform windows of the input ([`launch_conv_windows`]); otherwise it exists only
+//! as packed tiles (`wgsl/matmul_pack.wgsl`'s `pack_im2col*` entries, then `matmul_tiles*.wgsl`), a
+//! chunk of row tiles at a time.
 
 use crate::error::{Error, Result};
 use crate::runtime::memory::DeviceSlice;
-use crate::runtime::pipeline::{dispatch, vec4_window, Binding, Shader};
+use crate::runtime::pipeline::{
+    dispatch, dispatch_workgroups, storage_window, vec4_window, Binding, PipelineSpec, Shader,
+};
+use crate::runtime::transfer::encode_copy;
 use crate::runtime::{DeviceCore, Stream};
 
 use super::matmul::{
-    choose_kernel, encode_pack, encode_products, pack, pack_pipeline, Kernel, Operand, PackParams, TileShape,
-    PACK_SHADER, TILE, TILE_BYTES,
+    choose_kernel, encode_pack, encode_products, pack, pack_pipeline, subgroup_tiles, Kernel, Operand, PackParams,
+    TileShape, PACK_SHADER, TILE, TILE_BYTES,
 };
 use super::{DType, TensorRef};
 
 /// `pack_im2col_window`'s layout: the packed tiles (storage), then the input window (uniform).
 pub const WINDOW_SHADER: Shader =
     Shader { name: "matmul_pack_window", storage_buffers: 1, uniform_buffers: 1, ..PACK_SHADER };
+
+/// The convolution read through input windows: the output (storage), the input window and the
+/// filter slabs (uniform).
+pub const CONV_TILES_SHADER: Shader = Shader {
+    name: "conv_tiles_subgroup",
+    source: include_str!("../../wgsl/conv_tiles_subgroup.wgsl"),
+    storage_buffers: 1,
+    uniform_buffers: 1 + CONV_SLABS,
+};
+/// Filter slabs one `conv_tiles_subgroup` dispatch binds (`scripts/gen-matmul-tiles.py`'s CONV_SLABS).
+const CONV_SLABS: u32 = 3;
+/// Output pixels and channels one workgroup of `conv_tiles_subgroup` computes.
+const CONV_PIXELS_PER_GROUP: u32 = 32;
+const CONV_CHANNELS_PER_GROUP: u32 = 32;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ConvTileParams {
+    m: u32,
+    n: u32,
+    row0: u32,
+    rows: u32,
+    c_off: u32,
+    accumulate: u32,
+    input_at: i32,
+    first_tap: u32,
+    taps: u32,
+    taps_per_slab: u32,
+    _pad: [u32; 2],
+    image: [u32; 4],
+    window: [u32; 4],
+    dilation_pad: [u32; 4],
+}
 
 /// An NHWC convolution's geometry, for the implicit GEMM.
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +103,135 @@ fn input_span(g: &Im2col, rows: std::ops::Range<u64>) -> std::ops::Range<u64> {
     input_row(rows.start, false) * bytes_per_row..(input_row(rows.end - 1, true) + 1) * bytes_per_row
 }
 
+/// Where a uniform window over `span` (bytes of `input`) binds in the input's buffer, if one does.
+fn window_offset(input: &DeviceSlice, align: u64, span: std::ops::Range<u64>) -> Option<u64> {
+    let buffer_size = input.buffer().size();
+    let (start, end) = (input.offset + span.start, input.offset + span.end);
+    let offset = (start / align * align).min(buffer_size.checked_sub(WINDOW_BYTES)? / align * align);
+    (offset <= start && end <= offset + WINDOW_BYTES).then_some(offset)
+}
+
+/// Splits the `m` output pixels into `conv_tiles_subgroup` dispatches whose input fits one uniform
+/// window, as many whole workgroups of pixels each as fit. None where one workgroup's do not.
+fn plan_pixel_windows(g: &Im2col, input: &DeviceSlice, align: u64, m: u64) -> Option<Vec<WindowDispatch>> {
+    let unit = u64::from(CONV_PIXELS_PER_GROUP);
+    let window = |span| window_offset(input, align, span);
+    let mut dispatches = Vec::new();
+    let mut first = 0;
+    while first < m {
+        let mut end = (first + unit).min(m);
+        let mut offset = window(input_span(g, first..end))?;
+        while end < m {
+            let next = (end + unit).min(m);
+            match window(input_span(g, first..next)) {
+                Some(wider) => (end, offset) = (next, wider),
+                None => break,
+            }
+        }
+        dispatches.push(WindowDispatch {
+            first: first as u32,
+            rows: (end - first) as u32,
+            offset,
+            input_at: (input.offset as i64 - offset as i64) / 4,
+        });
+        first = end;
+    }
+    Some(dispatches)
+}
+
+/// Convolution by `conv_tiles_subgroup`: the input read through uniform windows, the filter through
+/// slabs of whole taps, no packing pass. Returns false, encoding nothing, where it does not apply:
+/// no subgroup tile kernel, not f32, channels or output channels not a multiple of 4, a filter tap
+/// wider than a slab, the input not on a vec4 or its buffer not bindable as uniform windows, or an
+/// output row's input wider than a window.
+pub fn launch_conv_windows(
+    stream: &Stream,
+    g: &Im2col,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+) -> Result<bool> {
+    let device = stream.device();
+    let oc = *filter.shape.last().unwrap_or(&0) as u64;
+    let (c, taps) = (u64::from(g.c), u64::from(g.kh) * u64::from(g.kw));
+    let m = u64::from(g.batch) * u64::from(g.oh) * u64::from(g.ow);
+    let limits = &device.limits;
+    let fits = subgroup_tiles(device)
+        && input.dtype == DType::F32
+        && c.is_multiple_of(4)
+        && oc.is_multiple_of(4)
+        && c * oc > 0
+        && m > 0
+        && out.num_elements() <= u64::from(u32::MAX / 2)
+        && limits.max_uniform_buffer_binding_size >= WINDOW_BYTES
+        && limits.max_uniform_buffers_per_shader_stage > CONV_SLABS + 1;
+    // A slab holds whole taps: c x oc filter values each, at most a window's worth.
+    let tap_bytes = c * oc * 4;
+    if !fits || tap_bytes > WINDOW_BYTES {
+        return Ok(false);
+    }
+    let mem = device.memory.resolve(input.address, input.byte_len())?;
+    if !mem.offset.is_multiple_of(16) || !mem.buffer().usage().contains(wgpu::BufferUsages::UNIFORM) {
+        return Ok(false);
+    }
+    let align = u64::from(limits.min_uniform_buffer_offset_alignment);
+    let Some(windows) = plan_pixel_windows(g, &mem, align, m) else {
+        return Ok(false);
+    };
+    // The filter's rows, whole taps per slab, each slab on a uniform-binding boundary.
+    let taps_per_slab = (WINDOW_BYTES / tap_bytes).min(taps);
+    let slab_bytes = taps_per_slab * tap_bytes;
+    let slab_stride = slab_bytes.next_multiple_of(align);
+    let slabs = taps.div_ceil(taps_per_slab);
+    let scratch = device.scratch.get(device, "conv filter slabs", (slabs - 1) * slab_stride + WINDOW_BYTES)?;
+    let filter_mem = device.memory.resolve(filter.address, filter.byte_len())?;
+    let c_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let aliases = [("T", DType::F32.wgsl())];
+    let spec = PipelineSpec { entry: "conv", aliases: &aliases, constants: &[] };
+    let pipeline = device.pipelines.get(device, &CONV_TILES_SHADER, &spec)?;
+    let taps_per_dispatch = taps_per_slab * u64::from(CONV_SLABS);
+    let mut p = ConvTileParams {
+        m: m as u32,
+        n: oc as u32,
+        taps_per_slab: taps_per_slab as u32,
+        image: [g.h, g.w, g.c / 4, g.ow],
+        window: [g.kw, g.strides[0], g.strides[1], g.oh],
+        dilation_pad: [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]],
+        ..bytemuck::Zeroable::zeroed()
+    };
+    stream.encode(|core, encoder| {
+        for s in 0..slabs {
+            let len = slab_bytes.min(filter.byte_len() - s * slab_bytes);
+            let (src, at) = (filter_mem.buffer(), filter_mem.offset + s * slab_bytes);
+            encode_copy(core, encoder, src, at, &scratch, s * slab_stride, len)?;
+        }
+        let (c_bind, c_off) = storage_window(core, &c_mem, 4)?;
+        p.c_off = c_off;
+        for d in &windows {
+            let window = Binding { buffer: mem.buffer(), offset: d.offset, size: WINDOW_BYTES };
+            (p.row0, p.rows, p.input_at) = (d.first, d.rows, (d.input_at / 4) as i32);
+            for first_tap in (0..taps).step_by(taps_per_dispatch as usize) {
+                let first_slab = first_tap / taps_per_slab;
+                // Slabs past the filter's last repeat the group's first; the shader skips them.
+                let slab = |i: u64| {
+                    let index = if first_slab + i < slabs { first_slab + i } else { first_slab };
+                    Binding { buffer: &scratch, offset: index * slab_stride, size: WINDOW_BYTES }
+                };
+                let mut bindings = vec![c_bind, window];
+                bindings.extend((0..u64::from(CONV_SLABS)).map(slab));
+                p.first_tap = first_tap as u32;
+                p.taps = taps_per_dispatch.min(taps - first_tap) as u32;
+                p.accumulate = (first_tap > 0) as u32;
+                let groups = [(oc as u32).div_ceil(CONV_CHANNELS_PER_GROUP), d.rows.div_ceil(CONV_PIXELS_PER_GROUP), 1];
+                let params = bytemuck::bytes_of(&p);
+                dispatch_workgroups(core, encoder, "conv tiles subgroup", &pipeline, &bindings, params, groups)?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(true)
+}
+
 /// Splits the chunk of im2col rows `chunk` (padded to `padded_end`) into dispatches whose input
 /// fits one uniform window of `input`'s buffer, a whole number of output rows at a time where it
 /// can. None where one output row's input does not fit.
@@ -75,16 +242,10 @@ fn plan_windows(
     chunk: std::ops::Range<u64>,
     padded_end: u64,
 ) -> Option<Vec<WindowDispatch>> {
-    let buffer_size = input.buffer().size();
-    if buffer_size < WINDOW_BYTES {
+    if input.buffer().size() < WINDOW_BYTES {
         return None;
     }
-    // Where a window over `span` (bytes of the input) binds, if one does.
-    let window = |span: std::ops::Range<u64>| {
-        let (start, end) = (input.offset + span.start, input.offset + span.end);
-        let offset = (start / align * align).min((buffer_size - WINDOW_BYTES) / align * align);
-        (offset <= start && end <= offset + WINDOW_BYTES).then_some(offset)
-    };
+    let window = |span| window_offset(input, align, span);
     let ow = g.ow as u64;
     let mut dispatches = Vec::new();
     let mut first = chunk.start;
@@ -194,6 +355,9 @@ pub fn launch_conv_tiles(
     // Judge the kernel by a chunk of rows (scratch and dispatch count), as chunks run one by one.
     if choose_kernel(device, out.dtype, 1, m.min(16 * TILE), n, k) != Kernel::Tiles {
         return Ok(false);
+    }
+    if launch_conv_windows(stream, g, input, filter, out)? {
+        return Ok(true);
     }
     // The HWIO filter as a [kh * kw * c, oc] matrix.
     let b = Operand { tensor: filter, rows: k, cols: n, rs: n, cs: 1, batch_strides: Vec::new() };

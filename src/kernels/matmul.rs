@@ -149,13 +149,18 @@ struct TileKernel {
     label: &'static str,
 }
 
+/// Whether this device runs the subgroup tile kernels (`matmul_tiles_subgroup.wgsl`,
+/// `conv_tiles_subgroup.wgsl`): subgroups of at least 8 invocations, and `tiles-plain` not forced.
+pub(super) fn subgroup_tiles(core: &DeviceCore) -> bool {
+    core.features.contains(wgpu::Features::SUBGROUP)
+        && core.info.subgroup_min_size >= SUBGROUP_TILE_LANES
+        && forced_kernel() != Some("tiles-plain")
+}
+
 /// The tile-product kernel for this device: the subgroup variant where a workgroup of 8 fits one
 /// subgroup, unless `tiles-plain` is forced.
 fn tile_kernel(core: &DeviceCore) -> TileKernel {
-    let subgroups = core.features.contains(wgpu::Features::SUBGROUP)
-        && core.info.subgroup_min_size >= SUBGROUP_TILE_LANES
-        && forced_kernel() != Some("tiles-plain");
-    if subgroups {
+    if subgroup_tiles(core) {
         TileKernel {
             shader: &TILES_SUBGROUP_SHADER,
             rows_per_group: SUBGROUP_TILE_ROWS_PER_GROUP,

@@ -590,6 +590,11 @@ def nn_cases(op, attrs, rng):
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding="VALID")), [f(3, 20, 20, 33), f(5, 3, 33, 70)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME", dilations=2)), [f(1, 30, 31, 36), f(3, 3, 36, 40)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding=[[0, 0], [2, 0], [1, 3], [0, 0]])), [f(2, 12, 12, 64), f(3, 3, 64, 130)]
+        # The windowed kernel (see test_convolution_reads_input_windows): filter taps of 64 KiB, one
+        # per slab, so taps in three groups, the later ones adding to the output; pixels of many
+        # images in one window, with stride 2 and padding on one side.
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME")), [f(2, 9, 11, 128), f(3, 3, 128, 128)]
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding=[[0, 0], [0, 1], [2, 0], [0, 0]])), [f(40, 7, 5, 12), f(2, 3, 12, 36)]
         # Packers (see test_im2col_packers_run): small images, many to a uniform window; an input
         # buffer too small for a window; input rows too wide for one.
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding="SAME")), [f(100, 5, 6, 8), f(3, 3, 8, 36)]
@@ -1078,21 +1083,37 @@ def test_leading_axis_reductions_run_by_columns():
     assert log.count("dispatch reduce_columns") == 3, log[-3000:]
 
 
+# One convolution per shape, each after a marker line on stderr (in the dispatch log).
+CONV_SHAPES_SCRIPT = (
+    "import sys, tensorflow as tf\n"
+    "with tf.device('/GPU:0'):\n"
+    "    for xs, ks in [((2, 12, 12, 64), (3, 3, 64, 40)), ((1, 6, 130, 64), (3, 3, 64, 32)),\n"
+    "                   ((3, 20, 20, 33), (5, 3, 33, 70))]:\n"
+    "        x, k = tf.identity(tf.ones(xs)), tf.identity(tf.ones(ks))\n"
+    "        print('CONVOLUTION', file=sys.stderr, flush=True)\n"
+    "        tf.nn.conv2d(x, k, strides=1, padding='SAME').numpy()\n"
+)
+
+
 def test_im2col_packers_run():
     """Each im2col packer of the implicit-GEMM convolution really runs on the shapes meant for it
     (the Conv2D cases compare their results with TF-CPU): uniform windows, vec4 storage loads where
-    a window does not fit, element loads for a channel count that is not a multiple of 4."""
-    script = (
-        "import tensorflow as tf\n"
-        "with tf.device('/GPU:0'):\n"
-        "    for xs, ks in [((2, 12, 12, 64), (3, 3, 64, 40)), ((1, 6, 130, 64), (3, 3, 64, 32)),\n"
-        "                   ((3, 20, 20, 33), (5, 3, 33, 70))]:\n"
-        "        x, k = tf.identity(tf.ones(xs)), tf.identity(tf.ones(ks))\n"
-        "        tf.nn.conv2d(x, k, strides=1, padding='SAME').numpy()\n"
-    )
-    log = dispatch_log(script)
+    a window does not fit, element loads for a channel count that is not a multiple of 4. The
+    plain tile kernel is forced, as the subgroup one reads the first shape's input windows itself."""
+    log = dispatch_log(CONV_SHAPES_SCRIPT, TF_WGPU_MATMUL="tiles-plain")
     for packer in ["pack_im2col_window", "pack_im2col_vec4", "pack_im2col "]:
         assert f"dispatch {packer}" in log, (packer, log[-3000:])
+    assert "dispatch conv tiles subgroup" not in log, log[-3000:]
+
+
+def test_convolution_reads_input_windows():
+    """With subgroups, a convolution whose channels are multiples of 4 and whose output rows' input
+    fits a uniform window takes conv_tiles_subgroup and packs nothing (the Conv2D cases compare its
+    results with TF-CPU); rows too wide for a window and 33 channels still take the packers."""
+    windowed, wide, odd = dispatch_log(CONV_SHAPES_SCRIPT).split("CONVOLUTION")[1:]
+    assert "dispatch conv tiles subgroup" in windowed and "pack_im2col" not in windowed, windowed[-3000:]
+    for packed in [wide, odd]:
+        assert "dispatch conv tiles subgroup" not in packed and "pack_im2col" in packed, packed[-3000:]
 
 
 @pytest.mark.parametrize("shape", [(2, 12, 12, 64), (1, 10, 10, 64)], ids=["windows", "vec4-loads"])
@@ -1100,12 +1121,13 @@ def test_convolution_ignores_what_an_earlier_one_left_in_its_scratch(strict_plac
     """The packed im2col tiles are zero past the last filter tap, whatever the scratch buffer held:
     a convolution with more taps first leaves infinities where the second one's padding columns
     lie (0 * inf would turn its output into NaN). The second input is big enough for uniform
-    windows, or too small for one."""
+    windows, or too small for one. (42 output channels keep both off conv_tiles_subgroup, which
+    packs no im2col tiles.)"""
     rng = np.random.default_rng(3)
     x = rng.standard_normal(shape).astype(np.float32)
-    k = rng.standard_normal((3, 3, 64, 40)).astype(np.float32)
+    k = rng.standard_normal((3, 3, 64, 42)).astype(np.float32)
     with tf.device(GPU):
-        tf.nn.conv2d(tf.fill([2, 12, 12, 72], np.inf), tf.ones([3, 3, 72, 40]), 1, "SAME").numpy()
+        tf.nn.conv2d(tf.fill([2, 12, 12, 72], np.inf), tf.ones([3, 3, 72, 42]), 1, "SAME").numpy()
         got = tf.nn.conv2d(tf.identity(tf.constant(x)), tf.constant(k), strides=1, padding="SAME").numpy()
     with tf.device("/CPU:0"):
         want = tf.nn.conv2d(x, k, strides=1, padding="SAME").numpy()
