@@ -44,7 +44,55 @@ pub struct PipelineSpec<'a> {
 pub struct PipelineCache {
     modules: Mutex<HashMap<String, wgpu::ShaderModule>>,
     layouts: Mutex<HashMap<(u32, u32), (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
-    pipelines: Mutex<HashMap<String, Arc<Pipeline>>>,
+    /// By the hash of their `PipelineKey`: a lookup, once per launch, hashes the spec in place
+    /// instead of formatting a key (formatting and its allocations cost about a microsecond).
+    pipelines: Mutex<HashMap<u64, PipelineBucket>>,
+}
+
+/// The cached pipelines whose keys share one hash.
+type PipelineBucket = Vec<(PipelineKey, Arc<Pipeline>)>;
+
+/// A cached pipeline's spec, owned; override constants by their bits.
+struct PipelineKey {
+    shader: &'static str,
+    entry: &'static str,
+    aliases: Vec<(&'static str, &'static str)>,
+    constants: Vec<(&'static str, u64)>,
+}
+
+impl PipelineKey {
+    fn new(shader: &Shader, spec: &PipelineSpec) -> Self {
+        PipelineKey {
+            shader: shader.name,
+            entry: spec.entry,
+            aliases: spec.aliases.to_vec(),
+            constants: spec.constants.iter().map(|&(name, value)| (name, value.to_bits())).collect(),
+        }
+    }
+
+    fn matches(&self, shader: &Shader, spec: &PipelineSpec) -> bool {
+        self.shader == shader.name
+            && self.entry == spec.entry
+            && self.aliases == spec.aliases
+            && self.constants.len() == spec.constants.len()
+            && self.constants.iter().zip(spec.constants).all(|(a, b)| a.0 == b.0 && a.1 == b.1.to_bits())
+    }
+
+    fn hash(shader: &Shader, spec: &PipelineSpec) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (shader.name, spec.entry, spec.aliases).hash(&mut hasher);
+        for (name, value) in spec.constants {
+            (name, value.to_bits()).hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
+    fn label(&self) -> String {
+        let aliases: String = self.aliases.iter().map(|(n, t)| format!("{n}={t};")).collect();
+        let constants: String = self.constants.iter().map(|(n, v)| format!("{n}={};", f64::from_bits(*v))).collect();
+        format!("{}:{}:{aliases}:{constants}", self.shader, self.entry)
+    }
 }
 
 /// The WGSL text for `shader` specialised by `aliases` (also used by the naga validation test).
@@ -104,17 +152,15 @@ impl PipelineCache {
     }
 
     pub fn get(&self, core: &DeviceCore, shader: &Shader, spec: &PipelineSpec) -> Result<Arc<Pipeline>> {
-        let alias_key: String = spec.aliases.iter().map(|(n, t)| format!("{n}={t};")).collect();
-        let key = format!(
-            "{}:{}:{}:{}",
-            shader.name,
-            spec.entry,
-            alias_key,
-            spec.constants.iter().map(|(n, v)| format!("{n}={v};")).collect::<String>()
-        );
-        if let Some(p) = self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return Ok(p.clone());
+        let hash = PipelineKey::hash(shader, spec);
+        if let Some(bucket) = self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).get(&hash) {
+            if let Some((_, p)) = bucket.iter().find(|(key, _)| key.matches(shader, spec)) {
+                return Ok(p.clone());
+            }
         }
+        let owned_key = PipelineKey::new(shader, spec);
+        let key = owned_key.label();
+        let alias_key: String = spec.aliases.iter().map(|(n, t)| format!("{n}={t};")).collect();
         let module_key = format!("{}:{}", shader.name, alias_key);
         let module = {
             let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
@@ -154,7 +200,13 @@ impl PipelineCache {
             return Err(Error::internal(format!("compute pipeline {key} failed: {e}")));
         }
         let pipeline = Arc::new(Pipeline { pipeline, layout });
-        self.pipelines.lock().unwrap_or_else(|e| e.into_inner()).insert(key, pipeline.clone());
+        let mut pipelines = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        let bucket = pipelines.entry(hash).or_default();
+        // Two threads may have built the same pipeline; keep the first.
+        match bucket.iter().find(|(key, _)| key.matches(shader, spec)) {
+            Some((_, first)) => return Ok(first.clone()),
+            None => bucket.push((owned_key, pipeline.clone())),
+        }
         Ok(pipeline)
     }
 }
