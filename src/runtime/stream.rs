@@ -26,7 +26,7 @@ use super::transfer::{encode_copy, encode_fill};
 /// Operations encoded before the stream submits without waiting for a sync point. Submitting in
 /// batches lets the device start while the host encodes the rest, and bounds what one encoder holds
 /// alive (wgpu's per-dispatch usage scopes grow with the buffers a pending encoder references).
-const SUBMIT_AFTER_OPS: u32 = 32;
+const SUBMIT_AFTER_OPS: u32 = 64;
 
 pub type HostFn = Box<dyn FnOnce() -> Result<()> + Send>;
 type AfterSubmit = Box<dyn FnOnce() + Send>;

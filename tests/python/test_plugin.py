@@ -199,7 +199,7 @@ def test_op_without_wgpu_kernel_fails_cleanly_without_soft_placement(strict_plac
 
 
 def test_long_dependent_chain_across_automatic_submits(strict_placement):
-    """More operations than one submission holds (a stream submits every 32 on its own), each step
+    """More operations than one submission holds (a stream submits every 64 on its own), each step
     with a fresh host constant staged through the upload arena: the order of kernels and uploads
     must survive the automatic submits, so every step sees its predecessor's result."""
     steps = np.linspace(0.5, 1.5, 301).astype(np.float32)
