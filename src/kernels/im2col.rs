@@ -162,6 +162,7 @@ pub fn launch_conv_windows(
         && oc.is_multiple_of(4)
         && c * oc > 0
         && m > 0
+        && input.num_elements() <= u64::from(u32::MAX / 2)
         && out.num_elements() <= u64::from(u32::MAX / 2)
         && limits.max_uniform_buffer_binding_size >= WINDOW_BYTES
         && limits.max_uniform_buffers_per_shader_stage > CONV_SLABS + 1;
