@@ -1116,6 +1116,23 @@ def test_convolution_reads_input_windows():
         assert "dispatch conv tiles subgroup" not in packed and "pack_im2col" in packed, packed[-3000:]
 
 
+def test_back_to_back_convolutions_keep_their_filters(strict_placement):
+    """Convolutions enqueued without a sync in between each copy their filter into the same scratch
+    slabs: every copy must wait for the dispatches before it that read the previous filter
+    (write-after-read), and every dispatch for its own copy (read-after-write)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((4, 20, 20, 32)).astype(np.float32)
+    filters = [rng.standard_normal((3, 3, 32, 40)).astype(np.float32) for _ in range(3)]
+    with tf.device(GPU):
+        xt = tf.identity(tf.constant(x))
+        outs = [tf.nn.conv2d(xt, tf.identity(tf.constant(k)), 1, "SAME") for k in filters]
+        got = [o.numpy() for o in outs]
+    with tf.device("/CPU:0"):
+        want = [tf.nn.conv2d(x, k, 1, "SAME").numpy() for k in filters]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("shape", [(2, 12, 12, 64), (1, 10, 10, 64)], ids=["windows", "vec4-loads"])
 def test_convolution_ignores_what_an_earlier_one_left_in_its_scratch(strict_placement, shape):
     """The packed im2col tiles are zero past the last filter tap, whatever the scratch buffer held:
