@@ -14,6 +14,8 @@
 //! dispatch, a convolution's thousands of dispatches left a pool whose every later reset cost more
 //! than the small ops it served (an eager op chain ran 2x slower after one).
 
+use std::collections::HashMap;
+
 use crate::error::{Error, Result};
 
 use super::device::DeviceCore;
@@ -23,6 +25,10 @@ const ARENA_BYTES: u64 = 64 * 1024;
 
 pub struct Encoder {
     commands: wgpu::CommandEncoder,
+    /// Bind groups of this encoder's dispatches by what they bind: an eager op chain binds the same
+    /// few tensors over and over, and creating a bind group was the largest cost of a small launch.
+    /// Kept no longer than the encoder, whose commands hold the buffers alive anyway.
+    bind_groups: HashMap<BindGroupKey, wgpu::BindGroup>,
     /// The compute pass the dispatches since the last other command share.
     pass: Option<wgpu::ComputePass<'static>>,
     /// Per arena: the buffer being filled and how many of its bytes are used.
@@ -30,6 +36,15 @@ pub struct Encoder {
     /// Arena (and dedicated upload) buffers, all still mapped until `finish`.
     filled: Vec<wgpu::Buffer>,
     ops: u32,
+}
+
+/// What a kernel bind group binds: its layout, the (buffer, offset, size) of each binding before
+/// the parameters, and the parameter block's arena buffer and size (bound at a dynamic offset).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct BindGroupKey {
+    pub layout: wgpu::BindGroupLayout,
+    pub buffers: Vec<(wgpu::Buffer, u64, u64)>,
+    pub params: (wgpu::Buffer, u64),
 }
 
 /// What an upload is for.
@@ -67,7 +82,21 @@ pub struct Upload {
 impl Encoder {
     pub fn new(core: &DeviceCore, label: &str) -> Self {
         let commands = core.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
-        Encoder { commands, pass: None, current: [None, None], filled: Vec::new(), ops: 0 }
+        Encoder { commands, bind_groups: HashMap::new(), pass: None, current: [None, None], filled: Vec::new(), ops: 0 }
+    }
+
+    /// The bind group for `key`: one made earlier in this encoder, or `create(&key)`.
+    pub fn bind_group(
+        &mut self,
+        key: BindGroupKey,
+        create: impl FnOnce(&BindGroupKey) -> wgpu::BindGroup,
+    ) -> wgpu::BindGroup {
+        if let Some(group) = self.bind_groups.get(&key) {
+            return group.clone();
+        }
+        let group = create(&key);
+        self.bind_groups.insert(key, group.clone());
+        group
     }
 
     /// The compute pass for the next dispatch: the open one, or a new one.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 
 use super::device::DeviceCore;
-use super::encoder::{Arena, Encoder};
+use super::encoder::{Arena, BindGroupKey, Encoder};
 use super::memory::DeviceSlice;
 
 /// A WGSL source file from `wgsl/`, compiled with `alias NAME = type;` lines prepended for each
@@ -135,7 +135,17 @@ impl PipelineCache {
                     },
                     count: None,
                 };
-                let uniforms = (storage_buffers..=storage_buffers + uniform_buffers).map(uniform);
+                // The parameter block, last, binds at a dynamic offset into the upload arena, so
+                // that launches differing only in their parameters share a bind group.
+                let params = wgpu::BindGroupLayoutEntry {
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: true,
+                        min_binding_size: None,
+                    },
+                    ..uniform(storage_buffers + uniform_buffers)
+                };
+                let uniforms = (storage_buffers..storage_buffers + uniform_buffers).map(uniform).chain([params]);
                 let entries: Vec<_> = storage.chain(uniforms).collect();
                 let bind_group_layout = core.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                     label: Some("kernel bind group layout"),
@@ -316,34 +326,43 @@ pub fn dispatch_workgroups(
         return Err(Error::unimplemented(format!("{label}: grid {groups:?} exceeds the adapter's dispatch limit")));
     }
     let params = encoder.upload(core, Arena::Params, uniform)?;
-    let mut entries: Vec<wgpu::BindGroupEntry> = storage
-        .iter()
-        .enumerate()
-        .map(|(i, b)| wgpu::BindGroupEntry {
-            binding: i as u32,
+    let key = BindGroupKey {
+        layout: pipeline.layout.clone(),
+        buffers: storage.iter().map(|b| (b.buffer.clone(), b.offset, b.size)).collect(),
+        params: (params.buffer.clone(), params.size),
+    };
+    let bind_group = encoder.bind_group(key, |key| {
+        let mut entries: Vec<wgpu::BindGroupEntry> = key
+            .buffers
+            .iter()
+            .enumerate()
+            .map(|(i, (buffer, offset, size))| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset: *offset,
+                    size: wgpu::BufferSize::new(*size),
+                }),
+            })
+            .collect();
+        entries.push(wgpu::BindGroupEntry {
+            binding: storage.len() as u32,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: b.buffer,
-                offset: b.offset,
-                size: wgpu::BufferSize::new(b.size),
+                buffer: &key.params.0,
+                offset: 0,
+                size: wgpu::BufferSize::new(key.params.1),
             }),
+        });
+        core.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout: &pipeline.layout,
+            entries: &entries,
         })
-        .collect();
-    entries.push(wgpu::BindGroupEntry {
-        binding: storage.len() as u32,
-        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: &params.buffer,
-            offset: params.offset,
-            size: wgpu::BufferSize::new(params.size),
-        }),
     });
-    let bind_group = core.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some(label),
-        layout: &pipeline.layout,
-        entries: &entries,
-    });
+    let offset = u32::try_from(params.offset).map_err(|_| Error::internal("parameter offset past 4 GiB"))?;
     let pass = encoder.compute_pass();
     pass.set_pipeline(&pipeline.pipeline);
-    pass.set_bind_group(0, &bind_group, &[]);
+    pass.set_bind_group(0, &bind_group, &[offset]);
     pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
     Ok(())
 }
