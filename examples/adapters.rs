@@ -17,8 +17,12 @@ fn main() {
         println!("  features: {:?}", device.features);
         let l = &device.limits;
         println!(
-            "  max_buffer_size {} max_storage_buffer_binding_size {} min_storage_buffer_offset_alignment {} max_compute_workgroups_per_dimension {}",
-            l.max_buffer_size, l.max_storage_buffer_binding_size, l.min_storage_buffer_offset_alignment, l.max_compute_workgroups_per_dimension
+            "  max_buffer_size {} max_storage_buffer_binding_size {} max_uniform_buffer_binding_size {} min_storage_buffer_offset_alignment {} max_compute_workgroups_per_dimension {}",
+            l.max_buffer_size,
+            l.max_storage_buffer_binding_size,
+            l.max_uniform_buffer_binding_size,
+            l.min_storage_buffer_offset_alignment,
+            l.max_compute_workgroups_per_dimension
         );
     }
 }

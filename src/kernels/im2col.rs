@@ -103,6 +103,31 @@ fn input_span(g: &Im2col, rows: std::ops::Range<u64>) -> std::ops::Range<u64> {
     input_row(rows.start, false) * bytes_per_row..(input_row(rows.end - 1, true) + 1) * bytes_per_row
 }
 
+/// The input bytes that output pixels `pixels` of `conv_tiles_subgroup` read, to the pixel: that
+/// kernel reads no padding tap, so its span starts at the first pixel's first tap inside the image
+/// and ends after the last pixel's last one (about 40% more pixels per window than whole rows on
+/// a 3x3 convolution). A tap's address grows with the pixel, so no pixel between reads outside.
+fn pixel_span(g: &Im2col, pixels: std::ops::Range<u64>) -> std::ops::Range<u64> {
+    let (h, w) = (i64::from(g.h), i64::from(g.w));
+    let per_image = u64::from(g.oh) * u64::from(g.ow);
+    // (image, input row, input column) of tap (0, 0) of `pixel`.
+    let tap0 = |pixel: u64| {
+        let (oy, ox) = ((pixel / u64::from(g.ow)) % u64::from(g.oh), pixel % u64::from(g.ow));
+        let iy = oy as i64 * i64::from(g.strides[0]) - i64::from(g.pads[0]);
+        let ix = ox as i64 * i64::from(g.strides[1]) - i64::from(g.pads[1]);
+        (pixel / per_image, iy, ix)
+    };
+    // Pixels of the image before the first tap any of `pixels` reads inside it.
+    let (image, iy, ix) = tap0(pixels.start);
+    let lo = if iy < 0 { 0 } else { (iy * w + ix.clamp(0, w)).min(h * w) };
+    // Pixels of the image up to and including the last tap any of them reads inside it.
+    let (last_image, iy, ix) = tap0(pixels.end - 1);
+    let (iy, ix) = (iy + i64::from((g.kh - 1) * g.dilations[0]), ix + i64::from((g.kw - 1) * g.dilations[1]));
+    let hi = if iy >= h { h * w } else { (iy * w + (ix + 1).clamp(0, w)).clamp(0, h * w) };
+    let (image_pixels, pixel_bytes) = (g.h as u64 * g.w as u64, g.c as u64 * 4);
+    (image * image_pixels + lo as u64) * pixel_bytes..(last_image * image_pixels + hi as u64) * pixel_bytes
+}
+
 /// Where a uniform window over `span` (bytes of `input`) binds in the input's buffer, if one does.
 fn window_offset(input: &DeviceSlice, align: u64, span: std::ops::Range<u64>) -> Option<u64> {
     let buffer_size = input.buffer().size();
@@ -120,10 +145,10 @@ fn plan_pixel_windows(g: &Im2col, input: &DeviceSlice, align: u64, m: u64) -> Op
     let mut first = 0;
     while first < m {
         let mut end = (first + unit).min(m);
-        let mut offset = window(input_span(g, first..end))?;
+        let mut offset = window(pixel_span(g, first..end))?;
         while end < m {
             let next = (end + unit).min(m);
-            match window(input_span(g, first..next)) {
+            match window(pixel_span(g, first..next)) {
                 Some(wider) => (end, offset) = (next, wider),
                 None => break,
             }
@@ -428,5 +453,28 @@ mod tests {
         assert_eq!(input_span(&g, 55 * 56..56 * 56), 54 * row..56 * row);
         // Rows across two images span the end of one and the start of the next.
         assert_eq!(input_span(&g, 55 * 56..57 * 56), 54 * row..58 * row);
+    }
+
+    #[test]
+    fn pixel_span_starts_and_ends_at_the_taps_inside_the_image() {
+        // 3x3 SAME on 56x56x64.
+        let g = geometry(2, 56, 64, 3, 1);
+        let px = 64 * 4;
+        // The first pixels read no row above the image nor column left of it.
+        assert_eq!(pixel_span(&g, 0..1), 0..(56 + 2) * px);
+        // Pixel (1, 1) to pixel (3, 4): from (0, 0) to (4, 5).
+        assert_eq!(pixel_span(&g, 57..3 * 56 + 5), 0..(4 * 56 + 6) * px);
+        // Pixel (2, 10) to (2, 12): from (1, 9) to (3, 13).
+        assert_eq!(pixel_span(&g, 2 * 56 + 10..2 * 56 + 13), (56 + 9) * px..(3 * 56 + 14) * px);
+        // The last row reads no row below the image; across images the span runs on.
+        let image = 56 * 56;
+        assert_eq!(pixel_span(&g, image - 1..image), (image - 56 - 2) * px..image * px);
+        assert_eq!(pixel_span(&g, image - 2..image + 1), (image - 56 - 3) * px..(image + 56 + 2) * px);
+        // Stride 2 with VALID padding: pixel (1, 1) reads (2, 2) to (4, 4).
+        let strided = Im2col { strides: [2, 2], pads: [0, 0], oh: 27, ow: 27, ..geometry(1, 56, 64, 3, 0) };
+        assert_eq!(pixel_span(&strided, 28..29), (2 * 56 + 2) * px..(4 * 56 + 5) * px);
+        // Padding taps past the right edge: pixel (0, 55) of 3x3 SAME ends at (1, 55). Its top
+        // taps lie above the image, where the next row's pixels would start reading at column 0.
+        assert_eq!(pixel_span(&g, 55..56), 0..(2 * 56) * px);
     }
 }

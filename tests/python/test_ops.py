@@ -595,6 +595,9 @@ def nn_cases(op, attrs, rng):
         # images in one window, with stride 2 and padding on one side.
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="SAME")), [f(2, 9, 11, 128), f(3, 3, 128, 128)]
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding=[[0, 0], [0, 1], [2, 0], [0, 0]])), [f(40, 7, 5, 12), f(2, 3, 12, 36)]
+        # A window planned to the pixel: 128 output pixels whose 129 input pixels of 512 bytes
+        # overflow one 64 KiB window by one pixel, so they take two dispatches.
+        yield (lambda x, k: tf.nn.conv2d(x, k, strides=1, padding="VALID")), [f(1, 1, 129, 128), f(1, 2, 128, 32)]
         # Packers (see test_im2col_packers_run): small images, many to a uniform window; an input
         # buffer too small for a window; input rows too wide for one.
         yield (lambda x, k: tf.nn.conv2d(x, k, strides=2, padding="SAME")), [f(100, 5, 6, 8), f(3, 3, 8, 36)]
@@ -1114,6 +1117,25 @@ def test_convolution_reads_input_windows():
     assert "dispatch conv tiles subgroup" in windowed and "pack_im2col" not in windowed, windowed[-3000:]
     for packed in [wide, odd]:
         assert "dispatch conv tiles subgroup" not in packed and "pack_im2col" in packed, packed[-3000:]
+
+
+def test_convolution_windows_are_planned_to_the_pixel():
+    """A window of conv_tiles_subgroup holds its pixels' input from the first tap inside the image to
+    the last, not whole input rows: 128 output pixels reading 129 input pixels of 512 bytes take two
+    dispatches (the Conv2D cases check the results), and a 3x3 SAME convolution on 56x56x64 fills
+    windows with 128 pixels (24 dispatches; whole input rows would take 40)."""
+    script = (
+        "import sys, tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    for xs, ks, pad in [((1, 1, 129, 128), (1, 2, 128, 32), 'VALID'),\n"
+        "                        ((1, 56, 56, 64), (3, 3, 64, 64), 'SAME')]:\n"
+        "        x, k = tf.identity(tf.ones(xs)), tf.identity(tf.ones(ks))\n"
+        "        print('CONVOLUTION', file=sys.stderr, flush=True)\n"
+        "        tf.nn.conv2d(x, k, strides=1, padding=pad).numpy()\n"
+    )
+    overflowing, square = dispatch_log(script).split("CONVOLUTION")[1:]
+    assert overflowing.count("dispatch conv tiles subgroup") == 2, overflowing[-3000:]
+    assert square.count("dispatch conv tiles subgroup") <= 25, square[-3000:]
 
 
 def test_back_to_back_convolutions_keep_their_filters(strict_placement):
