@@ -477,4 +477,63 @@ mod tests {
         // taps lie above the image, where the next row's pixels would start reading at column 0.
         assert_eq!(pixel_span(&g, 55..56), 0..(2 * 56) * px);
     }
+
+    /// The bytes every in-image tap of `pixels` reads, found tap by tap.
+    fn taps_read(g: &Im2col, pixels: std::ops::Range<u64>) -> Option<std::ops::Range<u64>> {
+        let (h, w) = (i64::from(g.h), i64::from(g.w));
+        let mut read: Option<std::ops::Range<u64>> = None;
+        for pixel in pixels {
+            let (image, oy, ox) =
+                (pixel / u64::from(g.oh * g.ow), (pixel / u64::from(g.ow)) % u64::from(g.oh), pixel % u64::from(g.ow));
+            for ky in 0..i64::from(g.kh) {
+                for kx in 0..i64::from(g.kw) {
+                    let iy =
+                        oy as i64 * i64::from(g.strides[0]) - i64::from(g.pads[0]) + ky * i64::from(g.dilations[0]);
+                    let ix =
+                        ox as i64 * i64::from(g.strides[1]) - i64::from(g.pads[1]) + kx * i64::from(g.dilations[1]);
+                    if (0..h).contains(&iy) && (0..w).contains(&ix) {
+                        let at = (image * u64::from(g.h * g.w) + (iy * w + ix) as u64) * u64::from(g.c) * 4;
+                        let end = at + u64::from(g.c) * 4;
+                        read = Some(read.map_or(at..end, |r| r.start.min(at)..r.end.max(end)));
+                    }
+                }
+            }
+        }
+        read
+    }
+
+    #[test]
+    fn pixel_span_holds_every_tap_inside_the_image() {
+        // Random geometries (strides, dilations, one-sided and oversized padding) and pixel ranges,
+        // checked against the taps themselves.
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % u64::from(n)) as u32
+        };
+        for _ in 0..400 {
+            let (h, w, kh, kw) = (1 + next(9), 1 + next(9), 1 + next(4), 1 + next(4));
+            let (strides, dilations, pads) =
+                ([1 + next(3), 1 + next(3)], [1 + next(2), 1 + next(2)], [next(4), next(4)]);
+            let span_y = (kh - 1) * dilations[0] + 1;
+            let span_x = (kw - 1) * dilations[1] + 1;
+            if h + 2 * pads[0] < span_y || w + 2 * pads[1] < span_x {
+                continue;
+            }
+            let (oh, ow) = ((h + 2 * pads[0] - span_y) / strides[0] + 1, (w + 2 * pads[1] - span_x) / strides[1] + 1);
+            let g = Im2col { batch: 1 + next(3), h, w, c: 4, oh, ow, kh, kw, strides, dilations, pads };
+            let m = u64::from(g.batch * oh * ow);
+            let first = u64::from(next(m as u32));
+            let end = first + 1 + u64::from(next((m - first) as u32));
+            if let Some(read) = taps_read(&g, first..end) {
+                let span = pixel_span(&g, first..end);
+                assert!(
+                    span.start <= read.start && read.end <= span.end,
+                    "{g:?} {first}..{end}: {span:?} misses {read:?}"
+                );
+            }
+        }
+    }
 }
