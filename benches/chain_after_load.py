@@ -1,0 +1,55 @@
+"""The eager op chain of tf_compare.py, timed before and after a heavy WGPU workload, in one process.
+
+    .venv/bin/python benches/chain_after_load.py [--rounds N]
+
+Why: on lavapipe every dispatch wakes Mesa's compute thread pool. Until a heavy workload spreads
+the pool's threads over both cores of a 2-core machine they share one, and the Python thread has
+the other to itself; afterwards the wake-ups of 1-element ops preempt it, and the chain can run 2-4x
+slower for a while. `LP_NUM_THREADS=0` (no pool: lavapipe runs dispatches on its queue thread)
+removes the effect, and the matmul's speed with it.
+"""
+
+import argparse
+import time
+
+import numpy as np
+import tensorflow as tf
+
+
+def chain_us_per_op(device, length=1000):
+    with tf.device(device):
+        t = tf.constant([1.0])
+        start = time.perf_counter()
+        for _ in range(length):
+            t = t * 1.0001
+        t.numpy()
+        return (time.perf_counter() - start) / length * 1e6
+
+
+def heavy_matmul():
+    a = np.random.default_rng(0).standard_normal((2048, 2048)).astype(np.float32)
+    with tf.device("/GPU:0"):
+        x = tf.identity(tf.constant(a))
+        for _ in range(3):
+            tf.matmul(x, x).numpy()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    assert tf.config.list_physical_devices("GPU"), "no WGPU device: install the plugin first (pip install .)"
+    chain_us_per_op("/GPU:0")
+    chain_us_per_op("/CPU:0")
+    cpu = min(chain_us_per_op("/CPU:0") for _ in range(3))
+    fresh = [chain_us_per_op("/GPU:0") for _ in range(3)]
+    print(f"TF-CPU chain (best of 3)            {cpu:7.1f} us/op")
+    print(f"WGPU chain, fresh process           {' '.join(f'{t:7.1f}' for t in fresh)} us/op")
+    for r in range(args.rounds):
+        heavy_matmul()
+        after = [chain_us_per_op("/GPU:0") for _ in range(3)]
+        print(f"WGPU chain after 3 matmuls N=2048 ({r + 1}) {' '.join(f'{t:7.1f}' for t in after)} us/op")
+
+
+if __name__ == "__main__":
+    main()
