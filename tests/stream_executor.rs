@@ -166,6 +166,41 @@ fn convolution_reads_its_input_at_interior_addresses() {
 }
 
 #[test]
+fn small_ops_batch_at_interior_addresses_in_program_order() {
+    // On CPU adapters small f32 binary ops join one dispatch, which runs before any other command.
+    // Views start inside one buffer; a copy overwrites an operand an earlier op of the batch read
+    // (write-after-read), and later ops read what earlier ones wrote (read-after-write).
+    let p = plugin();
+    let s = p.stream();
+    let m = p.alloc(4 * 1024);
+    let n = 37usize;
+    let first: Vec<f32> = (0..n).map(|i| i as f32 - 5.0).collect();
+    let second: Vec<f32> = (0..n).map(|i| 0.25 * i as f32).collect();
+    let (x_at, y_at, z_at, one_at) = (3u64, 101u64, 333u64, 517u64);
+    p.htod(s, &m.at(4 * x_at), bytemuck::cast_slice(&first));
+    p.htod(s, &m.at(4 * one_at), bytemuck::cast_slice(&[3.0f32]));
+    let view = |at: u64| f32_tensor(&m.at(4 * at), n);
+    let one = TensorRef { address: m.at(4 * one_at).opaque as u64, dtype: DType::F32, shape: vec![] };
+    // y = x * 3; x = second (a copy, after the batch so far); z = x - y; y = z * 3.
+    launch(runtime_stream(s), BinaryOp::Mul, &view(x_at), &one, &view(y_at)).unwrap();
+    p.htod(s, &m.at(4 * x_at), bytemuck::cast_slice(&second));
+    launch(runtime_stream(s), BinaryOp::Sub, &view(x_at), &view(y_at), &view(z_at)).unwrap();
+    launch(runtime_stream(s), BinaryOp::Mul, &one, &view(z_at), &view(y_at)).unwrap();
+    let mut out = vec![0u8; 4 * n];
+    p.dtoh(s, &m.at(4 * y_at), &mut out);
+    p.sync(s);
+    let expected: Vec<f32> = (0..n).map(|i| 3.0 * (second[i] - first[i] * 3.0)).collect();
+    assert_eq!(floats(&out), expected);
+    // A batch still open at a sync runs before it.
+    launch(runtime_stream(s), BinaryOp::Add, &view(y_at), &one, &view(z_at)).unwrap();
+    p.sync(s);
+    p.dtoh(s, &m.at(4 * z_at), &mut out);
+    p.sync(s);
+    assert_eq!(floats(&out), expected.iter().map(|v| v + 3.0).collect::<Vec<f32>>());
+    p.destroy_stream(s);
+}
+
+#[test]
 fn kernels_read_and_write_views_at_interior_addresses() {
     // Tensors at element offsets that are not storage-binding aligned (TF slices a buffer that way):
     // the kernels must bind an aligned window and index from the uniform offset.

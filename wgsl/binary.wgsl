@@ -115,7 +115,12 @@ fn fmod_exact(x: f32, y: f32) -> f32 {
 }
 
 fn apply(x: f32, y: f32) -> f32 {
-    switch OP {
+    return apply_op(OP, x, y);
+}
+
+// The op `op` of the table below (`OP` for the specialised kernels, whose switch folds away).
+fn apply_op(op: u32, x: f32, y: f32) -> f32 {
+    switch op {
         case 0u: { return x + y; }
         case 1u: { return x * y; }
         case 2u: { return x - y; }
@@ -211,4 +216,141 @@ fn main_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
         y = vec4<f32>(b4[p.b_off / 4u + i]);
     }
     out4[p.out_off / 4u + i] = vec4<T>(apply4(x, y));
+}
+
+// Small launches batched into one dispatch on CPU adapters (`binary::launch_batched`), where a
+// dispatch costs more than a small op: lavapipe wakes its compute thread pool for every dispatch.
+// The storage bindings are slots, each a whole buffer (`a`, `b`, `out` and `s3`..`s27`); each
+// record names its operands by slot and element offset. One workgroup runs the records in order,
+// a storage barrier after each, so a record sees what the ones before it wrote. The params block
+// sits at binding 28, where no other entry point of this file looks.
+const BATCH_RECORDS: u32 = 32u;
+
+struct BatchRecord {
+    op: u32,
+    n: u32,
+    a_slot: u32,
+    a_off: u32,
+    a_step: u32,
+    b_slot: u32,
+    b_off: u32,
+    b_step: u32,
+    out_slot: u32,
+    out_off: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+struct Batch {
+    count: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    records: array<BatchRecord, BATCH_RECORDS>,
+}
+
+@group(0) @binding(3) var<storage, read_write> s3: array<T>;
+@group(0) @binding(4) var<storage, read_write> s4: array<T>;
+@group(0) @binding(5) var<storage, read_write> s5: array<T>;
+@group(0) @binding(6) var<storage, read_write> s6: array<T>;
+@group(0) @binding(7) var<storage, read_write> s7: array<T>;
+@group(0) @binding(8) var<storage, read_write> s8: array<T>;
+@group(0) @binding(9) var<storage, read_write> s9: array<T>;
+@group(0) @binding(10) var<storage, read_write> s10: array<T>;
+@group(0) @binding(11) var<storage, read_write> s11: array<T>;
+@group(0) @binding(12) var<storage, read_write> s12: array<T>;
+@group(0) @binding(13) var<storage, read_write> s13: array<T>;
+@group(0) @binding(14) var<storage, read_write> s14: array<T>;
+@group(0) @binding(15) var<storage, read_write> s15: array<T>;
+@group(0) @binding(16) var<storage, read_write> s16: array<T>;
+@group(0) @binding(17) var<storage, read_write> s17: array<T>;
+@group(0) @binding(18) var<storage, read_write> s18: array<T>;
+@group(0) @binding(19) var<storage, read_write> s19: array<T>;
+@group(0) @binding(20) var<storage, read_write> s20: array<T>;
+@group(0) @binding(21) var<storage, read_write> s21: array<T>;
+@group(0) @binding(22) var<storage, read_write> s22: array<T>;
+@group(0) @binding(23) var<storage, read_write> s23: array<T>;
+@group(0) @binding(24) var<storage, read_write> s24: array<T>;
+@group(0) @binding(25) var<storage, read_write> s25: array<T>;
+@group(0) @binding(26) var<storage, read_write> s26: array<T>;
+@group(0) @binding(27) var<storage, read_write> s27: array<T>;
+@group(0) @binding(28) var<uniform> batch: Batch;
+
+fn slot_load(slot: u32, i: u32) -> f32 {
+    switch slot {
+        case 0u: { return f32(a[i]); }
+        case 1u: { return f32(b[i]); }
+        case 2u: { return f32(out[i]); }
+        case 3u: { return f32(s3[i]); }
+        case 4u: { return f32(s4[i]); }
+        case 5u: { return f32(s5[i]); }
+        case 6u: { return f32(s6[i]); }
+        case 7u: { return f32(s7[i]); }
+        case 8u: { return f32(s8[i]); }
+        case 9u: { return f32(s9[i]); }
+        case 10u: { return f32(s10[i]); }
+        case 11u: { return f32(s11[i]); }
+        case 12u: { return f32(s12[i]); }
+        case 13u: { return f32(s13[i]); }
+        case 14u: { return f32(s14[i]); }
+        case 15u: { return f32(s15[i]); }
+        case 16u: { return f32(s16[i]); }
+        case 17u: { return f32(s17[i]); }
+        case 18u: { return f32(s18[i]); }
+        case 19u: { return f32(s19[i]); }
+        case 20u: { return f32(s20[i]); }
+        case 21u: { return f32(s21[i]); }
+        case 22u: { return f32(s22[i]); }
+        case 23u: { return f32(s23[i]); }
+        case 24u: { return f32(s24[i]); }
+        case 25u: { return f32(s25[i]); }
+        case 26u: { return f32(s26[i]); }
+        default: { return f32(s27[i]); }
+    }
+}
+
+fn slot_store(slot: u32, i: u32, v: f32) {
+    switch slot {
+        case 0u: { a[i] = T(v); }
+        case 1u: { b[i] = T(v); }
+        case 2u: { out[i] = T(v); }
+        case 3u: { s3[i] = T(v); }
+        case 4u: { s4[i] = T(v); }
+        case 5u: { s5[i] = T(v); }
+        case 6u: { s6[i] = T(v); }
+        case 7u: { s7[i] = T(v); }
+        case 8u: { s8[i] = T(v); }
+        case 9u: { s9[i] = T(v); }
+        case 10u: { s10[i] = T(v); }
+        case 11u: { s11[i] = T(v); }
+        case 12u: { s12[i] = T(v); }
+        case 13u: { s13[i] = T(v); }
+        case 14u: { s14[i] = T(v); }
+        case 15u: { s15[i] = T(v); }
+        case 16u: { s16[i] = T(v); }
+        case 17u: { s17[i] = T(v); }
+        case 18u: { s18[i] = T(v); }
+        case 19u: { s19[i] = T(v); }
+        case 20u: { s20[i] = T(v); }
+        case 21u: { s21[i] = T(v); }
+        case 22u: { s22[i] = T(v); }
+        case 23u: { s23[i] = T(v); }
+        case 24u: { s24[i] = T(v); }
+        case 25u: { s25[i] = T(v); }
+        case 26u: { s26[i] = T(v); }
+        default: { s27[i] = T(v); }
+    }
+}
+
+@compute @workgroup_size(8)
+fn main_batch(@builtin(local_invocation_id) lid: vec3<u32>) {
+    for (var k = 0u; k < min(batch.count, BATCH_RECORDS); k++) {
+        let r = batch.records[k];
+        for (var i = lid.x; i < r.n; i += 8u) {
+            let x = slot_load(r.a_slot, r.a_off + i * r.a_step);
+            let y = slot_load(r.b_slot, r.b_off + i * r.b_step);
+            slot_store(r.out_slot, r.out_off + i, apply_op(r.op, x, y));
+        }
+        storageBarrier();
+    }
 }

@@ -3,6 +3,7 @@
 //! sharing `wgsl/broadcast.wgsl`.
 
 use crate::error::{Error, Result};
+use crate::runtime::encoder::BatchKind;
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
     dispatch, storage_window, vec4_window, Binding, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
@@ -28,6 +29,8 @@ macro_rules! broadcast_shader {
 }
 
 pub const SHADER: Shader = broadcast_shader!("binary", "binary.wgsl", 3);
+/// `main_batch` of `binary.wgsl`: its slots take every storage binding it declares.
+pub const BATCH_SHADER: Shader = broadcast_shader!("binary batch", "binary.wgsl", BATCH_SLOTS as u32);
 pub const COMPARE_SHADER: Shader = broadcast_shader!("compare", "compare.wgsl", 3);
 pub const LOGICAL_SHADER: Shader = broadcast_shader!("logical", "logical.wgsl", 3);
 pub const SELECT_SHADER: Shader = broadcast_shader!("select", "select.wgsl", 4);
@@ -259,8 +262,92 @@ pub fn launch(stream: &Stream, op: BinaryOp, a: &TensorRef, b: &TensorRef, out: 
     launch_binary(stream, &[("OP", op as u32 as f64)], a, b, out)
 }
 
-/// `binary.wgsl` with the given override constants: four elements at a time where the operands
-/// allow it, else the broadcasting kernel.
+/// Storage slots of `main_batch` (lavapipe allows 32 storage bindings per stage).
+const BATCH_SLOTS: usize = 28;
+/// Outputs up to this many elements join a batch: a batch runs in one workgroup of 8 invocations.
+const BATCH_ELEMENTS: u64 = 64;
+/// `BATCH_RECORDS` of `binary.wgsl`.
+const BATCH_RECORDS: u32 = 32;
+
+/// One `BatchRecord` of `binary.wgsl`: out[i] = op(a[i * a_step], b[i * b_step]) for i < n, each
+/// operand a slot and an element offset.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct BatchRecord {
+    op: u32,
+    n: u32,
+    a: [u32; 3],
+    b: [u32; 3],
+    out: [u32; 2],
+    _pad: [u32; 2],
+}
+
+static BATCH_KIND: BatchKind = BatchKind {
+    label: "binary batch",
+    slots: BATCH_SLOTS,
+    max_records: BATCH_RECORDS,
+    record_bytes: std::mem::size_of::<BatchRecord>(),
+};
+
+/// `out = op(a, b)` as a record of the stream's batch of small launches (`main_batch`), on CPU
+/// adapters, where waking the compute thread pool for a dispatch costs more than a small op (an
+/// eager chain of 1-element ops ran 2-4x slower once lavapipe's pool threads had spread over both
+/// cores of a 2-core machine). Returns false, encoding nothing, where it does not apply: f32 only,
+/// outputs of up to `BATCH_ELEMENTS` elements, each operand shaped like the output or a single
+/// element, ops specialised by `OP` alone (not LeakyReluGrad's `ALPHA`).
+fn launch_batched(
+    stream: &Stream,
+    constants: &[(&'static str, f64)],
+    a: &TensorRef,
+    b: &TensorRef,
+    out: &TensorRef,
+) -> Result<bool> {
+    let device = stream.device();
+    let n = out.num_elements();
+    let op = match constants {
+        [("OP", op)] => *op as u32,
+        _ => return Ok(false),
+    };
+    let operand_fits = |t: &TensorRef| t.dtype == DType::F32 && (t.num_elements() == 1 || t.num_elements() == n);
+    let fits = device.info.device_type == wgpu::DeviceType::Cpu
+        && device.limits.max_storage_buffers_per_shader_stage as usize >= BATCH_SLOTS
+        && out.dtype == DType::F32
+        && (1..=BATCH_ELEMENTS).contains(&n)
+        && operand_fits(a)
+        && operand_fits(b);
+    if !fits {
+        return Ok(false);
+    }
+    let mems: Vec<DeviceSlice> =
+        [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
+    let bindable = |m: &DeviceSlice| {
+        m.offset.is_multiple_of(4) && m.buffer().size() <= device.limits.max_storage_buffer_binding_size
+    };
+    if !mems.iter().all(bindable) {
+        return Ok(false);
+    }
+    let aliases = [("T", DType::F32.wgsl())];
+    let spec = PipelineSpec { entry: "main_batch", aliases: &aliases, constants: &[] };
+    let pipeline = device.pipelines.get(device, &BATCH_SHADER, &spec)?;
+    let buffers = [mems[0].buffer(), mems[1].buffer(), mems[2].buffer()];
+    let step = |t: &TensorRef| u32::from(t.num_elements() == n && n > 1);
+    let at = |i: usize| (mems[i].offset / 4) as u32;
+    stream.batch(&BATCH_KIND, &pipeline, &buffers, |slots| {
+        let record = BatchRecord {
+            op,
+            n: n as u32,
+            a: [slots[0], at(0), step(a)],
+            b: [slots[1], at(1), step(b)],
+            out: [slots[2], at(2)],
+            _pad: [0; 2],
+        };
+        bytemuck::bytes_of(&record).to_vec()
+    })?;
+    Ok(true)
+}
+
+/// `binary.wgsl` with the given override constants: a record of a batch of small launches on CPU
+/// adapters, four elements at a time where the operands allow it, else the broadcasting kernel.
 fn launch_binary(
     stream: &Stream,
     constants: &[(&'static str, f64)],
@@ -268,6 +355,9 @@ fn launch_binary(
     b: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
+    if launch_batched(stream, constants, a, b, out)? {
+        return Ok(());
+    }
     if launch_vec4(stream, constants, a, b, out)? {
         return Ok(());
     }

@@ -15,10 +15,12 @@
 //! than the small ops it served (an eager op chain ran 2x slower after one).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
 use super::device::DeviceCore;
+use super::pipeline::Pipeline;
 
 /// Bytes per arena buffer. Bigger uploads get a buffer of their own.
 const ARENA_BYTES: u64 = 64 * 1024;
@@ -36,6 +38,73 @@ pub struct Encoder {
     /// Arena (and dedicated upload) buffers, all still mapped until `finish`.
     filled: Vec<wgpu::Buffer>,
     ops: u32,
+    /// Small launches waiting to run as one dispatch (`Stream::batch`), before any other command.
+    pub batch: Option<Batch>,
+}
+
+/// A kernel that runs many small launches in one dispatch: its storage bindings are slots, each a
+/// whole buffer, and its parameter block is a 16-byte header (the record count first) followed by
+/// `max_records` records of `record_bytes` each, which name their operands by slot.
+pub struct BatchKind {
+    pub label: &'static str,
+    pub slots: usize,
+    pub max_records: u32,
+    pub record_bytes: usize,
+}
+
+/// The launches gathered so far for one `BatchKind`.
+pub struct Batch {
+    pub kind: &'static BatchKind,
+    pub pipeline: Arc<Pipeline>,
+    /// The buffer of each slot in use.
+    pub buffers: Vec<wgpu::Buffer>,
+    pub records: Vec<u8>,
+    pub count: u32,
+}
+
+impl Batch {
+    /// The slots `buffers` would take, or None where the batch has no room for them.
+    pub fn slots_for(&self, buffers: &[&wgpu::Buffer]) -> Option<Vec<u32>> {
+        if self.count >= self.kind.max_records {
+            return None;
+        }
+        let mut taken = self.buffers.len();
+        let mut slots = Vec::with_capacity(buffers.len());
+        for (i, buffer) in buffers.iter().enumerate() {
+            let slot = match self.buffers.iter().position(|b| b == *buffer) {
+                Some(slot) => slot,
+                // A buffer that appeared earlier in this launch takes the slot it was given.
+                None => match buffers[..i].iter().position(|b| b == buffer) {
+                    Some(earlier) => slots[earlier] as usize,
+                    None => {
+                        taken += 1;
+                        taken - 1
+                    }
+                },
+            };
+            slots.push(slot as u32);
+        }
+        (taken <= self.kind.slots).then_some(slots)
+    }
+
+    /// Adds a launch whose record `record` names `buffers` by the `slots` from `slots_for`.
+    pub fn push(&mut self, buffers: &[&wgpu::Buffer], slots: &[u32], record: Vec<u8>) {
+        for (buffer, &slot) in buffers.iter().zip(slots) {
+            if slot as usize == self.buffers.len() {
+                self.buffers.push((*buffer).clone());
+            }
+        }
+        self.records.extend(record);
+        self.count += 1;
+    }
+
+    /// The parameter block: the header, the records, and zeros up to the kernel's full block.
+    pub fn block(&self) -> Vec<u8> {
+        let mut block = vec![0u8; 16 + self.kind.max_records as usize * self.kind.record_bytes];
+        block[..4].copy_from_slice(&self.count.to_le_bytes());
+        block[16..16 + self.records.len()].copy_from_slice(&self.records);
+        block
+    }
 }
 
 /// What a kernel bind group binds: its layout, the (buffer, offset, size) of each binding before
@@ -82,7 +151,15 @@ pub struct Upload {
 impl Encoder {
     pub fn new(core: &DeviceCore, label: &str) -> Self {
         let commands = core.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
-        Encoder { commands, bind_groups: HashMap::new(), pass: None, current: [None, None], filled: Vec::new(), ops: 0 }
+        Encoder {
+            commands,
+            bind_groups: HashMap::new(),
+            pass: None,
+            current: [None, None],
+            filled: Vec::new(),
+            ops: 0,
+            batch: None,
+        }
     }
 
     /// The bind group for `key`: one made earlier in this encoder, or `create(&key)`.

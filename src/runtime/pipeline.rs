@@ -366,3 +366,21 @@ pub fn dispatch_workgroups(
     pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
     Ok(())
 }
+
+/// Encodes the encoder's batch of small launches, if it has one, as one dispatch of one workgroup
+/// (see `BatchKind`). Slots the batch did not fill repeat its first buffer.
+pub fn dispatch_batch(core: &DeviceCore, encoder: &mut Encoder) -> Result<()> {
+    let Some(batch) = encoder.batch.take() else {
+        return Ok(());
+    };
+    let Some(first) = batch.buffers.first() else {
+        return Ok(());
+    };
+    let bindings: Vec<Binding> = (0..batch.kind.slots)
+        .map(|slot| {
+            let buffer = batch.buffers.get(slot).unwrap_or(first);
+            Binding { buffer, offset: 0, size: buffer.size() }
+        })
+        .collect();
+    dispatch_workgroups(core, encoder, batch.kind.label, &batch.pipeline, &bindings, &batch.block(), [1, 1, 1])
+}

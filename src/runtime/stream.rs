@@ -19,8 +19,9 @@ use crate::error::{from_panic, Error, Result};
 
 use super::buffer_pool::size_class;
 use super::device::{Device, DeviceCore};
-use super::encoder::{Arena, Encoder};
+use super::encoder::{Arena, Batch, BatchKind, Encoder};
 use super::event::{Event, EventStatus};
+use super::pipeline::{dispatch_batch, Pipeline};
 use super::transfer::{encode_copy, encode_fill};
 
 /// Operations encoded before the stream submits without waiting for a sync point. Submitting in
@@ -119,13 +120,46 @@ impl StreamCore {
     fn encode<T>(&self, core: &DeviceCore, f: impl FnOnce(&DeviceCore, &mut Encoder) -> Result<T>) -> Result<T> {
         let mut state = self.lock();
         let encoder = state.encoder.get_or_insert_with(|| Encoder::new(core, "tf stream"));
-        let result = f(core, encoder);
+        // Batched launches come before this command in program order.
+        let result = dispatch_batch(core, encoder).and_then(|()| f(core, encoder));
         let full = encoder.count_op() >= SUBMIT_AFTER_OPS;
         drop(state);
         if full {
             self.flush_with(core, Vec::new());
         }
         result
+    }
+
+    /// Adds a launch to the open encoder's batch of `kind` (a new batch where the open one is of
+    /// another kind or full). `record` gets the slots of `buffers`.
+    fn batch(
+        &self,
+        core: &DeviceCore,
+        kind: &'static BatchKind,
+        pipeline: &Arc<Pipeline>,
+        buffers: &[&wgpu::Buffer],
+        record: impl FnOnce(&[u32]) -> Vec<u8>,
+    ) -> Result<()> {
+        let mut state = self.lock();
+        let encoder = state.encoder.get_or_insert_with(|| Encoder::new(core, "tf stream"));
+        let same_kind = |b: &Batch| std::ptr::eq(b.kind, kind) && Arc::ptr_eq(&b.pipeline, pipeline);
+        let mut slots = encoder.batch.as_ref().filter(|b| same_kind(b)).and_then(|b| b.slots_for(buffers));
+        if slots.is_none() {
+            dispatch_batch(core, encoder)?;
+            let batch = Batch { kind, pipeline: pipeline.clone(), buffers: Vec::new(), records: Vec::new(), count: 0 };
+            slots = batch.slots_for(buffers);
+            encoder.batch = Some(batch);
+        }
+        let (Some(slots), Some(batch)) = (slots, encoder.batch.as_mut()) else {
+            return Err(Error::internal(format!("{}: a launch with more buffers than slots", kind.label)));
+        };
+        batch.push(buffers, &slots, record(&slots));
+        let full = encoder.count_op() >= SUBMIT_AFTER_OPS;
+        drop(state);
+        if full {
+            self.flush_with(core, Vec::new());
+        }
+        Ok(())
     }
 
     /// Writes `data` with `Queue::write_buffer` when nothing of this stream waits to be submitted,
@@ -154,6 +188,10 @@ impl StreamCore {
             None if after.is_empty() => return,
             None => Encoder::new(core, "tf stream"),
         };
+        let mut encoder = encoder;
+        if let Err(e) = dispatch_batch(core, &mut encoder) {
+            self.set_error(e);
+        }
         let commands = encoder.finish();
         if state.tasks.is_empty() && !state.host_task_running {
             state.last_submitted_seq = core.submit(commands);
@@ -237,6 +275,19 @@ impl Stream {
     /// Encodes work into the stream's open encoder, in program order.
     pub fn encode<T>(&self, f: impl FnOnce(&DeviceCore, &mut Encoder) -> Result<T>) -> Result<T> {
         self.core.encode(&self.device, f)
+    }
+
+    /// Adds a small launch to the stream's batch of `kind` launches, which runs as one dispatch
+    /// before the next command of any other kind, or at submit. `record(slots)` is the launch's
+    /// record, given the slot of each of `buffers` (bound whole).
+    pub fn batch(
+        &self,
+        kind: &'static BatchKind,
+        pipeline: &Arc<Pipeline>,
+        buffers: &[&wgpu::Buffer],
+        record: impl FnOnce(&[u32]) -> Vec<u8>,
+    ) -> Result<()> {
+        self.core.batch(&self.device, kind, pipeline, buffers, record)
     }
 
     /// Submits what has been encoded so far (or queues it behind pending host tasks).

@@ -1138,6 +1138,54 @@ def test_convolution_windows_are_planned_to_the_pixel():
     assert square.count("dispatch conv tiles subgroup") <= 25, square[-3000:]
 
 
+SMALL_OPS_SCRIPT = (
+    "import sys, tensorflow as tf\n"
+    "with tf.device('/GPU:0'):\n"
+    "    t = tf.identity(tf.constant([1.0, 2.0, 3.0]))\n"
+    "    t.numpy()\n"
+    "    print('CHAIN', file=sys.stderr, flush=True)\n"
+    "    for _ in range(40):\n"
+    "        t = t * 1.0001 + 0.5\n"
+    "    t.numpy()\n"
+)
+
+
+def test_small_ops_share_dispatches():
+    """On a CPU adapter, small f32 binary ops join one dispatch of `main_batch` (up to 32 records
+    and 28 buffers, until another command or a submit), not a dispatch each: 80 ops take at most 8
+    dispatches and no other kernel runs (the results: see the next test)."""
+    chain = dispatch_log(SMALL_OPS_SCRIPT).split("CHAIN")[1]
+    assert 1 <= chain.count("dispatch binary batch") <= 8, chain[-3000:]
+    assert chain.count("dispatch ") == chain.count("dispatch binary batch"), chain[-3000:]
+
+
+def test_small_ops_in_one_batch_match_cpu(strict_placement):
+    """Every binary op of `binary.wgsl` as records of batches: small operands, a scalar on either
+    side, 64 elements (the largest batched output) and 65 (not batched), and a dependent chain
+    through the results, with no sync in between."""
+    rng = np.random.default_rng(11)
+    ops = {**{op: fn for op, fn in BINARY.items()},
+           **{op: (lambda a, b, op=op: getattr(tf.raw_ops, op)(**dict(zip(GRADS[op], (a, b))),
+                                                                 **({"alpha": 0.15} if op == "LeakyReluGrad" else {})))
+              for op in GRADS if op != "InvGrad"}}
+    shapes = [((7,), (7,)), ((), (7,)), ((5,), ()), ((2, 32), (2, 32)), ((65,), (65,)), ((), ())]
+    cases = [(op, floats(rng, sa, specials=False), floats(rng, sb, specials=False))
+             for op in ops for sa, sb in shapes if op in BINARY or sa == sb]
+
+    def run(device):
+        with tf.device(device):
+            outs = [ops[op](tf.constant(a), tf.constant(b)) for op, a, b in cases]
+            t = tf.constant([0.5, 1.5])
+            for i in range(50):
+                t = t * 1.01 + float(i) - t * 0.5
+            return [o.numpy() for o in outs] + [t.numpy()]
+
+    got, want = run(GPU), run("/CPU:0")
+    for (op, a, b), g, w in zip(cases + [("chain", None, None)], got, want):
+        tol = max(TOLERANCE.get(op, 1e-6), 1e-6)
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"{op} {None if a is None else (a.shape, b.shape)}")
+
+
 def test_back_to_back_convolutions_keep_their_filters(strict_placement):
     """Convolutions enqueued without a sync in between each copy their filter into the same scratch
     slabs: every copy must wait for the dispatches before it that read the previous filter
