@@ -45,10 +45,21 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.throughput(Throughput::Elements(64));
-    group.bench_function("plugin: 64 batched AddV2, one wait", |b| {
+    group.bench_function("plugin: 64 1-element AddV2 (records of batch dispatches), one wait", |b| {
         b.iter(|| {
             for _ in 0..64 {
                 launch(&stream, BinaryOp::Add, &tensor(one, 1), &tensor(one, 1), &tensor(one, 1)).unwrap();
+            }
+            stream.block_until_done().unwrap();
+        })
+    });
+    // 65 elements: one more than a batch record takes, so a dispatch per op.
+    let wide = device.memory.allocate(&device, 4 * 65).unwrap();
+    stream.memcpy_htod(wide, &[0u8; 4 * 65]).unwrap();
+    group.bench_function("plugin: 64 AddV2 of 65 elements (a dispatch each), one wait", |b| {
+        b.iter(|| {
+            for _ in 0..64 {
+                launch(&stream, BinaryOp::Add, &tensor(wide, 65), &tensor(wide, 65), &tensor(wide, 65)).unwrap();
             }
             stream.block_until_done().unwrap();
         })
