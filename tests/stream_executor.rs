@@ -201,6 +201,27 @@ fn small_ops_batch_at_interior_addresses_in_program_order() {
 }
 
 #[test]
+fn small_op_batches_split_where_their_slots_run_out() {
+    // x[i] = x[i - 1] + 1 over 40 buffers: each launch brings one new buffer, so a batch fills its
+    // 28 slots mid-chain and the next launch starts another batch (a 29th buffer has no binding).
+    let p = plugin();
+    let s = p.stream();
+    let xs: Vec<_> = (0..40).map(|_| p.alloc(4)).collect();
+    let one = p.alloc(4);
+    p.htod(s, &one.base, bytemuck::cast_slice(&[1.0f32]));
+    p.htod(s, &xs[0].base, bytemuck::cast_slice(&[0.0f32]));
+    for i in 1..xs.len() {
+        let (a, b, out) = (f32_tensor(&xs[i - 1].base, 1), f32_tensor(&one.base, 1), f32_tensor(&xs[i].base, 1));
+        launch(runtime_stream(s), BinaryOp::Add, &a, &b, &out).unwrap();
+    }
+    let mut out = vec![0u8; 4];
+    p.dtoh(s, &xs[39].base, &mut out);
+    p.sync(s);
+    assert_eq!(floats(&out), [39.0]);
+    p.destroy_stream(s);
+}
+
+#[test]
 fn kernels_read_and_write_views_at_interior_addresses() {
     // Tensors at element offsets that are not storage-binding aligned (TF slices a buffer that way):
     // the kernels must bind an aligned window and index from the uniform offset.

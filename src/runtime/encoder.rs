@@ -8,6 +8,9 @@
 //! staged data use separate arenas: a copy kernel binds staged bytes as storage, and one buffer
 //! may not be storage and uniform in the same dispatch.
 //!
+//! Small launches of one kind may wait in the encoder's `Batch`, to run as one dispatch: on CPU
+//! adapters a dispatch (waking the driver's thread pool) costs more than a small op.
+//!
 //! Consecutive dispatches share one compute pass, ended before any other command (a copy, a fill)
 //! and at `finish`: wgpu records each pass into command buffers of their own, and lavapipe walks
 //! every command buffer an encoder's pool ever held when the pool is reset. With a pass per

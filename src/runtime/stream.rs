@@ -1,7 +1,9 @@
 //! Streams: ordered command encoders on the device's one queue.
 //!
 //! Kernels, copies and fills are encoded into the stream's open encoder, so they keep program order
-//! without `Queue::write_buffer` (which would land before the next submit, out of order). Host data
+//! without `Queue::write_buffer` (which would land before the next submit, out of order). Small
+//! launches may instead join the encoder's batch (`Stream::batch`), one dispatch that is encoded
+//! before the next command of any other kind and before every submit. Host data
 //! goes through staging buffers copied inside the encoder. The encoder is submitted at sync points:
 //! events, readbacks, host callbacks, blocking waits.
 //!
@@ -183,12 +185,11 @@ impl StreamCore {
     /// Submits the open encoder now, or queues the submit behind pending host tasks.
     fn flush_with(&self, core: &DeviceCore, after: Vec<AfterSubmit>) {
         let mut state = self.lock();
-        let encoder = match state.encoder.take() {
+        let mut encoder = match state.encoder.take() {
             Some(encoder) => encoder,
             None if after.is_empty() => return,
             None => Encoder::new(core, "tf stream"),
         };
-        let mut encoder = encoder;
         if let Err(e) = dispatch_batch(core, &mut encoder) {
             self.set_error(e);
         }
