@@ -119,17 +119,26 @@ impl StreamCore {
         }
     }
 
-    fn encode<T>(&self, core: &DeviceCore, f: impl FnOnce(&DeviceCore, &mut Encoder) -> Result<T>) -> Result<T> {
+    /// Runs `f` on the open encoder (a new one where none is open), and submits once the encoder
+    /// holds `SUBMIT_AFTER_OPS` operations.
+    fn with_encoder<T>(&self, core: &DeviceCore, f: impl FnOnce(&mut Encoder) -> Result<T>) -> Result<T> {
         let mut state = self.lock();
         let encoder = state.encoder.get_or_insert_with(|| Encoder::new(core, "tf stream"));
-        // Batched launches come before this command in program order.
-        let result = dispatch_batch(core, encoder).and_then(|()| f(core, encoder));
+        let result = f(encoder);
         let full = encoder.count_op() >= SUBMIT_AFTER_OPS;
         drop(state);
         if full {
             self.flush_with(core, Vec::new());
         }
         result
+    }
+
+    fn encode<T>(&self, core: &DeviceCore, f: impl FnOnce(&DeviceCore, &mut Encoder) -> Result<T>) -> Result<T> {
+        self.with_encoder(core, |encoder| {
+            // Batched launches come before this command in program order.
+            dispatch_batch(core, encoder)?;
+            f(core, encoder)
+        })
     }
 
     /// Adds a launch to the open encoder's batch of `kind` (a new batch where the open one is of
@@ -142,26 +151,22 @@ impl StreamCore {
         buffers: &[&wgpu::Buffer],
         record: impl FnOnce(&[u32]) -> Vec<u8>,
     ) -> Result<()> {
-        let mut state = self.lock();
-        let encoder = state.encoder.get_or_insert_with(|| Encoder::new(core, "tf stream"));
-        let same_kind = |b: &Batch| std::ptr::eq(b.kind, kind) && Arc::ptr_eq(&b.pipeline, pipeline);
-        let mut slots = encoder.batch.as_ref().filter(|b| same_kind(b)).and_then(|b| b.slots_for(buffers));
-        if slots.is_none() {
-            dispatch_batch(core, encoder)?;
-            let batch = Batch { kind, pipeline: pipeline.clone(), buffers: Vec::new(), records: Vec::new(), count: 0 };
-            slots = batch.slots_for(buffers);
-            encoder.batch = Some(batch);
-        }
-        let (Some(slots), Some(batch)) = (slots, encoder.batch.as_mut()) else {
-            return Err(Error::internal(format!("{}: a launch with more buffers than slots", kind.label)));
-        };
-        batch.push(buffers, &slots, record(&slots));
-        let full = encoder.count_op() >= SUBMIT_AFTER_OPS;
-        drop(state);
-        if full {
-            self.flush_with(core, Vec::new());
-        }
-        Ok(())
+        self.with_encoder(core, |encoder| {
+            let same_kind = |b: &Batch| std::ptr::eq(b.kind, kind) && Arc::ptr_eq(&b.pipeline, pipeline);
+            let mut slots = encoder.batch.as_ref().filter(|b| same_kind(b)).and_then(|b| b.slots_for(buffers));
+            if slots.is_none() {
+                dispatch_batch(core, encoder)?;
+                let batch =
+                    Batch { kind, pipeline: pipeline.clone(), buffers: Vec::new(), records: Vec::new(), count: 0 };
+                slots = batch.slots_for(buffers);
+                encoder.batch = Some(batch);
+            }
+            let (Some(slots), Some(batch)) = (slots, encoder.batch.as_mut()) else {
+                return Err(Error::internal(format!("{}: a launch with more buffers than slots", kind.label)));
+            };
+            batch.push(buffers, &slots, record(&slots));
+            Ok(())
+        })
     }
 
     /// Writes `data` with `Queue::write_buffer` when nothing of this stream waits to be submitted,
