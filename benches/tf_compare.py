@@ -63,16 +63,19 @@ def conv2d():
     return results
 
 
+def eager_chain(device, length):
+    """`length` dependent 1-element eager muls on `device`, fetched at the end."""
+    with tf.device(device):
+        t = tf.constant([1.0])
+        for _ in range(length):
+            t = t * 1.0001
+        return fetch(t)
+
+
 def op_chain(length):
     results = {}
     for device in ("/GPU:0", "/CPU:0"):
-        def chain():
-            with tf.device(device):
-                t = tf.constant([1.0])
-                for _ in range(length):
-                    t = t * 1.0001
-                return fetch(t)
-        seconds = timed(chain, repeats=3)
+        seconds = timed(lambda device=device: eager_chain(device, length), repeats=3)
         results[device] = (seconds, seconds / length * 1e6)
     return results
 
