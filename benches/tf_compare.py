@@ -136,7 +136,8 @@ def main():
         ratios[f"matmul {n}"] = report(f"matmul f32 N={n}", matmul(n), "GFLOPS")
     if not args.quick:
         ratios["conv2d"] = report("conv2d 3x3 64x56x56x64", conv2d(), "GFLOPS")
-    ratios["op chain"] = report("1000 dependent eager muls", op_chain(100 if args.quick else 1000), "us/op")
+    chain_length = 100 if args.quick else 1000
+    ratios["op chain"] = report(f"{chain_length} dependent eager muls", op_chain(chain_length), "us/op")
     for kind in ("mlp", "cnn"):
         ratios[f"{kind} step"] = report(f"Keras {kind.upper()} training step", training_step(kind), "ms")
     done = {k: v for k, v in ratios.items() if v is not None}
