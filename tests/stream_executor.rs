@@ -568,6 +568,84 @@ fn bad_input_gives_errors_not_crashes() {
 }
 
 #[test]
+fn destroyed_and_foreign_handles_give_errors_not_crashes() {
+    let p = plugin();
+    let status = OwnedStatus::new();
+    let invalid = |status: &OwnedStatus| {
+        let err = status.result().expect_err("a stale handle was accepted");
+        assert_eq!(err.code, Code::InvalidArgument, "{}", err.message);
+    };
+    // Streams: use after destroy, double destroy, a pointer that was never a stream.
+    let s = p.stream();
+    p.destroy_stream(s);
+    unsafe { (p.se.block_host_until_done.unwrap())(p.dev(), s, status.as_ptr()) };
+    invalid(&status);
+    p.destroy_stream(s);
+    let mut not_a_stream = 0u64;
+    let foreign = &mut not_a_stream as *mut u64 as SP_Stream;
+    unsafe { (p.se.get_stream_status.unwrap())(p.dev(), foreign, status.as_ptr()) };
+    invalid(&status);
+    p.destroy_stream(foreign);
+    assert_eq!(not_a_stream, 0);
+    // Events.
+    let live = p.stream();
+    let e = p.event();
+    unsafe { (p.se.destroy_event.unwrap())(p.dev(), e) };
+    unsafe { (p.se.record_event.unwrap())(p.dev(), live, e, status.as_ptr()) };
+    invalid(&status);
+    assert_eq!(p.event_status(e), SE_EventStatus::SE_EVENT_ERROR);
+    unsafe { (p.se.destroy_event.unwrap())(p.dev(), e) };
+    // Timers.
+    let mut t = std::ptr::null_mut();
+    unsafe { (p.se.create_timer.unwrap())(p.dev(), &mut t, status.as_ptr()) };
+    check(&status);
+    unsafe { (p.se.destroy_timer.unwrap())(p.dev(), t) };
+    unsafe { (p.se.start_timer.unwrap())(p.dev(), live, t, status.as_ptr()) };
+    invalid(&status);
+    assert_eq!(unsafe { (p.timer_fns.nanoseconds.unwrap())(t) }, 0);
+    unsafe { (p.se.destroy_timer.unwrap())(p.dev(), t) };
+    // Device memory: a double free is refused and the next allocation still works.
+    let mut base: SP_DeviceMemoryBase = unsafe { std::mem::zeroed() };
+    base.struct_size = SP_DEVICE_MEMORY_BASE_STRUCT_SIZE;
+    unsafe { (p.se.allocate.unwrap())(p.dev(), 64, 0, &mut base) };
+    unsafe { (p.se.deallocate.unwrap())(p.dev(), &mut base) };
+    unsafe { (p.se.deallocate.unwrap())(p.dev(), &mut base) };
+    // Null out-pointers and stats structs.
+    unsafe { (p.se.create_stream.unwrap())(p.dev(), std::ptr::null_mut(), status.as_ptr()) };
+    invalid(&status);
+    assert_eq!(unsafe { (p.se.get_allocator_stats.unwrap())(p.dev(), std::ptr::null_mut()) }, 0);
+    let m = p.alloc(16);
+    p.htod(live, &m.base, &[7u8; 16]);
+    assert_eq!(p.read(&m.base, 16), vec![7u8; 16]);
+    p.destroy_stream(live);
+}
+
+#[test]
+fn platform_callbacks_refuse_short_structs() {
+    let p = plugin();
+    let status = OwnedStatus::new();
+    let mut fns = zeroed::<SP_DeviceFns>();
+    let mut params = zeroed::<SE_CreateDeviceFnsParams>();
+    params.struct_size = 8;
+    params.device_fns = &mut *fns;
+    unsafe { (p.fns.create_device_fns.unwrap())(&*p.platform, &mut *params, status.as_ptr()) };
+    assert!(status.result().unwrap_err().message.contains("struct_size"));
+    let mut se = zeroed::<SP_StreamExecutor>();
+    let mut params = zeroed::<SE_CreateStreamExecutorParams>();
+    params.struct_size = 8;
+    params.stream_executor = &mut *se;
+    unsafe { (p.fns.create_stream_executor.unwrap())(&*p.platform, &mut *params, status.as_ptr()) };
+    assert!(status.result().unwrap_err().message.contains("struct_size"));
+    assert!(se.allocate.is_none(), "the executor was filled from a short struct");
+    let mut params = zeroed::<SE_CreateDeviceParams>();
+    params.struct_size = 8;
+    unsafe { (p.fns.create_device.unwrap())(&*p.platform, &mut *params, status.as_ptr()) };
+    assert!(status.result().unwrap_err().message.contains("struct_size"));
+    unsafe { (p.fns.create_device.unwrap())(&*p.platform, std::ptr::null_mut(), status.as_ptr()) };
+    assert_eq!(status.result().unwrap_err().code, Code::InvalidArgument);
+}
+
+#[test]
 fn init_plugin_refuses_a_second_call_and_other_versions() {
     let _ = plugin();
     let mut platform = zeroed::<SP_Platform>();

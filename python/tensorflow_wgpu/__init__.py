@@ -9,7 +9,10 @@ import os
 import site
 import sys
 
-__all__ = ["library_path"]
+__all__ = ["library_path", "memory_stats"]
+
+_STATS_FIELDS = ("bytes_in_use", "peak_bytes_in_use", "num_allocs", "largest_alloc_size", "bytes_limit",
+                 "pooled_bytes", "live_allocations")
 
 
 def library_path():
@@ -19,3 +22,37 @@ def library_path():
         for name in glob.glob(os.path.join(root, "tensorflow-plugins", "*tensorflow_wgpu*")):
             return name
     return None
+
+
+def memory_stats(device=0):
+    """The WGPU allocator's figures for device ``device`` (an ordinal) as a dict of ints:
+    ``bytes_in_use``, ``peak_bytes_in_use``, ``num_allocs``, ``largest_alloc_size``,
+    ``bytes_limit`` (the budget, ``TF_WGPU_MEMORY_LIMIT_MB``), ``pooled_bytes`` (freed buffers kept
+    for reuse, outside the budget) and ``live_allocations``.
+
+    ``tf.config.experimental.get_memory_info`` reads zeros on this device (TF reports only its BFC
+    allocator's figures, and the plugin does not use BFC). Returns None until TensorFlow has opened
+    the device (any op placed on it does). Reads the library TensorFlow already loaded: dlopen of
+    the same path returns the loaded copy and runs no initialisation again.
+    Returns None as well where the library is not loaded.
+    """
+    import ctypes
+
+    path = os.environ.get("TF_PLUGGABLE_DEVICE_LIBRARY_PATH") or library_path()
+    if path is None:
+        return None
+    try:
+        # RTLD_NOLOAD: only the copy TensorFlow loaded, never a second one.
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return None
+
+    class _Stats(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_int64) for name in _STATS_FIELDS]
+
+    lib.tf_wgpu_memory_stats.argtypes = [ctypes.c_int, ctypes.POINTER(_Stats)]
+    lib.tf_wgpu_memory_stats.restype = ctypes.c_int
+    stats = _Stats()
+    if not lib.tf_wgpu_memory_stats(int(device), ctypes.byref(stats)):
+        return None
+    return {name: int(getattr(stats, name)) for name in _STATS_FIELDS}

@@ -19,6 +19,7 @@ pub mod registration;
 pub mod scatter;
 pub mod slice;
 pub mod unary;
+pub mod validate;
 pub mod variables;
 
 use crate::error::{Error, Result};

@@ -12,7 +12,7 @@ use crate::ffi::tf::{
 use crate::runtime::Stream;
 
 use super::{
-    AttrKind, AttrValue, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, VariableWork, KERNELS,
+    validate, AttrKind, AttrValue, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, VariableWork, KERNELS,
 };
 
 macro_rules! tf_fn {
@@ -380,6 +380,13 @@ impl TfKernelContext<'_> {
         Ok((bytes, described))
     }
 
+    /// The byte size of a tensor the kernel asks TF for, after the checks without which TF would
+    /// abort the process (`validate::output_bytes`); sizes past the device's budget are refused.
+    fn checked_bytes(&mut self, dtype: DType, shape: &[i64]) -> Result<u64> {
+        let budget = self.stream()?.device().memory.limit();
+        validate::output_bytes(dtype, shape, budget)
+    }
+
     fn describe(&mut self, tensor: *mut TF_Tensor) -> Result<TensorRef> {
         if tensor.is_null() {
             return Err(Error::internal("TensorFlow returned a null tensor"));
@@ -483,9 +490,9 @@ impl KernelContext for TfKernelContext<'_> {
     }
 
     fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        let bytes = self.checked_bytes(dtype, shape)?;
         let allocate = tf_fn!(self.api, TF_AllocateOutput);
         let status = OwnedStatus::new();
-        let bytes = shape.iter().map(|&d| d.max(0) as u64).product::<u64>() * dtype.size();
         // SAFETY: `ctx` is live; `shape` outlives the call.
         let tensor = unsafe {
             allocate(
@@ -509,6 +516,7 @@ impl KernelContext for TfKernelContext<'_> {
         dtype: DType,
         shape: &[i64],
     ) -> Result<TensorRef> {
+        self.checked_bytes(dtype, shape)?;
         let forward = tf_fn!(self.api, TF_ForwardInputOrAllocateOutput);
         let candidates: Vec<c_int> = candidates.iter().map(|&c| c as c_int).collect();
         let status = OwnedStatus::new();
@@ -535,6 +543,7 @@ impl KernelContext for TfKernelContext<'_> {
     }
 
     fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        self.checked_bytes(dtype, shape)?;
         let allocate = tf_fn!(self.api, TF_AllocateTemp);
         let status = OwnedStatus::new();
         let mut attributes = TF_AllocatorAttributes { struct_size: TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE, on_host: 0 };

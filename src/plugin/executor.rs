@@ -2,8 +2,9 @@
 //! callbacks. Handles: `SP_Stream` → `Box<Stream>`, `SP_Event` → `Box<Arc<Event>>`,
 //! `SP_Timer` → `Box<Timer>`, device memory → addresses of `runtime::memory`.
 
+use std::collections::BTreeSet;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::ffi::se::*;
@@ -54,6 +55,57 @@ pub fn fill(se: &mut SP_StreamExecutor) {
 
 // --- handle conversions --------------------------------------------------------------------------
 
+/// The handles of one kind this plugin made and has not destroyed. Every use and destroy checks
+/// it, so a handle destroyed twice, used after its destroy or never made here is an error, not a
+/// use of freed memory. (An address reused by a later handle of the same kind cannot be told
+/// apart; TF's contract rules both mistakes out, this is defence in depth.)
+struct LiveHandles {
+    kind: &'static str,
+    live: Mutex<BTreeSet<usize>>,
+}
+
+impl LiveHandles {
+    const fn new(kind: &'static str) -> Self {
+        Self { kind, live: Mutex::new(BTreeSet::new()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<usize>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add<T>(&self, handle: *mut T) -> *mut T {
+        self.lock().insert(handle as usize);
+        handle
+    }
+
+    fn check<T>(&self, handle: *const T) -> Result<()> {
+        if handle.is_null() {
+            return Err(null_arg(self.kind));
+        }
+        if !self.lock().contains(&(handle as usize)) {
+            return Err(self.unknown());
+        }
+        Ok(())
+    }
+
+    /// Forgets `handle`; an error if it is not live (destroyed already, or not ours).
+    fn remove<T>(&self, handle: *const T) -> Result<()> {
+        if self.lock().remove(&(handle as usize)) {
+            Ok(())
+        } else {
+            Err(self.unknown())
+        }
+    }
+
+    fn unknown(&self) -> Error {
+        Error::invalid_argument(format!("tensorflow-wgpu: {} was destroyed already or not made by this plugin", self.kind))
+    }
+}
+
+static STREAMS: LiveHandles = LiveHandles::new("SP_Stream");
+static EVENTS: LiveHandles = LiveHandles::new("SP_Event");
+static TIMERS: LiveHandles = LiveHandles::new("SP_Timer");
+
 fn device<'a>(device: *const SP_Device) -> Result<&'a Arc<Device>> {
     // SAFETY: TF passes the SP_Device we filled in `create_device`; its handle is a DeviceHandle.
     let sp = unsafe { device.as_ref() }.ok_or_else(|| null_arg("SP_Device"))?;
@@ -63,17 +115,20 @@ fn device<'a>(device: *const SP_Device) -> Result<&'a Arc<Device>> {
 }
 
 fn stream<'a>(stream: SP_Stream) -> Result<&'a Stream> {
-    // SAFETY: SP_Stream values are `Box<Stream>` pointers made by `create_stream`.
+    STREAMS.check(stream)?;
+    // SAFETY: a live SP_Stream is a `Box<Stream>` pointer made by `create_stream`.
     unsafe { (stream as *const Stream).as_ref() }.ok_or_else(|| null_arg("SP_Stream"))
 }
 
 fn event<'a>(event: SP_Event) -> Result<&'a Arc<Event>> {
-    // SAFETY: SP_Event values are `Box<Arc<Event>>` pointers made by `create_event`.
+    EVENTS.check(event)?;
+    // SAFETY: a live SP_Event is a `Box<Arc<Event>>` pointer made by `create_event`.
     unsafe { (event as *const Arc<Event>).as_ref() }.ok_or_else(|| null_arg("SP_Event"))
 }
 
 fn timer<'a>(timer: SP_Timer) -> Result<&'a Timer> {
-    // SAFETY: SP_Timer values are `Box<Timer>` pointers made by `create_timer`.
+    TIMERS.check(timer)?;
+    // SAFETY: a live SP_Timer is a `Box<Timer>` pointer made by `create_timer`.
     unsafe { (timer as *const Timer).as_ref() }.ok_or_else(|| null_arg("SP_Timer"))
 }
 
@@ -226,7 +281,7 @@ unsafe extern "C" fn create_stream(dev: *const SP_Device, out: *mut SP_Stream, s
     with_status(status, || {
         // SAFETY: TF passes where to store the handle (null checked).
         let out = unsafe { out.as_mut() }.ok_or_else(|| null_arg("SP_Stream*"))?;
-        *out = Box::into_raw(Box::new(Stream::new(device(dev)?.clone()))) as SP_Stream;
+        *out = STREAMS.add(Box::into_raw(Box::new(Stream::new(device(dev)?.clone())))) as SP_Stream;
         Ok(())
     })
 }
@@ -234,7 +289,9 @@ unsafe extern "C" fn create_stream(dev: *const SP_Device, out: *mut SP_Stream, s
 unsafe extern "C" fn destroy_stream(_dev: *const SP_Device, handle: SP_Stream) {
     or_log("destroy_stream", (), || {
         if !handle.is_null() {
-            // SAFETY: the handle is a `Box<Stream>` from `create_stream`, destroyed once.
+            STREAMS.remove(handle)?;
+            // SAFETY: the handle was live, so it is a `Box<Stream>` from `create_stream`, and
+            // `remove` lets each handle through once.
             drop(unsafe { Box::from_raw(handle as *mut Stream) });
         }
         Ok(())
@@ -263,7 +320,7 @@ unsafe extern "C" fn create_event(_dev: *const SP_Device, out: *mut SP_Event, st
     with_status(status, || {
         // SAFETY: TF passes where to store the handle (null checked).
         let out = unsafe { out.as_mut() }.ok_or_else(|| null_arg("SP_Event*"))?;
-        *out = Box::into_raw(Box::new(Arc::new(Event::new()))) as SP_Event;
+        *out = EVENTS.add(Box::into_raw(Box::new(Arc::new(Event::new())))) as SP_Event;
         Ok(())
     })
 }
@@ -271,7 +328,9 @@ unsafe extern "C" fn create_event(_dev: *const SP_Device, out: *mut SP_Event, st
 unsafe extern "C" fn destroy_event(_dev: *const SP_Device, handle: SP_Event) {
     or_log("destroy_event", (), || {
         if !handle.is_null() {
-            // SAFETY: the handle is a `Box<Arc<Event>>` from `create_event`, destroyed once.
+            EVENTS.remove(handle)?;
+            // SAFETY: the handle was live, so it is a `Box<Arc<Event>>` from `create_event`, and
+            // `remove` lets each handle through once.
             drop(unsafe { Box::from_raw(handle as *mut Arc<Event>) });
         }
         Ok(())
@@ -320,7 +379,7 @@ unsafe extern "C" fn create_timer(dev: *const SP_Device, out: *mut SP_Timer, sta
     with_status(status, || {
         // SAFETY: TF passes where to store the handle (null checked).
         let out = unsafe { out.as_mut() }.ok_or_else(|| null_arg("SP_Timer*"))?;
-        *out = Box::into_raw(Box::new(Timer::new(device(dev)?))) as SP_Timer;
+        *out = TIMERS.add(Box::into_raw(Box::new(Timer::new(device(dev)?)))) as SP_Timer;
         Ok(())
     })
 }
@@ -328,7 +387,9 @@ unsafe extern "C" fn create_timer(dev: *const SP_Device, out: *mut SP_Timer, sta
 unsafe extern "C" fn destroy_timer(_dev: *const SP_Device, handle: SP_Timer) {
     or_log("destroy_timer", (), || {
         if !handle.is_null() {
-            // SAFETY: the handle is a `Box<Timer>` from `create_timer`, destroyed once.
+            TIMERS.remove(handle)?;
+            // SAFETY: the handle was live, so it is a `Box<Timer>` from `create_timer`, and
+            // `remove` lets each handle through once.
             drop(unsafe { Box::from_raw(handle as *mut Timer) });
         }
         Ok(())

@@ -5,6 +5,7 @@
 mod executor;
 mod graph;
 mod platform;
+mod stats;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -13,6 +14,7 @@ use crate::ffi::tf::{set_status, TF_Status};
 
 pub use graph::TF_InitGraph;
 pub use platform::SE_InitPlugin;
+pub use stats::{tf_wgpu_memory_stats, TfWgpuMemoryStats};
 
 /// Platform name TF shows (`/physical_device:GPU:0` has this as its platform).
 pub const PLATFORM_NAME: &std::ffi::CStr = c"WGPU";

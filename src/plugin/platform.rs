@@ -178,6 +178,7 @@ unsafe extern "C" fn create_device_fns(
     with_status(status, || {
         // SAFETY: TF passes its params struct and the SP_DeviceFns to fill (null checked).
         let params = unsafe { params.as_mut() }.ok_or_else(|| null_arg("SE_CreateDeviceFnsParams"))?;
+        check_struct_size("SE_CreateDeviceFnsParams", params.struct_size, SE_CREATE_DEVICE_FNS_PARAMS_STRUCT_SIZE)?;
         let fns = unsafe { params.device_fns.as_mut() }.ok_or_else(|| null_arg("SP_DeviceFns"))?;
         // wgpu reports neither NUMA placement, bandwidth nor FLOPS: answer "unknown" (-1).
         fns.struct_size = SP_DEVICE_FNS_STRUCT_SIZE;
@@ -199,6 +200,11 @@ unsafe extern "C" fn create_stream_executor(
     with_status(status, || {
         // SAFETY: TF passes its params struct and the SP_StreamExecutor to fill (null checked).
         let params = unsafe { params.as_mut() }.ok_or_else(|| null_arg("SE_CreateStreamExecutorParams"))?;
+        check_struct_size(
+            "SE_CreateStreamExecutorParams",
+            params.struct_size,
+            SE_CREATE_STREAM_EXECUTOR_PARAMS_STRUCT_SIZE,
+        )?;
         let se = unsafe { params.stream_executor.as_mut() }.ok_or_else(|| null_arg("SP_StreamExecutor"))?;
         executor::fill(se);
         Ok(())

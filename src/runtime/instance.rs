@@ -135,6 +135,12 @@ pub fn device(ordinal: usize) -> Result<Arc<Device>> {
     Ok(dev)
 }
 
+/// The shared device for `ordinal` if TF has opened it, without opening it.
+pub fn opened_device(ordinal: usize) -> Option<Arc<Device>> {
+    let slot = registry().adapters.get(ordinal)?;
+    slot.device.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 /// Opens a fresh device that is not shared (tests use it to check shutdown).
 pub fn open_private_device(ordinal: usize) -> Result<Device> {
     let slot = registry()

@@ -1,0 +1,48 @@
+//! `tf_wgpu_memory_stats`: the allocator's figures for Python (`tensorflow_wgpu.memory_stats`).
+//! TF's own `get_memory_info` reads zeros for a device without the BFC allocator, which this plugin
+//! turns off, so the plugin answers itself.
+
+use std::ffi::c_int;
+
+use crate::error::Result;
+use crate::runtime::instance;
+
+use super::{null_arg, or_log};
+
+/// What `tf_wgpu_memory_stats` writes; every field is bytes or a count.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TfWgpuMemoryStats {
+    pub bytes_in_use: i64,
+    pub peak_bytes_in_use: i64,
+    pub num_allocs: i64,
+    pub largest_alloc_size: i64,
+    pub bytes_limit: i64,
+    /// Freed buffers held for reuse, outside the budget.
+    pub pooled_bytes: i64,
+    pub live_allocations: i64,
+}
+
+/// Fills `out` with device `ordinal`'s allocator statistics. Returns 1, or 0 where TF has not
+/// opened that device (or `out` is null).
+#[no_mangle]
+pub extern "C" fn tf_wgpu_memory_stats(ordinal: c_int, out: *mut TfWgpuMemoryStats) -> c_int {
+    or_log("tf_wgpu_memory_stats", 0, || -> Result<c_int> {
+        // SAFETY: the caller passes a writable TfWgpuMemoryStats (null checked).
+        let out = unsafe { out.as_mut() }.ok_or_else(|| null_arg("stats"))?;
+        let Some(device) = usize::try_from(ordinal).ok().and_then(instance::opened_device) else {
+            return Ok(0);
+        };
+        let (memory, stats) = (&device.memory, device.memory.stats());
+        *out = TfWgpuMemoryStats {
+            bytes_in_use: stats.bytes_in_use,
+            peak_bytes_in_use: stats.peak_bytes_in_use,
+            num_allocs: stats.num_allocs,
+            largest_alloc_size: stats.largest_alloc_size,
+            bytes_limit: stats.bytes_limit,
+            pooled_bytes: memory.pooled_bytes() as i64,
+            live_allocations: memory.live_allocations() as i64,
+        };
+        Ok(1)
+    })
+}
