@@ -162,17 +162,34 @@ fn depthwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     out[p.out_off + i] = acc;
 }
 
+// The taps [first, end) of a window of `k` starting at row or column `start` (negative inside the
+// padding) that fall inside [0, size). Pooling windows come from attributes, not tensors, and SAME
+// padding accepts any size: loops over the taps inside the image cost at most the image.
+fn taps_inside(start: i32, k: u32, size: u32) -> vec2<u32> {
+    return vec2<u32>(u32(max(-start, 0)), u32(clamp(i32(size) - start, 0, i32(k))));
+}
+
+// The output rows or columns [first, end) whose pooling window (size k, no dilation) covers input
+// row or column `at`.
+fn covering_windows(at: u32, k: u32, stride: u32, pad: u32, size: u32) -> vec2<u32> {
+    let t = at + pad;
+    let first = select(0u, (t - (k - 1u) + stride - 1u) / stride, t + 1u > k);
+    return vec2<u32>(first, min(t / stride + 1u, size));
+}
+
 fn pool(i: u32, average: bool) -> f32 {
     let pos = position(i);
     var best = bitcast<f32>(0xff800000u);
     var sum = 0.0;
     var count = 0.0;
-    for (var ky = 0u; ky < p.kh; ky++) {
-        let iy = i32(pos.y * p.sh + ky) - i32(p.pad_top);
-        if (iy < 0 || iy >= i32(p.h)) { continue; }
-        for (var kx = 0u; kx < p.kw; kx++) {
-            let ix = i32(pos.x * p.sw + kx) - i32(p.pad_left);
-            if (ix < 0 || ix >= i32(p.w)) { continue; }
+    let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
+    let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
+    let ty = taps_inside(y0, p.kh, p.h);
+    let tx = taps_inside(x0, p.kw, p.w);
+    for (var ky = ty.x; ky < ty.y; ky++) {
+        let iy = y0 + i32(ky);
+        for (var kx = tx.x; kx < tx.y; kx++) {
+            let ix = x0 + i32(kx);
             let v = input_at(pos.b, u32(iy), u32(ix), pos.ch);
             if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) {
                 best = v;
@@ -425,12 +442,14 @@ fn depthwise_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
 fn window_argmax(b: u32, oy: u32, ox: u32, ch: u32) -> i32 {
     var best = 0.0;
     var best_at = -1;
-    for (var ky = 0u; ky < p.kh; ky++) {
-        let iy = i32(oy * p.sh + ky) - i32(p.pad_top);
-        if (iy < 0 || iy >= i32(p.h)) { continue; }
-        for (var kx = 0u; kx < p.kw; kx++) {
-            let ix = i32(ox * p.sw + kx) - i32(p.pad_left);
-            if (ix < 0 || ix >= i32(p.w)) { continue; }
+    let y0 = i32(oy * p.sh) - i32(p.pad_top);
+    let x0 = i32(ox * p.sw) - i32(p.pad_left);
+    let ty = taps_inside(y0, p.kh, p.h);
+    let tx = taps_inside(x0, p.kw, p.w);
+    for (var ky = ty.x; ky < ty.y; ky++) {
+        let iy = y0 + i32(ky);
+        for (var kx = tx.x; kx < tx.y; kx++) {
+            let ix = x0 + i32(kx);
             let v = input_at(b, u32(iy), u32(ix), ch);
             if (best_at < 0 || best < v) {
                 best = v;
@@ -449,14 +468,12 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     }
     let pos = input_position(i);
     var acc = 0.0;
-    for (var ky = 0u; ky < p.kh; ky++) {
-        let oy = output_index(pos.y, ky, p.sh, 1u, p.pad_top, p.oh);
-        if (oy < 0) { continue; }
-        for (var kx = 0u; kx < p.kw; kx++) {
-            let ox = output_index(pos.x, kx, p.sw, 1u, p.pad_left, p.ow);
-            if (ox < 0) { continue; }
-            if (window_argmax(pos.b, u32(oy), u32(ox), pos.ch) == i32(i)) {
-                acc += weights[p.f_off + dy_index(pos.b, u32(oy), u32(ox), pos.ch)];
+    let wy = covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh);
+    let wx = covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow);
+    for (var oy = wy.x; oy < wy.y; oy++) {
+        for (var ox = wx.x; ox < wx.y; ox++) {
+            if (window_argmax(pos.b, oy, ox, pos.ch) == i32(i)) {
+                acc += weights[p.f_off + dy_index(pos.b, oy, ox, pos.ch)];
             }
         }
     }
@@ -483,9 +500,8 @@ fn max_pool_grad_windows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
 
 // The number of non-padding elements of an output window along one dimension.
 fn window_extent(o: u32, stride: u32, k: u32, pad: u32, size: u32) -> u32 {
-    let start = i32(o * stride) - i32(pad);
-    let end = min(start + i32(k), i32(size));
-    return u32(end - max(start, 0));
+    let taps = taps_inside(i32(o * stride) - i32(pad), k, size);
+    return taps.y - min(taps.x, taps.y);
 }
 
 @compute @workgroup_size(256)
@@ -496,15 +512,12 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     }
     let pos = input_position(i);
     var acc = 0.0;
-    for (var ky = 0u; ky < p.kh; ky++) {
-        let oy = output_index(pos.y, ky, p.sh, 1u, p.pad_top, p.oh);
-        if (oy < 0) { continue; }
-        for (var kx = 0u; kx < p.kw; kx++) {
-            let ox = output_index(pos.x, kx, p.sw, 1u, p.pad_left, p.ow);
-            if (ox < 0) { continue; }
-            let count = window_extent(u32(oy), p.sh, p.kh, p.pad_top, p.h)
-                * window_extent(u32(ox), p.sw, p.kw, p.pad_left, p.w);
-            acc += input[p.in_off + dy_index(pos.b, u32(oy), u32(ox), pos.ch)] / f32(count);
+    let wy = covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh);
+    let wx = covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow);
+    for (var oy = wy.x; oy < wy.y; oy++) {
+        for (var ox = wx.x; ox < wx.y; ox++) {
+            let count = window_extent(oy, p.sh, p.kh, p.pad_top, p.h) * window_extent(ox, p.sw, p.kw, p.pad_left, p.w);
+            acc += input[p.in_off + dy_index(pos.b, oy, ox, pos.ch)] / f32(count);
         }
     }
     out[p.out_off + i] = acc;

@@ -189,28 +189,32 @@ fn rows_bytes(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     dst[word] = value;
 }
 
-// gather: params viewed as [outer, axis_dim, inner] elements; out as [outer, count, inner].
-// out_shape[0..2] = (outer, count, inner); in_dim[0] = axis_dim; `a` = 1 for int64 indices.
+// gather: params viewed as [batch, outer, axis_dim, inner] elements, indices as [batch, count], out
+// as [batch, outer, count, inner] (batch 1 without batch_dims). out_shape[0..3] = (outer, count,
+// inner, batch); in_dim[0] = axis_dim; `a` = 1 for int64 indices.
 fn gather_source(e: u32) -> i32 {
+    let outer = get_u(p.out_shape, 0u);
     let inner = get_u(p.out_shape, 2u);
     let count = get_u(p.out_shape, 1u);
     let j = e % inner;
     let c = (e / inner) % count;
-    let o = e / (inner * count);
+    let o = (e / (inner * count)) % outer;
+    let batch = e / (inner * count * outer);
+    let at = batch * count + c;
     var index: i32;
     if (p.a == 1u) {
-        let lo = aux[p.aux_off + 2u * c];
-        let hi = aux[p.aux_off + 2u * c + 1u];
+        let lo = aux[p.aux_off + 2u * at];
+        let hi = aux[p.aux_off + 2u * at + 1u];
         let sign_extended = select(0u, 0xffffffffu, (lo & 0x80000000u) != 0u);
         index = select(-1, i32(lo), hi == sign_extended);
     } else {
-        index = i32(aux[p.aux_off + c]);
+        index = i32(aux[p.aux_off + at]);
     }
     let axis_dim = i32(get_u(p.in_dim, 0u));
     if (index < 0 || index >= axis_dim) {
         return -1;
     }
-    return (i32(o) * axis_dim + index) * i32(inner) + i32(j);
+    return (i32(batch * outer + o) * axis_dim + index) * i32(inner) + i32(j);
 }
 
 @compute @workgroup_size(256)

@@ -591,7 +591,7 @@ pub fn clip_by_value(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     let lo = ctx.input(1)?;
     let hi = ctx.input(2)?;
     for bound in [&lo, &hi] {
-        if broadcast_shapes(&t.shape, &bound.shape)? != t.shape {
+        if !(bound.shape.is_empty() || bound.shape == t.shape) {
             return Err(Error::invalid_argument(format!(
                 "clip_value_min and clip_value_max must be either scalars or have the same shape as the input: {:?} vs {:?}",
                 bound.shape, t.shape

@@ -8,7 +8,7 @@ use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{dispatch, storage_window, Binding, Pipeline, PipelineSpec, Shader};
 use crate::runtime::{DeviceCore, Stream};
 
-use super::{fast_div, shader_len, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, shader_len, validate, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "conv",
@@ -67,7 +67,12 @@ struct Params {
     _pad: [u32; 2],
 }
 
-/// TF's windowed output size and leading padding for one spatial dimension.
+/// The largest window, stride, dilation and padded extent the kernels accept: TF reads these
+/// attributes as int32, and the shaders index with i32 and u32.
+const MAX_WINDOW: i64 = i32::MAX as i64;
+
+/// TF's windowed output size and leading padding for one spatial dimension
+/// (`GetWindowedOutputSizeVerbose`).
 pub fn window(
     input: i64,
     kernel: i64,
@@ -77,22 +82,37 @@ pub fn window(
     explicit: (i64, i64),
 ) -> Result<(i64, i64)> {
     if stride <= 0 || dilation <= 0 || kernel <= 0 {
-        return Err(Error::invalid_argument("strides, dilations and window sizes must be positive"));
+        return Err(Error::invalid_argument(format!(
+            "strides, dilations and window sizes must be positive: stride {stride}, dilation {dilation}, window {kernel}"
+        )));
+    }
+    if [input, kernel, stride, dilation, explicit.0, explicit.1].iter().any(|&v| v > MAX_WINDOW) {
+        return Err(Error::invalid_argument(format!(
+            "window, stride, dilation, padding and input sizes must fit an int32: input {input}, window {kernel}, \
+             stride {stride}, dilation {dilation}, padding {explicit:?}"
+        )));
     }
     let effective = (kernel - 1) * dilation + 1;
-    let (out, before) = match padding {
-        "VALID" => ((input - effective + stride) / stride, 0),
+    let (out, before, after) = match padding {
+        "VALID" => ((input - effective + stride) / stride, 0, 0),
         "SAME" => {
             let out = (input + stride - 1) / stride;
             let total = ((out - 1) * stride + effective - input).max(0);
-            (out, total / 2)
+            (out, total / 2, total - total / 2)
         }
-        "EXPLICIT" => ((input + explicit.0 + explicit.1 - effective) / stride + 1, explicit.0),
+        "EXPLICIT" => ((input + explicit.0 + explicit.1 - effective + stride) / stride, explicit.0, explicit.1),
         other => return Err(Error::invalid_argument(format!("Unknown padding type: {other}"))),
     };
     if out < 0 {
         return Err(Error::invalid_argument(format!(
             "Computed output size would be negative: {out} [input_size: {input}, effective_filter_size: {effective}, stride: {stride}]"
+        )));
+    }
+    // Window positions and padded coordinates are i32 in the shaders.
+    if effective > MAX_WINDOW || input + before + after > MAX_WINDOW || out.max(1) * stride > MAX_WINDOW {
+        return Err(Error::invalid_argument(format!(
+            "the padded input ({input} + {before} + {after}), the effective window ({effective}) or the output's \
+             extent ({out} x stride {stride}) does not fit an int32"
         )));
     }
     Ok((out, before))
@@ -116,13 +136,33 @@ fn hw(kernel: &KernelInstance, name: &str) -> Result<(i64, i64)> {
     Ok((list[1], list[2]))
 }
 
-fn explicit_pads(kernel: &KernelInstance) -> Result<[(i64, i64); 2]> {
+/// The H and W paddings of `explicit_paddings`, checked as TF's `CheckValidPadding` does. Ops
+/// without the attribute (AvgPool) read as an empty list.
+fn explicit_pads(kernel: &KernelInstance, padding: &str) -> Result<[(i64, i64); 2]> {
     let pads = kernel.attrs.ints("explicit_paddings").unwrap_or_default();
-    if pads.len() == 8 {
-        Ok([(pads[2], pads[3]), (pads[4], pads[5])])
-    } else {
-        Ok([(0, 0), (0, 0)])
+    if padding != "EXPLICIT" {
+        if !pads.is_empty() {
+            return Err(Error::invalid_argument(
+                "explicit_paddings attribute must be empty if the padding attribute is not EXPLICIT",
+            ));
+        }
+        return Ok([(0, 0), (0, 0)]);
     }
+    if pads.len() != 8 {
+        return Err(Error::invalid_argument(format!(
+            "explicit_paddings attribute must contain 8 values, but got: {}",
+            pads.len()
+        )));
+    }
+    if pads.iter().any(|&p| p < 0) {
+        return Err(Error::invalid_argument("All elements of explicit_paddings must be nonnegative"));
+    }
+    if pads[0] != 0 || pads[1] != 0 || pads[6] != 0 || pads[7] != 0 {
+        return Err(Error::invalid_argument(
+            "Nonzero explicit padding in the batch or depth dimensions is not supported",
+        ));
+    }
+    Ok([(pads[2], pads[3]), (pads[4], pads[5])])
 }
 
 fn launch(stream: &Stream, entry: &'static str, p: Params, tensors: &[&TensorRef], out: &TensorRef) -> Result<()> {
@@ -189,22 +229,42 @@ pub fn plan(kernel: &KernelInstance, input: &TensorRef, filter: &TensorRef, dept
     let (sh, sw) = hw(kernel, "strides")?;
     let (dh, dw) = hw(kernel, "dilations")?;
     let padding = kernel.attrs.str("padding")?;
-    let [ph, pw] = explicit_pads(kernel)?;
+    let [ph, pw] = explicit_pads(kernel, padding)?;
     let (batch, h, w, c) = (input.shape[0], input.shape[1], input.shape[2], input.shape[3]);
     let (kh, kw, fc, fo) = (filter.shape[0], filter.shape[1], filter.shape[2], filter.shape[3]);
     let (oc, fc_param) = if depthwise {
         if fc != c {
             return Err(Error::invalid_argument(format!("input and filter must have the same depth: {c} vs {fc}")));
         }
-        (c * fo, fo)
+        if sh != sw {
+            return Err(Error::invalid_argument(
+                "Current implementation only supports equal length strides in the row and column dimensions.",
+            ));
+        }
+        (validate::mul(c, fo)?, fo)
     } else {
-        if fc == 0 || c % fc != 0 || fo % (c / fc) != 0 {
+        if fc <= 0 {
+            return Err(Error::invalid_argument(format!("filter depth must be stricly positive, got {fc}")));
+        }
+        if c % fc != 0 {
             return Err(Error::invalid_argument(format!(
                 "input depth must be evenly divisible by filter depth: {c} vs {fc}"
             )));
         }
+        let groups = c / fc;
+        if groups > 0 && fo % groups != 0 {
+            return Err(Error::invalid_argument(format!(
+                "output depth must be evenly divisible by number of groups: {fo} vs {groups}"
+            )));
+        }
         (fo, fc)
     };
+    if [batch, c, oc].iter().any(|&d| d > u32::MAX as i64) {
+        return Err(Error::invalid_argument(format!(
+            "convolution dimensions must fit a uint32: input {:?}, filter {:?}",
+            input.shape, filter.shape
+        )));
+    }
     let (oh, top) = window(h, kh, sh, dh, padding, ph)?;
     let (ow, left) = window(w, kw, sw, dw, padding, pw)?;
     let params = Params {
@@ -333,9 +393,13 @@ fn pool_params(kernel: &KernelInstance, shape: &[i64]) -> Result<Params> {
     let (kh, kw) = hw(kernel, "ksize")?;
     let (sh, sw) = hw(kernel, "strides")?;
     let padding = kernel.attrs.str("padding")?;
+    let [ph, pw] = explicit_pads(kernel, padding)?;
     let (batch, h, w, c) = (shape[0], shape[1], shape[2], shape[3]);
-    let (oh, top) = window(h, kh, sh, 1, padding, (0, 0))?;
-    let (ow, left) = window(w, kw, sw, 1, padding, (0, 0))?;
+    if [batch, c].iter().any(|&d| d > u32::MAX as i64) {
+        return Err(Error::invalid_argument(format!("pooling dimensions must fit a uint32: {shape:?}")));
+    }
+    let (oh, top) = window(h, kh, sh, 1, padding, ph)?;
+    let (ow, left) = window(w, kw, sw, 1, padding, pw)?;
     Ok(Params {
         batch: batch as u32,
         h: h as u32,
@@ -411,8 +475,16 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let depthwise = op.starts_with("Depthwise");
     let for_filter = op.ends_with("Filter");
     let dy = ctx.input(2)?;
-    let (sizes, _) = ctx.host_input_values(if for_filter { 1 } else { 0 })?;
+    let (mut sizes, sizes_shape) = ctx.host_input_values(if for_filter { 1 } else { 0 })?;
     let known = ctx.input(if for_filter { 0 } else { 1 })?;
+    let what = if for_filter { "filter_sizes" } else { "input_sizes" };
+    if sizes_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!("{op}: {what} input must be 1-dim, not {}", sizes_shape.len())));
+    }
+    // TF also takes the input's spatial size alone: batch from dy, depth from the filter.
+    if !for_filter && sizes.len() == 2 && dy.shape.len() == 4 && known.shape.len() == 4 {
+        sizes = vec![dy.shape[0], sizes[0], sizes[1], known.shape[2]];
+    }
     let sized = TensorRef { shape: sizes.clone(), ..known.clone() };
     let (input, filter) = if for_filter { (&known, &sized) } else { (&sized, &known) };
     let plan = plan(kernel, input, filter, depthwise)?;
@@ -485,7 +557,10 @@ pub fn fused_batch_norm(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
     let x = ctx.input(0)?;
     let [scale, offset, mean, variance] = [1, 2, 3, 4].map(|i| ctx.input(i));
     let (scale, offset, mean, variance) = (scale?, offset?, mean?, variance?);
-    let c = *x.shape.last().ok_or_else(|| Error::invalid_argument("x must have a channel dimension"))?;
+    if x.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("input must be 4-dimensional{:?}", x.shape)));
+    }
+    let c = x.shape[3];
     for (t, name) in [(&scale, "scale"), (&offset, "offset"), (&mean, "mean"), (&variance, "variance")] {
         if t.shape != [c] {
             return Err(Error::invalid_argument(format!("{name} must have shape [{c}], got {:?}", t.shape)));

@@ -23,31 +23,71 @@ fn activation(name: &str) -> Result<UnaryOp> {
     })
 }
 
-/// Adds `bias` along the last dimension of `out`, in place.
-fn add_bias(stream: &Stream, out: &TensorRef, bias: &TensorRef) -> Result<()> {
-    if bias.shape.len() != 1 || Some(&bias.shape[0]) != out.shape.last() {
+fn args(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<Vec<TensorRef>> {
+    let count = kernel.attrs.int("num_args")?;
+    if count < 0 || count as usize + 2 > ctx.num_inputs() {
+        return Err(Error::invalid_argument(format!("num_args {count} does not match the node's inputs")));
+    }
+    (2..2 + count as usize).map(|i| ctx.input(i)).collect()
+}
+
+/// The fused steps after the product, checked before anything is allocated: a bias (or batch
+/// normalisation, `batch_norm`) over the `channels` of the last dimension, then at most one
+/// activation.
+struct Fused<'a> {
+    extra: &'a [TensorRef],
+    activation: Option<(UnaryOp, f32)>,
+}
+
+fn check_fused<'a>(
+    kernel: &KernelInstance,
+    fused_ops: &[String],
+    extra: &'a [TensorRef],
+    channels: i64,
+    batch_norm: bool,
+) -> Result<Fused<'a>> {
+    let op = kernel.def.op;
+    let (first, rest) = fused_ops.split_first().ok_or_else(|| Error::invalid_argument(format!("{op}: no fused_ops")))?;
+    let arity = match first.as_str() {
+        "BiasAdd" => 1,
+        "FusedBatchNorm" if batch_norm => 4,
+        _ => return Err(Error::unimplemented(format!("{op} with fused_ops {fused_ops:?} on WGPU"))),
+    };
+    if extra.len() != arity {
+        return Err(Error::invalid_argument(format!("{op}: {first} takes {arity} arguments, got {}", extra.len())));
+    }
+    if let Some(t) = extra.iter().find(|t| t.shape != [channels]) {
         return Err(Error::invalid_argument(format!(
-            "bias {:?} does not match the output {:?}",
-            bias.shape, out.shape
+            "{op}: {first} arguments must have shape [{channels}], got {:?}",
+            t.shape
         )));
     }
-    binary::launch(stream, BinaryOp::Add, out, bias, out)
-}
-
-fn args(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<Vec<TensorRef>> {
-    let count = kernel.attrs.int("num_args")? as usize;
-    (2..2 + count).map(|i| ctx.input(i)).collect()
-}
-
-fn finish(stream: &Stream, out: &TensorRef, rest: &[String], kernel: &KernelInstance) -> Result<()> {
-    match rest {
-        [] => Ok(()),
+    let activation = match rest {
+        [] => None,
         [name] => {
             let op = activation(name)?;
             let alpha = if op == UnaryOp::LeakyRelu { kernel.attrs.float("leakyrelu_alpha")? } else { 0.0 };
-            unary::launch(stream, op, alpha, out, out)
+            Some((op, alpha))
         }
-        _ => Err(Error::unimplemented(format!("fused ops {rest:?} on WGPU"))),
+        _ => return Err(Error::unimplemented(format!("fused ops {rest:?} on WGPU"))),
+    };
+    Ok(Fused { extra, activation })
+}
+
+impl Fused<'_> {
+    fn apply(&self, stream: &Stream, kernel: &KernelInstance, out: &TensorRef) -> Result<()> {
+        match self.extra {
+            [bias] => binary::launch(stream, BinaryOp::Add, out, bias, out)?,
+            [scale, offset, mean, variance] => {
+                let epsilon = kernel.attrs.float("epsilon")?;
+                conv::launch_batch_norm(stream, out, scale, offset, mean, variance, epsilon, out)?
+            }
+            _ => return Err(Error::internal("fused arguments were not checked")),
+        }
+        match self.activation {
+            Some((op, alpha)) => unary::launch(stream, op, alpha, out, out),
+            None => Ok(()),
+        }
     }
 }
 
@@ -57,18 +97,11 @@ pub fn conv2d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let fused_ops = kernel.attrs.strs("fused_ops")?;
     let extra = args(ctx, kernel)?;
     let plan = conv::plan(kernel, &input, &filter, false)?;
+    let fused = check_fused(kernel, &fused_ops, &extra, plan.out_shape[3], true)?;
     let out = ctx.allocate_output(0, input.dtype, &plan.out_shape)?;
     let stream = ctx.stream()?;
     conv::launch_conv(stream, &plan, &input, &filter, &out)?;
-    match (fused_ops.first().map(String::as_str), extra.as_slice()) {
-        (Some("BiasAdd"), [bias]) => add_bias(stream, &out, bias)?,
-        (Some("FusedBatchNorm"), [scale, offset, mean, variance]) => {
-            let epsilon = kernel.attrs.float("epsilon")?;
-            conv::launch_batch_norm(stream, &out, scale, offset, mean, variance, epsilon, &out)?
-        }
-        _ => return Err(Error::unimplemented(format!("_FusedConv2D with fused_ops {fused_ops:?} on WGPU"))),
-    }
-    finish(stream, &out, &fused_ops[1..], kernel)
+    fused.apply(stream, kernel, &out)
 }
 
 pub fn matmul(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -77,13 +110,16 @@ pub fn matmul(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let fused_ops = kernel.attrs.strs("fused_ops")?;
     let extra = args(ctx, kernel)?;
     let (ta, tb) = (kernel.attrs.bool("transpose_a")?, kernel.attrs.bool("transpose_b")?);
+    if a.shape.len() != 2 || b.shape.len() != 2 {
+        return Err(Error::invalid_argument(format!(
+            "_FusedMatMul takes matrices, got shapes {:?} and {:?}",
+            a.shape, b.shape
+        )));
+    }
     let shape = matmul::output_shape(&a.shape, &b.shape, ta, tb)?;
+    let fused = check_fused(kernel, &fused_ops, &extra, shape[1], false)?;
     let out = ctx.allocate_output(0, a.dtype, &shape)?;
     let stream = ctx.stream()?;
     matmul::launch(stream, &a, &b, &out, ta, tb)?;
-    match (fused_ops.first().map(String::as_str), extra.as_slice()) {
-        (Some("BiasAdd"), [bias]) => add_bias(stream, &out, bias)?,
-        _ => return Err(Error::unimplemented(format!("_FusedMatMul with fused_ops {fused_ops:?} on WGPU"))),
-    }
-    finish(stream, &out, &fused_ops[1..], kernel)
+    fused.apply(stream, kernel, &out)
 }

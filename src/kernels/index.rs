@@ -8,7 +8,7 @@ use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, 
 use crate::runtime::Stream;
 
 use super::slice::{contiguous_strides, StridedView};
-use super::{fast_div, rank_constant, shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "index",
@@ -216,15 +216,6 @@ fn copy_rows(
     Launch { stream, entry, params, tensors, units: [unit_bytes; 4], threads, constants: Vec::new() }.run()
 }
 
-fn normalise_axis(axis: i64, rank: usize, op: &str) -> Result<usize> {
-    let r = rank as i64;
-    let a = if axis < 0 { axis + r } else { axis };
-    if a < 0 || a >= r.max(1) {
-        return Err(Error::invalid_argument(format!("{op}: axis {axis} is out of range for rank {rank}")));
-    }
-    Ok(a as usize)
-}
-
 fn direct_dims(shape: &[i64]) -> Vec<DimMap> {
     let strides = contiguous_strides(shape);
     shape
@@ -261,8 +252,11 @@ pub fn transpose(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
 pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;
-    let (multiples, _) = ctx.host_input_values(1)?;
-    if multiples.len() != input.shape.len() || multiples.iter().any(|&m| m < 0) {
+    let (multiples, multiples_shape) = ctx.host_input_values(1)?;
+    if multiples_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!("Expected multiples to be 1-D, but got shape {multiples_shape:?}")));
+    }
+    if multiples.len() != input.shape.len() {
         return Err(Error::invalid_argument(format!(
             "Expected multiples argument to be a vector of length {} but got length {}",
             input.shape.len(),
@@ -270,8 +264,11 @@ pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
         )));
     }
     let mut dims = direct_dims(&input.shape);
-    for (d, m) in dims.iter_mut().zip(&multiples) {
-        d.out *= m;
+    for (d, &m) in dims.iter_mut().zip(&multiples) {
+        if m < 0 {
+            return Err(Error::invalid_argument(format!("Expected multiples[i] >= 0, but got {m}")));
+        }
+        d.out = validate::mul(d.out, m)?;
         d.mode = DimMode::Modulo;
     }
     let out_shape: Vec<i64> = dims.iter().map(|d| d.out).collect();
@@ -309,11 +306,17 @@ pub fn pad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
                 "paddings must be non-negative and fit the mode: {paddings:?}"
             )));
         }
-        d.out = d.in_dim + before + after;
+        d.out = validate::add(validate::add(d.in_dim, before)?, after)?;
         d.offset = before;
         d.mode = mode;
     }
     let fill = if kernel.def.op == "PadV2" { Some(ctx.input(2)?) } else { None };
+    if let Some(value) = fill.as_ref().filter(|v| !v.shape.is_empty()) {
+        return Err(Error::invalid_argument(format!(
+            "constant_values must be a scalar. Shape of constant_values: {:?}",
+            value.shape
+        )));
+    }
     let out_shape: Vec<i64> = dims.iter().map(|d| d.out).collect();
     let out = ctx.allocate_output(0, dtype, &out_shape)?;
     map(ctx.stream()?, &input, &out, &dims, fill.as_ref())
@@ -322,10 +325,22 @@ pub fn pad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
 pub fn reverse(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;
-    let (axes, _) = ctx.host_input_values(1)?;
+    let (axes, axes_shape) = ctx.host_input_values(1)?;
+    if input.shape.is_empty() {
+        // TF returns a scalar unchanged, whatever the axes.
+        let out = ctx.allocate_output(0, dtype, &[])?;
+        return ctx.stream()?.memcpy_dtod(out.address, input.address, input.byte_len());
+    }
+    if axes_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!("'dims' must be 1-dimension, not {}", axes_shape.len())));
+    }
     let mut dims = direct_dims(&input.shape);
     for &a in &axes {
-        dims[normalise_axis(a, input.shape.len(), "ReverseV2")?].mode = DimMode::Reverse;
+        let d = &mut dims[validate::axis(a, input.shape.len(), "'axis'")?];
+        if d.mode == DimMode::Reverse {
+            return Err(Error::invalid_argument(format!("axis {a} specified more than once.")));
+        }
+        d.mode = DimMode::Reverse;
     }
     let out = ctx.allocate_output(0, dtype, &input.shape)?;
     map(ctx.stream()?, &input, &out, &dims, None)
@@ -393,11 +408,12 @@ fn concat_into(stream: &Stream, inputs: &[TensorRef], out: &TensorRef, axis: usi
 pub fn concat(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let n = ctx.num_inputs() - 1;
-    let (axis, _) = ctx.host_input_values(n)?;
+    let (axis, axis_shape) = ctx.host_input_values(n)?;
+    let axis = validate::scalar(&axis, &axis_shape, "concat_dim")?;
     let inputs: Vec<TensorRef> = (0..n).map(|i| ctx.input(i)).collect::<Result<_>>()?;
     let first = inputs.first().ok_or_else(|| Error::invalid_argument("ConcatV2 needs inputs"))?;
     let rank = first.shape.len();
-    let axis = normalise_axis(*axis.first().unwrap_or(&0), rank, "ConcatV2")?;
+    let axis = validate::axis(axis, rank, "ConcatOp : Expected concatenating dimensions")?;
     let mut shape = first.shape.clone();
     shape[axis] = 0;
     for t in &inputs {
@@ -409,7 +425,7 @@ pub fn concat(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
                 first.shape, t.shape
             )));
         }
-        shape[axis] += t.shape[axis];
+        shape[axis] = validate::add(shape[axis], t.shape[axis])?;
     }
     let out = ctx.allocate_output(0, dtype, &shape)?;
     concat_into(ctx.stream()?, &inputs, &out, axis)
@@ -425,7 +441,7 @@ pub fn pack(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
             first.shape, t.shape
         )));
     }
-    let axis = normalise_axis(kernel.attrs.int("axis")?, first.shape.len() + 1, "Pack")?;
+    let axis = validate::axis(kernel.attrs.int("axis")?, first.shape.len() + 1, "axis")?;
     let mut shape = first.shape.clone();
     shape.insert(axis, inputs.len() as i64);
     let out = ctx.allocate_output(0, dtype, &shape)?;
@@ -434,7 +450,7 @@ pub fn pack(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
 
 pub fn unpack(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
-    let axis = normalise_axis(kernel.attrs.int("axis")?, input.shape.len(), "Unpack")?;
+    let axis = validate::axis(kernel.attrs.int("axis")?, input.shape.len(), "axis")?;
     let num = kernel.attrs.int("num")?;
     if input.shape[axis] != num {
         return Err(Error::invalid_argument(format!(
@@ -458,22 +474,53 @@ pub fn unpack(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
 pub fn gather(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let params = ctx.input(0)?;
     let indices = ctx.input(1)?;
-    let (axis, _) = ctx.host_input_values(2)?;
-    if kernel.attrs.int("batch_dims")? != 0 {
-        return Err(Error::unimplemented("GatherV2 with batch_dims != 0"));
-    }
-    gather_into(ctx, &params, &indices, *axis.first().unwrap_or(&0))
+    let (axis, axis_shape) = ctx.host_input_values(2)?;
+    let axis = validate::scalar(&axis, &axis_shape, "axis")?;
+    gather_into(ctx, &params, &indices, axis, kernel.attrs.int("batch_dims")?)
 }
 
-/// Output 0 = the slices of `params` along `axis` that `indices` pick (GatherV2, ResourceGather).
-pub fn gather_into(ctx: &mut dyn KernelContext, params: &TensorRef, indices: &TensorRef, axis: i64) -> Result<()> {
+/// Output 0 = the slices of `params` along `axis` that `indices` pick, per batch of the leading
+/// `batch_dims` dimensions (GatherV2, ResourceGather). Out-of-range indices give zeros, as on
+/// TF-GPU.
+pub fn gather_into(
+    ctx: &mut dyn KernelContext,
+    params: &TensorRef,
+    indices: &TensorRef,
+    axis: i64,
+    batch_dims: i64,
+) -> Result<()> {
     let dtype = params.dtype;
-    let axis = normalise_axis(axis, params.shape.len(), "GatherV2")?;
-    let outer: i64 = params.shape[..axis].iter().product();
+    if params.shape.is_empty() {
+        return Err(Error::invalid_argument("params must be at least 1 dimensional"));
+    }
+    let axis = validate::axis(axis, params.shape.len(), "axis")?;
+    let index_rank = indices.shape.len() as i64;
+    let batch_dims = if batch_dims < 0 { batch_dims + index_rank } else { batch_dims };
+    if batch_dims < 0 || batch_dims > index_rank {
+        return Err(Error::invalid_argument(format!(
+            "Expected batch_dims in the range [{}, {index_rank}], but got {batch_dims}",
+            -index_rank
+        )));
+    }
+    let batch_dims = batch_dims as usize;
+    if batch_dims > axis {
+        return Err(Error::invalid_argument(format!(
+            "batch_dims ({batch_dims}) must be less than or equal to axis ({axis})."
+        )));
+    }
+    if params.shape[..batch_dims] != indices.shape[..batch_dims] {
+        return Err(Error::invalid_argument(format!(
+            "params.shape[..{batch_dims}] = {:?} must equal indices.shape[..{batch_dims}] = {:?}",
+            &params.shape[..batch_dims],
+            &indices.shape[..batch_dims]
+        )));
+    }
+    let batch: i64 = params.shape[..batch_dims].iter().product();
+    let outer: i64 = params.shape[batch_dims..axis].iter().product();
     let inner: i64 = params.shape[axis + 1..].iter().product();
-    let count = indices.num_elements() as i64;
+    let count: i64 = indices.shape[batch_dims..].iter().product();
     let mut shape: Vec<i64> = params.shape[..axis].to_vec();
-    shape.extend(&indices.shape);
+    shape.extend(&indices.shape[batch_dims..]);
     shape.extend(&params.shape[axis + 1..]);
     let out = ctx.allocate_output(0, dtype, &shape)?;
     let total = shader_len(out.num_elements(), "GatherV2")?;
@@ -485,7 +532,7 @@ pub fn gather_into(ctx: &mut dyn KernelContext, params: &TensorRef, indices: &Te
     p.unit = unit;
     p.n = total * unit;
     p.a = u32::from(indices.dtype == DType::I64);
-    p.out_shape[..3].copy_from_slice(&[outer as u32, count as u32, inner as u32]);
+    p.out_shape[..4].copy_from_slice(&[outer as u32, count as u32, inner as u32, batch as u32]);
     p.in_dim[0] = params.shape[axis] as u32;
     let (entry, threads) =
         if bytes { ("gather_bytes", (p.n as u64).div_ceil(4) + 1) } else { ("gather_words", p.n as u64) };
@@ -506,16 +553,29 @@ pub fn gather_into(ctx: &mut dyn KernelContext, params: &TensorRef, indices: &Te
 pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let indices = ctx.input(0)?;
-    let (depth, _) = ctx.host_input_values(1)?;
+    let (depth, depth_shape) = ctx.host_input_values(1)?;
     let on = ctx.input(2)?;
     let off = ctx.input(3)?;
-    let depth = *depth.first().ok_or_else(|| Error::invalid_argument("depth must be a scalar"))?;
+    let depth = validate::scalar(&depth, &depth_shape, "depth")?;
     if depth < 0 {
         return Err(Error::invalid_argument(format!("depth must be non-negative, got: {depth}")));
     }
+    for (value, name) in [(&on, "on_value"), (&off, "off_value")] {
+        if !value.shape.is_empty() {
+            return Err(Error::invalid_argument(format!("{name} must be a scalar, but got: {:?}", value.shape)));
+        }
+    }
     let rank = indices.shape.len();
-    let axis = kernel.attrs.int("axis")?;
-    let axis = if axis == -1 { rank } else { normalise_axis(axis, rank + 1, "OneHot")? };
+    let axis = match kernel.attrs.int("axis")? {
+        -1 => rank,
+        a if a >= 0 && a <= rank as i64 => a as usize,
+        a => {
+            return Err(Error::invalid_argument(format!(
+                "Expected axis to be -1 or between [0, {}).  But received: {a}",
+                rank + 1
+            )))
+        }
+    };
     let outer: i64 = indices.shape[..axis].iter().product();
     let inner: i64 = indices.shape[axis..].iter().product();
     let mut shape = indices.shape.clone();
@@ -541,18 +601,31 @@ pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
 }
 
 pub fn range(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
-    let read = |ctx: &mut dyn KernelContext, i: usize| -> Result<f32> {
-        let values = ctx.host_input_floats(i)?;
-        Ok(*values.first().ok_or_else(|| Error::invalid_argument("Range expects scalars"))? as f32)
+    let read = |ctx: &mut dyn KernelContext, i: usize, name: &str| -> Result<f32> {
+        match ctx.host_input_floats(i)?.as_slice() {
+            [v] => Ok(*v as f32),
+            other => Err(Error::invalid_argument(format!("{name} must be a scalar, not {} values", other.len()))),
+        }
     };
-    let (start, limit, delta) = (read(ctx, 0)?, read(ctx, 1)?, read(ctx, 2)?);
+    let (start, limit, delta) = (read(ctx, 0, "start")?, read(ctx, 1, "limit")?, read(ctx, 2, "delta")?);
     if delta == 0.0 {
         return Err(Error::invalid_argument(format!("Requires delta != 0: {delta}")));
     }
-    if (delta > 0.0 && start > limit) || (delta < 0.0 && start < limit) {
+    if delta > 0.0 && start > limit {
         return Err(Error::invalid_argument(format!("Requires start <= limit when delta > 0: {start}/{limit}")));
     }
-    let size = ((limit - start).abs() / delta.abs()).ceil() as i64;
+    if delta < 0.0 && start < limit {
+        return Err(Error::invalid_argument(format!("Requires start >= limit when delta < 0: {start}/{limit}")));
+    }
+    // In the range's own type, as TF sizes it; NaN and sizes past int64 are errors.
+    let size = ((limit - start) / delta).abs().ceil();
+    if !(0.0..9.2e18).contains(&size) {
+        return Err(Error::invalid_argument(format!(
+            "Requires ((limit - start) / delta) <= {}: start {start}, limit {limit}, delta {delta}",
+            i64::MAX
+        )));
+    }
+    let size = size as i64;
     let out = ctx.allocate_output(0, DType::F32, &[size])?;
     let mut p = Params::zeroed();
     p.n = shader_len(size as u64, "Range")?;

@@ -487,13 +487,20 @@ fn build_table() -> Vec<KernelDef> {
     ];
     table.push(kernel("Conv2D", f32, &[], CONV_ATTRS, conv::conv));
     table.push(kernel("DepthwiseConv2dNative", f32, &[], CONV_ATTRS, conv::conv));
-    table.push(kernel("MaxPool", f32, &[], POOL_ATTRS, conv::pool));
+    const MAX_POOL_ATTRS: &[(&str, AttrKind)] = &[
+        ("ksize", AttrKind::IntList),
+        ("strides", AttrKind::IntList),
+        ("padding", AttrKind::Str),
+        ("explicit_paddings", AttrKind::IntList),
+        ("data_format", AttrKind::Str),
+    ];
+    table.push(kernel("MaxPool", f32, &[], MAX_POOL_ATTRS, conv::pool));
     table.push(kernel("AvgPool", f32, &[], POOL_ATTRS, conv::pool));
     table.push(kernel("Conv2DBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("Conv2DBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("DepthwiseConv2dNativeBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("DepthwiseConv2dNativeBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
-    table.push(kernel("MaxPoolGrad", f32, &[], POOL_ATTRS, conv::pool_grad));
+    table.push(kernel("MaxPoolGrad", f32, &[], MAX_POOL_ATTRS, conv::pool_grad));
     table.push(kernel("AvgPoolGrad", f32, &["orig_input_shape"], POOL_ATTRS, conv::pool_grad));
     table.push(kernel(
         "FusedBatchNormV3",

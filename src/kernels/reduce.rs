@@ -6,7 +6,7 @@ use crate::runtime::pipeline::{dispatch_workgroups, grid, storage_window, Bindin
 use crate::runtime::Stream;
 
 use super::slice::contiguous_strides;
-use super::{fast_div, rank_constant, shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "reduce",
@@ -310,8 +310,9 @@ pub fn l2_loss(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<
 /// ArgMax and ArgMin over one axis, into int64 or int32.
 pub fn arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
-    let (axis, _) = ctx.host_input_values(1)?;
-    let axis = *axis.first().ok_or_else(|| Error::invalid_argument("dimension must be a scalar"))?;
+    let (axis, axis_shape) = ctx.host_input_values(1)?;
+    let axis = validate::scalar(&axis, &axis_shape, "dimension")?;
+    validate::axis(axis, input.shape.len(), "dimension")?;
     let mask = reduced_mask(&input.shape, &[axis])?;
     let d = mask.iter().position(|&m| m).unwrap_or(0);
     if input.shape[d] == 0 {

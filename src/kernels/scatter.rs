@@ -7,7 +7,7 @@ use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::slice::contiguous_strides;
-use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
     Shader { name: "scatter", source: include_str!("../../wgsl/scatter.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
@@ -32,12 +32,6 @@ struct Params {
 /// Adds the `rows` rows of `updates` into `out`, each at the row that its index tuple in `indices`
 /// names within the leading output dims `dims`.
 fn scatter_add(stream: &Stream, indices: &TensorRef, dims: &[i64], updates: &TensorRef, out: &TensorRef) -> Result<()> {
-    if dims.is_empty() || dims.len() > MAX_DEPTH {
-        return Err(Error::unimplemented(format!(
-            "scatter with index depth {} on WGPU (1 to {MAX_DEPTH})",
-            dims.len()
-        )));
-    }
     let n = shader_len(updates.num_elements(), "scatter")?;
     let rows = indices.num_elements() / dims.len() as u64;
     if n == 0 || rows == 0 || out.num_elements() == 0 {
@@ -83,13 +77,11 @@ fn scatter_add(stream: &Stream, indices: &TensorRef, dims: &[i64], updates: &Ten
 pub fn unsorted_segment_sum(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
     let data = ctx.input(0)?;
     let ids = ctx.input(1)?;
-    let (num_segments, _) = ctx.host_input_values(2)?;
-    let segments = match num_segments.as_slice() {
-        [n] if *n >= 0 => *n,
-        other => {
-            return Err(Error::invalid_argument(format!("num_segments must be a non-negative scalar, got {other:?}")))
-        }
-    };
+    let (num_segments, num_segments_shape) = ctx.host_input_values(2)?;
+    let segments = validate::scalar(&num_segments, &num_segments_shape, "num_segments")?;
+    if segments < 0 {
+        return Err(Error::invalid_argument(format!("num_segments must be non-negative, got {segments}")));
+    }
     if !data.shape.starts_with(&ids.shape) {
         return Err(Error::invalid_argument(format!(
             "data.shape = {:?} does not start with segment_ids.shape = {:?}",
@@ -107,7 +99,14 @@ pub fn unsorted_segment_sum(ctx: &mut dyn KernelContext, _kernel: &KernelInstanc
 
 /// Checks ScatterNd-style operands: `indices` [..., K], `updates` = indices[:-1] + shape[K:].
 fn check_scatter_nd(indices: &TensorRef, updates: &TensorRef, shape: &[i64]) -> Result<usize> {
-    let depth = *indices.shape.last().ok_or_else(|| Error::invalid_argument("indices must be at least 1-D"))? as usize;
+    let depth = *indices.shape.last().ok_or_else(|| Error::invalid_argument("indices must be at least 1-D"))?;
+    // TF's kernels serve depths 1 to 7 on every device.
+    if !(1..MAX_DEPTH as i64).contains(&depth) {
+        return Err(Error::invalid_argument(format!(
+            "Only indices.shape[-1] values between 1 and 7 are currently supported.  Requested rank: {depth}"
+        )));
+    }
+    let depth = depth as usize;
     if depth > shape.len() {
         return Err(Error::invalid_argument(format!(
             "index depth {depth} is larger than the output rank {}",
@@ -122,6 +121,9 @@ fn check_scatter_nd(indices: &TensorRef, updates: &TensorRef, shape: &[i64]) -> 
             indices.shape, updates.shape
         )));
     }
+    if validate::num_elements(shape)? == 0 && updates.num_elements() > 0 {
+        return Err(Error::invalid_argument("Indices and updates specified for empty output"));
+    }
     Ok(depth)
 }
 
@@ -129,10 +131,11 @@ fn check_scatter_nd(indices: &TensorRef, updates: &TensorRef, shape: &[i64]) -> 
 pub fn scatter_nd(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
     let indices = ctx.input(0)?;
     let updates = ctx.input(1)?;
-    let (shape, _) = ctx.host_input_values(2)?;
-    if shape.iter().any(|&d| d < 0) {
-        return Err(Error::invalid_argument(format!("shape must be non-negative: {shape:?}")));
+    let (shape, shape_shape) = ctx.host_input_values(2)?;
+    if shape_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!("Shape must be a vector, got shape {shape_shape:?}")));
     }
+    validate::num_elements(&shape)?;
     let depth = check_scatter_nd(&indices, &updates, &shape)?;
     let out = ctx.allocate_output(0, updates.dtype, &shape)?;
     let stream = ctx.stream()?;

@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
-use super::{KernelContext, KernelInstance, TensorRef};
+use super::{validate, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
     Shader { name: "strided", source: include_str!("../../wgsl/strided.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
@@ -115,8 +115,14 @@ pub fn strided_slice_view(
 ) -> Result<(StridedView, Vec<i64>)> {
     let [begin_mask, end_mask, mut ellipsis_mask, new_axis_mask, shrink_axis_mask] = masks;
     let bit = |mask: i64, i: usize| mask & (1 << i) != 0;
-    if begin.len() != end.len() || begin.len() != strides.len() {
-        return Err(Error::invalid_argument("Expected begin, end, and strides to be 1D equal size tensors"));
+    // The masks are 32-bit in TF; more entries than bits would shift them away.
+    if begin.len() != end.len() || begin.len() != strides.len() || begin.len() > 32 {
+        return Err(Error::invalid_argument(format!(
+            "Expected begin, end, and strides to be 1D equal size tensors of at most 32 entries, but got {}, {} and {}",
+            begin.len(),
+            end.len(),
+            strides.len()
+        )));
     }
     if ellipsis_mask.count_ones() > 1 {
         return Err(Error::invalid_argument("Multiple ellipses in slice spec not allowed"));
@@ -186,6 +192,9 @@ pub fn strided_slice_view(
             return Err(Error::invalid_argument(format!("strides[{d}] must be non-zero")));
         }
         let (first, size) = if spec.shrink {
+            if stride < 0 {
+                return Err(Error::invalid_argument("only stride 1 allowed on non-range indexing."));
+            }
             let at = if spec.begin < 0 { dim + spec.begin } else { spec.begin };
             if at < 0 || at >= dim {
                 return Err(Error::invalid_argument(format!(
@@ -225,7 +234,9 @@ pub fn strided_slice_view(
             view.base += first * input_strides[d];
         }
         view.shape.push(size);
-        view.strides.push(stride * input_strides[d]);
+        // A step only matters between two elements; then |stride| < dim and the product cannot
+        // overflow (TF accepts any stride).
+        view.strides.push(if size > 1 { stride * input_strides[d] } else { 0 });
     }
     let out_shape = gather.iter().map(|g| g.map_or(1, |d| view.shape[d])).collect();
     Ok((view, out_shape))
@@ -233,9 +244,15 @@ pub fn strided_slice_view(
 
 pub fn strided_slice(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
-    let (begin, _) = ctx.host_input_values(1)?;
-    let (end, _) = ctx.host_input_values(2)?;
-    let (strides, _) = ctx.host_input_values(3)?;
+    let (begin, begin_shape) = ctx.host_input_values(1)?;
+    let (end, end_shape) = ctx.host_input_values(2)?;
+    let (strides, strides_shape) = ctx.host_input_values(3)?;
+    if [&begin_shape, &end_shape, &strides_shape].iter().any(|s| s.len() != 1) {
+        return Err(Error::invalid_argument(format!(
+            "Expected begin, end, and strides to be 1D equal size tensors, but got shapes {begin_shape:?}, \
+             {end_shape:?}, and {strides_shape:?} instead."
+        )));
+    }
     let a = &kernel.attrs;
     let masks = [
         a.int("begin_mask")?,
@@ -251,14 +268,12 @@ pub fn strided_slice(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
 
 pub fn slice(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
-    let (begin, _) = ctx.host_input_values(1)?;
-    let (size, _) = ctx.host_input_values(2)?;
+    let (begin, begin_shape) = ctx.host_input_values(1)?;
+    let (size, size_shape) = ctx.host_input_values(2)?;
     let rank = input.shape.len();
-    if begin.len() != rank || size.len() != rank {
+    if begin_shape != [rank as i64] || size_shape != [rank as i64] {
         return Err(Error::invalid_argument(format!(
-            "Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes [{}] and [{}] instead.",
-            begin.len(),
-            size.len()
+            "Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes {begin_shape:?} and {size_shape:?} instead."
         )));
     }
     let strides = contiguous_strides(&input.shape);
@@ -266,7 +281,8 @@ pub fn slice(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()
     for d in 0..rank {
         let dim = input.shape[d];
         let len = if size[d] == -1 { dim - begin[d] } else { size[d] };
-        if begin[d] < 0 || len < 0 || begin[d] + len > dim {
+        // `len > dim - begin`, not `begin + len > dim`: the sum can wrap.
+        if begin[d] < 0 || begin[d] > dim || len < 0 || len > dim - begin[d] {
             return Err(Error::invalid_argument(format!(
                 "Expected begin[{d}] in [0, {dim}] and size[{d}] in [0, {}], but got {} and {}",
                 dim - begin[d],
@@ -281,14 +297,18 @@ pub fn slice(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()
     launch(ctx.stream()?, &input, &view, &out)
 }
 
-/// Splits `input` along `axis` into pieces of the given sizes, one output each.
-fn split_into(ctx: &mut dyn KernelContext, input: &TensorRef, axis: i64, sizes: &[i64]) -> Result<()> {
+/// The split axis as an index, with TF's wording.
+fn split_axis(axis: &[i64], axis_shape: &[i64], input: &TensorRef) -> Result<usize> {
+    let axis = validate::scalar(axis, axis_shape, "split_dim")?;
     let rank = input.shape.len() as i64;
-    let axis = if axis < 0 { axis + rank } else { axis };
-    if axis < 0 || axis >= rank {
-        return Err(Error::invalid_argument(format!("-input rank(-{rank}) <= split_dim < input rank ({rank})")));
-    }
-    let axis = axis as usize;
+    validate::axis(axis, input.shape.len(), "split_dim").map_err(|_| {
+        Error::invalid_argument(format!("-input rank(-{rank}) <= split_dim < input rank ({rank}), but got {axis}"))
+    })
+}
+
+/// Splits `input` along `axis` into pieces of the given sizes (checked by the caller: each
+/// non-negative, summing to the axis), one output each.
+fn split_into(ctx: &mut dyn KernelContext, input: &TensorRef, axis: usize, sizes: &[i64]) -> Result<()> {
     let strides = contiguous_strides(&input.shape);
     let mut offset = 0;
     for (i, &len) in sizes.iter().enumerate() {
@@ -303,13 +323,15 @@ fn split_into(ctx: &mut dyn KernelContext, input: &TensorRef, axis: i64, sizes: 
 }
 
 pub fn split(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let (axis, _) = ctx.host_input_values(0)?;
+    let (axis, axis_shape) = ctx.host_input_values(0)?;
     let input = ctx.input(1)?;
     let num_split = kernel.attrs.int("num_split")?;
-    let axis = *axis.first().ok_or_else(|| Error::invalid_argument("split_dim must be a scalar"))?;
-    let rank = input.shape.len() as i64;
-    let dim = input.shape.get((if axis < 0 { axis + rank } else { axis }) as usize).copied().unwrap_or(0);
-    if num_split <= 0 || dim % num_split != 0 {
+    if num_split <= 0 || num_split as usize != ctx.num_outputs() {
+        return Err(Error::invalid_argument(format!("Number of ways to split should be > 0, but got {num_split}")));
+    }
+    let axis = split_axis(&axis, &axis_shape, &input)?;
+    let dim = input.shape[axis];
+    if dim % num_split != 0 {
         return Err(Error::invalid_argument(format!(
             "Number of ways to split should evenly divide the split dimension, but got split_dim {axis} (size = {dim}) and num_split {num_split}"
         )));
@@ -319,19 +341,35 @@ pub fn split(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()>
 
 pub fn split_v(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
-    let (mut sizes, _) = ctx.host_input_values(1)?;
-    let (axis, _) = ctx.host_input_values(2)?;
-    let axis = *axis.first().ok_or_else(|| Error::invalid_argument("split_dim must be a scalar"))?;
-    let rank = input.shape.len() as i64;
-    let dim = input.shape.get((if axis < 0 { axis + rank } else { axis }) as usize).copied().unwrap_or(0);
-    if sizes.len() as i64 != kernel.attrs.int("num_split")? {
-        return Err(Error::invalid_argument("size_splits must have num_split entries"));
+    let (mut sizes, sizes_shape) = ctx.host_input_values(1)?;
+    let (axis, axis_shape) = ctx.host_input_values(2)?;
+    let num_split = kernel.attrs.int("num_split")?;
+    if sizes_shape.len() != 1 || sizes.len() as i64 != num_split || sizes.len() != ctx.num_outputs() {
+        return Err(Error::invalid_argument(format!(
+            "size of the split_tensor must be 1-D and have the same elements as outputs got {} -D and {} elements",
+            sizes_shape.len(),
+            sizes.len()
+        )));
     }
-    let unknown: Vec<usize> = (0..sizes.len()).filter(|&i| sizes[i] == -1).collect();
-    let known: i64 = sizes.iter().filter(|&&s| s != -1).sum();
-    match unknown.as_slice() {
-        [] if known == dim => {}
-        [i] if known <= dim => sizes[*i] = dim - known,
+    let axis = split_axis(&axis, &axis_shape, &input)?;
+    let dim = input.shape[axis];
+    let mut unknown = None;
+    let mut known = 0i64;
+    for (i, &size) in sizes.iter().enumerate() {
+        match size {
+            -1 if unknown.is_some() => {
+                return Err(Error::invalid_argument("There can only be one -1 in the input."))
+            }
+            -1 => unknown = Some(i),
+            s if s < 0 => {
+                return Err(Error::invalid_argument(format!("Split size at index {i} must be >= 0. Got: {s}")))
+            }
+            s => known = validate::add(known, s)?,
+        }
+    }
+    match unknown {
+        None if known == dim => {}
+        Some(i) if known <= dim => sizes[i] = dim - known,
         _ => {
             return Err(Error::invalid_argument(format!(
                 "Determined shape must either match input shape along split_dim exactly if fully specified, or be less than the size of the input along split_dim if not fully specified.  Got: {known}"

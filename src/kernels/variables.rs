@@ -73,11 +73,9 @@ fn assign_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
 
 /// ResourceGather: GatherV2 on axis `batch_dims` (0) of the variable's tensor.
 fn gather(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    if kernel.attrs.int("batch_dims")? != 0 {
-        return Err(Error::unimplemented("ResourceGather with batch_dims != 0"));
-    }
+    let batch_dims = kernel.attrs.int("batch_dims")?;
     let indices = ctx.input(1)?;
-    ctx.with_variables(&[0], &mut |ctx, params| index::gather_into(ctx, &params[0], &indices, 0))
+    ctx.with_variables(&[0], &mut |ctx, params| index::gather_into(ctx, &params[0], &indices, batch_dims, batch_dims))
 }
 
 /// Evaluates an update formula with launches, each result in a fresh temporary.

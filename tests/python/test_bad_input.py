@@ -1,0 +1,169 @@
+"""Bad input on /GPU:0 gives a TF error, never an abort or a silently wrong answer.
+
+Each case here once killed the process (a shape TF's `TensorShape` CHECK-fails on), panicked,
+hung the device or returned a wrong result. Cases run in one subprocess, so an abort fails the test
+with the case that died instead of taking pytest down; where TF-CPU accepts the input, the WGPU
+result must equal TF-CPU's. `test_fuzz.py` generates such inputs for every registered kernel.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+GPU = "/GPU:0"
+
+# name -> (code building the op from `tf` and `np`, the outcome: an error class name, or "cpu" for
+# "equal to TF-CPU's result").
+CASES = {
+    # The issue's two aborts.
+    "split_negative_size": ("tf.split(tf.ones([2, 10]), [-2, 12], axis=1)", "InvalidArgumentError"),
+    "tile_overflow": ("tf.tile(tf.ones([2, 2, 2]), [10**16, 10**8, 1])", "InvalidArgumentError"),
+    # Dimension products that wrap to a positive int64 in the kernel's own arithmetic.
+    "tile_wraps_positive": ("tf.tile(tf.range(4.), tf.constant([2**62 + 1], tf.int64))", "InvalidArgumentError"),
+    "pad_wraps": ("tf.pad(tf.range(5.), tf.constant([[2**63 - 1, 2**63 - 1]], tf.int64))", "InvalidArgumentError"),
+    "slice_begin_wraps": ("tf.slice(tf.range(4.), tf.constant([2**63 - 1], tf.int64), tf.constant([1], tf.int64))",
+                          "InvalidArgumentError"),
+    "fill_overflow": ("tf.fill(tf.constant([2**40, 2**30], tf.int64), 1.0)", "InvalidArgumentError"),
+    "fill_past_budget": ("tf.fill(tf.constant([2**20, 2**20], tf.int64), 1.0)", "ResourceExhaustedError"),
+    "fill_rank_300": ("tf.fill(tf.ones([300], tf.int64), 1.0)", "InvalidArgumentError"),
+    "broadcast_overflow": ("tf.broadcast_to(tf.ones([1, 1]), tf.constant([2**62, 2**62], tf.int64))",
+                           "InvalidArgumentError"),
+    "range_huge": ("tf.range(0.0, 1e30, 1.0)", "InvalidArgumentError"),
+    "range_nan": ("tf.range(0.0, float('nan'), 1.0)", "InvalidArgumentError"),
+    "one_hot_past_budget": ("tf.one_hot(tf.zeros([2**20], tf.int64), 2**31 - 1)", "ResourceExhaustedError"),
+    # Split sizes that sum right with a negative entry read past the input before.
+    "split_v_negative_entry": ("tf.split(tf.ones([3]), [5, -2])", "InvalidArgumentError"),
+    "split_v_two_unknowns": ("tf.split(tf.ones([3]), [-1, -1, 3])", "InvalidArgumentError"),
+    # Scalars where a rank is needed: these panicked.
+    "gather_scalar_params": ("tf.gather(tf.constant(1.), [0])", "InvalidArgumentError"),
+    "concat_scalars": ("tf.raw_ops.ConcatV2(values=[tf.constant(1.), tf.constant(2.)], axis=0)",
+                       "InvalidArgumentError"),
+    "unpack_scalar": ("tf.raw_ops.Unpack(value=tf.constant(1.), num=1, axis=0)", "InvalidArgumentError"),
+    "reverse_scalar": ("tf.reverse(tf.constant(1.), [0])", "cpu"),
+    "reverse_duplicate_axis": ("tf.reverse(tf.ones([2, 3]), [0, 0])", "InvalidArgumentError"),
+    "conv_zero_input_depth": ("tf.nn.conv2d(tf.zeros([1, 5, 5, 0]), tf.zeros([3, 3, 4, 8]), 1, 'VALID')",
+                              "InvalidArgumentError"),
+    # Attributes past int32 were truncated to a small window.
+    "conv_dilation_past_int32": (
+        "tf.raw_ops.Conv2D(input=tf.ones([1, 8, 8, 1]), filter=tf.ones([3, 3, 1, 1]), strides=[1, 1, 1, 1], "
+        "padding='SAME', dilations=[1, 2**32 + 1, 2**32 + 1, 1])", "InvalidArgumentError"),
+    "max_pool_ksize_past_int32": (
+        "tf.raw_ops.MaxPool(input=tf.ones([1, 8, 8, 1]), ksize=[1, 2**32 + 1, 2**32 + 1, 1], strides=[1, 1, 1, 1], "
+        "padding='SAME')", "InvalidArgumentError"),
+    # A window far larger than the image looped 2**32 times per output.
+    "max_pool_huge_window": ("tf.nn.max_pool2d(tf.reshape(tf.range(64.), [1, 8, 8, 1]), 65536, 1, 'SAME')", "cpu"),
+    "avg_pool_huge_window": ("tf.nn.avg_pool2d(tf.reshape(tf.range(64.), [1, 8, 8, 1]), 65536, 1, 'SAME')", "cpu"),
+    # explicit_paddings: ignored by MaxPool before, negative entries wrapped in Conv2D.
+    "max_pool_explicit_padding": (
+        "tf.nn.max_pool2d(tf.reshape(tf.range(50.), [2, 5, 5, 1]), 3, 1, [[0, 0], [1, 1], [2, 0], [0, 0]])", "cpu"),
+    "conv_negative_explicit_padding": (
+        "tf.raw_ops.Conv2D(input=tf.ones([1, 4, 4, 1]), filter=tf.ones([2, 2, 1, 1]), strides=[1, 1, 1, 1], "
+        "padding='EXPLICIT', explicit_paddings=[0, 0, -1, 0, 0, 0, 0, 0])", "InvalidArgumentError"),
+    "conv_explicit_padding_with_same": (
+        "tf.raw_ops.Conv2D(input=tf.ones([1, 4, 4, 1]), filter=tf.ones([2, 2, 1, 1]), strides=[1, 1, 1, 1], "
+        "padding='SAME', explicit_paddings=[0, 0, 1, 1, 1, 1, 0, 0])", "InvalidArgumentError"),
+    # TF's size formula, (2 + 1 - 4 + 2) // 2 = 0 rows (TF-CPU's oneDNN kernel returns 2x2 of garbage).
+    "conv_explicit_padding_short_output": (
+        "tf.nn.conv2d(tf.ones([1, 2, 2, 1]), tf.ones([4, 4, 1, 1]), 2, [[0, 0], [0, 1], [0, 1], [0, 0]])",
+        {"shape": [1, 0, 0, 1]}),
+    # Out-of-range indices keep TF-GPU's answers and stay inside the tensors.
+    "gather_out_of_range_gives_zeros": ("tf.gather(tf.constant([1., 2., 3.]), [0, 5, -1, 2])", [1.0, 0.0, 0.0, 3.0]),
+    "scatter_out_of_range_is_dropped": (
+        "tf.scatter_nd(tf.constant([[1], [7], [-1]]), tf.constant([1., 2., 3.]), tf.constant([3]))", [0.0, 1.0, 0.0]),
+    "scatter_nd_depth_zero": ("tf.scatter_nd(tf.zeros([2, 0], tf.int32), tf.ones([2, 3]), tf.constant([3]))",
+                              "InvalidArgumentError"),
+    "scatter_nd_into_empty": ("tf.scatter_nd(tf.constant([[0]]), tf.ones([1, 3]), tf.constant([0, 3]))",
+                              "InvalidArgumentError"),
+    "gather_batch_dims": (
+        "tf.gather(tf.reshape(tf.range(24.), [2, 3, 4]), tf.constant([[2, 0], [1, 1]]), axis=2, batch_dims=1)", "cpu"),
+}
+
+RUNNER = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    tf.config.set_soft_device_placement(False)
+    cases = json.loads(sys.argv[1])
+    for name, code in cases:
+        print(json.dumps({"start": name}), flush=True)
+        record = {"case": name}
+        try:
+            with tf.device("/GPU:0"):
+                out = eval(code)
+            record["value"] = np.asarray(out).tolist()
+            record["shape"] = list(np.asarray(out).shape)
+        except Exception as e:
+            record["error"] = type(e).__name__
+            record["message"] = str(e).splitlines()[0][:300]
+        if "error" not in record:
+            try:
+                with tf.device("/CPU:0"):
+                    record["cpu"] = np.asarray(eval(code)).tolist()
+            except Exception as e:
+                record["cpu_error"] = type(e).__name__
+        print(json.dumps(record), flush=True)
+""")
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TF_WGPU_MEMORY_LIMIT_MB="1024")
+    cases = [(name, code) for name, (code, _) in CASES.items()]
+    run = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(cases)], capture_output=True, text=True,
+                         timeout=300, env=env)
+    records = {}
+    started = None
+    for line in run.stdout.splitlines():
+        if line.startswith("{"):
+            record = json.loads(line)
+            if "start" in record:
+                started = record["start"]
+            else:
+                records[record["case"]] = record
+    if run.returncode != 0:
+        pytest.fail(f"the process died (exit {run.returncode}) in case {started!r}:\n{run.stderr[-3000:]}")
+    return records
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input_gives_an_error_or_the_reference_answer(name, outcomes):
+    want = CASES[name][1]
+    got = outcomes[name]
+    if isinstance(want, str) and want.endswith("Error"):
+        assert got.get("error") == want, got
+        assert "WGPU" in got["message"] or want == "ResourceExhaustedError", got
+    elif want == "cpu":
+        assert "error" not in got, got
+        assert "cpu" in got, got
+        np.testing.assert_allclose(np.asarray(got["value"], dtype=np.float64),
+                                   np.asarray(got["cpu"], dtype=np.float64), rtol=1e-6)
+    elif isinstance(want, dict):
+        assert "error" not in got, got
+        assert got["shape"] == want["shape"], got
+    else:
+        assert "error" not in got, got
+        np.testing.assert_array_equal(np.asarray(got["value"]), np.asarray(want))
+
+
+def test_memory_stats_follow_allocations():
+    import tensorflow_wgpu
+
+    with tf.device(GPU):
+        # Once first: TF caches the fill value's scalar on the device.
+        del_me = tf.ones([1024, 256])
+        del del_me
+        before = tensorflow_wgpu.memory_stats()
+        x = tf.ones([1024, 256])
+        during = tensorflow_wgpu.memory_stats()
+        del x
+    after = tensorflow_wgpu.memory_stats()
+    assert before is not None and before["bytes_limit"] > 0
+    assert during["bytes_in_use"] >= before["bytes_in_use"] + 1024 * 256 * 4
+    assert after["bytes_in_use"] == before["bytes_in_use"]
+    assert during["peak_bytes_in_use"] >= during["bytes_in_use"]
