@@ -28,6 +28,8 @@ class BuildWithCargo(build_py):
         os.makedirs(plugin_dir, exist_ok=True)
         out_dir = "debug" if profile == "dev" else profile
         shutil.copy2(os.path.join(target, out_dir, LIB), os.path.join(plugin_dir, LIB))
+        # Beside the packages, in site-packages itself: Python runs it at start-up (tensorflow_wgpu._xla).
+        shutil.copy2(os.path.join(ROOT, "python", "tensorflow_wgpu.pth"), os.path.join(self.build_lib, "tensorflow_wgpu.pth"))
 
 
 class BinaryDistribution(Distribution):

@@ -9,6 +9,8 @@ import os
 import site
 import sys
 
+from tensorflow_wgpu import _xla
+
 __all__ = ["library_path", "memory_stats"]
 
 _STATS_FIELDS = ("bytes_in_use", "peak_bytes_in_use", "num_allocs", "largest_alloc_size", "bytes_limit",
@@ -56,3 +58,7 @@ def memory_stats(device=0):
     if not lib.tf_wgpu_memory_stats(int(device), ctypes.byref(stats)):
         return None
     return {name: int(getattr(stats, name)) for name in _STATS_FIELDS}
+
+
+# Importing the package also covers XLA requests where the .pth file did not run (python -S).
+_xla.install()
