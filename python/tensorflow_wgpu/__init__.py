@@ -9,7 +9,7 @@ import os
 import site
 import sys
 
-from tensorflow_wgpu import _xla
+from tensorflow_wgpu import _variables, _xla
 
 __all__ = ["library_path", "memory_stats"]
 
@@ -60,5 +60,7 @@ def memory_stats(device=0):
     return {name: int(getattr(stats, name)) for name in _STATS_FIELDS}
 
 
-# Importing the package also covers XLA requests where the .pth file did not run (python -S).
+# tensorflow_wgpu.pth imports the package at start-up (importing it by hand does the same where the
+# .pth file did not run, as under python -S): XLA requests, eager variable updates.
 _xla.install()
+_variables.install()

@@ -8,16 +8,16 @@ executor and the plugin's kernels, as TF does for pluggable devices on macOS (te
 warning says so once per process. ``TF_WGPU_IGNORE_XLA=0`` turns this off and restores TF's error.
 
 The patch is applied to ``tf.function``'s ``Function.__init__`` as soon as TensorFlow imports that
-module (``install`` registers a meta-path finder that waits for it; ``tensorflow_wgpu.pth`` in
+module (``install`` asks ``_hooks`` to wait for it; ``tensorflow_wgpu.pth`` in
 site-packages imports this package at interpreter start), so it covers functions made by Keras and
 other libraries too, in programs that never import ``tensorflow_wgpu``. Functions restored from a SavedModel with XLA attributes in their
 graph are not rebuilt and keep TF's error.
 """
 
-import importlib.abc
 import os
-import sys
 import warnings
+
+from tensorflow_wgpu import _hooks
 
 TARGET = "tensorflow.python.eager.polymorphic_function.polymorphic_function"
 ENV = "TF_WGPU_IGNORE_XLA"
@@ -94,32 +94,6 @@ def patch(module):
     function_class._jit_compile = property(get, set, doc="jit_compile, as tensorflow-wgpu serves it")
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Patches TARGET right after it is executed; answers no other import."""
-
-    def find_spec(self, name, path, target=None):
-        if name != TARGET:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                execute = spec.loader.exec_module
-
-                def exec_module(module, execute=execute):
-                    execute(module)
-                    patch(module)
-
-                spec.loader.exec_module = exec_module
-                return spec
-        return None
-
-
 def install():
     """Patches tf.function now if TensorFlow is imported, else when it is."""
-    module = sys.modules.get(TARGET)
-    if module is not None:
-        patch(module)
-    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+    _hooks.when_imported(TARGET, patch)

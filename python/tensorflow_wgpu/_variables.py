@@ -1,0 +1,143 @@
+"""Eager updates of resource variables on WGPU where TensorFlow gives plugins no access to them.
+
+TF 2.19 and later do not export ``kernels_experimental.h`` (``TF_AssignVariable``...), so a kernel
+cannot update or read a variable's tensor. In graphs, the plugin's Grappler pass rewrites those ops
+(``src/rewrite``) into reads, arithmetic and ``AssignVariableOp``, which run. In eager mode no graph
+pass runs: here each such op called eagerly on a variable of the WGPU device runs as a one-op
+``tf.function`` instead, which the same pass rewrites. Covered: ``v.assign_add``/``assign_sub``
+(AssignAdd/AssignSubVariableOp), ``ResourceGather`` (``tf.gather`` on a variable, Embedding
+lookups) and the TF1 optimizers' ``ResourceApply*`` ops (GradientDescent, Momentum, KerasMomentum,
+Adam, RMSProp, Adagrad), through the Python functions TF and Keras call (``gen_*_ops``) and their
+``tf.raw_ops`` twins. As with TF's own kernels under ``use_locking=False``, concurrent updates of
+one variable are not atomic.
+"""
+
+import functools
+import logging
+import os
+
+from tensorflow_wgpu import _hooks
+
+# Module -> (Python op function, its tf.raw_ops twin); the first input is the variable's handle.
+ROUTED = {
+    "tensorflow.python.ops.gen_resource_variable_ops": (
+        ("assign_add_variable_op", "AssignAddVariableOp"),
+        ("assign_sub_variable_op", "AssignSubVariableOp"),
+        ("resource_gather", "ResourceGather"),
+    ),
+    "tensorflow.python.ops.gen_training_ops": (
+        ("resource_apply_gradient_descent", "ResourceApplyGradientDescent"),
+        ("resource_apply_momentum", "ResourceApplyMomentum"),
+        ("resource_apply_keras_momentum", "ResourceApplyKerasMomentum"),
+        ("resource_apply_adam", "ResourceApplyAdam"),
+        ("resource_apply_rms_prop", "ResourceApplyRMSProp"),
+        ("resource_apply_adagrad", "ResourceApplyAdagrad"),
+    ),
+}
+
+_variable_access = None
+
+
+def variable_access():
+    """Whether this TensorFlow exports the variable functions to plugins (2.16 does, 2.19+ not)."""
+    global _variable_access
+    if _variable_access is None:
+        import ctypes
+
+        import tensorflow as tf
+
+        framework = ctypes.CDLL(os.path.join(os.path.dirname(tf.__file__), "libtensorflow_framework.so.2"))
+        _variable_access = all(hasattr(framework, f) for f in (
+            "TF_MaybeLockVariableInputMutexesInOrder", "TF_GetInputTensorFromVariable",
+            "TF_ReleaseVariableInputLockHolder"))
+    return _variable_access
+
+
+def _on_wgpu(handle):
+    from tensorflow_wgpu._xla import plugin_loaded
+
+    device = getattr(handle, "device", "") or ""
+    return "GPU" in device and plugin_loaded() and not variable_access()
+
+
+# Functions kept per op; each traces once per variable (TF keys traces on the resource handle), and
+# one function per variable keeps TF from warning about retracing.
+_MAX_FUNCTIONS = 4096
+
+
+def _as_graph(op):
+    """`op` wrapped so that an eager call on a WGPU variable runs in a tf.function."""
+    functions = {}
+
+    def function_for(handle):
+        key = id(handle)
+        if key not in functions:
+            import tensorflow as tf
+
+            def body(*args, **kwargs):
+                # Grappler skips graphs of fewer than 4 nodes (`min_graph_nodes`), and the
+                # plugin's pass with it: route each tensor input through an Identity.
+                args = [tf.identity(a) if _is_data(a) else a for a in args]
+                kwargs = {k: tf.identity(v) if _is_data(v) else v for k, v in kwargs.items()}
+                out = op(*args, **kwargs)
+                # Ops without outputs give their Operation in graphs, None eagerly.
+                return None if isinstance(out, tf.Operation) else out
+
+            if len(functions) >= _MAX_FUNCTIONS:
+                functions.clear()
+            functions[key] = tf.function(body, reduce_retracing=True, autograph=False)
+        return functions[key]
+
+    @functools.wraps(op)
+    def routed(*args, **kwargs):
+        from tensorflow.python.eager import context
+
+        handle = args[0] if args else kwargs.get("resource", kwargs.get("var"))
+        if not (context.executing_eagerly() and _on_wgpu(handle)):
+            return op(*args, **kwargs)
+        if id(handle) in functions:
+            return function_for(handle)(*args, **kwargs)
+        # The first call traces. TF counts traces per Python code object, so one trace per
+        # variable would read as "excessive retracing" in TF's log: keep that warning out.
+        logger = logging.getLogger("tensorflow")
+        level = logger.level
+        logger.setLevel(logging.ERROR)
+        try:
+            return function_for(handle)(*args, **kwargs)
+        finally:
+            logger.setLevel(level)
+
+    routed._tf_wgpu_routed = True
+    return routed
+
+
+def _is_data(value):
+    import tensorflow as tf
+
+    return isinstance(value, tf.Tensor) and value.dtype != tf.resource
+
+
+def _patch(names):
+    def patch(module):
+        for name, raw_name in names:
+            op = getattr(module, name, None)
+            if op is None or getattr(op, "_tf_wgpu_routed", False):
+                continue
+            routed = _as_graph(op)
+            setattr(module, name, routed)
+            raw = getattr(module, raw_name, None)
+            if raw is not None:
+                # tf.raw_ops binds a copy of the original function: route it too (keywords only).
+                @functools.wraps(raw)
+                def raw_routed(routed=routed, **kwargs):
+                    return routed(**kwargs)
+
+                raw_routed._tf_wgpu_routed = True
+                setattr(module, raw_name, raw_routed)
+
+    return patch
+
+
+def install():
+    for module, names in ROUTED.items():
+        _hooks.when_imported(module, _patch(names))
