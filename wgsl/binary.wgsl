@@ -160,6 +160,9 @@ fn apply_op(op: u32, x: f32, y: f32) -> f32 {
         case 19u: { return select(-0.5 * (y * x) * (x * x), 0.0, y == 0.0); }
         case 20u: { return select(0.5 * y / x, 0.0, y == 0.0); }
         case 21u: { return select(-y * x * x, 0.0, y == 0.0); }
+        // ClipByValue's bounds as Eigen's cwiseMin/cwiseMax: a NaN bound leaves x.
+        case 22u: { return select(x, y, y < x); }
+        case 23u: { return select(x, y, x < y); }
         default: { return x; }
     }
 }

@@ -1,9 +1,11 @@
-// Cast. `S` and `D` are aliased per (SrcT, DstT). Float to int truncates toward zero and saturates,
-// as TF's GPU Cast does for in-range values. Entry points:
-//   main:       between f32, f16, i32 and u32
+// Cast. `S` and `D` are aliased per (SrcT, DstT). Float to int truncates toward zero. Entry points:
+//   main:       between f32, f16, i32 and u32 (float -> int32 excepted)
+//   to_i32:     f32/f16 -> int32; NaN and values outside int32 give INT32_MIN, as TF-CPU's
+//               static_cast does (x86's cvttss2si "integer indefinite")
 //   to_bool:    S -> bool (x != 0), packed four per word
 //   from_bool:  bool -> D
-//   to_i64:     f32 -> int64 (two words, two's complement)
+//   to_i64:     f32 -> int64 (two words, two's complement; NaN and values outside int64 give
+//               INT64_MIN, as for int32)
 //   from_i64:   int64 -> f32
 //   widen_i32:  int32 -> int64 (sign-extended)
 //   narrow_i64: int64 -> int32 (the low word, wrapping as C++'s static_cast does)
@@ -34,6 +36,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     out[p.out_off + i] = D(input[p.in_off + i]);
+}
+
+@compute @workgroup_size(256)
+fn to_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let v = f32(input[p.in_off + i]);
+    let in_range = v >= -2147483648.0 && v < 2147483648.0;
+    out[p.out_off + i] = select(D(bitcast<i32>(0x80000000u)), D(v), in_range);
 }
 
 @compute @workgroup_size(256)
@@ -71,6 +84,11 @@ fn to_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         return;
     }
     let v = trunc(f32(input[p.in_off + i]));
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) {
+        out_words[p.out_off + 2u * i] = 0u;
+        out_words[p.out_off + 2u * i + 1u] = 0x80000000u;
+        return;
+    }
     let magnitude = abs(v);
     let hi = floor(magnitude / 4294967296.0);
     var lo_word = u32(magnitude - hi * 4294967296.0);

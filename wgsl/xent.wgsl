@@ -55,7 +55,8 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
             let shifted = features[base + j] - row_max;
             let t = target_of(sparse, row, j);
             s += exp(shifted);
-            dot += t * shifted;
+            // Sparse: the label's logit alone, as TF reads it (0 * -inf elsewhere would be NaN).
+            dot += select(t * shifted, select(0.0, shifted, t != 0.0), sparse);
             mass += t;
         }
     }

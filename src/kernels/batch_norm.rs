@@ -119,9 +119,13 @@ pub fn forward_training(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
         return Ok(());
     }
     if rows == 0 {
-        // Statistics of nothing, as TF-CPU reports them.
-        for t in [&batch_mean, &batch_var, &saved_mean, &saved_var] {
+        // Statistics of nothing, as TF-CPU reports them: NaN batch statistics, zero saved ones
+        // (its Eigen kernel leaves the saved ones uninitialised; its oneDNN one, the default, zeros).
+        for t in [&batch_mean, &batch_var] {
             stream.fill(t.address, t.byte_len(), f32::NAN.to_bits())?;
+        }
+        for t in [&saved_mean, &saved_var] {
+            stream.fill(t.address, t.byte_len(), 0)?;
         }
         return Ok(());
     }

@@ -66,6 +66,10 @@ pub enum BinaryOp {
     RsqrtGrad = 19,
     SqrtGrad = 20,
     ReciprocalGrad = 21,
+    /// ClipByValue's upper bound, `hi < x ? hi : x` (Eigen's cwiseMin: a NaN bound is ignored).
+    ClipHigh = 22,
+    /// ClipByValue's lower bound, `x < lo ? lo : x` (Eigen's cwiseMax).
+    ClipLow = 23,
 }
 
 /// Activation gradients: same-shape elementwise ops of `binary.wgsl`.
@@ -600,8 +604,9 @@ pub fn clip_by_value(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     }
     let out = ctx.forward_input_or_allocate_output(&[0], 0, dtype, &t.shape)?;
     let stream = ctx.stream()?;
-    launch(stream, BinaryOp::Maximum, &t, &lo, &out)?;
-    launch(stream, BinaryOp::Minimum, &out, &hi, &out)
+    // TF-CPU's order: the upper bound, then the lower.
+    launch(stream, BinaryOp::ClipHigh, &t, &hi, &out)?;
+    launch(stream, BinaryOp::ClipLow, &out, &lo, &out)
 }
 
 /// Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual: bool output.

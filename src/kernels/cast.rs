@@ -23,6 +23,7 @@ pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
     use DType::*;
     let typed = |d: DType| matches!(d, F32 | F16 | I32 | U32);
     match (src, dst) {
+        (F32 | F16, I32) => Some("to_i32"),
         (s, d) if typed(s) && typed(d) && s != d => Some("main"),
         (F32 | F16, Bool) => Some("to_bool"),
         (Bool, F32 | F16 | I32) => Some("from_bool"),

@@ -228,7 +228,10 @@ fn direct_dims(shape: &[i64]) -> Vec<DimMap> {
 pub fn transpose(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;
-    let (perm, _) = ctx.host_input_values(1)?;
+    let (perm, perm_shape) = ctx.host_input_values(1)?;
+    if perm_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!("perm must be rank 1, got shape {perm_shape:?}")));
+    }
     let rank = input.shape.len();
     let mut seen = vec![false; rank];
     if perm.len() != rank
@@ -349,7 +352,10 @@ pub fn reverse(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
 pub fn broadcast_to(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;
-    let (shape, _) = ctx.host_input_values(1)?;
+    let (shape, shape_shape) = ctx.host_input_values(1)?;
+    if shape_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!("Shape must be a 1-D tensor, got shape {shape_shape:?}")));
+    }
     if shape.len() < input.shape.len() {
         return Err(Error::invalid_argument(format!(
             "Rank of input ({}) must be no greater than rank of output shape ({})",
@@ -377,7 +383,10 @@ pub fn broadcast_to(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Res
 
 pub fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
-    let (shape, _) = ctx.host_input_values(0)?;
+    let (shape, dims_shape) = ctx.host_input_values(0)?;
+    if dims_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!("dims must represent a vector, got shape {dims_shape:?}")));
+    }
     let value = ctx.input(1)?;
     if !value.shape.is_empty() {
         return Err(Error::invalid_argument(format!("value must be a scalar, got shape {:?}", value.shape)));

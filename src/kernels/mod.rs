@@ -199,6 +199,8 @@ pub enum AttrKind {
     Str,
     IntList,
     StrList,
+    /// A string attribute that older TensorFlows' ops lack (`Attrs::str` errors then).
+    OptionalStr,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -597,8 +599,9 @@ fn build_table() -> Vec<KernelDef> {
             ));
         }
         let constraints = leak(vec![("T", DType::F32), ("Tindices", indices)]);
-        table.push(kernel("ScatterNd", constraints, &["shape"], &[], scatter::scatter_nd));
-        table.push(kernel("TensorScatterAdd", constraints, &[], &[], scatter::tensor_scatter_add));
+        let policy: &[(&str, AttrKind)] = &[("bad_indices_policy", AttrKind::OptionalStr)];
+        table.push(kernel("ScatterNd", constraints, &["shape"], policy, scatter::scatter_nd));
+        table.push(kernel("TensorScatterAdd", constraints, &[], policy, scatter::tensor_scatter_add));
     }
     table.push(kernel("Range", &[("Tidx", DType::F32)], &["start", "limit", "delta"], &[], index::range));
     for dtype in [DType::F32, DType::F64, DType::I64] {

@@ -7,7 +7,7 @@
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 
-use super::{shader_len, DType, KernelContext, KernelInstance};
+use super::{shader_len, validate, DType, KernelContext, KernelInstance};
 
 pub const SHADER: Shader =
     Shader { name: "random", source: include_str!("../../wgsl/random.wgsl"), storage_buffers: 1, uniform_buffers: 0 };
@@ -88,20 +88,34 @@ pub fn truncated_normal(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
 
 fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'static str) -> Result<()> {
     let dtype = kernel.dtype("dtype")?;
-    let (shape, _) = ctx.host_input_values(0)?;
+    let (shape, shape_shape) = ctx.host_input_values(0)?;
     let (key, key_shape) = ctx.host_input_values(1)?;
-    let (counter, _) = ctx.host_input_values(2)?;
-    let (alg, _) = ctx.host_input_values(3)?;
-    match alg.first() {
-        Some(&RNG_ALG_PHILOX) | Some(&RNG_ALG_AUTO_SELECT) => {}
-        other => return Err(Error::unimplemented(format!("random algorithm {other:?} on WGPU (only Philox)"))),
+    let (counter, counter_shape) = ctx.host_input_values(2)?;
+    let (alg, alg_shape) = ctx.host_input_values(3)?;
+    if shape_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!(
+            "shape must be a vector of {{int32,int64}}, got shape {shape_shape:?}"
+        )));
     }
-    if key_shape != [1] || counter.len() < 2 {
-        return Err(Error::invalid_argument("key must have shape [1] and counter at least 2 elements"));
+    if key_shape != [1] {
+        return Err(Error::invalid_argument(format!("key must have shape [1], not {key_shape:?}")));
     }
-    if shape.iter().any(|&d| d < 0) {
-        return Err(Error::invalid_argument(format!("shape must be non-negative: {shape:?}")));
+    if counter_shape.len() != 1 || counter.is_empty() {
+        return Err(Error::invalid_argument(format!(
+            "counter must be a vector with length at least 1; got shape: {counter_shape:?}"
+        )));
     }
+    match validate::scalar(&alg, &alg_shape, "alg")? {
+        RNG_ALG_PHILOX | RNG_ALG_AUTO_SELECT => {}
+        other => return Err(Error::invalid_argument(format!("Unsupported algorithm id: {other}"))),
+    }
+    if counter.len() < 2 {
+        return Err(Error::invalid_argument(format!(
+            "The size of the counter must be at least 2 for Philox, got {}",
+            counter.len()
+        )));
+    }
+    validate::num_elements(&shape)?;
     let out = ctx.allocate_output(0, dtype, &shape)?;
     let n = shader_len(out.num_elements(), kernel.def.op)?;
     if n == 0 {

@@ -66,7 +66,11 @@ pub fn reduced_mask(shape: &[i64], axes: &[i64]) -> Result<Vec<bool>> {
                 "Invalid reduction dimension ({a} for input with {rank} dimension(s)"
             )));
         }
-        mask[d as usize] = true;
+        if std::mem::replace(&mut mask[d as usize], true) {
+            return Err(Error::invalid_argument(format!(
+                "Invalid reduction arguments: Axes contains duplicate dimension: {d}"
+            )));
+        }
     }
     Ok(mask)
 }

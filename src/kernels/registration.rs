@@ -126,7 +126,7 @@ fn read_attrs(ctx: *mut TF_OpKernelConstruction, def: &KernelDef) -> Result<Attr
                     .collect();
                 AttrValue::StrList(values)
             }
-            AttrKind::Str => {
+            AttrKind::Str | AttrKind::OptionalStr => {
                 let (size_of, get) = (
                     tf_fn!(api(), TF_OpKernelConstruction_GetAttrSize),
                     tf_fn!(api(), TF_OpKernelConstruction_GetAttrString),
@@ -134,6 +134,10 @@ fn read_attrs(ctx: *mut TF_OpKernelConstruction, def: &KernelDef) -> Result<Attr
                 let (mut list_size, mut total_size) = (0i32, 0i32);
                 // SAFETY: as above; TF reports the string's length, then copies that many bytes.
                 unsafe { size_of(ctx, c_name.as_ptr(), &mut list_size, &mut total_size, status.as_ptr()) };
+                if *kind == AttrKind::OptionalStr && status.result().is_err() {
+                    // An attribute this TensorFlow's op does not have yet.
+                    continue;
+                }
                 status.result()?;
                 let mut buffer = vec![0u8; total_size.max(0) as usize + 1];
                 unsafe { get(ctx, c_name.as_ptr(), buffer.as_mut_ptr() as *mut c_char, buffer.len(), status.as_ptr()) };

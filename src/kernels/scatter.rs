@@ -127,8 +127,19 @@ fn check_scatter_nd(indices: &TensorRef, updates: &TensorRef, shape: &[i64]) -> 
     Ok(depth)
 }
 
+/// The `bad_indices_policy` of newer TFs: "" and "DEFAULT" (TF-GPU's answer: drop them) and
+/// "IGNORE" run; "ERROR" would need the indices read back before the launch.
+fn check_bad_indices_policy(kernel: &KernelInstance) -> Result<()> {
+    match kernel.attrs.str("bad_indices_policy").unwrap_or("") {
+        "" | "DEFAULT" | "IGNORE" => Ok(()),
+        "ERROR" => Err(Error::invalid_argument("bad_indices_policy ERROR is not supported on WGPU: out-of-range indices are dropped, as on TF-GPU")),
+        other => Err(Error::invalid_argument(format!("Unknown bad indices handling attribute: {other}"))),
+    }
+}
+
 /// ScatterNd: zeros of `shape` with `updates` added at `indices`.
-pub fn scatter_nd(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+pub fn scatter_nd(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    check_bad_indices_policy(kernel)?;
     let indices = ctx.input(0)?;
     let updates = ctx.input(1)?;
     let (shape, shape_shape) = ctx.host_input_values(2)?;
@@ -144,7 +155,8 @@ pub fn scatter_nd(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Resu
 }
 
 /// TensorScatterAdd: `tensor` with `updates` added at `indices`.
-pub fn tensor_scatter_add(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+pub fn tensor_scatter_add(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    check_bad_indices_policy(kernel)?;
     let tensor = ctx.input(0)?;
     let indices = ctx.input(1)?;
     let updates = ctx.input(2)?;

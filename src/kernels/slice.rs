@@ -353,6 +353,13 @@ pub fn split_v(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     }
     let axis = split_axis(&axis, &axis_shape, &input)?;
     let dim = input.shape[axis];
+    if num_split == 1 && sizes[0] != dim {
+        // TF's own rule: a single output is the whole input, and -1 does not stand for it.
+        return Err(Error::invalid_argument(format!(
+            "If there is only one output, it must have the same size as the input. Input size: {dim} output size: {}",
+            sizes[0]
+        )));
+    }
     let mut unknown = None;
     let mut known = 0i64;
     for (i, &size) in sizes.iter().enumerate() {

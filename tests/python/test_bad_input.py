@@ -80,6 +80,32 @@ CASES = {
                               "InvalidArgumentError"),
     "scatter_nd_into_empty": ("tf.scatter_nd(tf.constant([[0]]), tf.ones([1, 3]), tf.constant([0, 3]))",
                               "InvalidArgumentError"),
+    # Found by test_fuzz.py: inputs TF-CPU rejects, and answers that differed from TF-CPU's.
+    "sum_duplicate_axes": ("tf.reduce_sum(tf.ones([4, 4]), [0, 0])", "InvalidArgumentError"),
+    "fill_matrix_dims": ("tf.fill(tf.constant([[2, 3]], tf.int64), 1.0)", "InvalidArgumentError"),
+    "random_matrix_shape": (
+        "tf.raw_ops.StatelessRandomUniformV2(shape=tf.constant([[2, 3]], tf.int64), key=tf.constant([1], tf.uint64), "
+        "counter=tf.constant([0, 0], tf.uint64), alg=1)", "InvalidArgumentError"),
+    "random_vector_alg": (
+        "tf.raw_ops.StatelessRandomUniformV2(shape=[3], key=tf.constant([1], tf.uint64), "
+        "counter=tf.constant([0, 0], tf.uint64), alg=[1, 1])", "InvalidArgumentError"),
+    "split_v_single_unknown": ("tf.raw_ops.SplitV(value=tf.ones([2]), size_splits=[-1], axis=0, num_split=1)",
+                               "InvalidArgumentError"),
+    "scatter_unknown_policy": (
+        "tf.raw_ops.TensorScatterAdd(tensor=tf.zeros([3]), indices=[[1]], updates=[1.0], bad_indices_policy='BOGUS')",
+        "InvalidArgumentError"),
+    "cast_out_of_range_to_int64": ("tf.cast(tf.constant([3e38, -3e38, float('nan'), 1e19, 2.5, -2.5]), tf.int64)",
+                                   "cpu"),
+    "cast_out_of_range_to_int32": ("tf.cast(tf.constant([3e38, float('nan'), 2**31, -2**31, 2.5]), tf.int32)",
+                                   "cpu"),
+    "clip_nan_bounds": ("tf.raw_ops.ClipByValue(t=tf.constant([1.0, float('nan'), 5.0]), "
+                        "clip_value_min=tf.constant(float('nan')), clip_value_max=tf.constant(3.0))", "cpu_nan"),
+    "sparse_xent_minus_inf_logit": (
+        "tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.constant([1], tf.int64), "
+        "logits=tf.constant([[5.7, -3.4, float('-inf')]]))", "cpu"),
+    "batch_norm_empty_batch_saved_statistics": (
+        "tf.raw_ops.FusedBatchNormV3(x=tf.zeros([0, 4, 4, 2]), scale=tf.ones([2]), offset=tf.zeros([2]), "
+        "mean=tf.constant([1., 2.]), variance=tf.constant([3., 4.]), epsilon=0.01, is_training=True)[3:5]", "cpu"),
     "gather_batch_dims": (
         "tf.gather(tf.reshape(tf.range(24.), [2, 3, 4]), tf.constant([[2, 0], [1, 1]]), axis=2, batch_dims=1)", "cpu"),
 }
@@ -138,11 +164,14 @@ def test_bad_input_gives_an_error_or_the_reference_answer(name, outcomes):
     if isinstance(want, str) and want.endswith("Error"):
         assert got.get("error") == want, got
         assert "WGPU" in got["message"] or want == "ResourceExhaustedError", got
-    elif want == "cpu":
+    elif want in ("cpu", "cpu_nan"):
         assert "error" not in got, got
         assert "cpu" in got, got
-        np.testing.assert_allclose(np.asarray(got["value"], dtype=np.float64),
-                                   np.asarray(got["cpu"], dtype=np.float64), rtol=1e-6)
+        got_values = np.asarray(got["value"], dtype=np.float64)
+        want_values = np.asarray(got["cpu"], dtype=np.float64)
+        if want == "cpu":
+            assert not np.isnan(want_values).any(), "use cpu_nan for NaN results"
+        np.testing.assert_allclose(got_values, want_values, rtol=1e-6)
     elif isinstance(want, dict):
         assert "error" not in got, got
         assert got["shape"] == want["shape"], got
