@@ -5,6 +5,7 @@
 //! chunk of row tiles at a time.
 
 use crate::error::{Error, Result};
+use crate::runtime::encoder::Encoder;
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
     dispatch, dispatch_workgroups, storage_window, vec4_window, Binding, PipelineSpec, Shader,
@@ -325,14 +326,15 @@ fn choose_packer(device: &DeviceCore, g: &Im2col, input: &TensorRef) -> Result<P
 /// Encodes a per-tap packer into `dst`: `pack_im2col_vec4` over the whole chunk, or
 /// `pack_im2col_window` over `windows`.
 fn encode_taps(
-    stream: &Stream,
+    core: &DeviceCore,
+    encoder: &mut Encoder,
     input: &DeviceSlice,
     mut p: PackParams,
     windows: Option<&[WindowDispatch]>,
     dst: &wgpu::Buffer,
     tiles: u64,
 ) -> Result<()> {
-    let device = stream.device();
+    let device = core;
     let (shader, entry) = match windows {
         Some(_) => (&WINDOW_SHADER, "pack_im2col_window"),
         None => (&PACK_SHADER, "pack_im2col_vec4"),
@@ -342,7 +344,7 @@ fn encode_taps(
     let per_row = u64::from(p.cols / p.image[2]) + 1;
     let invocations = u64::from(p.row_tiles * TILE) * per_row;
     let pipeline = pack_pipeline(device, shader, entry, DType::F32, &p, (tiles, invocations))?;
-    stream.encode(|core, encoder| {
+    {
         let dst = Binding { buffer: dst, offset: 0, size: tiles * TILE_BYTES };
         let Some(windows) = windows else {
             let lost = || Error::internal("im2col input lost its vec4 view");
@@ -358,7 +360,7 @@ fn encode_taps(
             dispatch(core, encoder, entry, &pipeline, &[dst, window], bytemuck::bytes_of(&p), invocations)?;
         }
         Ok(())
-    })
+    }
 }
 
 /// Convolution as an implicit GEMM on the tiled kernel. Returns false, encoding nothing, where the
@@ -387,7 +389,6 @@ pub fn launch_conv_tiles(
     }
     // The HWIO filter as a [kh * kw * c, oc] matrix.
     let b = Operand { tensor: filter, rows: k, cols: n, rs: n, cs: 1, batch_strides: Vec::new() };
-    let b_tiles = pack(stream, "matmul packed B", &b, &[])?;
     let (row_tiles, k_tiles) = (m.div_ceil(TILE), k.div_ceil(TILE));
     let chunk = ((CHUNK_BYTES / (k_tiles as u64 * TILE_BYTES)).max(1) as u32).min(row_tiles);
     let shape = TileShape { m, n, k, batches: 1 };
@@ -398,28 +399,33 @@ pub fn launch_conv_tiles(
     p.image = [g.h, g.w, g.c, g.ow];
     p.window = [g.kw, g.strides[0], g.strides[1], g.oh];
     p.dilation_pad = [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]];
-    for first in (0..row_tiles).step_by(chunk as usize) {
-        let tiles = chunk.min(row_tiles - first);
-        p.row0 = first * TILE;
-        p.rows = (m - p.row0).min(tiles * TILE);
-        p.row_tiles = tiles;
-        let packed = (tiles * k_tiles) as u64;
-        let a_tiles = device.scratch.get(device, "matmul packed A", packed * TILE_BYTES)?;
-        if let Packer::Windows(mem) = &packer {
-            let rows = p.row0 as u64..(p.row0 + p.rows) as u64;
-            match plan_windows(g, mem, align, rows, (p.row0 + tiles * TILE) as u64) {
-                Some(windows) => encode_taps(stream, mem, p, Some(&windows), &a_tiles, packed)?,
-                None => packer = Packer::Vec4s(mem.clone()),
+    // One `encode` call for all of it: the packed operands live in device-wide scratch, so no other
+    // launch (another thread on this stream) may come between packing and products.
+    stream.encode(|core, encoder| {
+        let b_tiles = pack(core, encoder, "matmul packed B", &b, &[])?;
+        for first in (0..row_tiles).step_by(chunk as usize) {
+            let tiles = chunk.min(row_tiles - first);
+            p.row0 = first * TILE;
+            p.rows = (m - p.row0).min(tiles * TILE);
+            p.row_tiles = tiles;
+            let packed = (tiles * k_tiles) as u64;
+            let a_tiles = device.scratch.get(device, "matmul packed A", packed * TILE_BYTES)?;
+            if let Packer::Windows(mem) = &packer {
+                let rows = p.row0 as u64..(p.row0 + p.rows) as u64;
+                match plan_windows(g, mem, align, rows, (p.row0 + tiles * TILE) as u64) {
+                    Some(windows) => encode_taps(core, encoder, mem, p, Some(&windows), &a_tiles, packed)?,
+                    None => packer = Packer::Vec4s(mem.clone()),
+                }
             }
+            match &packer {
+                Packer::Windows(_) => {}
+                Packer::Vec4s(mem) => encode_taps(core, encoder, mem, p, None, &a_tiles, packed)?,
+                Packer::Elements => encode_pack(core, encoder, "pack_im2col", input, p, &a_tiles, packed)?,
+            }
+            encode_products(core, encoder, &a_tiles, &b_tiles, &shape, first..first + tiles, out)?;
         }
-        match &packer {
-            Packer::Windows(_) => {}
-            Packer::Vec4s(mem) => encode_taps(stream, mem, p, None, &a_tiles, packed)?,
-            Packer::Elements => encode_pack(stream, "pack_im2col", input, p, &a_tiles, packed)?,
-        }
-        encode_products(stream, &a_tiles, &b_tiles, &shape, first..first + tiles, out)?;
-    }
-    Ok(true)
+        Ok(true)
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! MatMul, BatchMatMulV2/V3 (`wgsl/matmul.wgsl`) and Einsum built on them.
 
 use crate::error::{Error, Result};
+use crate::runtime::encoder::Encoder;
 use crate::runtime::pipeline::{
     dispatch, dispatch_workgroups, storage_window, Binding, Pipeline, PipelineSpec, Shader,
 };
@@ -343,8 +344,14 @@ fn tile_binding(buffer: &wgpu::Buffer, index: u32) -> Binding<'_> {
 }
 
 /// Packs `x` into 128 x 128 f32 tiles in the scratch buffer `role`; returns the buffer.
-pub(super) fn pack(stream: &Stream, role: &'static str, x: &Operand, batch_shape: &[u32]) -> Result<wgpu::Buffer> {
-    let device = stream.device();
+pub(super) fn pack(
+    core: &DeviceCore,
+    encoder: &mut Encoder,
+    role: &'static str,
+    x: &Operand,
+    batch_shape: &[u32],
+) -> Result<wgpu::Buffer> {
+    let device = core;
     let batches: u32 = batch_shape.iter().product();
     let (row_tiles, col_tiles) = (x.rows.div_ceil(TILE), x.cols.div_ceil(TILE));
     let tiles = batches as u64 * row_tiles as u64 * col_tiles as u64;
@@ -357,7 +364,7 @@ pub(super) fn pack(stream: &Stream, role: &'static str, x: &Operand, batch_shape
         p.batch_shape[d] = size;
         p.batch_stride[d] = stride as u32;
     }
-    encode_pack(stream, "pack", x.tensor, p, &scratch, tiles)?;
+    encode_pack(core, encoder, "pack", x.tensor, p, &scratch, tiles)?;
     Ok(scratch)
 }
 
@@ -382,33 +389,34 @@ pub(super) fn pack_pipeline(
 /// Encodes packer `entry` reading `src` into the first `tiles` tiles of `dst` (one invocation per
 /// vec4 of a tile).
 pub(super) fn encode_pack(
-    stream: &Stream,
+    core: &DeviceCore,
+    encoder: &mut Encoder,
     entry: &'static str,
     src: &TensorRef,
     mut p: PackParams,
     dst: &wgpu::Buffer,
     tiles: u64,
 ) -> Result<()> {
-    let device = stream.device();
-    let pipeline = pack_pipeline(device, &PACK_SHADER, entry, src.dtype, &p, (tiles, 0))?;
-    let src_mem = device.memory.resolve(src.address, src.byte_len())?;
-    let size = src.dtype.size();
-    stream.encode(|core, encoder| {
-        let (src_bind, src_off) = storage_window(core, &src_mem, size)?;
-        p.src_off = src_off;
-        let dst = Binding { buffer: dst, offset: 0, size: tiles * TILE_BYTES };
-        dispatch(core, encoder, entry, &pipeline, &[src_bind, dst], bytemuck::bytes_of(&p), tiles * 4096)
-    })
+    let pipeline = pack_pipeline(core, &PACK_SHADER, entry, src.dtype, &p, (tiles, 0))?;
+    let src_mem = core.memory.resolve(src.address, src.byte_len())?;
+    let (src_bind, src_off) = storage_window(core, &src_mem, src.dtype.size())?;
+    p.src_off = src_off;
+    let dst = Binding { buffer: dst, offset: 0, size: tiles * TILE_BYTES };
+    dispatch(core, encoder, entry, &pipeline, &[src_bind, dst], bytemuck::bytes_of(&p), tiles * 4096)
 }
 
-/// The tiled product: pack both operands, then the tile products.
+/// The tiled product: pack both operands, then the tile products. One `encode` call for all of it:
+/// the packed operands live in device-wide scratch, so no other launch (another thread on this
+/// stream) may come between the packing and the products, nor a submit between them.
 fn launch_tiles(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batch_shape: &[u32]) -> Result<()> {
     let (m, k, n) = (a.rows, a.cols, b.cols);
-    let a_tiles = pack(stream, "matmul packed A", a, batch_shape)?;
-    let b_tiles = pack(stream, "matmul packed B", b, batch_shape)?;
     let batches: u32 = batch_shape.iter().product();
     let shape = TileShape { m, n, k, batches };
-    encode_products(stream, &a_tiles, &b_tiles, &shape, 0..m.div_ceil(TILE), out)
+    stream.encode(|core, encoder| {
+        let a_tiles = pack(core, encoder, "matmul packed A", a, batch_shape)?;
+        let b_tiles = pack(core, encoder, "matmul packed B", b, batch_shape)?;
+        encode_products(core, encoder, &a_tiles, &b_tiles, &shape, 0..m.div_ceil(TILE), out)
+    })
 }
 
 /// The sizes of a (batched) tiled product C[m, n] = A[m, k] x B[k, n].
@@ -423,14 +431,15 @@ pub(super) struct TileShape {
 /// each reading its tiles through uniform bindings. `a_tiles` holds the row tiles of `row_tiles`
 /// only (a chunk of A), `b_tiles` all of B.
 pub(super) fn encode_products(
-    stream: &Stream,
+    core: &DeviceCore,
+    encoder: &mut Encoder,
     a_tiles: &wgpu::Buffer,
     b_tiles: &wgpu::Buffer,
     shape: &TileShape,
     row_tiles: std::ops::Range<u32>,
     out: &TensorRef,
 ) -> Result<()> {
-    let device = stream.device();
+    let device = core;
     let TileShape { m, n, k, batches } = *shape;
     let (k_tiles, col_tiles) = (k.div_ceil(TILE), n.div_ceil(TILE));
     let chunk_tiles = row_tiles.len() as u32;
@@ -440,7 +449,7 @@ pub(super) fn encode_products(
         device.pipelines.get(device, shader, &PipelineSpec { entry: "tiles", aliases: &aliases, constants: &[] })?;
     let c_mem = device.memory.resolve(out.address, out.byte_len())?;
     let size = out.dtype.size();
-    stream.encode(|core, encoder| {
+    {
         let (c_bind, c_off) = storage_window(core, &c_mem, size)?;
         for z in 0..batches {
             for ti in row_tiles.clone() {
@@ -474,7 +483,7 @@ pub(super) fn encode_products(
             }
         }
         Ok(())
-    })
+    }
 }
 
 /// MatMul (transpose_a/transpose_b) and BatchMatMulV2/V3 (adj_x/adj_y).
