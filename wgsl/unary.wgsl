@@ -31,7 +31,8 @@ fn expm1_(v: f32) -> f32 {
     let um1 = u - 1.0;
     if (um1 == -1.0) { return -1.0; }
     if (is_inf(u)) { return u; }
-    return um1 * v / log(u);
+    // v / log(u) first: um1 * v overflows near the top of the range.
+    return um1 * (v / log(u));
 }
 
 fn log1p_(v: f32) -> f32 {
@@ -40,7 +41,8 @@ fn log1p_(v: f32) -> f32 {
     if (u == 0.0) { return bitcast<f32>(0xff800000u); }
     if (u == 1.0) { return v; }
     if (is_inf(u)) { return u; }
-    return log(u) * v / (u - 1.0);
+    // v / (u - 1) first: log(u) * v overflows for v near the top of the range.
+    return log(u) * (v / (u - 1.0));
 }
 
 // Eigen's float erf (what TF-CPU uses): a rational approximation on [-4, 4].

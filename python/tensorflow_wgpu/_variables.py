@@ -18,6 +18,19 @@ import os
 
 from tensorflow_wgpu import _hooks
 
+# The input each op checks against the variable's shape, with its position: TF's kernels refuse a
+# mismatch, and the rewritten graph would broadcast instead.
+UPDATE_INPUT = {
+    "assign_add_variable_op": ("value", 1),
+    "assign_sub_variable_op": ("value", 1),
+    "resource_apply_gradient_descent": ("delta", 2),
+    "resource_apply_momentum": ("grad", 3),
+    "resource_apply_keras_momentum": ("grad", 3),
+    "resource_apply_adam": ("grad", 9),
+    "resource_apply_rms_prop": ("grad", 7),
+    "resource_apply_adagrad": ("grad", 3),
+}
+
 # Module -> (Python op function, its tf.raw_ops twin); the first input is the variable's handle.
 ROUTED = {
     "tensorflow.python.ops.gen_resource_variable_ops": (
@@ -65,6 +78,33 @@ def _on_wgpu(handle):
 _MAX_FUNCTIONS = 4096
 
 
+def _variable_shape(handle):
+    """The shape an eager variable handle carries, or None."""
+    data = getattr(handle, "_handle_data", None)
+    if data is None or not getattr(data, "is_set", False) or not data.shape_and_type:
+        return None
+    shape = data.shape_and_type[0].shape
+    return None if shape.unknown_rank else [d.size for d in shape.dim]
+
+
+def _check_update_shape(name, handle, args, kwargs):
+    if name not in UPDATE_INPUT:
+        return
+    arg, position = UPDATE_INPUT[name]
+    update = kwargs.get(arg, args[position] if len(args) > position else None)
+    want = _variable_shape(handle)
+    got = getattr(update, "shape", None)
+    if want is None or got is None or got.rank is None or list(got) == want:
+        return
+    import tensorflow as tf
+
+    if arg == "value":
+        message = f"Cannot update variable with shape {want} using a Tensor with shape {list(got)}, shapes must be equal."
+    else:
+        message = f"var and {arg} do not have the same shape{want} {list(got)}"
+    raise tf.errors.InvalidArgumentError(None, None, message)
+
+
 def _as_graph(op):
     """`op` wrapped so that an eager call on a WGPU variable runs in a tf.function."""
     functions = {}
@@ -95,6 +135,7 @@ def _as_graph(op):
         handle = args[0] if args else kwargs.get("resource", kwargs.get("var"))
         if not (context.executing_eagerly() and _on_wgpu(handle)):
             return op(*args, **kwargs)
+        _check_update_shape(op.__name__, handle, args, kwargs)
         if id(handle) in functions:
             return function_for(handle)(*args, **kwargs)
         # The first call traces. TF counts traces per Python code object, so one trace per

@@ -187,7 +187,9 @@ impl Update<'_> {
                 &self.node.device,
             )
             .attr("dtype", type_attr(self.dtype))
-            .attr("validate_shape", bool_attr(false)),
+            // The kernels refuse a gradient of another shape than the variable; the element-wise
+            // formulas would broadcast it, and the assign of the result keeps that check.
+            .attr("validate_shape", bool_attr(true)),
         );
         self.assigns.push(format!("^{name}"));
     }
@@ -292,7 +294,8 @@ fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
                 .attr("T", type_attr(dtype));
             let assign = Node::new(node.name.clone(), "AssignVariableOp", vec![data[0].clone(), update_name], device)
                 .attr("dtype", type_attr(dtype))
-                .attr("validate_shape", bool_attr(false));
+                // AssignAdd/AssignSub refuse a value of another shape; AddV2/Sub would broadcast it.
+                .attr("validate_shape", bool_attr(true));
             Some(vec![read, update, assign])
         }
         _ => None,
