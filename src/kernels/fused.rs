@@ -47,7 +47,8 @@ fn check_fused<'a>(
     batch_norm: bool,
 ) -> Result<Fused<'a>> {
     let op = kernel.def.op;
-    let (first, rest) = fused_ops.split_first().ok_or_else(|| Error::invalid_argument(format!("{op}: no fused_ops")))?;
+    let (first, rest) =
+        fused_ops.split_first().ok_or_else(|| Error::invalid_argument(format!("{op}: no fused_ops")))?;
     let arity = match first.as_str() {
         "BiasAdd" => 1,
         "FusedBatchNorm" if batch_norm => 4,

@@ -257,7 +257,9 @@ pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     let input = ctx.input(0)?;
     let (multiples, multiples_shape) = ctx.host_input_values(1)?;
     if multiples_shape.len() != 1 {
-        return Err(Error::invalid_argument(format!("Expected multiples to be 1-D, but got shape {multiples_shape:?}")));
+        return Err(Error::invalid_argument(format!(
+            "Expected multiples to be 1-D, but got shape {multiples_shape:?}"
+        )));
     }
     if multiples.len() != input.shape.len() {
         return Err(Error::invalid_argument(format!(

@@ -12,7 +12,8 @@ use crate::ffi::tf::{
 use crate::runtime::Stream;
 
 use super::{
-    validate, AttrKind, AttrValue, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, VariableWork, KERNELS,
+    validate, AttrKind, AttrValue, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, VariableWork,
+    KERNELS,
 };
 
 macro_rules! tf_fn {

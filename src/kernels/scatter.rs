@@ -132,7 +132,9 @@ fn check_scatter_nd(indices: &TensorRef, updates: &TensorRef, shape: &[i64]) -> 
 fn check_bad_indices_policy(kernel: &KernelInstance) -> Result<()> {
     match kernel.attrs.str("bad_indices_policy").unwrap_or("") {
         "" | "DEFAULT" | "IGNORE" => Ok(()),
-        "ERROR" => Err(Error::invalid_argument("bad_indices_policy ERROR is not supported on WGPU: out-of-range indices are dropped, as on TF-GPU")),
+        "ERROR" => Err(Error::invalid_argument(
+            "bad_indices_policy ERROR is not supported on WGPU: out-of-range indices are dropped, as on TF-GPU",
+        )),
         other => Err(Error::invalid_argument(format!("Unknown bad indices handling attribute: {other}"))),
     }
 }

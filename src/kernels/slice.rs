@@ -364,9 +364,7 @@ pub fn split_v(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let mut known = 0i64;
     for (i, &size) in sizes.iter().enumerate() {
         match size {
-            -1 if unknown.is_some() => {
-                return Err(Error::invalid_argument("There can only be one -1 in the input."))
-            }
+            -1 if unknown.is_some() => return Err(Error::invalid_argument("There can only be one -1 in the input.")),
             -1 => unknown = Some(i),
             s if s < 0 => {
                 return Err(Error::invalid_argument(format!("Split size at index {i} must be >= 0. Got: {s}")))

@@ -14,15 +14,14 @@ pub const MAX_RANK: usize = 254;
 
 /// `a * b` for shape arithmetic, or TF's overflow error.
 pub fn mul(a: i64, b: i64) -> Result<i64> {
-    a.checked_mul(b)
-        .filter(|_| a >= 0 && b >= 0)
-        .ok_or_else(|| Error::invalid_argument(format!("Encountered overflow when multiplying {a} with {b}, result: -1")))
+    a.checked_mul(b).filter(|_| a >= 0 && b >= 0).ok_or_else(|| {
+        Error::invalid_argument(format!("Encountered overflow when multiplying {a} with {b}, result: -1"))
+    })
 }
 
 /// `a + b` for shape arithmetic (paddings, concatenation), or an overflow error.
 pub fn add(a: i64, b: i64) -> Result<i64> {
-    a.checked_add(b)
-        .ok_or_else(|| Error::invalid_argument(format!("Encountered overflow when adding {a} and {b}")))
+    a.checked_add(b).ok_or_else(|| Error::invalid_argument(format!("Encountered overflow when adding {a} and {b}")))
 }
 
 /// The number of elements of `shape`, after checking each dimension and the product as

@@ -98,7 +98,10 @@ impl LiveHandles {
     }
 
     fn unknown(&self) -> Error {
-        Error::invalid_argument(format!("tensorflow-wgpu: {} was destroyed already or not made by this plugin", self.kind))
+        Error::invalid_argument(format!(
+            "tensorflow-wgpu: {} was destroyed already or not made by this plugin",
+            self.kind
+        ))
     }
 }
 
