@@ -153,9 +153,15 @@ fn apply_op(op: u32, x: f32, y: f32) -> f32 {
         case 12u: { return x * select(0.0, 1.0, y > 0.0 && y < 6.0); }
         case 13u: { return select(x, x * (y + 1.0), y < 0.0); }
         case 14u: { return select(x * 1.0507009873554805, x * (y + 1.7580993408473769), y < 0.0); }
-        case 15u: { return select(x * ALPHA, x, y > 0.0); }
+        // gradients * alpha as TF computes it: an infinite or NaN gradient times an alpha of 0 is
+        // NaN, which the compiler's x * 0.0 -> 0.0 folding of the specialised ALPHA would lose.
+        case 15u: {
+            let scaled = select(x * ALPHA, nan(), ALPHA == 0.0 && (is_inf_f32(x) || is_nan_f32(x)));
+            return select(scaled, x, y > 0.0);
+        }
         case 16u: { return x / (1.0 + exp(-y)); }
-        case 17u: { return y * x * (1.0 - x); }
+        // Eigen's order, y * (1 - y) first: 0 * -inf is NaN where the left-to-right order gives 0.
+        case 17u: { return y * (x * (1.0 - x)); }
         case 18u: { return y * (1.0 - x * x); }
         case 19u: { return select(-0.5 * (y * x) * (x * x), 0.0, y == 0.0); }
         case 20u: { return select(0.5 * y / x, 0.0, y == 0.0); }

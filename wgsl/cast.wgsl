@@ -58,7 +58,8 @@ fn to_bool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     var word = 0u;
     for (var k = 0u; k < 4u; k++) {
         let i = w * 4u + k;
-        if (i < p.n && f32(input[p.in_off + i]) != 0.0) {
+        // By the bits: NaN is true (x != 0), which a compiler assuming no NaNs may not keep.
+        if (i < p.n && (bitcast<u32>(f32(input[p.in_off + i])) & 0x7fffffffu) != 0u) {
             word |= 1u << (k * 8u);
         }
     }

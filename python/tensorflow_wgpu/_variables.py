@@ -93,10 +93,13 @@ def _check_update_shape(name, handle, args, kwargs):
     arg, position = UPDATE_INPUT[name]
     update = kwargs.get(arg, args[position] if len(args) > position else None)
     want = _variable_shape(handle)
-    got = getattr(update, "shape", None)
-    if want is None or got is None or got.rank is None or list(got) == want:
+    if want is None or getattr(update, "shape", None) is None:
         return
     import tensorflow as tf
+
+    got = tf.TensorShape(update.shape)
+    if got.rank is None or list(got) == want:
+        return
 
     if arg == "value":
         message = f"Cannot update variable with shape {want} using a Tensor with shape {list(got)}, shapes must be equal."

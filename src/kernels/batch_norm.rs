@@ -79,8 +79,9 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, slots: Slots, spr
 
 /// Channels-last geometry of `x`: (rows, channels), checking the per-channel operands' shapes.
 fn geometry(x: &TensorRef, per_channel: &[(&TensorRef, &str)]) -> Result<(u32, u32)> {
-    if !(4..=5).contains(&x.shape.len()) {
-        return Err(Error::invalid_argument(format!("input must be 4 or 5-dimensional: {:?}", x.shape)));
+    // NHWC (the data format the kernels run; 5-D tensors come with NDHWC, refused before this).
+    if x.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("input must be 4-dimensional{:?}", x.shape)));
     }
     let c = x.shape[x.shape.len() - 1];
     for (t, name) in per_channel {

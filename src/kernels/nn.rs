@@ -136,7 +136,8 @@ pub fn cross_entropy(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
             features.shape, labels.shape
         )));
     }
-    if cols == 0 && rows > 0 {
+    // TF's sparse kernel needs a class even for an empty batch; its dense one only for rows.
+    if cols == 0 && (sparse || rows > 0) {
         return Err(Error::invalid_argument("Must have at least one class, but got logits with 0 columns"));
     }
     let loss = ctx.allocate_output(0, features.dtype, &[rows])?;

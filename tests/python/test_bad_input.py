@@ -106,6 +106,16 @@ CASES = {
     "batch_norm_empty_batch_saved_statistics": (
         "tf.raw_ops.FusedBatchNormV3(x=tf.zeros([0, 4, 4, 2]), scale=tf.ones([2]), offset=tf.zeros([2]), "
         "mean=tf.constant([1., 2.]), variance=tf.constant([3., 4.]), epsilon=0.01, is_training=True)[3:5]", "cpu"),
+    "cast_nan_to_bool": ("tf.cast(tf.constant([float('nan'), 0.0, -0.0, 1.0]), tf.bool)", "cpu"),
+    "leaky_relu_grad_inf_times_zero_alpha": (
+        "tf.raw_ops.LeakyReluGrad(gradients=tf.constant([float('inf'), float('nan'), 2.0]), "
+        "features=tf.constant([-1.0, -1.0, 1.0]), alpha=0.0)", "cpu_nan"),
+    "sparse_xent_no_classes": (
+        "tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=tf.zeros([0, 0]), labels=tf.zeros([0], tf.int32))",
+        "InvalidArgumentError"),
+    "batch_norm_five_dims_nhwc": (
+        "tf.raw_ops.FusedBatchNormV3(x=tf.ones([1, 2, 5, 1, 4]), scale=tf.ones([4]), offset=tf.zeros([4]), "
+        "mean=tf.zeros([4]), variance=tf.ones([4]), is_training=False)", "InvalidArgumentError"),
     "gather_batch_dims": (
         "tf.gather(tf.reshape(tf.range(24.), [2, 3, 4]), tf.constant([[2, 0], [1, 1]]), axis=2, batch_dims=1)", "cpu"),
 }
