@@ -1,0 +1,2604 @@
+"""Adversarial fuzzing of every registered (op, dtype) of the WGPU kernel table (issue 20, item 2).
+
+Each case picks a row of the kernel table (rows are cycled in a seeded shuffled order, so every
+row gets cases) and builds inputs and attributes for it: small valid inputs most of the time, and
+otherwise adversarial ones: negative, zero and huge dimensions, mismatched ranks, empty tensors,
+NaN/Inf/-0.0/subnormals, out-of-range indices and axes, huge multiples, paddings and strides, zero
+strides, wrong-length list attributes and invalid enum strings.
+
+A case runs the op on /GPU:0 (the WGPU device) with soft placement off. It passes when
+  * the WGPU op raises a Python exception (the CPU run is then skipped), or
+  * its result equals TF-CPU's (same dtype and shape; ints and bools exact, floats within a
+    tolerance, NaN == NaN), or
+  * TF-CPU rejects the input but TF-GPU documents another answer and the result equals that
+    answer, computed from TF-CPU: zeros for out-of-range gather indices; out-of-range scatter
+    updates and segment ids dropped; NaN rows for out-of-range sparse cross-entropy labels; and
+    subnormal inputs flushed to zero (TF's GPU kernels are built with
+    -fcuda-flush-denormals-to-zero and WGSL lets GPUs flush them).
+A signal, a hang or a silent difference fails it, and so does a result where TF-CPU raises.
+Reported but not failing: results TF-CPU cannot check ("unverified": its kernel lacks the feature,
+an UnimplementedError, a oneDNN AbortedError or "does not support"), cases where TF-CPU's own
+kernel aborted after the WGPU op returned ("reference crashes"), and exceptions that were caught
+Rust panics. Float16 inputs of accumulating ops also accept TF-CPU's float32 kernel on the widened
+inputs, rounded to half (as test_ops.py does); subnormal inputs that the WGPU op does not treat as
+zero are failures of their own kind ("subnormal").
+
+Cases run in worker processes (`python fuzz_kernels.py --worker`) that take many cases each: a
+worker reads one JSON request per line on stdin and writes a "start" line (op, dtype, inputs)
+before it runs the case and a "result" line after, flushing both. The driver (`run_fuzz`) pins a
+dying or hanging worker to its case, records it as a failure with the signal and the worker's
+stderr tail, restarts the worker and goes on with the next case.
+
+    python tests/python/fuzz_kernels.py --cases 5000 --seed 20     # totals and failing cases
+    python tests/python/fuzz_kernels.py --replay 1234 --seed 20    # a case (or ids,in,order) in this process
+"""
+
+import argparse
+import collections
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_WGPU_MEMORY_LIMIT_MB": "1024"}
+GPU, CPU = "/GPU:0", "/CPU:0"
+
+# Ops whose float16 TF-CPU kernels keep partial sums in half: their reference is TF-CPU's float32
+# kernel on the (exactly widened) inputs, rounded to half, as in test_ops.py. Float results of
+# these ops also get an absolute tolerance scaled by the size of the terms (another summation
+# order), and their generated data has no huge finite values (an overflow to inf would then depend
+# on the order of the sum).
+ACCUMULATING = {
+    "Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
+    "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits",
+    "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "BatchMatMulV3",
+    "Einsum", "Conv2D", "DepthwiseConv2dNative", "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss",
+    "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "FusedBatchNormGradV3", "_FusedConv2D", "_FusedMatMul",
+    "Softmax", "LogSoftmax", "ResourceApplyAdam", "ResourceApplyRMSProp", "ResourceApplyAdagrad",
+    "ResourceApplyMomentum", "ResourceApplyKerasMomentum",
+}
+GRADS = {
+    "ReluGrad": ("gradients", "features"), "Relu6Grad": ("gradients", "features"),
+    "EluGrad": ("gradients", "outputs"), "SeluGrad": ("gradients", "outputs"),
+    "LeakyReluGrad": ("gradients", "features"), "SoftplusGrad": ("gradients", "features"),
+    "SigmoidGrad": ("y", "dy"), "TanhGrad": ("y", "dy"), "RsqrtGrad": ("y", "dy"), "SqrtGrad": ("y", "dy"),
+    "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"),
+}
+UNARY = set("Abs Neg Sign Square Sqrt Rsqrt Reciprocal Inv Exp Expm1 Log Log1p Sin Cos Tan Tanh Sigmoid Erf Erfc "
+            "Floor Ceil Round Rint Relu Relu6 Elu Selu LeakyRelu Softplus Softsign ZerosLike OnesLike IsNan IsInf "
+            "IsFinite LogicalNot".split())
+BINARY = set("AddV2 Add Mul Sub RealDiv Div DivNoNan FloorDiv FloorMod Maximum Minimum Pow SquaredDifference Equal "
+             "NotEqual Less LessEqual Greater GreaterEqual LogicalAnd LogicalOr".split())
+OPTIMIZERS = {  # resource inputs, then the others in op order
+    "ResourceApplyGradientDescent": (("var",), ("alpha", "delta")),
+    "ResourceApplyMomentum": (("var", "accum"), ("lr", "grad", "momentum")),
+    "ResourceApplyKerasMomentum": (("var", "accum"), ("lr", "grad", "momentum")),
+    "ResourceApplyAdam": (("var", "m", "v"), ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad")),
+    "ResourceApplyRMSProp": (("var", "ms", "mom"), ("lr", "rho", "momentum", "epsilon", "grad")),
+    "ResourceApplyAdagrad": (("var", "accum"), ("lr", "grad")),
+}
+OPT_SCALARS = {"alpha": 0.25, "lr": 0.1, "momentum": 0.9, "beta1_power": 0.729, "beta2_power": 0.997, "beta1": 0.9,
+               "beta2": 0.999, "epsilon": 1e-7, "rho": 0.9}
+BAD_ENUMS = ["BOGUS", "NCDHW", "NDHWC", "", "WRAP", "same", "NCHW_VECT_C", "HWNC"]
+HUGE = [10**16, 2**62, 2**31, 2**32, 2**31 - 1, 2**63 - 1, 10**9]
+BAD_INTS = [0, -1, -2, -(2**31), 2**31, 2**62, 10**16, 100]
+
+
+# ----------------------------------------------------------------------------------------------
+# The kernel table (needs the plugin installed; the worker imports TensorFlow first).
+
+def registered_kernels():
+    import ctypes
+
+    import tensorflow_wgpu
+
+    lib = ctypes.CDLL(tensorflow_wgpu.library_path())
+    lib.tf_wgpu_kernel_table.restype = ctypes.c_char_p
+    rows = []
+    for line in lib.tf_wgpu_kernel_table().decode().splitlines():
+        op, *attrs = line.split()
+        rows.append((op, dict(a.split("=") for a in attrs)))
+    return rows
+
+
+def row_name(op, row):
+    return " ".join([op] + [f"{k}={v}" for k, v in row.items()])
+
+
+def pick_row(n_rows, seed, case_id):
+    """Rows cycle in a seeded shuffled order: every row gets a case before any gets a second."""
+    cycle, pos = divmod(case_id, n_rows)
+    return int(np.random.default_rng([seed, cycle, 7]).permutation(n_rows)[pos])
+
+
+# ----------------------------------------------------------------------------------------------
+# Case generation.
+
+def npdtype(name):
+    import tensorflow as tf
+
+    return np.dtype(tf.as_dtype(name).as_numpy_dtype)
+
+
+def prod(shape):
+    out = 1
+    for d in shape:
+        out *= int(d)
+    return out
+
+
+class Case:
+    def __init__(self, op, row, case_id, seed):
+        self.op, self.row, self.id, self.seed = op, row, case_id, seed
+        self.args = {}  # op input or attribute name -> value (np.ndarray / list of them for inputs)
+        self.variables = {}  # resource input name -> initial value (variable ops)
+        self.mode = "raw"  # raw | exec (internal ops) | eager | function (variable ops)
+        self.outputs = None  # how many leading outputs to compare (None: all)
+        self.tags = []  # mutations applied
+
+    def describe(self):
+        parts = [f"{k}=var:{describe_value(v)}" for k, v in self.variables.items()]
+        parts += [f"{k}={describe_value(v)}" for k, v in self.args.items()]
+        if self.mode in ("eager", "function"):
+            parts.append(f"mode={self.mode}")
+        return " ".join(parts)
+
+
+def describe_value(v):
+    with np.errstate(all="ignore"):
+        return _describe_value(v)
+
+
+def _describe_value(v):
+    if isinstance(v, np.generic):
+        v = np.asarray(v)
+    if isinstance(v, np.ndarray):
+        head = f"{v.dtype.name if v.dtype.names is None else v.dtype}{list(v.shape)}"
+        if v.size and v.size <= 12 and v.dtype.kind in "iub":
+            return head + "=" + np.array2string(v.reshape(-1), separator=",").replace("\n", "")
+        if v.size and v.size <= 6 and v.dtype.kind in "fc" or (v.dtype.kind == "V" and v.size <= 6):
+            return head + "=" + np.array2string(v.astype(np.float32 if v.dtype.kind != "c" else v.dtype).reshape(-1),
+                                                separator=",").replace("\n", "")
+        if v.size and v.dtype.kind == "f":
+            flags = [n for n, f in (("nan", np.isnan), ("inf", np.isinf)) if f(v).any()]
+            tiny = (v != 0) & (np.abs(v) < np.finfo(v.dtype).tiny)
+            if tiny.any():
+                flags.append("subnormal")
+            finite = np.abs(v[np.isfinite(v)])
+            if finite.size and finite.max() >= float(np.finfo(v.dtype).max) / 16:
+                flags.append("huge")
+            return head + (f"({','.join(flags)})" if flags else "")
+        return head
+    if isinstance(v, list) and v and all(isinstance(x, np.ndarray) for x in v):
+        return "[" + ", ".join(describe_value(x) for x in v) + "]"
+    return repr(v)
+
+
+class Gen:
+    """Random choices for one case, and the helpers that draw inputs."""
+
+    def __init__(self, rng, case):
+        self.rng, self.case = rng, case
+        self.op, self.row = case.op, case.row
+        self.adv = rng.random() < 0.45  # adversarial case
+        self.specials = rng.random() < 0.5  # NaN/Inf/-0.0/subnormals in float data
+        self.no_huge = self.op in ACCUMULATING
+
+    # random helpers
+    def chance(self, p):
+        return self.rng.random() < p
+
+    def pick(self, options):
+        return options[int(self.rng.integers(len(options)))]
+
+    def int(self, lo, hi):  # inclusive
+        return int(self.rng.integers(lo, hi + 1))
+
+    def tag(self, t):
+        self.case.tags.append(t)
+
+    def adversary(self, name, p=1.0):
+        """In an adversarial case, whether to apply mutation `name` (recorded)."""
+        if self.adv and self.chance(p):
+            self.tag(name)
+            return True
+        return False
+
+    def shape(self, rank=None, lo=1, hi=5, max_elems=2000):
+        rank = self.int(0, 4) if rank is None else rank
+        for _ in range(10):
+            s = [self.int(lo, hi) for _ in range(rank)]
+            if prod(s) <= max_elems:
+                return s
+        return [1] * rank
+
+    def bad_axis(self, rank):
+        return self.pick([rank, -rank - 1, rank + 1, 100, -100, 2**31 - 1, -(2**31), 2**40])
+
+    def index_dtype(self, values=()):
+        big = any(not (-(2**31) <= int(v) < 2**31) for v in np.asarray(values).reshape(-1))
+        return np.int64 if big or self.chance(0.4) else np.int32
+
+    def ivec(self, values, dtype=None):
+        values = [int(v) for v in np.asarray(values).reshape(-1)]
+        dtype = dtype or self.index_dtype(values)
+        if dtype == np.int32 and any(not (-(2**31) <= v < 2**31) for v in values):
+            dtype = np.int64
+        return np.array(values, dtype=dtype)
+
+    def data(self, dtype, shape, specials=None, scale=3.0, lo=None, hi=None):
+        dt = npdtype(dtype) if isinstance(dtype, str) else np.dtype(dtype)
+        shape = tuple(int(d) for d in shape)
+        n = prod(shape)
+        if n == 0:
+            return np.zeros(shape, dt)
+        specials = self.specials if specials is None else specials
+        name = dt.name
+        if dt.kind == "b":
+            return self.rng.integers(0, 2, size=shape).astype(bool)
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            lo = max(info.min, -5 if lo is None else lo) if dt.kind == "i" else max(0, 0 if lo is None else lo)
+            hi = min(info.max, 9 if hi is None else hi)
+            v = self.rng.integers(lo, hi + 1, size=n, dtype=np.int64).astype(dt)
+            if specials and n:
+                k = self.int(1, min(n, 3))
+                extremes = np.array([info.min, info.max, 0], dtype=dt)
+                v[self.rng.choice(n, k, replace=False)] = extremes[self.rng.integers(0, 3, size=k)]
+            return v.reshape(shape)
+        if dt.kind == "c":
+            v = (self.rng.standard_normal(n) * scale + 1j * self.rng.standard_normal(n) * scale).astype(dt)
+            if specials:
+                v[self.int(0, n - 1)] = complex(np.nan, 1.0)
+            return v.reshape(shape)
+        # floats: float16, bfloat16, float32, float64
+        v = self.rng.standard_normal(n) * scale
+        if specials:
+            tiny = {"float16": 3e-6, "float64": 1e-310}.get(name, 1e-40)
+            big = {"float16": 6e4, "float64": 1e300}.get(name, 3e38)
+            pool = [np.nan, np.inf, -np.inf, -0.0, tiny, -tiny] + ([] if self.no_huge else [big, -big])
+            k = self.int(1, min(n, 4))
+            v[self.rng.choice(n, k, replace=False)] = self.rng.choice(pool, k)
+        if name == "bfloat16":
+            return v.astype(np.float32).astype(dt).reshape(shape)
+        with np.errstate(over="ignore"):
+            return v.astype(dt).reshape(shape)
+
+    def scalar(self, dtype, value):
+        return np.array(value, dtype=npdtype(dtype) if isinstance(dtype, str) else dtype)
+
+
+def broadcast_pair(g):
+    out = g.shape(g.int(0, 4))
+    a = [d if g.chance(0.7) else 1 for d in out]
+    b = [d if g.chance(0.7) else 1 for d in out]
+    if out and g.chance(0.4):
+        b = b[g.int(0, len(out)):]
+    return a, b
+
+
+def adversarial_pair(g):
+    """Shapes that do not broadcast, or broadcast in unusual ways."""
+    return g.pick([
+        ([3, 4], [5]), ([2, 3], [3, 2]), ([0], [2]), ([0, 3], [1, 3]), ([2, 1, 2, 1, 2, 1, 2, 1, 2], [1, 2, 1, 2, 1, 2, 1, 2, 1]),
+        ([1] * 10, [3]), ([0, 2**40], [0, 1]), ([2**31, 0], [1]), ([], [0]), ([4, 1], [1, 0]), ([7], [7, 1, 1, 1, 1, 1, 1, 1, 1]),
+        ([2, 1, 3, 1, 2], [1, 3, 1, 2, 1]),
+    ])
+
+
+def make_case(rows, seed, case_id):
+    index = pick_row(len(rows), seed, case_id)
+    op, row = rows[index]
+    case = Case(op, row, case_id, seed)
+    rng = np.random.default_rng([seed, case_id])
+    g = Gen(rng, case)
+    generator = GENERATORS.get(op)
+    if generator is None:
+        raise KeyError(f"no fuzz generator for {op}")
+    generator(g, case)
+    if g.adv and not case.tags and case.mode in ("raw", "exec"):
+        generic_mutation(g, case)
+    return case
+
+
+# --- generic mutations: any tensor input or attribute --------------------------------------------
+
+def generic_mutation(g, case):
+    from tensorflow.python.framework import op_def_registry
+
+    op_def = op_def_registry.get(case.op)
+    inputs = {a.name for a in op_def.input_arg}
+    tensors = [k for k, v in case.args.items() if k in inputs and isinstance(v, np.ndarray)]
+    attrs = [k for k, v in case.args.items() if k not in inputs and not isinstance(v, np.ndarray)]
+    if tensors and (not attrs or g.chance(0.7)):
+        name = g.pick(tensors)
+        v = case.args[name]
+        kind = g.pick(["empty", "rank_up", "rank_down", "scalar", "big_rank", "huge_empty", "all_nan", "extremes"])
+        if kind == "empty":
+            s = list(v.shape) or [1]
+            s[g.int(0, len(s) - 1)] = 0
+            v = np.zeros(s, v.dtype)
+        elif kind == "rank_up":
+            v = v.reshape((1,) + v.shape) if g.chance(0.5) else np.stack([v, v], axis=-1)
+        elif kind == "rank_down":
+            v = v[0] if v.ndim and v.shape[0] else v.reshape(-1)
+        elif kind == "scalar":
+            v = v.reshape(-1)[:1].reshape(()) if v.size else np.zeros((), v.dtype)
+        elif kind == "big_rank":
+            v = v.reshape((1,) * g.int(max(1, 9 - v.ndim), 10) + v.shape)
+        elif kind == "huge_empty":
+            v = np.zeros(g.pick([(0, 2**40), (2**31, 0), (0,) + tuple(v.shape), (2**33, 0, 3)]), v.dtype)
+        elif kind == "all_nan" and v.dtype.kind == "f":
+            v = np.full(v.shape, g.pick([np.nan, np.inf, -np.inf]), v.dtype)
+        elif v.dtype.kind in "iu" and v.size:
+            info = np.iinfo(v.dtype)
+            v = v.copy()
+            v.reshape(-1)[g.int(0, v.size - 1)] = g.pick([info.min, info.max, -1, 2**31 - 1 if info.max >= 2**31 else info.max])
+        else:
+            kind = "empty"
+            v = np.zeros((0,) + v.shape[1:], v.dtype)
+        case.args[name] = v
+        g.tag(f"{kind}:{name}")
+        return
+    if not attrs:
+        return
+    name = g.pick(attrs)
+    v = case.args[name]
+    if isinstance(v, bool):
+        v = not v
+    elif isinstance(v, int):
+        v = g.pick(BAD_INTS)
+    elif isinstance(v, float):
+        v = g.pick([float("nan"), float("inf"), -1.0, 0.0, 1e30])
+    elif isinstance(v, (str, bytes)):
+        v = g.pick(BAD_ENUMS)
+    elif isinstance(v, list) and all(isinstance(x, int) for x in v):
+        v = list(v)
+        kind = g.int(0, 2)
+        if kind == 0 and v:
+            v[g.int(0, len(v) - 1)] = g.pick(BAD_INTS)
+        elif kind == 1 and v:
+            v = v[:-1]
+        else:
+            v = v + [1]
+    else:
+        return
+    case.args[name] = v
+    g.tag(f"attr:{name}")
+
+
+# --- elementwise -------------------------------------------------------------------------------
+
+def elementwise_shape(g):
+    r = g.rng.random()
+    if r < 0.08:
+        return g.pick([[4099], [64, 66], [1001], [4096]])
+    return g.shape(g.int(0, 4))
+
+
+def gen_unary(g, case):
+    from tensorflow.python.framework import op_def_registry
+
+    name = op_def_registry.get(case.op).input_arg[0].name
+    dtype = case.row.get("T", "bool" if case.op == "LogicalNot" else "float32")
+    shape = elementwise_shape(g)
+    if g.adversary("shape"):
+        shape = g.pick([[0], [2, 0, 3], [0, 2**40], [2**31, 0], [1] * 9, [1] * 12 + [3], [0] * 9])
+    case.args[name] = g.data(dtype, shape)
+    if case.op == "LeakyRelu":
+        case.args["alpha"] = g.pick([0.2, 0.0, 1.0, -0.5, 3.0]) if not g.adversary("alpha", 0.4) else \
+            g.pick([float("nan"), float("inf"), -1e30, 1e30])
+
+
+def gen_binary(g, case):
+    from tensorflow.python.framework import op_def_registry
+
+    names = [a.name for a in op_def_registry.get(case.op).input_arg]
+    dtype = case.row.get("T", "bool")
+    same = case.op in GRADS
+    if same:
+        a = elementwise_shape(g)
+        b = list(a)
+    else:
+        a, b = broadcast_pair(g) if g.chance(0.92) else (elementwise_shape(g),) * 2
+    if g.adversary("shapes"):
+        a, b = adversarial_pair(g) if not same or g.chance(0.5) else g.pick([([3, 1], [3, 4]), ([4], []), ([2, 3], [3, 2]), ([0], [1])])
+        if g.chance(0.5):
+            a, b = b, a
+    x, y = g.data(dtype, a), g.data(dtype, b)
+    if dtype == "int64":
+        x, y = g.data(dtype, a, lo=-(2**40), hi=2**40), g.data(dtype, b, lo=-(2**40), hi=2**40)
+        if case.op in ("FloorDiv", "FloorMod"):
+            # INT64_MIN / -1 traps (SIGFPE) in TF-CPU's own kernel: keep it out of the reference.
+            x[x == np.iinfo(np.int64).min] = 7
+            if y.size and g.chance(0.3):
+                y.reshape(-1)[g.int(0, y.size - 1)] = 0
+                g.tag("divide-by-zero")
+    if dtype in ("float32", "float16") and case.op in ("FloorDiv", "FloorMod", "RealDiv", "Div", "DivNoNan") and y.size and g.chance(0.3):
+        y.reshape(-1)[g.int(0, y.size - 1)] = 0
+    case.args[names[0]], case.args[names[1]] = x, y
+    if case.op == "LeakyReluGrad":
+        case.args["alpha"] = g.pick([0.2, 0.0, -0.5]) if not g.adversary("alpha", 0.3) else g.pick([float("nan"), float("inf")])
+    if case.op in ("Equal", "NotEqual") and g.chance(0.3):
+        case.args["incompatible_shape_error"] = False
+        if g.chance(0.5):
+            g.tag("incompatible_shape_error=False")
+            a, b = adversarial_pair(g)
+            case.args[names[0]], case.args[names[1]] = g.data(dtype, a), g.data(dtype, b)
+
+
+def gen_select(g, case):
+    dtype = case.row["T"]
+    if case.op == "SelectV2":
+        a, b = broadcast_pair(g)
+        c = g.pick([a, b, [], a[-1:]])
+        if g.adversary("shapes"):
+            a, b = adversarial_pair(g)
+        case.args.update(condition=g.data("bool", c), t=g.data(dtype, a), e=g.data(dtype, b))
+        return
+    shape = g.shape(g.int(0, 4))
+    cond = g.pick([shape, shape[:1], []])
+    tshape = eshape = shape
+    if g.adversary("shapes"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            cond = [shape[0] + 1] if shape else [2]
+        elif kind == 1:
+            eshape = shape + [2]
+        elif kind == 2:
+            cond = shape[:-1] + [1] if shape else [1]
+        else:
+            cond, tshape, eshape = [0], [0, 3], [0, 3]
+    case.args.update(condition=g.data("bool", cond), t=g.data(dtype, tshape), e=g.data(dtype, eshape))
+
+
+def gen_cast(g, case):
+    src, dst = case.row["SrcT"], case.row["DstT"]
+    shape = elementwise_shape(g)
+    if g.adversary("shape"):
+        shape = g.pick([[0], [0, 2**40], [1] * 9])
+    if src in ("float32", "float16"):
+        x = g.data(src, shape, scale=g.pick([3.0, 1e3, 1e5 if src == "float32" else 1e3, 1e10 if src == "float32" else 6e4]))
+        if x.size and g.chance(0.3):
+            flat = x.reshape(-1)
+            edges = [0.5, -0.5, 1.5, -2.5, 2.0**31, -(2.0**31), 2.0**31 - 128, 2.0**63, -(2.0**63), 1e19, -1e19]
+            if src == "float16":
+                edges = [0.5, -0.5, 1.5, -2.5, 65504.0, -65504.0]
+            k = g.int(1, min(flat.size, 4))
+            flat[g.rng.choice(flat.size, k, replace=False)] = g.rng.choice(edges, k)
+    elif src == "int64":
+        x = g.data(src, shape, lo=-(2**40), hi=2**40)
+    elif src == "int32":
+        x = g.data(src, shape, lo=-(2**31), hi=2**31 - 1)
+    else:
+        x = g.data(src, shape)
+    import tensorflow as tf
+
+    case.args.update(x=x, DstT=tf.as_dtype(dst))
+    if g.chance(0.2):
+        case.args["Truncate"] = True
+
+
+# --- misc math ---------------------------------------------------------------------------------
+
+def gen_bias_add(g, case):
+    T = case.row["T"]
+    shape = g.shape(g.int(2, 4))
+    fmt = "NHWC" if g.chance(0.85) else "NCHW"
+    c = shape[-1] if fmt == "NHWC" else shape[1]
+    bias = [c]
+    if g.adversary("bias/format"):
+        kind = g.int(0, 4)
+        if kind == 0:
+            bias = [c + 1]
+        elif kind == 1:
+            shape = shape[:1]
+            bias = shape[-1:]
+        elif kind == 2:
+            fmt = g.pick(BAD_ENUMS)
+        elif kind == 3:
+            bias = [c, 1]
+        else:
+            shape, bias = [0, c], [c]
+    if case.op == "BiasAdd":
+        case.args.update(value=g.data(T, shape), bias=g.data(T, bias), data_format=fmt)
+    else:
+        case.args.update(out_backprop=g.data(T, shape if not g.adversary("rank", 0.3) else g.pick([[3], [], [0, 0]])),
+                         data_format=fmt)
+
+
+def gen_add_n(g, case):
+    T = case.row["T"]
+    shape = elementwise_shape(g)
+    n = g.int(1, 4)
+    shapes = [shape] * n
+    if g.adversary("shapes"):
+        shapes = [shape] * (n - 1) + [g.pick([shape + [1], [0], [2**31, 0], shape[:-1], [7, 7]])]
+    case.args["inputs"] = [g.data(T, s) for s in shapes]
+
+
+def gen_clip(g, case):
+    T = case.row["T"]
+    shape = g.shape(g.int(0, 3))
+    lo, hi = g.pick([([], []), (shape, shape), ([], shape)])
+    t = g.data(T, shape)
+    lov = g.data(T, lo, specials=False) - 1
+    hiv = g.data(T, hi, specials=False) + 1
+    if g.adversary("bounds"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            lov = g.data(T, shape + [2])
+        elif kind == 1:
+            lov, hiv = hiv, lov  # min above max
+        elif kind == 2:
+            lov = np.full(lov.shape, np.nan, lov.dtype)
+        else:
+            hiv = g.data(T, [3, 1, 1, 1, 1])
+    case.args.update(t=t, clip_value_min=lov, clip_value_max=hiv)
+
+
+def gen_l2loss(g, case):
+    shape = elementwise_shape(g)
+    if g.adversary("shape"):
+        shape = g.pick([[0], [0, 2**40], [1] * 9])
+    case.args["t"] = g.data(case.row["T"], shape, scale=1.0)
+
+
+def gen_softmax(g, case):
+    shape = g.shape(g.int(1, 4))
+    if g.chance(0.1):
+        shape = g.pick([[3, 1000], [2, 65, 9], [130, 7]])
+    if g.adversary("shape"):
+        shape = g.pick([[], [0], [3, 0], [0, 5], [1] * 9, [2**31, 0]])
+    case.args["logits"] = g.data(case.row["T"], shape, scale=5.0)
+
+
+def gen_xent(g, case):
+    T = case.row["T"]
+    b, c = g.int(0, 6), g.int(1, 8)
+    if g.chance(0.1):
+        b, c = g.pick([(130, 10), (3, 1000)])
+    if case.op == "SoftmaxCrossEntropyWithLogits":
+        probs = np.abs(g.data("float32", [b, c], specials=False))
+        labels = probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-3)
+        fshape, lshape = [b, c], [b, c]
+        if g.adversary("shapes"):
+            fshape, lshape = g.pick([([b, c], [b, c + 1]), ([b, c], [1, c]), ([c], [c]), ([b, c, 1], [b, c, 1]),
+                                     ([b, 0], [b, 0]), ([2, 3], [3, 2])])
+            labels = np.abs(g.data("float32", lshape))
+        case.args.update(features=g.data(T, fshape, scale=4.0), labels=labels.astype(npdtype(T)).reshape(lshape))
+        return
+    it = npdtype(case.row["Tlabels"])
+    labels = g.rng.integers(0, c, size=b)
+    fshape = [b, c]
+    if g.adversary("labels"):
+        kind = g.int(0, 3)
+        if kind == 0 and b:
+            labels[g.int(0, b - 1)] = g.pick([c, -1, 2**31 - 1, 1000])  # out of range
+        elif kind == 1:
+            labels = labels[:-1] if b else np.zeros(1, np.int64)
+        elif kind == 2:
+            fshape = [b, 0]
+            labels = np.zeros(b, np.int64)
+        else:
+            fshape = [b]
+    case.args.update(features=g.data(T, fshape, scale=4.0), labels=labels.astype(it))
+
+
+# --- matmuls -----------------------------------------------------------------------------------
+
+def gen_matmul(g, case):
+    T = case.row.get("T") or case.row.get("Ta")
+    m, k, n = g.int(0 if g.chance(0.1) else 1, 9), g.int(0 if g.chance(0.1) else 1, 9), g.int(1, 9)
+    if g.chance(0.08):
+        m, k, n = g.pick([(33, 17, 65), (40, 70, 33), (130, 20, 40)])
+    batched = case.op != "MatMul" and case.op != "_FusedMatMul"
+    ta, tb = g.chance(0.3), g.chance(0.3)
+    abatch, bbatch = ([], [])
+    if batched:
+        abatch, bbatch = broadcast_pair(g)
+        abatch, bbatch = abatch[:2], bbatch[:2]
+    ashape = abatch + ([k, m] if ta else [m, k])
+    bshape = bbatch + ([n, k] if tb else [k, n])
+    if g.adversary("shapes"):
+        kind = g.int(0, 5)
+        if kind == 0:
+            bshape[-2 if not tb else -1] += 1  # inner dimensions differ
+        elif kind == 1:
+            ashape = ashape[-1:]  # rank 1
+        elif kind == 2:
+            ashape = [2] + ashape if not batched else [3, 5] + ashape[-2:]
+            bshape = bshape if not batched else [4] + bshape[-2:]
+        elif kind == 3:
+            ashape, bshape = ([0, 2**40], [2**40, 0]) if not ta and not tb else ([2**40, 0], [0, 2**40])
+        elif kind == 4:
+            ashape, bshape = [3, 0], [0, 2**33]
+            ta = tb = False
+        else:
+            ashape = [1] * 7 + ashape[-2:]
+    a, b = g.data(T, ashape, scale=1.0), g.data(T, bshape, scale=1.0)
+    if case.op == "MatMul":
+        case.args.update(a=a, b=b, transpose_a=ta, transpose_b=tb)
+    elif case.op == "_FusedMatMul":
+        gen_fused_matmul(g, case, a, b, ta, tb, n)
+    else:
+        case.args.update(x=a, y=b, adj_x=ta, adj_y=tb)
+        if case.op == "BatchMatMulV3":
+            import tensorflow as tf
+
+            case.args["Tout"] = tf.float32
+
+
+def gen_fused_matmul(g, case, a, b, ta, tb, n):
+    import tensorflow as tf
+
+    case.mode = "exec"
+    fused = g.pick([["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"], ["BiasAdd", "Elu"], ["BiasAdd", "LeakyRelu"],
+                    ["BiasAdd", "GeluExact"], ["BiasAdd", "GeluApproximate"], ["BiasAdd", "Tanh"], ["BiasAdd", "Sigmoid"]])
+    bias = [n]
+    args = None
+    if g.adversary("fused", 0.5):
+        kind = g.int(0, 3)
+        if kind == 0:
+            fused = g.pick([["Relu"], ["BiasAdd", "Bogus"], [], ["BiasAdd", "Relu", "Relu"], ["FusedBatchNorm"]])
+        elif kind == 1:
+            bias = [n + 1]
+        elif kind == 2:
+            bias = [n, 1]
+        else:
+            args = [g.data("float32", [n]), g.data("float32", [n])]
+    args = args if args is not None else [g.data("float32", bias, scale=1.0)]
+    case.args.update(a=a, b=b, args=args, T=tf.float32, num_args=len(args), fused_ops=fused, transpose_a=ta,
+                     transpose_b=tb, epsilon=1e-4, leakyrelu_alpha=g.pick([0.2, 0.0, -1.0]))
+
+
+def einsum_shapes(g, equation):
+    """Consistent operand shapes for `equation` (None where it cannot be parsed)."""
+    if "->" not in equation:
+        return None
+    lhs, _ = equation.split("->", 1)
+    sizes, ellipsis = {}, g.shape(g.int(0, 2), hi=3)
+    shapes = []
+    for operand in lhs.split(","):
+        shape = []
+        rest = operand
+        if "..." in rest:
+            pre, post = rest.split("...", 1)
+            shape += [sizes.setdefault(c, g.int(1, 5)) for c in pre]
+            shape += [d if g.chance(0.8) else 1 for d in ellipsis]
+            shape += [sizes.setdefault(c, g.int(1, 5)) for c in post]
+        else:
+            shape += [sizes.setdefault(c, g.int(1, 5)) for c in rest if c.isalpha()]
+        shapes.append(shape)
+    return shapes
+
+
+def gen_einsum(g, case):
+    T = case.row["T"]
+    eq = g.pick(["ij,jk->ik", "bij,bjk->bik", "ij->ji", "ij->", "i,i->", "ij,ij->ij", "bi,bj->bij", "...ij,...jk->...ik",
+                 "abc,cd->abd", "aecd,abcd->acbe", "acbe,aecd->abcd", "ij,j->i", "i,j->ij", "ii->i", "ii->", "iij,jk->ik",
+                 "ab...,b->a...", "bhqd,bhkd->bhqk"])
+    shapes = einsum_shapes(g, eq)
+    if g.adversary("equation/shapes"):
+        kind = g.int(0, 2)
+        if kind == 0:
+            eq = g.pick(["ij,jk->il", "ij,jk", "ij;jk->ik", "i j,jk->ik", "ij,jk->ikk", "->", "", "ij,jk,kl->il", "IJ,JK->IK",
+                         "ij,jk->ik->i", "...,...->...", "i..j,jk->ik", "ß,ß->"])
+        elif kind == 1 and shapes and shapes[0]:
+            shapes[0][-1] += 2  # shared label with two sizes
+        else:
+            shapes = [s + [2] for s in shapes] if shapes else shapes
+    shapes = shapes or [[2, 3], [3, 4]]
+    case.args.update(inputs=[g.data(T, s, scale=1.0) for s in shapes], equation=eq)
+
+
+# --- reductions --------------------------------------------------------------------------------
+
+def gen_reduce(g, case):
+    T = case.row.get("T", "bool")
+    shape = g.shape(g.int(0, 4))
+    if g.chance(0.1):
+        shape = g.pick([[5000, 3], [3, 0, 2], [70001], [6, 40, 3]])
+    rank = len(shape)
+    axes = [a for a in range(rank) if g.chance(0.5)]
+    axes = [a - rank if g.chance(0.3) else a for a in axes]
+    axes_shape = None
+    if g.adversary("axes"):
+        kind = g.int(0, 4)
+        if kind == 0:
+            axes = axes + [g.bad_axis(rank)]
+        elif kind == 1 and rank:
+            axes = [0, 0 - rank] if g.chance(0.5) else [0, 0]  # duplicates
+        elif kind == 2:
+            axes_shape = [1, len(axes)] if axes else [0, 1]
+        elif kind == 3:
+            shape = g.pick([[0, 2**40], [2**31, 0], [1] * 9])
+            axes = [0] if g.chance(0.5) else [1]
+        else:
+            axes = list(range(-rank, rank)) + [rank]
+    scale = 0.05 if case.op == "Prod" else 0.8
+    x = g.data(T, shape, scale=scale) if T != "bool" else g.data(T, shape)
+    if case.op == "Prod" and x.dtype.kind == "f":
+        x = (np.exp(x.astype(np.float32))).astype(x.dtype)
+    idx = g.ivec(axes)
+    if axes_shape is not None:
+        idx = idx.reshape(axes_shape)
+    if rank and not axes and g.chance(0.3):
+        idx = g.ivec([g.int(-rank, rank - 1)]).reshape(())  # a scalar axis
+    case.args.update(input=x, reduction_indices=idx, keep_dims=g.chance(0.5))
+
+
+def gen_arg(g, case):
+    T = case.row["T"]
+    shape = g.shape(g.int(1, 4))
+    if g.chance(0.1):
+        shape = [4, 5, 300]
+    axis = g.int(-len(shape), len(shape) - 1)
+    dim = g.ivec([axis]).reshape(())
+    if g.adversary("axis"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            dim = g.ivec([g.bad_axis(len(shape))]).reshape(())
+        elif kind == 1:
+            shape[axis] = 0  # reducing an empty axis
+        elif kind == 2:
+            dim = g.ivec([axis, axis])
+        else:
+            shape, dim = [], g.ivec([0]).reshape(())
+    x = g.data(T, shape, scale=1.0)
+    if x.size and g.chance(0.3):  # ties
+        x = np.round(x).astype(x.dtype)
+    case.args.update(input=x, dimension=dim, output_type=__import__("tensorflow").as_dtype(case.row["output_type"]))
+
+
+# --- convolutions and pooling -------------------------------------------------------------------
+
+def conv_out(size, k, s, d, padding, pads=(0, 0)):
+    eff = (k - 1) * d + 1
+    if padding == "SAME":
+        return -(-size // s)
+    if padding == "VALID":
+        return max(0, (size - eff) // s + 1) if size >= eff else 0
+    return max(0, (size + pads[0] + pads[1] - eff) // s + 1)
+
+
+def conv_config(g, depthwise=False, pool=False):
+    n, h, w, c = g.int(1, 2), g.int(1, 8), g.int(1, 8), g.int(1, 4)
+    kh, kw = g.int(1, 3), g.int(1, 3)
+    sh, sw = g.int(1, 3), g.int(1, 3)
+    if depthwise:
+        sw = sh
+    dh, dw = (1, 1) if pool or g.chance(0.7) else (g.int(1, 2), g.int(1, 2))
+    padding = g.pick(["SAME", "VALID"] if pool or depthwise else ["SAME", "VALID", "EXPLICIT"])
+    explicit = [0, 0, g.int(0, 2), g.int(0, 2), g.int(0, 2), g.int(0, 2), 0, 0] if padding == "EXPLICIT" else []
+    if padding == "VALID":
+        h, w = max(h, (kh - 1) * dh + 1), max(w, (kw - 1) * dw + 1)
+    return dict(n=n, h=h, w=w, c=c, kh=kh, kw=kw, strides=[1, sh, sw, 1], dilations=[1, dh, dw, 1], padding=padding,
+                explicit=explicit)
+
+
+def conv_attr_mutation(g, cfg, attrs, allow=("strides", "dilations", "padding", "explicit", "format")):
+    """Adversarial strides, dilations, paddings and enums (returns the tag)."""
+    kind = g.pick(list(allow))
+    if kind == "strides":
+        v = g.pick([[1, 0, 1, 1], [1, 1, -1, 1], [2, 1, 1, 1], [1, 1, 1, 2], [1, 2, 1], [1, 2**31, 1, 1], [1, 2**40, 2**40, 1],
+                    [], [1, 1, 1, 1, 1]])
+        attrs["strides"] = v
+    elif kind == "dilations":
+        attrs["dilations"] = g.pick([[1, 0, 1, 1], [1, -2, 1, 1], [2, 1, 1, 1], [1, 2**31, 1, 1], [1, 1, 1], [1, 1, 2, 2]])
+    elif kind == "padding":
+        attrs["padding"] = g.pick(["EXPLICIT", "BOGUS", "same", ""])
+        if attrs["padding"] == "EXPLICIT" and "explicit_paddings" in attrs and not attrs["explicit_paddings"]:
+            attrs["explicit_paddings"] = [0, 0, 1, 1, 1, 1, 0, 0]
+    elif kind == "explicit":
+        attrs["padding"] = "EXPLICIT"
+        attrs["explicit_paddings"] = g.pick([[0, 0, 10**9, 10**9, 0, 0, 0, 0], [0, 0, 2**62, 1, 1, 1, 0, 0],
+                                             [0, 0, -1, 0, 0, 0, 0, 0], [0, 0, 1, 1, 1, 1], [1, 1, 0, 0, 0, 0, 0, 0],
+                                             [0, 0, 2**31, 2**31, 2**31, 2**31, 0, 0], [0, 0, 1, 1, 1, 1, 0, 0, 0, 0],
+                                             [0, 0, 0, 0, 0, 0, 3, 3]])
+    else:
+        attrs["data_format"] = g.pick(["NCHW", "NCDHW", "NDHWC", "BOGUS", "HWNC"])
+    return kind
+
+
+def gen_conv(g, case):
+    T = case.row["T"]
+    depthwise = "Depthwise" in case.op
+    cfg = conv_config(g, depthwise=depthwise)
+    groups = 1
+    if case.op == "Conv2D" and g.chance(0.15):
+        groups = 2
+        cfg["c"] *= 2
+    mult = g.int(1, 3)
+    cout = g.int(1, 5) * groups
+    filt = [cfg["kh"], cfg["kw"], cfg["c"], mult] if depthwise else [cfg["kh"], cfg["kw"], cfg["c"] // groups, cout]
+    xshape = [cfg["n"], cfg["h"], cfg["w"], cfg["c"]]
+    attrs = dict(strides=cfg["strides"], padding=cfg["padding"], dilations=cfg["dilations"])
+    if cfg["padding"] == "EXPLICIT" or case.op in ("Conv2D", "_FusedConv2D") or g.chance(0.3):
+        attrs["explicit_paddings"] = cfg["explicit"]
+    if g.adversary("conv"):
+        if g.chance(0.35):
+            kind = g.int(0, 5)
+            if kind == 0:
+                filt[2] += 1  # channels mismatch
+            elif kind == 1:
+                filt = filt[:3]
+            elif kind == 2:
+                xshape = xshape[1:]
+            elif kind == 3:
+                xshape = [1, 2, 2, cfg["c"]]
+                filt[0] = filt[1] = 5
+                attrs["padding"] = "VALID"
+            elif kind == 4:
+                xshape[g.pick([0, 1, 3])] = 0
+            else:
+                xshape = [0, 2**40, 2, cfg["c"]]
+            g.tag(f"shape{kind}")
+        else:
+            g.tag(conv_attr_mutation(g, cfg, attrs))
+    x, f = g.data(T, xshape, scale=1.0), g.data(T, filt, scale=1.0)
+    if case.op == "_FusedConv2D":
+        gen_fused_conv(g, case, x, f, attrs, filt[-1])
+        return
+    case.args.update(input=x, filter=f, **attrs)
+    if "data_format" not in attrs and g.chance(0.1):
+        case.args["data_format"] = "NHWC"
+
+
+def gen_fused_conv(g, case, x, f, attrs, cout):
+    import tensorflow as tf
+
+    case.mode = "exec"
+    fused = g.pick([["BiasAdd"], ["BiasAdd", "Relu"], ["BiasAdd", "Relu6"], ["BiasAdd", "Elu"], ["BiasAdd", "LeakyRelu"],
+                    ["FusedBatchNorm"], ["FusedBatchNorm", "Relu"], ["FusedBatchNorm", "Relu6"], ["FusedBatchNorm", "LeakyRelu"]])
+    nargs = 1 if fused[0] == "BiasAdd" else 4
+    shapes = [[cout]] * nargs
+    if g.adversary("fused", 0.3):
+        kind = g.int(0, 2)
+        if kind == 0:
+            fused = g.pick([["Relu"], ["BiasAdd", "Bogus"], ["BiasAdd", "Add"], []])
+        elif kind == 1:
+            shapes = [[cout + 1]] * nargs
+        else:
+            shapes = shapes[:-1] or [[cout], [cout]]
+    args = [g.data("float32", s, scale=1.0, specials=False) for s in shapes]
+    if nargs == 4 and len(args) == 4:
+        args[3] = np.abs(args[3]) + 0.5
+    case.args.update(input=x, filter=f, args=[a.astype(x.dtype) for a in args], host_args=[], T=tf.as_dtype(x.dtype),
+                     TArgs=[tf.as_dtype(x.dtype)] * len(args), num_args=len(args), num_host_args=0, fused_ops=fused,
+                     filter_format="HWIO", data_format=attrs.get("data_format", "NHWC"), use_cudnn_on_gpu=True,
+                     epsilon=1e-3, leakyrelu_alpha=0.2, strides=attrs["strides"], padding=attrs["padding"],
+                     explicit_paddings=attrs.get("explicit_paddings", []), dilations=attrs["dilations"])
+
+
+def gen_conv_grad(g, case):
+    T = case.row["T"]
+    depthwise = "Depthwise" in case.op
+    cfg = conv_config(g, depthwise=depthwise)
+    mult = g.int(1, 3)
+    cout = cfg["c"] * mult if depthwise else g.int(1, 5)
+    filt = [cfg["kh"], cfg["kw"], cfg["c"], mult] if depthwise else [cfg["kh"], cfg["kw"], cfg["c"], cout]
+    xshape = [cfg["n"], cfg["h"], cfg["w"], cfg["c"]]
+    pads = cfg["explicit"] or [0] * 8
+    oh = conv_out(cfg["h"], cfg["kh"], cfg["strides"][1], cfg["dilations"][1], cfg["padding"], pads[2:4])
+    ow = conv_out(cfg["w"], cfg["kw"], cfg["strides"][2], cfg["dilations"][2], cfg["padding"], pads[4:6])
+    dy = [cfg["n"], oh, ow, cout]
+    attrs = dict(strides=cfg["strides"], padding=cfg["padding"], dilations=cfg["dilations"])
+    if cfg["padding"] == "EXPLICIT" or g.chance(0.3):
+        attrs["explicit_paddings"] = cfg["explicit"]
+    sizes = xshape if case.op.endswith("Input") else filt
+    if g.adversary("conv"):
+        if g.chance(0.45):
+            kind = g.int(0, 5)
+            if kind == 0:
+                sizes = list(sizes)
+                sizes[g.int(0, 3)] = g.pick([-1, 0, 2**31 - 1, -(2**31)])
+            elif kind == 1:
+                sizes = sizes[:3]
+            elif kind == 2:
+                dy = list(dy)
+                dy[g.int(1, 3)] += 1
+            elif kind == 3:
+                dy = dy[1:]
+            elif kind == 4:
+                sizes = list(sizes)
+                sizes[-1] += 1
+            else:
+                sizes = list(sizes)
+                sizes[0] = 0
+                if case.op.endswith("Input"):
+                    dy = [0] + dy[1:]
+            g.tag(f"shape{kind}")
+        else:
+            g.tag(conv_attr_mutation(g, cfg, attrs))
+    sizes = np.array(sizes, np.int32) if all(-(2**31) <= s < 2**31 for s in sizes) else np.array(sizes, np.int64)
+    if case.op.endswith("Input"):
+        case.args.update(input_sizes=sizes, filter=g.data(T, filt, scale=1.0), out_backprop=g.data(T, dy, scale=1.0), **attrs)
+    else:
+        case.args.update(input=g.data(T, xshape, scale=1.0), filter_sizes=sizes, out_backprop=g.data(T, dy, scale=1.0), **attrs)
+
+
+def gen_pool(g, case):
+    T = case.row["T"]
+    cfg = conv_config(g, pool=True)
+    ksize = [1, cfg["kh"], cfg["kw"], 1]
+    attrs = dict(ksize=ksize, strides=cfg["strides"], padding=cfg["padding"])
+    xshape = [cfg["n"], cfg["h"], cfg["w"], cfg["c"]]
+    if g.adversary("pool"):
+        if g.chance(0.4):
+            kind = g.int(0, 4)
+            if kind == 0:
+                attrs["ksize"] = g.pick([[1, 0, 2, 1], [1, -1, 2, 1], [2, 2, 2, 1], [1, 2, 2, 2], [1, 2, 2], [1, 2**31, 1, 1],
+                                         [1, 100, 100, 1]])
+            elif kind == 1:
+                xshape = xshape[1:]
+            elif kind == 2:
+                xshape[g.pick([0, 1, 3])] = 0
+            elif kind == 3 and case.op == "MaxPool":
+                attrs["padding"] = "EXPLICIT"
+                attrs["explicit_paddings"] = g.pick([[0, 0, 1, 1, 1, 1, 0, 0], [0, 0, 10**9, 0, 0, 0, 0, 0], [0, 0, 1, 1]])
+            else:
+                attrs["ksize"] = [1, 100, 100, 1]
+                attrs["padding"] = "VALID"
+            g.tag(f"shape{kind}")
+        else:
+            g.tag(conv_attr_mutation(g, cfg, attrs, ("strides", "padding", "format")))
+    x = g.data(T, xshape, scale=1.0)
+    if case.op == "MaxPool":
+        case.args.update(input=x, **attrs)
+    else:
+        case.args.update(value=x, **attrs)
+
+
+def gen_pool_grad(g, case):
+    import tensorflow as tf
+
+    T = case.row["T"]
+    cfg = conv_config(g, pool=True)
+    ties = g.chance(0.25)
+    attrs = dict(ksize=[1, cfg["kh"], cfg["kw"], 1], strides=cfg["strides"], padding=cfg["padding"])
+    xshape = [cfg["n"], cfg["h"], cfg["w"], cfg["c"]]
+    x = g.data(T, xshape, scale=1.0)
+    if ties:
+        x = np.round(x.astype(np.float32)).clip(-1, 1).astype(x.dtype)
+    oh = conv_out(cfg["h"], cfg["kh"], cfg["strides"][1], 1, cfg["padding"])
+    ow = conv_out(cfg["w"], cfg["kw"], cfg["strides"][2], 1, cfg["padding"])
+    yshape = [cfg["n"], oh, ow, cfg["c"]]
+    if case.op == "MaxPoolGrad":
+        with tf.device(CPU):
+            y = tf.raw_ops.MaxPool(input=x, **attrs).numpy()
+    adv_shape = None
+    if g.adversary("pool"):
+        if g.chance(0.5):
+            kind = g.int(0, 4)
+            if kind == 0:
+                adv_shape = list(yshape)
+                adv_shape[g.int(1, 3)] += 1
+            elif kind == 1:
+                adv_shape = yshape[1:]
+            elif kind == 2 and case.op == "AvgPoolGrad":
+                xshape = list(xshape)
+                xshape[g.int(0, 3)] = g.pick([-1, 0, 2**31 - 1])
+            elif kind == 3 and case.op == "MaxPoolGrad":
+                y = g.data(T, y.shape)  # orig_output not the pool of orig_input
+            else:
+                attrs["ksize"] = g.pick([[1, 0, 2, 1], [1, 2, 2], [2, 1, 1, 1], [1, -3, 1, 1]])
+            g.tag(f"shape{kind}")
+        else:
+            g.tag(conv_attr_mutation(g, cfg, attrs, ("strides", "padding", "format")))
+    dy = g.data(T, adv_shape or yshape, scale=1.0)
+    if case.op == "MaxPoolGrad":
+        case.args.update(orig_input=x, orig_output=y.astype(x.dtype), grad=dy, **attrs)
+    else:
+        case.args.update(orig_input_shape=np.array(xshape, np.int32 if all(abs(s) < 2**31 for s in xshape) else np.int64),
+                         grad=dy, **attrs)
+
+
+def gen_batch_norm(g, case):
+    T = case.row["T"]
+    n, h, w, c = g.int(1, 3), g.int(1, 5), g.int(1, 5), g.int(1, 5)
+    xshape = [n, h, w, c]
+    training = g.chance(0.6)
+    f32 = lambda s, **kw: g.data("float32", s, specials=False, **kw)
+    fmt = "NHWC"
+    cs = [c] * 4
+    eps = g.pick([1e-3, 1e-5, 0.01])
+    if g.adversary("batchnorm"):
+        kind = g.int(0, 5)
+        if kind == 0:
+            cs = [c, c + 1, c, c]
+        elif kind == 1:
+            xshape = g.pick([[n, h, c], [n, h, w, 1, c], [0, h, w, c], [n, 0, 0, c]])
+        elif kind == 2:
+            fmt = g.pick(["NCHW", "NCDHW", "BOGUS"])
+        elif kind == 3:
+            eps = g.pick([-1.0, 0.0, float("nan"), 1e30])
+        elif kind == 4:
+            cs = [c, c, 0, 0]
+        else:
+            cs = [0] * 4
+    x = g.data(T, xshape, scale=1.0)
+    if case.op == "FusedBatchNormV3":
+        mean, var = f32([cs[2]]), np.abs(f32([cs[3]])) + 0.1
+        if training and not g.adv and g.chance(0.5):
+            mean, var = np.zeros(0, np.float32), np.zeros(0, np.float32)
+        case.args.update(x=x, scale=f32([cs[0]]), offset=f32([cs[1]]), mean=mean, variance=var, epsilon=eps,
+                         is_training=training, data_format=fmt)
+        if training and g.chance(0.4):
+            case.args["exponential_avg_factor"] = g.pick([0.1, 0.5]) if not g.adv else g.pick([0.0, 2.0, float("nan")])
+        # With an empty batch TF-CPU's float16 kernel leaves reserve_space_1/2 uninitialised.
+        case.outputs = 5 if training and x.size else 3
+    else:
+        wide = x.astype(np.float32)
+        if wide.ndim == 4 and wide.size and xshape[-1] == c:
+            mean = wide.mean(axis=(0, 1, 2)) if training else f32([c])
+            var = wide.var(axis=(0, 1, 2)) if training else np.abs(f32([c])) + 0.1
+        else:
+            mean, var = f32([c]), np.abs(f32([c])) + 0.1
+        if cs[2] != c:
+            mean = f32([cs[2]])
+        case.args.update(y_backprop=g.data(T, xshape, scale=1.0), x=x, scale=f32([cs[0]]),
+                         reserve_space_1=mean.astype(np.float32), reserve_space_2=var.astype(np.float32),
+                         reserve_space_3=np.zeros(0, np.float32), epsilon=eps, is_training=training, data_format=fmt)
+        case.outputs = 3
+
+
+# --- random ------------------------------------------------------------------------------------
+
+def gen_random(g, case):
+    import tensorflow as tf
+
+    int_type = npdtype(case.row.get("Tseed") or case.row["Tshape"])
+    if case.op == "StatelessRandomGetKeyCounter":
+        seed = [g.int(-(2**31), 2**31 - 1), g.int(-(2**31), 2**31 - 1)]
+        shape = [2]
+        if g.adversary("seed"):
+            shape = g.pick([[3], [1], [], [2, 2], [0]])
+            seed = list(g.rng.integers(-100, 100, size=prod(shape)))
+        case.args["seed"] = np.array(seed, int_type).reshape(shape)
+        return
+    shape = g.shape(g.int(0, 3), hi=9)
+    if g.chance(0.05):
+        shape = [3, 1001]
+    with tf.device(CPU):
+        key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=np.array([g.int(0, 1000), g.int(0, 1000)], int_type))
+    key, counter = key.numpy(), counter.numpy()
+    if g.chance(0.2):
+        counter = np.array([2**64 - g.int(1, 5), 2**32 - 1], np.uint64)  # about to carry
+    alg = g.pick([1, 3])
+    if g.adversary("random"):
+        kind = g.int(0, 5)
+        if kind == 0:
+            shape = g.pick([[-1], [3, -2], [10**16], [2**31, 2**31], [2**62, 4], [2**40, 0], [2**16, 2**16]])
+        elif kind == 1:
+            alg = g.pick([0, 2, 4, -1, 2**31 - 1])
+        elif kind == 2:
+            key = np.array([1, 2], np.uint64) if g.chance(0.5) else np.zeros(0, np.uint64)
+        elif kind == 3:
+            counter = g.pick([np.array([1], np.uint64), np.array([1, 2, 3], np.uint64), np.zeros((2, 1), np.uint64)])
+        elif kind == 4:
+            shape = [0, 5]
+        else:
+            alg = None
+    shape_arr = np.array(shape, int_type) if all(np.iinfo(int_type).min <= s <= np.iinfo(int_type).max for s in shape) \
+        else np.array(shape, np.int64)
+    if g.adv and g.chance(0.2):
+        shape_arr = shape_arr.reshape(1, -1)
+        g.tag("shape-rank2")
+    case.args.update(shape=shape_arr, key=key, counter=counter,
+                     alg=np.array(alg if alg is not None else [1, 1], np.int32), dtype=tf.float32)
+
+
+# --- scatter, segments, one-hot, range -----------------------------------------------------------
+
+def gen_segment_sum(g, case):
+    it, st = npdtype(case.row["Tindices"]), npdtype(case.row["Tnumsegments"])
+    shape = g.shape(g.int(1, 3))
+    k = g.int(1, len(shape))
+    nseg = g.int(0, 6)
+    ids = g.rng.integers(-1, max(nseg, 1), size=shape[:k])
+    if g.adversary("segments"):
+        kind = g.int(0, 4)
+        if kind == 0 and ids.size:
+            ids.reshape(-1)[g.int(0, ids.size - 1)] = g.pick([nseg, nseg + 5, 2**31 - 1])  # out of range
+        elif kind == 1:
+            nseg = g.pick([-1, -(2**31), 2**40 if st == np.int64 else 2**31 - 1, 10**9])
+        elif kind == 2:
+            ids = g.rng.integers(0, max(nseg, 1), size=shape[:k] + [2])  # not a prefix
+        elif kind == 3:
+            ids = np.array(g.int(0, max(nseg - 1, 0)))
+        else:
+            shape = [0] + shape[1:]
+            ids = np.zeros(shape[:k], np.int64)
+    nseg_arr = np.array(nseg, np.int64) if not (-(2**31) <= nseg < 2**31) else np.array(nseg, st)
+    if nseg_arr.dtype != st:
+        nseg_arr = nseg_arr.astype(st) if st == np.int64 else nseg_arr
+    case.args.update(data=g.data(case.row["T"], shape, scale=1.0), segment_ids=ids.astype(it), num_segments=nseg_arr)
+
+
+def gen_scatter(g, case):
+    it = npdtype(case.row["Tindices"])
+    shape = g.shape(g.int(1, 3), hi=6)
+    k = g.int(1, len(shape))
+    nidx = g.shape(g.int(1, 2), lo=0 if g.chance(0.1) else 1, hi=4)
+    idx = np.stack([g.rng.integers(0, shape[j], size=nidx) for j in range(k)], axis=-1)
+    upd = nidx + shape[k:]
+    policy = None
+    if g.chance(0.15):
+        policy = g.pick(["", "DEFAULT", "IGNORE", "ERROR"])
+    if g.adversary("scatter"):
+        kind = g.int(0, 5)
+        if kind == 0 and idx.size:
+            flat = idx.reshape(-1, k)
+            flat[g.int(0, flat.shape[0] - 1), g.int(0, k - 1)] = g.pick([-1, shape[0] + 3, 2**31 - 1, 1000])
+        elif kind == 1:
+            upd = upd + [2]
+        elif kind == 2:
+            idx = np.zeros(nidx + [len(shape) + 1], np.int64)
+        elif kind == 3 and case.op == "ScatterNd":
+            shape = list(shape)
+            shape[0] = g.pick([-1, 2**40, 0])
+        elif kind == 4:
+            policy = g.pick(["BOGUS", "ERROR"])
+            if idx.size:
+                idx.reshape(-1)[0] = -1
+        else:
+            idx = idx.reshape(-1)[:0].reshape(0, 0) if g.chance(0.5) else idx[..., :0]
+            upd = list(idx.shape[:-1]) + shape[idx.shape[-1]:]
+    updates = g.data(case.row["T"], upd, scale=1.0)
+    if case.op == "ScatterNd":
+        case.args.update(indices=idx.astype(it), updates=updates,
+                         shape=np.array(shape, it if all(abs(s) < 2**31 for s in shape) else np.int64))
+    else:
+        tshape = shape if all(0 <= s <= 64 for s in shape) else [3, 3]
+        case.args.update(tensor=g.data(case.row["T"], tshape, scale=1.0), indices=idx.astype(it), updates=updates)
+    if policy is not None:
+        case.args["bad_indices_policy"] = policy
+
+
+def gen_one_hot(g, case):
+    T, it = case.row["T"], npdtype(case.row["TI"])
+    shape = g.shape(g.int(0, 3))
+    depth = g.int(0, 6)
+    idx = g.rng.integers(-2, depth + 2, size=shape)  # out-of-range ids give off_value rows
+    axis = g.int(-1, len(shape))
+    on, off = g.scalar(T, 2), g.scalar(T, -1)
+    depth_arr = np.array(depth, np.int32)
+    if g.adversary("onehot"):
+        kind = g.int(0, 4)
+        if kind == 0:
+            depth_arr = np.array(g.pick([-1, -(2**31), 2**31 - 1, 10**8]), np.int32)
+        elif kind == 1:
+            axis = g.pick([-2, len(shape) + 1, 100, -(2**31)])
+        elif kind == 2:
+            depth_arr = np.array([depth, depth], np.int32)
+        elif kind == 3:
+            on = np.array([1, 2], on.dtype)
+        else:
+            idx = np.full(shape, np.iinfo(it).min)
+    case.args.update(indices=idx.astype(it), depth=depth_arr, on_value=on, off_value=off, axis=axis)
+
+
+def gen_range(g, case):
+    start, delta = float(np.round(g.rng.standard_normal() * 5, 2)), g.pick([0.5, 0.75, 1.0, -1.5, 2.0, 0.1])
+    limit = start + delta * g.int(0, 40) + g.pick([0.0, 0.3 * delta])
+    if g.adversary("range"):
+        start, limit, delta = g.pick([(0.0, 10.0, 0.0), (0.0, 10.0, -1.0), (10.0, 0.0, 1.0), (0.0, 1e12, 1e-3),
+                                      (0.0, float("nan"), 1.0), (0.0, float("inf"), 1.0), (float("-inf"), 0.0, 1.0),
+                                      (0.0, 1.0, float("nan")), (0.0, 3e38, 1.0), (-3e38, 3e38, 1e-30), (0.0, 1.0, 1e-45),
+                                      (0.0, 1e9, 1e-3)])
+    f = np.float32
+    case.args.update(start=np.array(start, f), limit=np.array(limit, f), delta=np.array(delta, f))
+
+
+# --- data movement -----------------------------------------------------------------------------
+
+def movable(g, case, shape):
+    return g.data(case.row.get("T") or case.row.get("Tparams") or case.row["dtype"], shape)
+
+
+def gen_strided_slice(g, case):
+    shape = g.shape(g.int(1, 4), hi=6)
+    r = len(shape)
+    nspec = g.int(1, r)
+    begin, end, strides = [], [], []
+    for d in shape[:nspec]:
+        s = g.pick([1, 1, 2, -1, -2, 3])
+        begin.append(g.int(-d - 1, d + 1))
+        end.append(g.int(-d - 1, d + 1))
+        strides.append(s)
+    masks = {m: 0 for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")}
+    if g.chance(0.6):
+        masks["begin_mask"], masks["end_mask"] = g.int(0, 2**nspec - 1), g.int(0, 2**nspec - 1)
+    if g.chance(0.2):
+        masks["ellipsis_mask"] = 1 << g.int(0, nspec - 1)
+    if g.chance(0.2):
+        masks["new_axis_mask"] = 1 << g.int(0, nspec - 1)
+    if g.chance(0.3):
+        j = g.int(0, nspec - 1)
+        if not (masks["ellipsis_mask"] >> j) & 1 and not (masks["new_axis_mask"] >> j) & 1:
+            masks["shrink_axis_mask"] = 1 << j
+            begin[j] = g.int(-shape[j], shape[j] - 1)
+            end[j], strides[j] = begin[j] + 1, 1
+    if g.adversary("slice"):
+        kind = g.int(0, 5)
+        if kind == 0:
+            strides[g.int(0, nspec - 1)] = 0
+        elif kind == 1:
+            begin[0], end[0] = g.pick([(2**62, -(2**62)), (-(2**62), 2**62), (2**31 - 1, 2**31 - 1), (10**16, 0)])
+        elif kind == 2:
+            masks["ellipsis_mask"] = 3 if nspec > 1 else 1
+            masks["new_axis_mask"] = 1
+            masks["shrink_axis_mask"] = 1
+        elif kind == 3:
+            end = end[:-1] if len(end) > 1 else end + [1]
+        elif kind == 4:
+            masks["shrink_axis_mask"] = 1
+            begin[0], end[0], strides[0] = shape[0] + 2, shape[0] + 3, 1  # index out of bounds
+        else:
+            masks = {m: g.int(-1, 2**10) for m in masks}
+            strides[0] = g.pick([2**62, -(2**62), -(2**63)])
+    dt = g.index_dtype(begin + end + strides)
+    case.args.update(input=movable(g, case, shape), begin=g.ivec(begin, dt), end=g.ivec(end, dt),
+                     strides=g.ivec(strides, dt), **masks)
+
+
+def gen_slice(g, case):
+    shape = g.shape(g.int(0, 4), hi=6)
+    begin = [g.int(0, d) for d in shape]
+    size = [g.pick([-1, g.int(0, d - b)]) for b, d in zip(begin, shape)]
+    if g.adversary("slice"):
+        kind = g.int(0, 4)
+        if kind == 0 and shape:
+            begin[0] = g.pick([-1, shape[0] + 1, 2**62, -(2**31)])
+        elif kind == 1 and shape:
+            size[0] = g.pick([-2, shape[0] + 1, 2**62, 10**16])
+        elif kind == 2:
+            size = size + [1]
+        elif kind == 3 and shape:
+            begin[0], size[0] = 2**63 - 2, 2**62
+        else:
+            shape = [0, 2**40]
+            begin, size = [0, 0], [0, -1]
+    dt = g.index_dtype(begin + size)
+    case.args.update(input=movable(g, case, shape), begin=g.ivec(begin, dt), size=g.ivec(size, dt))
+
+
+def gen_split(g, case):
+    shape = g.shape(g.int(1, 4), hi=6)
+    axis = g.int(0, len(shape) - 1)
+    if case.op == "Split":
+        n = g.pick([d for d in range(1, shape[axis] + 1) if shape[axis] % d == 0])
+        if g.adversary("split"):
+            kind = g.int(0, 2)
+            if kind == 0:
+                n = shape[axis] + 1 if shape[axis] > 1 else 3
+            elif kind == 1:
+                axis = g.bad_axis(len(shape))
+            else:
+                shape[axis] = 0
+                n = g.int(1, 3)
+        elif g.chance(0.3):
+            axis -= len(shape)
+        case.args.update(split_dim=np.array(axis, np.int32) if abs(axis) < 2**31 else np.array(0, np.int32),
+                         value=movable(g, case, shape), num_split=n)
+        return
+    d = shape[axis]
+    cuts = sorted(g.rng.integers(0, d + 1, size=g.int(0, 3)).tolist())
+    sizes = [b - a for a, b in zip([0] + cuts, cuts + [d])]
+    if g.chance(0.3):
+        sizes[g.int(0, len(sizes) - 1)] = -1
+    n = len(sizes)
+    if g.adversary("splitv"):
+        kind = g.int(0, 5)
+        if kind == 0:
+            sizes = [-2, d + 2]
+        elif kind == 1:
+            sizes = [-1, -1] + sizes
+        elif kind == 2:
+            sizes = sizes + [1]
+        elif kind == 3:
+            sizes = [2**62, -(2**62) + d]
+        elif kind == 4:
+            axis = g.bad_axis(len(shape))
+            if abs(axis) >= 2**31:
+                axis = 100
+        else:
+            sizes = [d + 1]
+        n = len(sizes) if g.chance(0.8) else len(sizes) + 1
+    dt = g.index_dtype(sizes)
+    case.args.update(value=movable(g, case, shape), size_splits=g.ivec(sizes, dt), split_dim=np.array(axis, np.int32),
+                     num_split=max(n, 1))
+
+
+def gen_transpose(g, case):
+    shape = g.shape(g.int(0, 5), hi=5)
+    perm = list(g.rng.permutation(len(shape)))
+    if g.chance(0.1):
+        shape = [3, 1, 0]
+        perm = [2, 1, 0]
+    if g.adversary("perm"):
+        kind = g.int(0, 3)
+        if kind == 0 and perm:
+            perm[0] = g.pick([len(shape), -1, 2**31 - 1, -(2**31)])
+        elif kind == 1 and len(perm) > 1:
+            perm[1] = perm[0]
+        elif kind == 2:
+            perm = perm + [len(perm)]
+        else:
+            shape, perm = [1] * 9, list(range(8, -1, -1))
+    case.args.update(x=movable(g, case, shape), perm=g.ivec(perm))
+
+
+def gen_tile(g, case):
+    shape = g.shape(g.int(0, 4), hi=4)
+    mult = [g.int(0 if g.chance(0.1) else 1, 3) for _ in shape]
+    if g.adversary("multiples"):
+        kind = g.int(0, 4)
+        if kind == 0 and mult:
+            mult[0] = -1
+        elif kind == 1:
+            shape, mult = [2, 3, 1], [10**16, 10**8, 1]
+        elif kind == 2:
+            mult = mult + [2]
+        elif kind == 3:
+            shape, mult = [1, 1], [2**31, 2**31]
+        else:
+            shape, mult = [0, 3], [2**62, 2]
+    case.args.update(input=movable(g, case, shape), multiples=g.ivec(mult))
+
+
+def gen_pad(g, case):
+    shape = g.shape(g.int(0, 4), hi=5)
+    mirror = case.op == "MirrorPad"
+    mode = g.pick(["REFLECT", "SYMMETRIC"])
+    pads = []
+    for d in shape:
+        hi = (d - 1 if mode == "REFLECT" else d) if mirror else 3
+        pads.append([g.int(0, max(hi, 0)), g.int(0, max(hi, 0))])
+    pshape = None
+    if g.adversary("paddings"):
+        kind = g.int(0, 5)
+        if kind == 0 and pads:
+            pads[0][g.int(0, 1)] = g.pick([-1, -3, -(2**31)])
+        elif kind == 1 and pads:
+            pads[-1][1] = g.pick([2**40, 2**31 - 1, 10**16, 10**9])
+        elif kind == 2:
+            pads = pads + [[1, 1]]
+        elif kind == 3:
+            pshape = [len(pads), 3] if pads else [1, 3]
+        elif kind == 4 and mirror and pads:
+            pads[0][0] = shape[0] + (0 if mode == "REFLECT" else 1)  # too wide to mirror
+        else:
+            if mirror:
+                mode = g.pick(["WRAP", "CONSTANT", "BOGUS", "reflect"])
+            else:
+                shape, pads = [0, 2**40], [[0, 0], [1, 1]]
+    p = g.ivec(sum(pads, []))
+    p = p.reshape(pshape if pshape and p.size == 0 else (-1, 2)) if pshape is None else np.zeros(pshape, p.dtype)
+    case.args.update(input=movable(g, case, shape), paddings=p)
+    if case.op == "PadV2":
+        case.args["constant_values"] = movable(g, case, [] if not g.adversary("constant", 0.2) else [2])
+    if mirror:
+        case.args["mode"] = mode
+
+
+def gen_reverse(g, case):
+    shape = g.shape(g.int(0, 5), hi=5)
+    axes = [a for a in range(len(shape)) if g.chance(0.5)]
+    axes = [a - len(shape) if g.chance(0.3) else a for a in axes]
+    if g.adversary("axes"):
+        kind = g.int(0, 2)
+        if kind == 0:
+            axes = axes + [g.bad_axis(len(shape))]
+        elif kind == 1 and shape:
+            axes = [0, -len(shape)]
+        else:
+            axes = [[0, 1]]
+    case.args.update(tensor=movable(g, case, shape), axis=np.array(axes, g.index_dtype(np.ravel(axes))))
+
+
+def gen_broadcast_to(g, case):
+    out = g.shape(g.int(0, 4), hi=5)
+    inp = [d if g.chance(0.6) else 1 for d in out]
+    inp = inp[g.int(0, len(inp)):] if inp and g.chance(0.3) else inp
+    if g.adversary("shape"):
+        kind = g.int(0, 4)
+        if kind == 0 and out:
+            out[0] = -1
+        elif kind == 1:
+            inp, out = [3], [4]
+        elif kind == 2:
+            inp, out = [2, 3], [3]
+        elif kind == 3:
+            inp, out = [1], [2**40, 2**40]
+        else:
+            inp, out = [1, 1], [0, 2**62]
+    case.args.update(input=movable(g, case, inp), shape=g.ivec(out))
+
+
+def gen_fill(g, case):
+    dims = g.shape(g.int(0, 3), lo=0)
+    value_shape = []
+    if g.adversary("dims"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            dims = [3, -1]
+        elif kind == 1:
+            dims = g.pick([[10**16], [2**31, 2**31], [2**40, 0], [2**62, 2**62]])
+        elif kind == 2:
+            value_shape = [2]
+        else:
+            dims = [[2, 3]]
+    case.args.update(dims=np.array(dims, g.index_dtype(np.ravel(dims))), value=movable(g, case, value_shape))
+
+
+def gen_concat(g, case):
+    shape = g.shape(g.int(1, 4), hi=5)
+    axis = g.int(0, len(shape) - 1)
+    n = g.int(1, 4)
+    shapes = []
+    for _ in range(n):
+        s = list(shape)
+        s[axis] = g.int(0, 4)
+        shapes.append(s)
+    if g.chance(0.3):
+        axis -= len(shape)
+    if g.adversary("concat"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            axis = g.bad_axis(len(shape))
+            axis = axis if abs(axis) < 2**31 else len(shape)
+        elif kind == 1 and len(shape) > 1:
+            shapes[-1] = list(shapes[-1])
+            shapes[-1][(axis + 1) % len(shape)] += 1
+        elif kind == 2:
+            shapes[-1] = shapes[-1] + [1]
+        else:
+            shapes = [[0] * len(shape)] + shapes
+    dt = g.index_dtype([axis])
+    case.args.update(values=[movable(g, case, s) for s in shapes], axis=np.array(axis, dt))
+
+
+def gen_pack(g, case):
+    shape = g.shape(g.int(0, 4), hi=5)
+    n = g.int(1, 4)
+    axis = g.int(-len(shape) - 1, len(shape))
+    shapes = [shape] * n
+    if g.adversary("pack"):
+        kind = g.int(0, 2)
+        if kind == 0:
+            axis = g.pick([len(shape) + 1, -len(shape) - 2, 100])
+        elif kind == 1:
+            shapes = shapes[:-1] + [shape + [1]]
+        else:
+            shapes = [[0] + shape] * n
+    case.args.update(values=[movable(g, case, s) for s in shapes], axis=axis)
+
+
+def gen_unpack(g, case):
+    shape = g.shape(g.int(1, 4), hi=5)
+    axis = g.int(-len(shape), len(shape) - 1)
+    num = shape[axis]
+    if g.adversary("unpack"):
+        kind = g.int(0, 2)
+        if kind == 0:
+            num += 1
+        elif kind == 1:
+            axis = g.pick([len(shape), -len(shape) - 1, 100])
+        else:
+            shape[axis] = 0
+            num = 0
+    case.args.update(value=movable(g, case, shape), num=num, axis=axis)
+
+
+def gather_inputs(g, case):
+    """params shape, indices, axis, batch_dims for GatherV2 and ResourceGather."""
+    shape = g.shape(g.int(1, 4), hi=5)
+    resource = case.op == "ResourceGather"
+    bd = 0
+    if len(shape) > 1 and g.chance(0.2):
+        bd = 1
+    axis = 0 if resource else g.int(bd, len(shape) - 1)
+    if resource and bd:
+        axis = bd
+    ishape = shape[:bd] + g.shape(g.int(0, 2), hi=4)
+    idx = g.rng.integers(0, max(shape[axis], 1), size=ishape) if shape[axis] else np.zeros(ishape, np.int64)
+    if g.adversary("gather"):
+        kind = g.int(0, 5)
+        if kind <= 1 and idx.size:
+            idx.reshape(-1)[g.int(0, idx.size - 1)] = g.pick([shape[axis], -1, 2**31 - 1, -(2**31), 1000])
+        elif kind == 2 and not resource:
+            axis = g.bad_axis(len(shape))
+            axis = axis if abs(axis) < 2**31 else 100
+        elif kind == 3:
+            bd = g.pick([-1, len(shape) + 1, len(ishape) + 1, -100])
+        elif kind == 4:
+            shape[axis] = 0
+            idx = np.zeros(ishape, np.int64) + (0 if g.chance(0.5) else 1)
+        else:
+            idx = np.zeros([0, 3], np.int64)
+    elif g.chance(0.1) and not resource and axis:
+        axis -= len(shape)
+    return shape, idx, axis, bd
+
+
+def gen_gather(g, case):
+    it = npdtype(case.row["Tindices"])
+    shape, idx, axis, bd = gather_inputs(g, case)
+    case.args.update(params=movable(g, case, shape), indices=idx.astype(it), axis=np.array(axis, g.index_dtype([axis])))
+    if bd or g.chance(0.2):
+        case.args["batch_dims"] = bd
+
+
+# --- variables ---------------------------------------------------------------------------------
+
+def gen_variable(g, case):
+    import tensorflow as tf
+
+    case.mode = "function" if g.chance(0.7) else "eager"
+    dtype = case.row.get("dtype") or case.row["T"]
+    if case.op == "ResourceGather":
+        it = npdtype(case.row["Tindices"])
+        shape, idx, axis, bd = gather_inputs(g, case)
+        case.variables["resource"] = movable(g, case, shape)
+        case.args.update(indices=idx.astype(it), dtype=tf.as_dtype(dtype))
+        if bd or g.chance(0.2):
+            case.args["batch_dims"] = bd
+        return
+    shape = g.shape(g.int(0, 3))
+    if case.op in ("AssignAddVariableOp", "AssignSubVariableOp"):
+        init = g.data(dtype, shape, scale=3.0)
+        vshape = shape
+        if g.adversary("shape"):
+            vshape = g.pick([shape + [2], [0], [], [3, 1, 1]])
+            if vshape == shape:
+                vshape = shape + [1]
+        case.variables["resource"] = init
+        case.args["value"] = g.data(dtype, vshape)
+        return
+    var_names, arg_names = OPTIMIZERS[case.op]
+    for n in var_names:
+        v = g.data(dtype, shape, scale=1.0)
+        if n in ("v", "ms", "accum"):  # running means of squares, Adagrad's sums: non-negative
+            v = np.asarray((np.abs(v.astype(np.float32)) + (0.1 if case.op == "ResourceApplyAdagrad" else 0.0)).astype(v.dtype))
+        case.variables[n] = v
+    for n in arg_names:
+        if n in OPT_SCALARS:
+            case.args[n] = g.scalar(dtype, OPT_SCALARS[n])
+        else:
+            case.args[n] = g.data(dtype, shape, scale=1.0)
+    if g.adversary("optimizer"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            name = g.pick([n for n in arg_names if n not in OPT_SCALARS])
+            case.args[name] = g.data(dtype, shape + [2])
+        elif kind == 1:
+            name = g.pick([n for n in arg_names if n in OPT_SCALARS])
+            case.args[name] = g.data(dtype, [3])
+        elif kind == 2 and len(var_names) > 1:
+            case.variables[var_names[-1]] = g.data(dtype, shape + [1])
+        else:
+            name = g.pick([n for n in arg_names if n in OPT_SCALARS])
+            case.args[name] = g.scalar(dtype, g.pick([np.nan, np.inf, -1.0, 0.0]))
+    flag = {"ResourceApplyAdagrad": "update_slots", "ResourceApplyRMSProp": None,
+            "ResourceApplyGradientDescent": None}.get(case.op, "use_nesterov")
+    if flag:
+        case.args[flag] = g.chance(0.5) if flag == "use_nesterov" else g.chance(0.8)
+
+
+GENERATORS = {}
+for _op in UNARY:
+    GENERATORS[_op] = gen_unary
+for _op in BINARY | set(GRADS):
+    GENERATORS[_op] = gen_binary
+GENERATORS.update({
+    "Select": gen_select, "SelectV2": gen_select, "Cast": gen_cast, "BiasAdd": gen_bias_add, "BiasAddGrad": gen_bias_add,
+    "AddN": gen_add_n, "ClipByValue": gen_clip, "L2Loss": gen_l2loss, "Softmax": gen_softmax, "LogSoftmax": gen_softmax,
+    "SoftmaxCrossEntropyWithLogits": gen_xent, "SparseSoftmaxCrossEntropyWithLogits": gen_xent,
+    "MatMul": gen_matmul, "BatchMatMulV2": gen_matmul, "BatchMatMulV3": gen_matmul, "_FusedMatMul": gen_matmul,
+    "Einsum": gen_einsum, "ArgMax": gen_arg, "ArgMin": gen_arg,
+    "Conv2D": gen_conv, "DepthwiseConv2dNative": gen_conv, "_FusedConv2D": gen_conv,
+    "Conv2DBackpropInput": gen_conv_grad, "Conv2DBackpropFilter": gen_conv_grad,
+    "DepthwiseConv2dNativeBackpropInput": gen_conv_grad, "DepthwiseConv2dNativeBackpropFilter": gen_conv_grad,
+    "MaxPool": gen_pool, "AvgPool": gen_pool, "MaxPoolGrad": gen_pool_grad, "AvgPoolGrad": gen_pool_grad,
+    "FusedBatchNormV3": gen_batch_norm, "FusedBatchNormGradV3": gen_batch_norm,
+    "StatelessRandomGetKeyCounter": gen_random, "StatelessRandomUniformV2": gen_random,
+    "StatelessRandomNormalV2": gen_random, "StatelessTruncatedNormalV2": gen_random,
+    "UnsortedSegmentSum": gen_segment_sum, "ScatterNd": gen_scatter, "TensorScatterAdd": gen_scatter,
+    "OneHot": gen_one_hot, "Range": gen_range, "StridedSlice": gen_strided_slice, "Slice": gen_slice,
+    "Split": gen_split, "SplitV": gen_split, "Transpose": gen_transpose, "Tile": gen_tile, "Pad": gen_pad,
+    "PadV2": gen_pad, "MirrorPad": gen_pad, "ReverseV2": gen_reverse, "BroadcastTo": gen_broadcast_to,
+    "Fill": gen_fill, "ConcatV2": gen_concat, "Pack": gen_pack, "Unpack": gen_unpack, "GatherV2": gen_gather,
+    "ResourceGather": gen_variable, "AssignAddVariableOp": gen_variable, "AssignSubVariableOp": gen_variable,
+})
+for _op in OPTIMIZERS:
+    GENERATORS[_op] = gen_variable
+for _op in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any"):
+    GENERATORS[_op] = gen_reduce
+
+
+# ----------------------------------------------------------------------------------------------
+# Running a case.
+
+def _tensor(v):
+    import tensorflow as tf
+
+    if isinstance(v, list):
+        return [tf.constant(x) for x in v]
+    return tf.constant(v)
+
+
+def _flatten(out):
+    if out is None:
+        return []
+    if isinstance(out, (list, tuple)):
+        items = []
+        for o in out:
+            items.extend(_flatten(o))
+        return items
+    if hasattr(out, "numpy"):
+        return [out.numpy()]
+    return []  # an Operation (ops without outputs)
+
+
+def _exec_attrs(case):
+    """The attribute tuple `execute.execute` takes, for the internal ops."""
+    import tensorflow as tf
+
+    from tensorflow.python.framework import op_def_registry
+
+    op_def = op_def_registry.get(case.op)
+    inputs = {a.name for a in op_def.input_arg}
+    out = []
+    for k, v in case.args.items():
+        if k in inputs:
+            continue
+        if isinstance(v, tf.DType):
+            v = v.as_datatype_enum
+        elif isinstance(v, list) and v and isinstance(v[0], tf.DType):
+            v = [d.as_datatype_enum for d in v]
+        elif isinstance(v, str):
+            v = v.encode()
+        elif isinstance(v, list) and v and isinstance(v[0], str):
+            v = [s.encode() for s in v]
+        out += [k, v]
+    return tuple(out)
+
+
+# tf.raw_ops names some inputs differently from their OpDefs.
+RAW_RENAMES = {"Split": {"split_dim": "axis"}, "SplitV": {"split_dim": "axis"}, "Select": {"t": "x", "e": "y"},
+               **{op: {"reduction_indices": "axis"} for op in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any")}}
+
+
+def execute(case, device, args=None):
+    """The op's outputs (numpy arrays) on `device`."""
+    import tensorflow as tf
+
+    from tensorflow.python.framework import op_def_registry
+
+    args = case.args if args is None else args
+    op_def = op_def_registry.get(case.op)
+    inputs = [a.name for a in op_def.input_arg]
+    if case.mode == "exec":
+        from tensorflow.python.eager import context
+        from tensorflow.python.eager import execute as eager_execute
+
+        with tf.device(device):
+            flat = []
+            for name in inputs:
+                t = _tensor(args[name])
+                flat.extend(t if isinstance(t, list) else [t])
+            outs = eager_execute.execute(case.op, len(op_def.output_arg), inputs=flat,
+                                         attrs=_exec_attrs(Case_with(case, args)), ctx=context.context())
+            return [o.numpy() for o in outs]
+    if case.mode == "raw":
+        renames = RAW_RENAMES.get(case.op, {})
+        with tf.device(device):
+            kwargs = {renames.get(k, k): (_tensor(v) if k in inputs else v) for k, v in args.items()}
+            out = getattr(tf.raw_ops, case.op)(**kwargs)
+            return _flatten(out)
+    # variable ops
+    fn = getattr(tf.raw_ops, case.op)
+    with tf.device(device):
+        variables = {k: tf.Variable(v) for k, v in case.variables.items()}
+        tensor_names = [k for k in args if k in inputs]
+        attrs = {k: v for k, v in args.items() if k not in inputs}
+
+        def body(*tensors):
+            out = fn(**{k: v.handle for k, v in variables.items()}, **dict(zip(tensor_names, tensors)), **attrs)
+            reads = [v.read_value() for v in variables.values()]
+            return ([out] if case.op == "ResourceGather" else []) + reads
+
+        consts = [_tensor(args[k]) for k in tensor_names]
+        if case.mode == "function":
+            out = tf.function(body)(*consts)
+        else:
+            out = body(*consts)
+        return _flatten(out)
+
+
+def Case_with(case, args):
+    c = Case(case.op, case.row, case.id, case.seed)
+    c.args, c.variables, c.mode, c.outputs = args, case.variables, case.mode, case.outputs
+    return c
+
+
+def _float_tolerance(op, got, want):
+    dtype = got.dtype
+    tol = 2e-3 if dtype == np.float16 else 1e-3
+    atol = tol
+    if op in ACCUMULATING:
+        finite = np.abs(want[np.isfinite(want)].astype(np.float64))
+        atol *= max(1.0, float(finite.max()) if finite.size else 1.0)
+    if dtype == np.float16 and op in GRADS:
+        finite = np.abs(want[np.isfinite(want)].astype(np.float64))
+        atol *= max(1.0, float(finite.max()) if finite.size else 1.0)
+    return tol, atol
+
+
+def _item(v):
+    v = np.asarray(v)
+    return repr(float(v) if v.dtype.name == "bfloat16" else v.item())
+
+
+def compare(op, gots, wants):
+    """None when equal, else a description of the first difference."""
+    if len(gots) != len(wants):
+        return f"{len(gots)} outputs, TF-CPU has {len(wants)}"
+    for i, (g, w) in enumerate(zip(gots, wants)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.dtype != w.dtype or g.shape != w.shape:
+            return f"output {i}: {g.dtype.name}{list(g.shape)} vs TF-CPU {w.dtype.name}{list(w.shape)}"
+        if g.dtype.kind in "fc" and g.dtype.itemsize > 0 and g.dtype.name != "bfloat16":
+            gw = g.astype(np.complex128 if g.dtype.kind == "c" else np.float64)
+            ww = w.astype(gw.dtype)
+            rtol, atol = _float_tolerance(op, g, w)
+            close = np.isclose(gw, ww, rtol=rtol, atol=atol, equal_nan=True)
+            if not close.all():
+                bad = np.argwhere(~close.reshape(g.shape) if g.ndim else ~close.reshape(1))[:5]
+                sample = []
+                for b in bad:
+                    b = tuple(int(i) for i in b) if g.ndim else ()
+                    sample.append(f"{list(b)}: {_item(g[b])} vs {_item(w[b])}")
+                return f"output {i}: {int((~close).sum())} of {g.size} differ (rtol={rtol:g}, atol={atol:g}); " + "; ".join(sample)
+        else:
+            if g.tobytes() != w.tobytes():
+                if g.dtype.name == "bfloat16":
+                    gn, wn = g.astype(np.float32), w.astype(np.float32)
+                    if np.array_equal(gn, wn, equal_nan=True):
+                        continue
+                diff = (g != w) if g.dtype.name != "bfloat16" else ~np.isclose(g.astype(np.float32), w.astype(np.float32), equal_nan=True)
+                diff = np.asarray(diff).reshape(g.shape)
+                idx = [tuple(int(i) for i in b) for b in np.argwhere(diff)[:5]] if g.ndim else [()]
+                sample = "; ".join(f"{list(b)}: {_item(g[b])} vs {_item(w[b])}" for b in idx)
+                return f"output {i}: {int(np.sum(diff)) if g.ndim else 1} of {g.size} differ; {sample}"
+    return None
+
+
+def _widened(args):
+    out = {}
+    for k, v in args.items():
+        if isinstance(v, np.ndarray) and v.dtype == np.float16:
+            out[k] = v.astype(np.float32)
+        elif isinstance(v, list) and v and all(isinstance(x, np.ndarray) and x.dtype == np.float16 for x in v):
+            out[k] = [x.astype(np.float32) for x in v]
+        else:
+            out[k] = v
+    return out
+
+
+def _has_half(case):
+    vals = list(case.args.values()) + list(case.variables.values())
+    for v in vals:
+        if isinstance(v, np.ndarray) and v.dtype == np.float16:
+            return True
+        if isinstance(v, list) and any(isinstance(x, np.ndarray) and x.dtype == np.float16 for x in v):
+            return True
+    return False
+
+
+def references(case, args=None):
+    """TF-CPU's outputs for `case`: a list of acceptable answers. For float16 inputs of
+    accumulating ops, TF-CPU's float16 kernel and its float32 kernel on the widened inputs, rounded
+    to half (we sum in f32 and round once; TF-CPU's half kernels round partial sums)."""
+    import tensorflow as tf
+
+    args = case.args if args is None else args
+    half = case.op in ACCUMULATING and _has_half(case) and case.mode in ("raw", "exec")
+    try:
+        answers = [execute(case, CPU, args)]  # raises where TF-CPU rejects the input
+    except (tf.errors.UnimplementedError, tf.errors.InvalidArgumentError) as e:
+        # TF-CPU's float16 kernels of some ops lack features of its float32 ones (dilations):
+        # "not supported" is no verdict on the input, so the float32 kernel answers.
+        if not half or not (isinstance(e, tf.errors.UnimplementedError) or "not yet support" in str(e)
+                            or "does not support" in str(e)):
+            raise
+        answers = []
+    if half:
+        wide_args = _widened(args)
+        for k in ("T", "TArgs"):
+            if k in wide_args:
+                wide_args[k] = tf.float32 if k == "T" else [tf.float32] * len(wide_args[k])
+        try:
+            wide = execute(case, CPU, wide_args)
+            answers.append([w.astype(np.float16) if w.dtype == np.float32 else w for w in wide])
+        except Exception:  # noqa: BLE001
+            if not answers:
+                raise
+    if case.outputs is not None:
+        answers = [a[:case.outputs] for a in answers]
+    return answers
+
+
+def compare_any(op, gots, answers, flush=False):
+    """None when `gots` equals one of `answers`, else the difference from the first."""
+    if flush:
+        gots, answers = _flush_outputs(gots), [_flush_outputs(a) for a in answers]
+    first = None
+    for want in answers:
+        d = compare(op, gots, want)
+        if d is None:
+            return None
+        first = first or d
+    return first
+
+
+def _subnormal_free(v):
+    if isinstance(v, list):
+        return [_subnormal_free(x) for x in v]
+    if isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.dtype.name != "bfloat16" and v.size:
+        tiny = np.finfo(v.dtype).tiny
+        if ((v != 0) & (np.abs(v) < tiny)).any():
+            v = v.copy()
+            v[(v != 0) & (np.abs(v) < tiny)] = 0
+    return v
+
+
+def _has_subnormal(case):
+    for v in list(case.args.values()) + list(case.variables.values()):
+        for x in (v if isinstance(v, list) else [v]):
+            if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype.name != "bfloat16" and x.size:
+                if ((x != 0) & (np.abs(x) < np.finfo(x.dtype).tiny)).any():
+                    return True
+    return False
+
+
+def _flush_outputs(outs):
+    return [_subnormal_free(np.asarray(o)) for o in outs]
+
+
+# --- documented TF-GPU answers -------------------------------------------------------------------
+
+def documented_answer(case, gots):
+    """Where TF-CPU rejects the input but TF-GPU documents an answer: (name, result or None)."""
+    import tensorflow as tf
+
+    op, a = case.op, case.args
+    policy = a.get("bad_indices_policy", "")
+    if op in ("GatherV2", "ResourceGather"):
+        params = a["params"] if op == "GatherV2" else case.variables["resource"]
+        idx = a["indices"]
+        axis = int(a["axis"]) if op == "GatherV2" else int(a.get("batch_dims", 0))
+        bd = int(a.get("batch_dims", 0))
+        r = params.ndim
+        if not (-r <= axis < r):
+            return None
+        axis %= r
+        if bd < 0:
+            bd += idx.ndim
+        if not (0 <= bd <= axis) or bd > idx.ndim or list(idx.shape[:bd]) != list(params.shape[:bd]):
+            return None
+        dim = params.shape[axis]
+        oor = (idx < 0) | (idx >= dim)
+        if not oor.any():
+            return None
+        out_shape = list(params.shape[:axis]) + list(idx.shape[bd:]) + list(params.shape[axis + 1:])
+        if dim == 0:
+            want = np.zeros(out_shape, params.dtype)
+        else:
+            safe = np.where(oor, 0, idx).astype(idx.dtype)
+            with tf.device(CPU):
+                want = tf.gather(params, safe, axis=axis, batch_dims=bd).numpy()
+            mask_shape = list(idx.shape[:bd]) + [1] * (axis - bd) + list(idx.shape[bd:]) + [1] * (r - axis - 1)
+            mask = np.broadcast_to(oor.reshape(mask_shape), out_shape)
+            want = np.where(mask, np.zeros((), want.dtype), want)
+        wants = [want] + ([case.variables["resource"]] if op == "ResourceGather" else [])
+        return "gather: out-of-range indices give zeros", [wants]
+    if op in ("ScatterNd", "TensorScatterAdd") and policy in ("", "DEFAULT", "IGNORE"):
+        idx = a["indices"]
+        shape = list(a["shape"]) if op == "ScatterNd" else list(a["tensor"].shape)
+        if idx.ndim == 0 or idx.shape[-1] > len(shape) or any(int(s) < 0 for s in shape):
+            return None
+        k = idx.shape[-1]
+        flat = idx.reshape(-1, k)
+        upd = a["updates"]
+        if list(upd.shape) != list(idx.shape[:-1]) + shape[k:]:
+            return None
+        keep = np.all((flat >= 0) & (flat < np.array(shape[:k], np.int64)), axis=1) if k else np.ones(flat.shape[0], bool)
+        if keep.all():
+            return None
+        args = dict(a)
+        args["indices"] = flat[keep].astype(idx.dtype)
+        args["updates"] = upd.reshape((-1,) + tuple(shape[k:]))[keep]
+        args.pop("bad_indices_policy", None)
+        return "scatter: out-of-range updates dropped", references(case, args)
+    if op == "UnsortedSegmentSum":
+        ids, n = a["segment_ids"], int(a["num_segments"])
+        if n < 0 or not (ids >= n).any():
+            return None
+        args = dict(a)
+        args["segment_ids"] = np.where(ids >= n, -1, ids).astype(ids.dtype)
+        return "segment sum: out-of-range ids dropped", references(case, args)
+    if op.startswith("DepthwiseConv2dNativeBackprop") and any(int(d) > 1 for d in a.get("dilations", [1])):
+        answers = depthwise_grad_exact(case)
+        if answers is not None:
+            return "exact answer (TF-CPU's depthwise backprops ignore dilations), computed in NumPy", answers
+    if op == "SparseSoftmaxCrossEntropyWithLogits":
+        f, labels = a["features"], a["labels"]
+        if f.ndim != 2 or labels.shape != f.shape[:1] or f.shape[1] == 0:
+            return None
+        bad = (labels < 0) | (labels >= f.shape[1])
+        if not bad.any():
+            return None
+        args = dict(a)
+        args["labels"] = np.where(bad, 0, labels).astype(labels.dtype)
+        loss, backprop = references(case, args)[0]
+        loss = np.where(bad, np.nan, loss).astype(loss.dtype)
+        backprop = np.where(bad[:, None], np.nan, backprop).astype(backprop.dtype)
+        return "sparse cross-entropy: NaN rows for out-of-range labels", [[loss, backprop]]
+    return None
+
+
+def depthwise_grad_exact(case):
+    """DepthwiseConv2dNativeBackprop{Input,Filter} computed directly in NumPy (float64, every
+    in-range tap of every window, as TF's kernels do), or None where the case is not a valid NHWC
+    one: TF-CPU's kernels of these ops ignore dilations."""
+    a = case.args
+    strides, dil = list(a.get("strides", [])), list(a.get("dilations", [1, 1, 1, 1]))
+    padding = a.get("padding")
+    if a.get("data_format", "NHWC") != "NHWC" or len(strides) != 4 or len(dil) != 4 or strides[0] != 1 or \
+            strides[3] != 1 or dil[0] != 1 or dil[3] != 1 or min(strides + dil) < 1 or max(strides + dil) > 64:
+        return None
+    dy = a["out_backprop"].astype(np.float64)
+    if case.op.endswith("Input"):
+        xs, fs = [int(v) for v in a["input_sizes"]], list(a["filter"].shape)
+        f = a["filter"].astype(np.float64)
+    else:
+        xs, fs = list(a["input"].shape), [int(v) for v in a["filter_sizes"]]
+        x = a["input"].astype(np.float64)
+    if len(xs) != 4 or len(fs) != 4 or min(xs + fs) < 0 or fs[2] != xs[3] or dy.ndim != 4 or prod(xs) > 10**5:
+        return None
+    n, h, w, c = xs
+    kh, kw, _, m = fs
+    pads = [0, 0, 0, 0]
+    if padding == "EXPLICIT":
+        e = list(a.get("explicit_paddings", []))
+        if len(e) != 8 or min(e) < 0:
+            return None
+        pads = e[2:6]
+    outs = []
+    for size, k, st, d, (p0, p1) in [(h, kh, strides[1], dil[1], pads[0:2]), (w, kw, strides[2], dil[2], pads[2:4])]:
+        eff = (k - 1) * d + 1
+        if padding == "SAME":
+            out = -(-size // st)
+            total = max((out - 1) * st + eff - size, 0)
+            outs.append((out, total // 2))
+        elif padding == "VALID":
+            outs.append((max((size - eff) // st + 1, 0) if size >= eff else 0, 0))
+        elif padding == "EXPLICIT":
+            outs.append((max((size + p0 + p1 - eff) // st + 1, 0), p0))
+        else:
+            return None
+    (oh, ph), (ow, pw) = outs
+    if list(dy.shape) != [n, oh, ow, c * m]:
+        return None
+    dyr = dy.reshape(n, oh, ow, c, m)
+    with np.errstate(all="ignore"):
+        if case.op.endswith("Input"):
+            dx = np.zeros(xs)
+            for i in range(oh):
+                for j in range(ow):
+                    for p in range(kh):
+                        r = i * strides[1] - ph + p * dil[1]
+                        if not 0 <= r < h:
+                            continue
+                        for q in range(kw):
+                            col = j * strides[2] - pw + q * dil[2]
+                            if 0 <= col < w:
+                                dx[:, r, col, :] += (f[p, q][None] * dyr[:, i, j]).sum(-1)
+            return [[dx.astype(a["out_backprop"].dtype)]]
+        df = np.zeros(fs)
+        for i in range(oh):
+            for j in range(ow):
+                for p in range(kh):
+                    r = i * strides[1] - ph + p * dil[1]
+                    if not 0 <= r < h:
+                        continue
+                    for q in range(kw):
+                        col = j * strides[2] - pw + q * dil[2]
+                        if 0 <= col < w:
+                            df[p, q] += (x[:, r, col, :, None] * dyr[:, i, j]).sum(0)
+        return [[df.astype(a["out_backprop"].dtype)]]
+
+
+def inferred_shapes(case):
+    """The output shapes TF's shape function gives for the case's inputs (None if unknown)."""
+    import tensorflow as tf
+
+    from tensorflow.python.framework import op_def_registry
+
+    if case.mode != "raw":
+        return None
+    inputs = {a.name for a in op_def_registry.get(case.op).input_arg}
+    renames = RAW_RENAMES.get(case.op, {})
+    graph = tf.Graph()
+    with graph.as_default():
+        kwargs = {renames.get(k, k): (_tensor(v) if k in inputs else v) for k, v in case.args.items()}
+        out = getattr(tf.raw_ops, case.op)(**kwargs)
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    shapes = [o.shape for o in outs if hasattr(o, "shape")]
+    if any(not sh.is_fully_defined() for sh in shapes):
+        return None
+    return [list(sh) for sh in shapes]
+
+
+# --- one case -----------------------------------------------------------------------------------
+
+def exc_record(e):
+    msg = str(e).replace("\n", " ")
+    return {"class": type(e).__name__, "message": msg[:300], "in_kernel": " on WGPU" in msg,
+            "panic": "internal panic" in msg}
+
+
+# Differences from TF-CPU of known cause, outside what this test checks; reported apart from the
+# failures ("known" in the totals, every case listed) so that they stay visible:
+#  - subnormal inputs: TF-CPU (and TF's CUDA kernels) flush them to zero, the WGSL kernels keep
+#    them (numerics, issue 15);
+#  - NaN and Inf propagation in max-pools, arg-max/min, convolutions and SigmoidGrad: TF-CPU's
+#    answer depends on its kernel's evaluation order (oneDNN and Eigen disagree; Eigen's vector and
+#    scalar paths multiply 0 * y * (1 - y) in different orders), and TF defines none;
+#  - sin/cos/tan of |x| > 1e4: the driver's range reduction (numerics, issue 15);
+#  - integer division by zero: TF-CPU raises, TF's GPU kernels do not check.
+NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2DBackpropInput",
+                 "Conv2DBackpropFilter", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+                 "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
+                 "SigmoidGrad"}
+TRIG_OPS = {"Sin", "Cos", "Tan"}
+INTEGER_DIVISION_OPS = {"FloorDiv", "FloorMod", "Div", "TruncateDiv", "TruncateMod"}
+
+
+def _float_inputs(case):
+    for v in list(case.args.values()) + list(case.variables.values()):
+        for x in (v if isinstance(v, list) else [v]):
+            if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.size:
+                yield x.astype(np.float64)
+
+
+def _subnormal_quotient(case):
+    """Whether x / y has a subnormal element (TF-CPU flushes it to zero before the floor)."""
+    x, y = case.args.get("x"), case.args.get("y")
+    if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.dtype.kind == "f"):
+        return False
+    try:
+        with np.errstate(all="ignore"):
+            q = np.abs(x.astype(np.float64) / y.astype(np.float64))
+    except ValueError:
+        return False
+    return bool(((q > 0) & (q < np.finfo(x.dtype).tiny)).any())
+
+
+def known_divergence(case, record):
+    """The known cause of a failing `record`, or None."""
+    kind, detail = record.get("kind"), record.get("detail", "")
+    if kind == "subnormal":
+        return "subnormal inputs kept (TF flushes them to zero; issue 15)"
+    if kind == "mismatch" and case.op in ("FloorDiv", "FloorMod") and _subnormal_quotient(case):
+        return "subnormal inputs kept (TF flushes them to zero; issue 15)"
+    if kind == "mismatch" and case.op in NAN_ORDER_OPS and any(not np.isfinite(x).all() for x in _float_inputs(case)):
+        return "NaN/Inf propagation order (TF-CPU's kernels define none)"
+    if kind == "mismatch" and case.op in TRIG_OPS and any(
+            (np.abs(x[np.isfinite(x)]) > 1e4).any() for x in _float_inputs(case)):
+        return "sin/cos/tan range reduction past |x| = 1e4 (issue 15)"
+    if kind == "accepted" and case.op in INTEGER_DIVISION_OPS and "division by zero" in detail:
+        return "integer division by zero (TF's GPU kernels do not check)"
+    return None
+
+
+def run_case(case, emit=None):
+    """Runs `case`; returns the result record. `emit` reports the phase (for crash attribution)."""
+    record = _run_case(case, emit)
+    if record["status"] == "failure":
+        cause = known_divergence(case, record)
+        if cause is not None:
+            return {**record, "status": "known", "kind": cause}
+    return record
+
+
+def _run_case(case, emit=None):
+    try:
+        gots = execute(case, GPU)
+    except Exception as e:  # noqa: BLE001 - any Python exception passes
+        return {"status": "exception", **exc_record(e)}
+    if case.outputs is not None:
+        gots = gots[:case.outputs]
+    if emit:
+        emit({"event": "phase", "id": case.id, "phase": "cpu", "gpu_result": _describe_outputs(gots)})
+    cpu_error = None
+    try:
+        wants = references(case)
+    except Exception as e:  # noqa: BLE001
+        cpu_error = exc_record(e)
+        wants = None
+    diff = compare_any(case.op, gots, wants) if wants is not None else "TF-CPU raised"
+    if diff is None:
+        return {"status": "equal"}
+    # Documented TF-GPU answers.
+    try:
+        doc = documented_answer(case, gots)
+    except Exception as e:  # noqa: BLE001
+        doc = None
+        diff += f" (documented-answer check failed: {type(e).__name__}: {e})"
+    if doc is not None:
+        name, answers = doc
+        if case.outputs is not None:
+            answers = [a[:case.outputs] for a in answers]
+        d2 = compare_any(case.op, gots, answers)
+        if d2 is None:
+            return {"status": "documented", "kind": name}
+        return {"status": "failure", "kind": "mismatch", "detail": f"differs from TF-GPU's documented answer ({name}): {d2}",
+                "cpu_error": cpu_error}
+    if _has_subnormal(case):
+        # TF-CPU treats subnormal inputs as zero (its threads run with FTZ/DAZ), and so do TF's GPU
+        # kernels (built with -fcuda-flush-denormals-to-zero). A result that matches once the
+        # subnormal inputs are flushed is that answer; one that matches only when the WGPU op is
+        # given flushed inputs too is still a failure, labelled so that it reads as one cause.
+        try:
+            flushed = {k: _subnormal_free(v) for k, v in case.args.items()}
+            c2 = Case_with(case, flushed)
+            c2.variables = {k: _subnormal_free(v) for k, v in case.variables.items()}
+            answers = references(c2)
+            if compare_any(case.op, gots, answers, flush=True) is None:
+                return {"status": "documented", "kind": "subnormal inputs flushed to zero"}
+            if cpu_error is None:
+                gots2 = execute(c2, GPU)
+                if case.outputs is not None:
+                    gots2 = gots2[:case.outputs]
+                if compare_any(case.op, gots2, answers, flush=True) is None:
+                    return {"status": "failure", "kind": "subnormal",
+                            "detail": "subnormal inputs not treated as zero (as TF-CPU and TF-GPU do); equal to TF-CPU "
+                                      f"once they are flushed: {diff}"}
+        except Exception:  # noqa: BLE001
+            pass
+    if wants is not None and all(np.asarray(g).size == 0 for g in gots) and all(
+            np.asarray(w).size == 0 for w in wants[0]) and len(gots) == len(wants[0]):
+        # Empty results: only dtypes and shapes to compare. TF-CPU's oneDNN kernels return some
+        # empty results with other shapes than TF's own shape function gives.
+        try:
+            shapes = inferred_shapes(case)
+        except Exception:  # noqa: BLE001
+            shapes = None
+        if shapes is not None and len(shapes) == len(gots) and all(
+                list(np.asarray(g).shape) == sh and np.asarray(g).dtype == np.asarray(w).dtype
+                for g, sh, w in zip(gots, shapes, wants[0])):
+            return {"status": "documented", "kind": "empty result of TF's inferred shape (TF-CPU's differs)"}
+    if cpu_error is not None and (cpu_error["class"] in ("AbortedError", "UnimplementedError") or any(
+            m in cpu_error["message"] for m in ("not yet support", "does not support"))):
+        # TF-CPU has no kernel for this input (oneDNN limits, unimplemented features): no verdict.
+        return {"status": "unverified", "detail": f"TF-CPU cannot run it: {cpu_error['class']}: "
+                f"{cpu_error['message'][:200]}", "gpu_result": _describe_outputs(gots)}
+    if cpu_error is not None:
+        return {"status": "failure", "kind": "accepted", "detail": "WGPU accepted input TF-CPU rejects: "
+                f"{cpu_error['class']}: {cpu_error['message'][:200]}", "gpu_result": _describe_outputs(gots)}
+    return {"status": "failure", "kind": "mismatch", "detail": diff}
+
+
+def _describe_outputs(outs):
+    return ", ".join(f"{np.asarray(o).dtype.name}{list(np.asarray(o).shape)}" for o in outs)
+
+
+# ----------------------------------------------------------------------------------------------
+# The worker process.
+
+def worker_main():
+    for k, v in WORKER_ENV.items():
+        os.environ.setdefault(k, v)
+    import tensorflow as tf
+
+    tf.config.set_soft_device_placement(False)
+    tf.get_logger().setLevel("ERROR")  # tf.function retracing warnings: every variable case traces anew
+    if not tf.config.list_physical_devices("GPU"):
+        print(json.dumps({"event": "fatal", "message": "no GPU device: the WGPU plugin did not load"}), flush=True)
+        return 3
+    rows = registered_kernels()
+    out = sys.stdout
+
+    def emit(record):
+        out.write(json.dumps(record, default=str) + "\n")
+        out.flush()
+
+    # TF_WGPU_FUZZ_SELFTEST="abort=3,7;hang=5": make those cases die or hang (tests the driver).
+    selftest = {}
+    for part in filter(None, os.environ.get("TF_WGPU_FUZZ_SELFTEST", "").split(";")):
+        key, _, ids = part.partition("=")
+        selftest[key] = {int(i) for i in ids.split(",") if i}
+    emit({"event": "ready", "rows": len(rows), "pid": os.getpid()})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        cid, seed = int(req["id"]), int(req["seed"])
+        try:
+            case = make_case(rows, seed, cid)
+        except Exception as e:  # noqa: BLE001 - a generator bug: reported, never hidden
+            op, row = rows[pick_row(len(rows), seed, cid)]
+            emit({"event": "start", "id": cid, "op": op, "row": row_name(op, row), "desc": "(generator failed)"})
+            emit({"event": "result", "id": cid, "status": "failure", "kind": "harness",
+                  "detail": f"generator: {type(e).__name__}: {e} {traceback.format_exc(limit=3)[-600:]}"})
+            continue
+        emit({"event": "start", "id": cid, "op": case.op, "row": row_name(case.op, case.row), "desc": case.describe(),
+              "tags": case.tags})
+        sys.stderr.write(f"[fuzz] case {cid}: {row_name(case.op, case.row)}\n")
+        sys.stderr.flush()
+        if cid in selftest.get("abort", ()):  # the driver's own test: a worker that dies
+            os.abort()
+        if cid in selftest.get("hang", ()):  # ... and one that hangs
+            time.sleep(3600)
+        try:
+            result = run_case(case, emit)
+        except Exception as e:  # noqa: BLE001 - a harness bug
+            result = {"status": "failure", "kind": "harness",
+                      "detail": f"{type(e).__name__}: {e} {traceback.format_exc(limit=4)[-800:]}"}
+        emit({"event": "result", "id": cid, **result})
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# The driver.
+
+class _Worker:
+    def __init__(self, python, env):
+        self.stderr = tempfile.NamedTemporaryFile(prefix="fuzz-worker-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, env=env, cwd=HERE)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.buffer = b""
+        self.ready = False
+        self.case = None  # the case id it runs
+        self.start = None  # its "start" record
+        self.phase = "wgpu"
+        self.gpu_result = None
+        self.deadline = None
+        self.stderr_offset = 0
+        self.born = time.monotonic()
+        self.history = collections.deque(maxlen=30)  # case ids this process ran before (heap damage shows late)
+
+    def lines(self):
+        """Complete lines read so far, and whether the pipe is closed."""
+        closed = False
+        while True:
+            try:
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                closed = True
+                break
+            self.buffer += chunk
+        *complete, self.buffer = self.buffer.split(b"\n")
+        return [c.decode(errors="replace") for c in complete if c.strip()], closed
+
+    def send(self, case_id, seed, timeout):
+        self.case, self.start, self.phase = case_id, None, "wgpu"
+        self.deadline = time.monotonic() + timeout
+        self.stderr.flush()
+        self.stderr_offset = os.path.getsize(self.stderr.name)
+        self.proc.stdin.write((json.dumps({"id": case_id, "seed": seed}) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def stderr_tail(self, lines=25, since_case=True):
+        try:
+            with open(self.stderr.name, "rb") as f:
+                if since_case:
+                    f.seek(self.stderr_offset)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        try:
+            self.stderr.close()
+            os.unlink(self.stderr.name)
+        except OSError:
+            pass
+
+
+def _exit_text(code):
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit status {code}"
+
+
+def run_fuzz(n_cases, seed, workers=2, case_timeout=60, python=None, progress=None, startup_timeout=300):
+    """Runs cases 0..n_cases-1 of `seed` in `workers` worker processes; returns the totals."""
+    python = python or sys.executable
+    env = dict(os.environ, **WORKER_ENV)
+    env["PYTHONUNBUFFERED"] = "1"
+    pending = collections.deque(range(n_cases))
+    results = {}
+    starts = {}
+    failures = []
+    restarts = 0
+    startup_failures = 0
+    began = time.monotonic()
+    pool = [_Worker(python, env) for _ in range(max(1, workers))]
+    selector = selectors.DefaultSelector()
+    for w in pool:
+        selector.register(w.proc.stdout, selectors.EVENT_READ, w)
+
+    def replace(w):
+        nonlocal restarts
+        try:
+            selector.unregister(w.proc.stdout)
+        except (KeyError, ValueError):
+            pass
+        w.kill()
+        tail = w.stderr_tail(since_case=False, lines=200)
+        try:
+            w.stderr.close()
+            os.unlink(w.stderr.name)
+        except OSError:
+            pass
+        restarts += 1
+        nw = _Worker(python, env)
+        selector.register(nw.proc.stdout, selectors.EVENT_READ, nw)
+        pool[pool.index(w)] = nw
+        return tail
+
+    def record_crash(w, kind, how):
+        start = w.start or {}
+        record = {"id": w.case, "status": "failure", "kind": kind, "op": start.get("op", "?"), "row": start.get("row", "?"),
+                  "desc": start.get("desc", "(died before its start line)"), "tags": start.get("tags", []),
+                  "detail": f"{how} during the {w.phase} run", "stderr": w.stderr_tail(),
+                  "earlier_cases_in_worker": list(w.history)}
+        if w.phase != "wgpu":
+            # The WGPU op returned (shapes below); TF-CPU's own kernel then died on the input: the
+            # case is unverified, not a WGPU failure. Listed in the report all the same.
+            record["status"] = "reference_crash"
+            record["detail"] += f" (the WGPU op had returned {w.gpu_result})"
+        results[w.case] = record
+        if record["status"] == "failure":
+            failures.append(record)
+
+    try:
+        while len(results) < n_cases:
+            for w in list(pool):
+                if w.ready and w.case is None and pending:
+                    w.send(pending.popleft(), seed, case_timeout)
+            events = selector.select(timeout=1.0)
+            for key, _ in events:
+                w = key.data
+                lines, closed = w.lines()
+                for line in lines:
+                    try:
+                        msg = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    ev = msg.get("event")
+                    if ev == "ready":
+                        w.ready = True
+                        startup_failures = 0
+                    elif ev == "fatal":
+                        raise RuntimeError(f"fuzz worker: {msg.get('message')}")
+                    elif ev == "start" and msg.get("id") == w.case:
+                        w.start = msg
+                        starts[w.case] = msg
+                    elif ev == "phase" and msg.get("id") == w.case:
+                        w.phase = "TF-CPU reference"
+                        w.gpu_result = msg.get("gpu_result", "?")
+                    elif ev == "result" and msg.get("id") == w.case:
+                        start = w.start or {}
+                        rec = {"id": w.case, "op": start.get("op", "?"), "row": start.get("row", "?"),
+                               "desc": start.get("desc", ""), "tags": start.get("tags", []), **msg}
+                        rec.pop("event", None)
+                        results[w.case] = rec
+                        if rec["status"] == "failure":
+                            failures.append(rec)
+                        w.history.append(w.case)
+                        w.case, w.start, w.deadline = None, None, None
+                        if progress:
+                            progress(len(results), n_cases)
+                if closed:
+                    w.proc.wait(timeout=30)
+                    code = w.proc.returncode
+                    if w.case is not None:
+                        record_crash(w, "crash", f"worker died ({_exit_text(code)})")
+                    elif not w.ready:
+                        startup_failures += 1
+                        tail = w.stderr_tail(since_case=False)
+                        if startup_failures >= 3:
+                            raise RuntimeError(f"fuzz workers fail to start ({_exit_text(code)}):\n{tail}")
+                    replace(w)
+            now = time.monotonic()
+            for w in list(pool):
+                if w.case is not None and w.deadline is not None and now > w.deadline:
+                    record_crash(w, "hang", f"no result within {case_timeout} s (killed)")
+                    replace(w)
+                elif not w.ready and now - w.born > startup_timeout:
+                    raise RuntimeError(f"fuzz worker did not start within {startup_timeout} s:\n{w.stderr_tail(since_case=False)}")
+    finally:
+        for w in pool:
+            try:
+                selector.unregister(w.proc.stdout)
+            except (KeyError, ValueError):
+                pass
+            w.close()
+    return summarize(results, n_cases, seed, workers, time.monotonic() - began, restarts)
+
+
+def summarize(results, n_cases, seed, workers, seconds, restarts):
+    by_status = collections.Counter(r["status"] for r in results.values())
+    exc = collections.Counter(r.get("class") for r in results.values() if r["status"] == "exception")
+    in_kernel = sum(1 for r in results.values() if r["status"] == "exception" and r.get("in_kernel"))
+    documented = collections.Counter(r.get("kind") for r in results.values() if r["status"] == "documented")
+    failures = sorted((r for r in results.values() if r["status"] == "failure"), key=lambda r: (r["op"], r["id"]))
+    per_op = collections.defaultdict(collections.Counter)
+    rows = set()
+    for r in results.values():
+        per_op[r["op"]][r["status"]] += 1
+        rows.add(r.get("row"))
+    return {
+        "cases": n_cases, "seed": seed, "workers": workers, "seconds": round(seconds, 1),
+        "exceptions": by_status["exception"], "exception_classes": dict(exc.most_common()),
+        "exceptions_from_wgpu_kernels": in_kernel,
+        "equal_to_cpu": by_status["equal"], "documented_tf_gpu_answers": by_status["documented"],
+        "documented_kinds": dict(documented.most_common()),
+        "failures": failures, "failure_kinds": dict(collections.Counter(r["kind"] for r in failures).most_common()),
+        "unverified": sorted((r for r in results.values() if r["status"] == "unverified"), key=lambda r: (r["op"], r["id"])),
+        "known": sorted((r for r in results.values() if r["status"] == "known"), key=lambda r: (r["op"], r["id"])),
+        "known_kinds": dict(collections.Counter(r["kind"] for r in results.values() if r["status"] == "known").most_common()),
+        "panics": sorted((r for r in results.values() if r["status"] == "exception" and r.get("panic")),
+                         key=lambda r: (r["op"], r["id"])),
+        "reference_crashes": sorted((r for r in results.values() if r["status"] == "reference_crash"), key=lambda r: r["id"]),
+        "worker_restarts": restarts, "rows_covered": len(rows),
+        "adversarial_cases": sum(1 for r in results.values() if r.get("tags")),
+        "per_op": {op: dict(c) for op, c in sorted(per_op.items())},
+    }
+
+
+def format_totals(t, max_failures=None):
+    lines = [
+        f"fuzz: {t['cases']} cases, seed {t['seed']}, {t['workers']} workers, {t['seconds']} s, "
+        f"{t['rows_covered']} kernel rows covered, {t['adversarial_cases']} cases mutated",
+        f"  python exceptions        {t['exceptions']:6d}   ({t['exceptions_from_wgpu_kernels']} raised by WGPU kernels)",
+    ]
+    for cls, n in t["exception_classes"].items():
+        lines.append(f"    {cls:<28}{n:6d}")
+    lines += [
+        f"  equal to TF-CPU          {t['equal_to_cpu']:6d}",
+        f"  documented TF-GPU answer {t['documented_tf_gpu_answers']:6d}",
+    ]
+    for kind, n in t["documented_kinds"].items():
+        lines.append(f"    {kind:<48}{n:6d}")
+    lines.append(f"  failures                 {len(t['failures']):6d}   {t['failure_kinds']}")
+    lines.append(f"  known divergences        {len(t['known']):6d}   (listed below)")
+    for kind, n in t["known_kinds"].items():
+        lines.append(f"    {kind:<60}{n:6d}")
+    lines.append(f"  unverified               {len(t['unverified']):6d}   (WGPU returned; TF-CPU has no kernel for it: "
+                 "oneDNN limits, unimplemented features; listed below)")
+    lines.append(f"  of the exceptions, caught Rust panics {len(t['panics']):3d}   (pass as exceptions; listed below)")
+    lines.append(f"  TF-CPU reference crashed {len(t['reference_crashes']):6d}   (WGPU returned; unverified, not failures)")
+    lines.append(f"  worker restarts          {t['worker_restarts']:6d}")
+    for f in t["known"]:
+        lines.append(f"  known: case {f['id']} [{f['row']}] {f['kind']}: {f.get('detail', '')[:160]}; inputs: {f['desc'][:200]}")
+    for f in t["unverified"]:
+        lines.append(f"  unverified: case {f['id']} [{f['row']}] {f['detail'][:200]}; WGPU gave {f.get('gpu_result')}; "
+                     f"inputs: {f['desc']}")
+    for f in t["panics"]:
+        lines.append(f"  panic: case {f['id']} [{f['row']}] {f['message'][-160:]}; inputs: {f['desc']}")
+    for f in t["reference_crashes"]:
+        lines.append(f"  reference crash: case {f['id']} [{f['row']}] {f['detail']}; inputs: {f['desc']}")
+        lines.extend("        " + s for s in f.get("stderr", "").splitlines()[-3:])
+    if t["failures"]:
+        lines.append("")
+        lines.append("failing cases, by op:")
+        shown = t["failures"] if max_failures is None else t["failures"][:max_failures]
+        op = None
+        for f in shown:
+            if f["op"] != op:
+                op = f["op"]
+                lines.append(f"== {op}")
+            lines.append(f"  case {f['id']} [{f['row']}] {f['kind']}: {f['detail']}")
+            lines.append(f"      inputs: {f['desc']}" + (f"  (mutations: {', '.join(f['tags'])})" if f.get("tags") else ""))
+            if f.get("earlier_cases_in_worker"):
+                lines.append(f"      earlier cases in that worker (heap damage can surface later; replay them in order "
+                             f"with --replay {','.join(map(str, f['earlier_cases_in_worker'][-10:] + [f['id']]))}): "
+                             f"{f['earlier_cases_in_worker']}")
+            if f.get("stderr"):
+                lines.append("      stderr tail:")
+                lines.extend("        " + s for s in f["stderr"].splitlines()[-15:])
+        if len(shown) < len(t["failures"]):
+            lines.append(f"  ... and {len(t['failures']) - len(shown)} more")
+    return "\n".join(lines)
+
+
+def replay(case_ids, seed):
+    """Runs cases in order in this process and prints them (to debug a failure)."""
+    for k, v in WORKER_ENV.items():
+        os.environ.setdefault(k, v)
+    import tensorflow as tf
+
+    tf.config.set_soft_device_placement(False)
+    tf.get_logger().setLevel("ERROR")
+    rows = registered_kernels()
+    for case_id in case_ids:
+        case = make_case(rows, seed, case_id)
+        print(f"case {case_id}: {row_name(case.op, case.row)}: {case.describe()} {case.tags}", flush=True)
+        print(json.dumps(run_case(case), default=str, indent=1), flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worker", action="store_true", help="run as a worker (cases on stdin)")
+    parser.add_argument("--cases", type=int, default=int(os.environ.get("TF_WGPU_FUZZ_CASES", 5000)))
+    parser.add_argument("--seed", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=60, help="seconds a case may take")
+    parser.add_argument("--json", help="write the totals here")
+    parser.add_argument("--replay", help="run these case ids (comma-separated, in order) in this process")
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker_main()
+    if args.replay is not None:
+        replay([int(i) for i in args.replay.split(",")], args.seed)
+        return 0
+
+    def progress(done, total):
+        if done % 250 == 0 or done == total:
+            print(f"  {done}/{total}", file=sys.stderr, flush=True)
+
+    totals = run_fuzz(args.cases, args.seed, workers=args.workers, case_timeout=args.timeout, progress=progress)
+    print(format_totals(totals))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(totals, f, indent=1, default=str)
+    return 1 if totals["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
