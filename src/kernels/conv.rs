@@ -94,11 +94,24 @@ pub fn window(
     }
     let effective = (kernel - 1) * dilation + 1;
     let (out, before, after) = match padding {
+        // TF's shape function refuses a window larger than a VALID input (its kernels would
+        // round the negative size up to 0; TF-CPU's oneDNN one then returns garbage).
+        "VALID" if input < effective => {
+            return Err(Error::invalid_argument(format!(
+                "Negative dimension size caused by subtracting {effective} from {input}"
+            )))
+        }
         "VALID" => ((input - effective + stride) / stride, 0, 0),
         "SAME" => {
             let out = (input + stride - 1) / stride;
             let total = ((out - 1) * stride + effective - input).max(0);
             (out, total / 2, total - total / 2)
+        }
+        "EXPLICIT" if input + explicit.0 + explicit.1 < effective => {
+            return Err(Error::invalid_argument(format!(
+                "Negative dimension size caused by subtracting {effective} from {}",
+                input + explicit.0 + explicit.1
+            )))
         }
         "EXPLICIT" => ((input + explicit.0 + explicit.1 - effective + stride) / stride, explicit.0, explicit.1),
         other => return Err(Error::invalid_argument(format!("Unknown padding type: {other}"))),
@@ -246,7 +259,7 @@ pub fn plan(kernel: &KernelInstance, input: &TensorRef, filter: &TensorRef, dept
         if fc <= 0 {
             return Err(Error::invalid_argument(format!("filter depth must be stricly positive, got {fc}")));
         }
-        if c % fc != 0 {
+        if c % fc != 0 || c == 0 {
             return Err(Error::invalid_argument(format!(
                 "input depth must be evenly divisible by filter depth: {c} vs {fc}"
             )));
@@ -296,6 +309,13 @@ pub fn launch_conv(
     filter: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    if input.num_elements() == 0 || filter.num_elements() == 0 {
+        // Sums over no terms (no input channels, or windows wholly in the padding): zeros.
+        return stream.fill(out.address, out.byte_len(), 0);
+    }
     let p = &plan.params;
     let pointwise = !plan.depthwise
         && (p.kh, p.kw, p.sh, p.sw, p.pad_top, p.pad_left) == (1, 1, 1, 1, 0, 0)
@@ -394,6 +414,14 @@ fn pool_params(kernel: &KernelInstance, shape: &[i64]) -> Result<Params> {
     let (sh, sw) = hw(kernel, "strides")?;
     let padding = kernel.attrs.str("padding")?;
     let [ph, pw] = explicit_pads(kernel, padding)?;
+    // TF's pooling reads no window that lies wholly in the padding.
+    for (pad, side, window) in [(ph.0, "Top", kh), (ph.1, "Bottom", kh), (pw.0, "Left", kw), (pw.1, "Right", kw)] {
+        if pad >= window {
+            return Err(Error::invalid_argument(format!(
+                "{side} padding {pad} needs to be smaller than the window size {window}"
+            )));
+        }
+    }
     let (batch, h, w, c) = (shape[0], shape[1], shape[2], shape[3]);
     if [batch, c].iter().any(|&d| d > u32::MAX as i64) {
         return Err(Error::invalid_argument(format!("pooling dimensions must fit a uint32: {shape:?}")));
@@ -496,6 +524,13 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         (true, false) => "depthwise_grad_input",
         (true, true) => "depthwise_grad_filter",
     };
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    if known.num_elements() == 0 || dy.num_elements() == 0 {
+        // A gradient summed over no terms.
+        return ctx.stream()?.fill(out.address, out.byte_len(), 0);
+    }
     if entry == "conv2d_grad_filter" {
         return launch_grad_filter(ctx.stream()?, plan.params, &known, &dy, &out);
     }

@@ -655,6 +655,13 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, leak(vec![("dtype", dtype)]), &[], &[], variables::compute));
         }
     }
+    // Keras optimizers' updates from sparse (Embedding) gradients.
+    for indices in [DType::I32, DType::I64] {
+        for op in ["ResourceScatterAdd", "ResourceScatterSub"] {
+            let constraints = leak(vec![("dtype", DType::F32), ("Tindices", indices)]);
+            table.push(kernel(op, constraints, &[], &[], variables::compute));
+        }
+    }
     for &dtype in floats {
         let attrs: &'static [(&'static str, AttrKind)] = &[];
         table.push(kernel("ResourceApplyGradientDescent", t_of(dtype), &[], attrs, variables::compute));

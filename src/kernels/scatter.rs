@@ -31,7 +31,13 @@ struct Params {
 
 /// Adds the `rows` rows of `updates` into `out`, each at the row that its index tuple in `indices`
 /// names within the leading output dims `dims`.
-fn scatter_add(stream: &Stream, indices: &TensorRef, dims: &[i64], updates: &TensorRef, out: &TensorRef) -> Result<()> {
+pub(super) fn scatter_add(
+    stream: &Stream,
+    indices: &TensorRef,
+    dims: &[i64],
+    updates: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
     let n = shader_len(updates.num_elements(), "scatter")?;
     let rows = indices.num_elements() / dims.len() as u64;
     if n == 0 || rows == 0 || out.num_elements() == 0 {

@@ -25,6 +25,7 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     match kernel.def.op {
         "ResourceGather" => gather(ctx, kernel),
         "AssignAddVariableOp" | "AssignSubVariableOp" => assign_update(ctx, kernel.def.op),
+        "ResourceScatterAdd" | "ResourceScatterSub" => scatter_update(ctx, kernel.def.op),
         op => apply_optimizer(ctx, kernel, op),
     }
 }
@@ -68,6 +69,47 @@ fn assign_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
             }
             other => Err(Error::unimplemented(format!("{op} of a {} variable on WGPU", other.tf_name()))),
         }
+    })
+}
+
+/// ResourceScatterAdd / ResourceScatterSub (Keras optimizers' updates from Embedding gradients): the
+/// rows of `updates` added to (subtracted from) the variable's rows that `indices` name, in place.
+/// Out-of-range indices are dropped, as on TF-GPU.
+fn scatter_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
+    let indices = ctx.input(1)?;
+    let updates = ctx.input(2)?;
+    ctx.with_variables(&[0], &mut |ctx, variables| {
+        let variable = &variables[0];
+        let rows = *variable.shape.first().ok_or_else(|| Error::invalid_argument("params must be at least 1-D"))?;
+        let mut want = indices.shape.clone();
+        want.extend_from_slice(&variable.shape[1..]);
+        if updates.shape != want && !updates.shape.is_empty() {
+            return Err(Error::invalid_argument(format!(
+                "Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = [], got \
+                 updates.shape {:?}, indices.shape {:?}, params.shape {:?}",
+                updates.shape, indices.shape, variable.shape
+            )));
+        }
+        // A scalar update stands for every row: spread it over `want` first.
+        let rows_of_updates = if updates.shape.is_empty() {
+            let spread = ctx.allocate_temp(updates.dtype, &want)?;
+            let dims: Vec<index::DimMap> = want
+                .iter()
+                .map(|&d| index::DimMap { out: d, in_dim: 1, in_stride: 0, offset: 0, mode: index::DimMode::Direct })
+                .collect();
+            index::map(ctx.stream()?, &updates, &spread, &dims, None)?;
+            spread
+        } else {
+            updates.clone()
+        };
+        let added = if op == "ResourceScatterSub" {
+            let negated = ctx.allocate_temp(updates.dtype, &want)?;
+            unary::launch(ctx.stream()?, UnaryOp::Neg, 0.0, &rows_of_updates, &negated)?;
+            negated
+        } else {
+            rows_of_updates
+        };
+        super::scatter::scatter_add(ctx.stream()?, &indices, &[rows], &added, variable)
     })
 }
 

@@ -25,8 +25,11 @@ pub struct TfWgpuMemoryStats {
 
 /// Fills `out` with device `ordinal`'s allocator statistics. Returns 1, or 0 where TF has not
 /// opened that device (or `out` is null).
+///
+/// # Safety
+/// `out` must be null or point to a writable `TfWgpuMemoryStats`.
 #[no_mangle]
-pub extern "C" fn tf_wgpu_memory_stats(ordinal: c_int, out: *mut TfWgpuMemoryStats) -> c_int {
+pub unsafe extern "C" fn tf_wgpu_memory_stats(ordinal: c_int, out: *mut TfWgpuMemoryStats) -> c_int {
     or_log("tf_wgpu_memory_stats", 0, || -> Result<c_int> {
         // SAFETY: the caller passes a writable TfWgpuMemoryStats (null checked).
         let out = unsafe { out.as_mut() }.ok_or_else(|| null_arg("stats"))?;

@@ -5,6 +5,9 @@
 //! they are rewritten, on the WGPU device, into ops our kernels and TF core's DEVICE_DEFAULT
 //! kernels do run:
 //! - `ResourceGather(v, i)` → `GatherV2(ReadVariableOp(v), i, axis = batch_dims)`;
+//! - `ResourceScatterAdd(v, i, u)` → `AssignVariableOp(v, TensorScatterAdd(ReadVariableOp(v),
+//!   ExpandDims(i, -1), 0 + u))`, and `ResourceScatterSub` likewise with `0 - u` (the zeros shaped
+//!   like the rows `i` names, so that a scalar `u` serves every row);
 //! - `AssignAddVariableOp(v, x)` → `AssignVariableOp(v, AddV2(ReadVariableOp(v), x))`, and
 //!   `AssignSubVariableOp` likewise with `Sub`;
 //! - the TF1 optimizers' `ResourceApplyGradientDescent`, `ResourceApplyMomentum`,
@@ -36,8 +39,10 @@ const ATTR_TENSOR: u32 = 8;
 const DT_INT32: u64 = 3;
 
 /// The ops `rewrite_graph` replaces when they are placed on the WGPU device.
-pub const REWRITTEN_OPS: [&str; 9] = [
+pub const REWRITTEN_OPS: [&str; 11] = [
     "ResourceGather",
+    "ResourceScatterAdd",
+    "ResourceScatterSub",
     "AssignAddVariableOp",
     "AssignSubVariableOp",
     "ResourceApplyGradientDescent",
@@ -286,6 +291,56 @@ fn replace(node: &Node, names: &mut Names) -> Option<Vec<Node>> {
                 .attr("Taxis", type_attr(DT_INT32))
                 .attr("batch_dims", int_attr(batch_dims));
             Some(vec![read, axis, gather])
+        }
+        "ResourceScatterAdd" | "ResourceScatterSub" if data.len() == 3 => {
+            // v[i] += u as AssignVariableOp(v, TensorScatterAdd(v, ExpandDims(i, -1), u)), which drops
+            // out-of-range indices as TF-GPU does; Sub adds the negated updates.
+            // (Out-of-range indices gather zeros for the update's shape, as on TF-GPU.)
+            let tindices = node.attr_value("Tindices")?.varint(ATTR_TYPE)?;
+            let axis_name = names.fresh(&node.name, "wgpu_last_axis");
+            let axis = Node::new(axis_name.clone(), "Const", vec![format!("^{read_name}")], device)
+                .attr("dtype", type_attr(DT_INT32))
+                .attr("value", int32_scalar_tensor(-1));
+            let tuples_name = names.fresh(&node.name, "wgpu_index_tuples");
+            let tuples = Node::new(tuples_name.clone(), "ExpandDims", vec![data[1].clone(), axis_name], device)
+                .attr("T", type_attr(tindices))
+                .attr("Tdim", type_attr(DT_INT32));
+            // The updates as full rows (a scalar update stands for every named row, which
+            // TensorScatterAdd does not take): 0 ± u, shaped like the rows the indices name.
+            let first_axis_name = names.fresh(&node.name, "wgpu_first_axis");
+            let first_axis = Node::new(first_axis_name.clone(), "Const", vec![format!("^{read_name}")], device)
+                .attr("dtype", type_attr(DT_INT32))
+                .attr("value", int32_scalar_tensor(0));
+            let rows_name = names.fresh(&node.name, "wgpu_rows");
+            let rows = Node::new(
+                rows_name.clone(),
+                "GatherV2",
+                vec![read_name.clone(), data[1].clone(), first_axis_name],
+                device,
+            )
+            .attr("Tparams", type_attr(dtype))
+            .attr("Tindices", type_attr(tindices))
+            .attr("Taxis", type_attr(DT_INT32))
+            .attr("batch_dims", int_attr(0));
+            let zeros_name = names.fresh(&node.name, "wgpu_zero_rows");
+            let zeros = Node::new(zeros_name.clone(), "ZerosLike", vec![rows_name], device).attr("T", type_attr(dtype));
+            let math = if node.op == "ResourceScatterAdd" { "AddV2" } else { "Sub" };
+            let updates = names.fresh(&node.name, "wgpu_updates");
+            let full =
+                Node::new(updates.clone(), math, vec![zeros_name, data[2].clone()], device).attr("T", type_attr(dtype));
+            let mut nodes = vec![read, axis, tuples, first_axis, rows, zeros, full];
+            let sum_name = names.fresh(&node.name, "wgpu_scattered");
+            nodes.push(
+                Node::new(sum_name.clone(), "TensorScatterAdd", vec![read_name, tuples_name, updates], device)
+                    .attr("T", type_attr(dtype))
+                    .attr("Tindices", type_attr(tindices)),
+            );
+            nodes.push(
+                Node::new(node.name.clone(), "AssignVariableOp", vec![data[0].clone(), sum_name], device)
+                    .attr("dtype", type_attr(dtype))
+                    .attr("validate_shape", bool_attr(true)),
+            );
+            Some(nodes)
         }
         "AssignAddVariableOp" | "AssignSubVariableOp" if data.len() == 2 => {
             let math = if node.op == "AssignAddVariableOp" { "AddV2" } else { "Sub" };

@@ -68,10 +68,19 @@ CASES = {
     "conv_explicit_padding_with_same": (
         "tf.raw_ops.Conv2D(input=tf.ones([1, 4, 4, 1]), filter=tf.ones([2, 2, 1, 1]), strides=[1, 1, 1, 1], "
         "padding='SAME', explicit_paddings=[0, 0, 1, 1, 1, 1, 0, 0])", "InvalidArgumentError"),
-    # TF's size formula, (2 + 1 - 4 + 2) // 2 = 0 rows (TF-CPU's oneDNN kernel returns 2x2 of garbage).
-    "conv_explicit_padding_short_output": (
+    # A window larger than the padded input: TF's shape function refuses it ("Negative dimension
+    # size"); TF-CPU's eager oneDNN kernel returns 2x2 of uninitialised memory.
+    "conv_window_past_padded_input": (
         "tf.nn.conv2d(tf.ones([1, 2, 2, 1]), tf.ones([4, 4, 1, 1]), 2, [[0, 0], [0, 1], [0, 1], [0, 0]])",
-        {"shape": [1, 0, 0, 1]}),
+        "InvalidArgumentError"),
+    "conv_valid_window_past_input": ("tf.nn.conv2d(tf.ones([1, 2, 2, 8]), tf.ones([5, 5, 8, 2]), 2, 'VALID')",
+                                     "InvalidArgumentError"),
+    "conv_explicit_padding_empty_output": (
+        "tf.nn.conv2d(tf.ones([1, 0, 3, 1]), tf.ones([1, 2, 1, 1]), 1, [[0, 0], [1, 0], [0, 0], [0, 0]])",
+        {"shape": [1, 1, 2, 1]}),
+    "max_pool_padding_past_window": (
+        "tf.nn.max_pool2d(tf.ones([1, 6, 6, 3]), [1, 2], [3, 2], [[0, 0], [1, 1], [1, 1], [0, 0]])",
+        "InvalidArgumentError"),
     # Out-of-range indices keep TF-GPU's answers and stay inside the tensors.
     "gather_out_of_range_gives_zeros": ("tf.gather(tf.constant([1., 2., 3.]), [0, 5, -1, 2])", [1.0, 0.0, 0.0, 3.0]),
     "scatter_out_of_range_is_dropped": (

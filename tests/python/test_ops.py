@@ -8,6 +8,7 @@ this file does not cover.
 """
 
 import ctypes
+import functools
 import os
 import subprocess
 import sys
@@ -777,6 +778,14 @@ def variable_cases(op, attrs, rng):
 
         yield ("variable", sgd, init, [typed(attrs, np.array(0.25, np.float32)), delta])
         return
+    if op in ("ResourceScatterAdd", "ResourceScatterSub"):
+        it = np.int32 if attrs["Tindices"] == "int32" else np.int64
+        table = floats(rng, (6, 3), specials=False).astype(np.float32)
+        # Repeated indices add up; 2-D indices; a scalar update for every named row.
+        for indices, shape in (([[5, 0], [2, 2]], (2, 2, 3)), ([4, 1, 4], (3, 3)), ([3, 0], ())):
+            update = floats(rng, shape, specials=False).astype(np.float32)
+            yield ("variable", functools.partial(scatter_update, op), table, [np.array(indices, it), update])
+        return
     if op == "ResourceGather":
         it = np.int32 if attrs["Tindices"] == "int32" else np.int64
         table = values(rng, dt, (6, 3, 2))
@@ -797,6 +806,11 @@ def variable_cases(op, attrs, rng):
     yield ("variable", update, init, [x])
 
 
+def scatter_update(op, v, indices, updates):
+    getattr(tf.raw_ops, op)(resource=v.handle, indices=indices, updates=updates)
+    return v.read_value()
+
+
 def run_variable(fn, init, args, device):
     """`fn(variables..., args...)` in a tf.function; `init` is one initial value or a tuple of them."""
     with tf.device(device):
@@ -813,6 +827,8 @@ def run_variable_eagerly(op, init, args, device):
             return tf.gather(v, args[0])
         if op == "ResourceApplyGradientDescent":
             tf.raw_ops.ResourceApplyGradientDescent(var=v.handle, alpha=args[0], delta=args[1])
+        elif op in ("ResourceScatterAdd", "ResourceScatterSub"):
+            scatter_update(op, v, *args)
         else:
             (v.assign_add if op == "AssignAddVariableOp" else v.assign_sub)(args[0])
         return [v.read_value(), r]
@@ -879,7 +895,7 @@ for name in ("Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPoo
 for name in ("_FusedConv2D", "_FusedMatMul"):
     CASES[name] = fused_cases
 for name in ("ResourceGather", "AssignAddVariableOp", "AssignSubVariableOp", "ResourceApplyGradientDescent",
-             *OPTIMIZERS):
+             "ResourceScatterAdd", "ResourceScatterSub", *OPTIMIZERS):
     CASES[name] = variable_cases
 for name in GRADS:
     CASES[name] = grad_cases
