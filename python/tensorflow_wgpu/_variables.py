@@ -6,8 +6,9 @@ cannot update or read a variable's tensor. In graphs, the plugin's Grappler pass
 pass runs: here each such op called eagerly on a variable of the WGPU device runs as a one-op
 ``tf.function`` instead, which the same pass rewrites. Covered: ``v.assign_add``/``assign_sub``
 (AssignAdd/AssignSubVariableOp), ``ResourceGather`` (``tf.gather`` on a variable, Embedding
-lookups), ``ResourceScatterAdd``/``Sub`` (Keras optimizers' updates from Embedding gradients) and the TF1 optimizers' ``ResourceApply*`` ops (GradientDescent, Momentum, KerasMomentum,
-Adam, RMSProp, Adagrad), through the Python functions TF and Keras call (``gen_*_ops``) and their
+lookups), ``ResourceScatterAdd``/``Sub`` (Keras optimizers' updates from Embedding gradients) and
+the TF1 optimizers' ``ResourceApply*`` ops (GradientDescent, Momentum, KerasMomentum, Adam,
+RMSProp, Adagrad), through the Python functions TF and Keras call (``gen_*_ops``) and their
 ``tf.raw_ops`` twins. As with TF's own kernels under ``use_locking=False``, concurrent updates of
 one variable are not atomic.
 """

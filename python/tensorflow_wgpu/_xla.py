@@ -3,15 +3,16 @@ every non-Apple GPU) and the ``tf.function(jit_compile=True)`` Keras wraps group
 
 XLA has no compiler for the WGPU platform, so TensorFlow would fail every such call with "Could not
 find compiler for platform WGPU". Where the plugin is loaded, a function asked to compile with XLA
-is built without the request instead (``jit_compile=False``) and runs through TF's ordinary
-executor and the plugin's kernels, as TF does for pluggable devices on macOS (tensorflow-metal). A
-warning says so once per process. ``TF_WGPU_IGNORE_XLA=0`` turns this off and restores TF's error.
+runs without it (its ``jit_compile`` reads ``False``) through TF's ordinary executor and the
+plugin's kernels, as TF does for pluggable devices on macOS (tensorflow-metal). A warning says so
+once per process. ``TF_WGPU_IGNORE_XLA=0`` turns this off and restores TF's error.
 
-The patch is applied to ``tf.function``'s ``Function.__init__`` as soon as TensorFlow imports that
-module (``install`` asks ``_hooks`` to wait for it; ``tensorflow_wgpu.pth`` in
-site-packages imports this package at interpreter start), so it covers functions made by Keras and
-other libraries too, in programs that never import ``tensorflow_wgpu``. Functions restored from a SavedModel with XLA attributes in their
-graph are not rebuilt and keep TF's error.
+``patch`` makes ``Function._jit_compile`` of ``tf.function``'s module a property, installed as soon
+as TensorFlow imports that module (``install`` asks ``_hooks`` to wait for it;
+``tensorflow_wgpu.pth`` in site-packages imports this package at interpreter start), so it covers
+functions made by Keras and other libraries too, in programs that never import
+``tensorflow_wgpu``. Functions restored from a SavedModel with XLA attributes in their graph are not
+rebuilt and keep TF's error.
 """
 
 import os
