@@ -178,6 +178,11 @@ def outcomes():
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_bad_input_gives_an_error_or_the_reference_answer(name, outcomes):
+    if name == "scatter_unknown_policy":
+        from tensorflow.python.framework import op_def_registry
+
+        if not any(a.name == "bad_indices_policy" for a in op_def_registry.get("TensorScatterAdd").attr):
+            pytest.skip("this TensorFlow's TensorScatterAdd has no bad_indices_policy attribute")
     want = CASES[name][1]
     got = outcomes[name]
     if isinstance(want, str) and want.endswith("Error"):
