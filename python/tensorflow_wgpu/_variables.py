@@ -19,17 +19,17 @@ import os
 
 from tensorflow_wgpu import _hooks
 
-# The input each op checks against the variable's shape, with its position: TF's kernels refuse a
-# mismatch, and the rewritten graph would broadcast instead.
+# The input each op checks against the variable's shape: TF's kernels refuse a mismatch, and the
+# rewritten graph would broadcast instead.
 UPDATE_INPUT = {
-    "assign_add_variable_op": ("value", 1),
-    "assign_sub_variable_op": ("value", 1),
-    "resource_apply_gradient_descent": ("delta", 2),
-    "resource_apply_momentum": ("grad", 3),
-    "resource_apply_keras_momentum": ("grad", 3),
-    "resource_apply_adam": ("grad", 9),
-    "resource_apply_rms_prop": ("grad", 7),
-    "resource_apply_adagrad": ("grad", 3),
+    "assign_add_variable_op": "value",
+    "assign_sub_variable_op": "value",
+    "resource_apply_gradient_descent": "delta",
+    "resource_apply_momentum": "grad",
+    "resource_apply_keras_momentum": "grad",
+    "resource_apply_adam": "grad",
+    "resource_apply_rms_prop": "grad",
+    "resource_apply_adagrad": "grad",
 }
 
 # Module -> (Python op function, its tf.raw_ops twin); the first input is the variable's handle.
@@ -90,20 +90,35 @@ def _variable_shape(handle):
     return None if shape.unknown_rank else [d.size for d in shape.dim]
 
 
-def _check_update_shape(name, handle, args, kwargs):
-    if name not in UPDATE_INPUT:
+# Hyperparameters the ResourceApply* kernels require to be scalars (a vector would broadcast in the
+# rewritten formulas).
+SCALAR_INPUTS = ("alpha", "lr", "momentum", "beta1_power", "beta2_power", "beta1", "beta2", "epsilon", "rho")
+
+
+def _check_update_shape(op, handle, args, kwargs):
+    """TF's kernels' shape checks, which the rewritten graph (element-wise, broadcasting) lacks."""
+    import inspect
+
+    import tensorflow as tf
+
+    try:
+        bound = inspect.signature(op).bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return  # the op itself reports a wrong call
+    for name in SCALAR_INPUTS:
+        shape = getattr(bound.get(name), "shape", None)
+        if shape is not None and tf.TensorShape(shape).rank not in (None, 0):
+            raise tf.errors.InvalidArgumentError(None, None, f"{name} is not a scalar: {list(shape)}")
+    if op.__name__ not in UPDATE_INPUT:
         return
-    arg, position = UPDATE_INPUT[name]
-    update = kwargs.get(arg, args[position] if len(args) > position else None)
+    arg = UPDATE_INPUT[op.__name__]
+    update = bound.get(arg)
     want = _variable_shape(handle)
     if want is None or getattr(update, "shape", None) is None:
         return
-    import tensorflow as tf
-
     got = tf.TensorShape(update.shape)
     if got.rank is None or list(got) == want:
         return
-
     if arg == "value":
         message = f"Cannot update variable with shape {want} using a Tensor with shape {list(got)}, shapes must be equal."
     else:
@@ -141,7 +156,7 @@ def _as_graph(op):
         handle = args[0] if args else kwargs.get("resource", kwargs.get("var"))
         if not (context.executing_eagerly() and _on_wgpu(handle)):
             return op(*args, **kwargs)
-        _check_update_shape(op.__name__, handle, args, kwargs)
+        _check_update_shape(op, handle, args, kwargs)
         if id(handle) in functions:
             return function_for(handle)(*args, **kwargs)
         # The first call traces. TF counts traces per Python code object, so one trace per
