@@ -102,6 +102,7 @@ fn every_wgsl_file_is_covered() {
             "conv_tiles_subgroup.wgsl",
             "index.wgsl",
             "logical.wgsl",
+            "math.wgsl",
             "matmul.wgsl",
             "matmul_pack.wgsl",
             "matmul_tiles.wgsl",

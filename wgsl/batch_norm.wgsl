@@ -116,7 +116,7 @@ fn normalize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
         return;
     }
     let ch = i % p.c;
-    let inv = inverseSqrt(variance[p.var_off + ch] + p.epsilon);
+    let inv = math_rsqrt(variance[p.var_off + ch] + p.epsilon);
     let centered = x[p.x_off + i] - mean[p.mean_off + ch];
     out_c[p.out_c_off + i] = centered * inv * scale[p.scale_off + ch] + aux[p.aux_off + ch];
 }
@@ -139,7 +139,7 @@ fn grad_stats(
     let total = workgroup_sum(lid, sums);
     if (lid == 0u && valid) {
         out_a[p.out_a_off + channel] = total.x;
-        out_b[p.out_b_off + channel] = total.y * inverseSqrt(variance[p.var_off + channel] + p.epsilon);
+        out_b[p.out_b_off + channel] = total.y * math_rsqrt(variance[p.var_off + channel] + p.epsilon);
     }
 }
 
@@ -150,7 +150,7 @@ fn grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
         return;
     }
     let ch = i % p.c;
-    let inv = inverseSqrt(variance[p.var_off + ch] + p.epsilon);
+    let inv = math_rsqrt(variance[p.var_off + ch] + p.epsilon);
     let dy = aux[p.aux_off + i];
     var result = dy;
     if (p.mode != 0u) {

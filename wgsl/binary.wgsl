@@ -1,5 +1,6 @@
-// Elementwise binary float ops with NumPy broadcasting, and activation gradients (`broadcast.wgsl` is prepended). `T` is
-// aliased per dtype; `OP` is an override constant, so each op is its own specialised pipeline.
+// Elementwise binary float ops with NumPy broadcasting, and activation gradients (`math.wgsl` and
+// `broadcast.wgsl` are prepended). `T` is aliased per dtype; `OP` is an override constant, so each
+// op is its own specialised pipeline.
 
 override OP: u32 = 0u;
 // LeakyReluGrad's slope.
@@ -28,40 +29,8 @@ fn nan() -> f32 {
     return bitcast<f32>(0x7fc00000u);
 }
 
-fn is_odd_integer(y: f32) -> bool {
-    return floor(y) == y && abs(y) < 16777216.0 && (i32(y) & 1) == 1;
-}
-
 fn is_inf_f32(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) == 0x7f800000u;
-}
-
-fn pow_(x: f32, y: f32) -> f32 {
-    let inf = bitcast<f32>(0x7f800000u);
-    if (y == 0.0) { return 1.0; }
-    if (is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
-    // IEEE 754 pow for infinite operands; WGSL's pow is undefined there.
-    if (is_inf_f32(y)) {
-        let ax = abs(x);
-        if (ax == 1.0) { return 1.0; }
-        return select(0.0, inf, (ax > 1.0) == (y > 0.0));
-    }
-    if (is_inf_f32(x)) {
-        let odd = is_odd_integer(y);
-        if (x > 0.0) { return select(0.0, inf, y > 0.0); }
-        if (y > 0.0) { return select(inf, -inf, odd); }
-        return select(0.0, -0.0, odd);
-    }
-    if (x == 0.0) {
-        if (y > 0.0) { return select(0.0, x, is_odd_integer(y)); }
-        return select(bitcast<f32>(0x7f800000u), 1.0 / x, is_odd_integer(y));
-    }
-    if (x < 0.0) {
-        if (floor(y) != y) { return nan(); }
-        let magnitude = pow(-x, y);
-        return select(magnitude, -magnitude, is_odd_integer(y));
-    }
-    return pow(x, y);
 }
 
 // C's fmod for finite x and finite nonzero y: x - trunc(x / y) * y without rounding, by long
@@ -143,7 +112,7 @@ fn apply_op(op: u32, x: f32, y: f32) -> f32 {
             if (is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
             return min(x, y);
         }
-        case 9u: { return pow_(x, y); }
+        case 9u: { return math_pow(x, y); }
         case 10u: { return (x - y) * (x - y); }
         // Activation gradients, in TF's argument order: (gradients, features) for 11-16 and
         // (outputs, output gradients) for 17-21.
@@ -159,7 +128,7 @@ fn apply_op(op: u32, x: f32, y: f32) -> f32 {
             let scaled = select(x * ALPHA, nan(), ALPHA == 0.0 && (is_inf_f32(x) || is_nan_f32(x)));
             return select(scaled, x, y > 0.0);
         }
-        case 16u: { return x / (1.0 + exp(-y)); }
+        case 16u: { return x / (1.0 + math_exp(-y)); }
         // Eigen's order, y * (1 - y) first: 0 * -inf is NaN where the left-to-right order gives 0.
         case 17u: { return y * (x * (1.0 - x)); }
         case 18u: { return y * (1.0 - x * x); }

@@ -227,7 +227,7 @@ fn batch_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     }
     let ch = i % p.c;
     let scale = weights[p.f_off + ch];
-    let inv = inverseSqrt(variance[p.var_off + ch] + p.epsilon);
+    let inv = math_rsqrt(variance[p.var_off + ch] + p.epsilon);
     out[p.out_off + i] = (input[p.in_off + i] - mean[p.mean_off + ch]) * inv * scale + shift[p.offset_off + ch];
 }
 

@@ -69,8 +69,8 @@ fn uint32_to_float(x: u32) -> f32 {
 fn box_muller(x0: u32, x1: u32) -> vec2<f32> {
     let u1 = max(uint32_to_float(x0), 1.0e-7);
     let v1 = 6.2831853071795864 * uint32_to_float(x1);
-    let u2 = sqrt(-2.0 * log(u1));
-    return vec2<f32>(sin(v1), cos(v1)) * u2;
+    let u2 = math_sqrt(-2.0 * math_log(u1));
+    return vec2<f32>(math_sin(v1), math_cos(v1)) * u2;
 }
 
 fn group_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {

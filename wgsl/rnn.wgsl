@@ -90,33 +90,6 @@ fn invocation(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
 }
 
-fn sigmoid(x: f32) -> f32 {
-    return 1.0 / (1.0 + exp(-x));
-}
-
-// Eigen's rational tanh for float (what TF-CPU's tanh computes): odd 13/6 minimax polynomials,
-// clamped where tanh rounds to +-1 and exact (x) near zero.
-fn tanh_(x_in: f32) -> f32 {
-    let x = clamp(x_in, -7.90531110763549805, 7.90531110763549805);
-    if (abs(x_in) < 0.0004) {
-        return x_in;
-    }
-    let x2 = x * x;
-    var num = -2.76076847742355e-16;
-    num = x2 * num + 2.00018790482477e-13;
-    num = x2 * num + -8.60467152213735e-11;
-    num = x2 * num + 5.12229709037114e-08;
-    num = x2 * num + 1.48572235717979e-05;
-    num = x2 * num + 6.37261928875436e-04;
-    num = x2 * num + 4.89352455891786e-03;
-    num = x * num;
-    var den = 1.19825839466702e-06;
-    den = x2 * den + 1.18534705686654e-04;
-    den = x2 * den + 2.26843463243900e-03;
-    den = x2 * den + 4.89352518554385e-03;
-    return num / den;
-}
-
 // The input row of time `t`, batch row `b` in the sequence layout.
 fn row_of(t: u32, b: u32) -> u32 {
     return select(b * p.steps + t, t * p.batch + b, p.time_major == 1u);
@@ -174,22 +147,22 @@ fn forward_step(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     let slot = p.gates_off + b * p.gate_slots * p.units + j;
     var h = 0.0;
     if (MODE == LSTM) {
-        let in_gate = sigmoid(input_part(row, 0u, j) + recurrent_part(b, 0u, j));
-        let forget = sigmoid(input_part(row, 1u, j) + recurrent_part(b, 1u, j));
-        let cell = tanh_(input_part(row, 2u, j) + recurrent_part(b, 2u, j));
-        let out_gate = sigmoid(input_part(row, 3u, j) + recurrent_part(b, 3u, j));
+        let in_gate = math_sigmoid(input_part(row, 0u, j) + recurrent_part(b, 0u, j));
+        let forget = math_sigmoid(input_part(row, 1u, j) + recurrent_part(b, 1u, j));
+        let cell = math_tanh(input_part(row, 2u, j) + recurrent_part(b, 2u, j));
+        let out_gate = math_sigmoid(input_part(row, 3u, j) + recurrent_part(b, 3u, j));
         let c = forget * res[p.base1.x + p.c_prev_off + i] + in_gate * cell;
-        h = out_gate * tanh_(c);
+        h = out_gate * math_tanh(c);
         res[p.base1.x + p.c_next_off + i] = c;
         res[p.base1.x + slot] = in_gate;
         res[p.base1.x + slot + p.units] = forget;
         res[p.base1.x + slot + 2u * p.units] = cell;
         res[p.base1.x + slot + 3u * p.units] = out_gate;
     } else if (MODE == GRU) {
-        let r = sigmoid(input_part(row, R_GATE, j) + recurrent_part(b, R_GATE, j));
-        let z = sigmoid(input_part(row, Z_GATE, j) + recurrent_part(b, Z_GATE, j));
+        let r = math_sigmoid(input_part(row, R_GATE, j) + recurrent_part(b, R_GATE, j));
+        let z = math_sigmoid(input_part(row, Z_GATE, j) + recurrent_part(b, Z_GATE, j));
         let hn = recurrent_part(b, 2u, j);
-        let n = tanh_(input_part(row, 2u, j) + r * hn);
+        let n = math_tanh(input_part(row, 2u, j) + r * hn);
         h = (1.0 - z) * n + z * res[p.base1.x + p.h_prev_off + i];
         res[p.base1.x + slot + R_GATE * p.units] = r;
         res[p.base1.x + slot + Z_GATE * p.units] = z;
@@ -197,7 +170,7 @@ fn forward_step(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
         res[p.base1.x + slot + 3u * p.units] = hn;
     } else {
         let pre = input_part(row, 0u, j) + recurrent_part(b, 0u, j);
-        h = select(max(pre, 0.0), tanh_(pre), MODE == RNN_TANH);
+        h = select(max(pre, 0.0), math_tanh(pre), MODE == RNN_TANH);
     }
     if (PROJ) {
         res[p.base1.x + p.m_off + i] = h;
@@ -283,7 +256,7 @@ fn backward_step(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
         let forget = res[p.base1.x + slot + p.units];
         let cell = res[p.base1.x + slot + 2u * p.units];
         let out_gate = res[p.base1.x + slot + 3u * p.units];
-        let tc = tanh_(res[p.base1.x + p.c_next_off + i]);
+        let tc = math_tanh(res[p.base1.x + p.c_next_off + i]);
         let dc = carry[p.base1.w + p.dc_off + i] + dh * out_gate * (1.0 - tc * tc);
         var d = array<f32, 4>(
             dc * cell * in_gate * (1.0 - in_gate),

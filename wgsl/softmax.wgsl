@@ -35,14 +35,14 @@ fn main(
     var s = 0.0;
     if (valid) {
         for (var i = lane; i < p.cols; i += LANES) {
-            s += exp(x[p.in_off + base + i] - row_max);
+            s += math_exp(x[p.in_off + base + i] - row_max);
         }
     }
     let total = row_reduce(lane, s, OP_SUM);
     if (valid) {
         for (var i = lane; i < p.cols; i += LANES) {
             let shifted = x[p.in_off + base + i] - row_max;
-            y[p.out_off + base + i] = select(exp(shifted) / total, shifted - log(total), OP == 1u);
+            y[p.out_off + base + i] = select(math_exp(shifted) / total, shifted - math_log(total), OP == 1u);
         }
     }
 }

@@ -54,7 +54,7 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
         for (var j = lane; j < p.cols; j += LANES) {
             let shifted = features[base + j] - row_max;
             let t = target_of(sparse, row, j);
-            s += exp(shifted);
+            s += math_exp(shifted);
             // Sparse: the label's logit alone, as TF reads it (0 * -inf elsewhere would be NaN).
             dot += select(t * shifted, select(0.0, shifted, t != 0.0), sparse);
             mass += t;
@@ -74,11 +74,11 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     }
     let nan = bitcast<f32>(0x7fc00000u);
     if (lane == 0u) {
-        loss[p.loss_off + row] = select(log(total) * target_sum - target_dot, nan, out_of_range);
+        loss[p.loss_off + row] = select(math_log(total) * target_sum - target_dot, nan, out_of_range);
     }
     let back = p.back_off + row * p.cols;
     for (var j = lane; j < p.cols; j += LANES) {
-        let softmax = exp(features[base + j] - row_max) / total;
+        let softmax = math_exp(features[base + j] - row_max) / total;
         backprop[back + j] = select(softmax - target_of(sparse, row, j), nan, out_of_range);
     }
 }

@@ -10,7 +10,7 @@ use super::{shader_len, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "batch_norm",
-    source: include_str!("../../wgsl/batch_norm.wgsl"),
+    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/batch_norm.wgsl")),
     storage_buffers: 8,
     uniform_buffers: 0,
 };

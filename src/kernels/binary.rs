@@ -13,11 +13,13 @@ use bytemuck::Zeroable;
 
 use super::{fast_div, rank_constant, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
+/// A shader of `file` after the shared prelude; `libraries` (such as `math.wgsl`) come first.
 macro_rules! broadcast_shader {
-    ($name:literal, $file:literal, $buffers:expr) => {
+    ($name:literal, $file:literal, $buffers:expr $(, $library:literal)*) => {
         Shader {
             name: $name,
             source: concat!(
+                $(include_str!(concat!("../../wgsl/", $library)),)*
                 include_str!("../../wgsl/quot.wgsl"),
                 include_str!("../../wgsl/broadcast.wgsl"),
                 include_str!(concat!("../../wgsl/", $file))
@@ -28,9 +30,9 @@ macro_rules! broadcast_shader {
     };
 }
 
-pub const SHADER: Shader = broadcast_shader!("binary", "binary.wgsl", 3);
+pub const SHADER: Shader = broadcast_shader!("binary", "binary.wgsl", 3, "math.wgsl");
 /// `main_batch` of `binary.wgsl`: its slots take every storage binding it declares.
-pub const BATCH_SHADER: Shader = broadcast_shader!("binary batch", "binary.wgsl", BATCH_SLOTS as u32);
+pub const BATCH_SHADER: Shader = broadcast_shader!("binary batch", "binary.wgsl", BATCH_SLOTS as u32, "math.wgsl");
 pub const COMPARE_SHADER: Shader = broadcast_shader!("compare", "compare.wgsl", 3);
 pub const LOGICAL_SHADER: Shader = broadcast_shader!("logical", "logical.wgsl", 3);
 pub const SELECT_SHADER: Shader = broadcast_shader!("select", "select.wgsl", 4);

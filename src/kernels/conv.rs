@@ -12,7 +12,11 @@ use super::{fast_div, shader_len, validate, KernelContext, KernelInstance, Tenso
 
 pub const SHADER: Shader = Shader {
     name: "conv",
-    source: concat!(include_str!("../../wgsl/quot.wgsl"), include_str!("../../wgsl/conv.wgsl")),
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/conv.wgsl")
+    ),
     storage_buffers: 6,
     uniform_buffers: 0,
 };

@@ -37,7 +37,11 @@ impl RowSplit {
 
 pub const SOFTMAX_SHADER: Shader = Shader {
     name: "softmax",
-    source: concat!(include_str!("../../wgsl/rows.wgsl"), include_str!("../../wgsl/softmax.wgsl")),
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/rows.wgsl"),
+        include_str!("../../wgsl/softmax.wgsl")
+    ),
     storage_buffers: 2,
     uniform_buffers: 0,
 };
@@ -95,7 +99,11 @@ pub fn softmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
 
 pub const XENT_SHADER: Shader = Shader {
     name: "xent",
-    source: concat!(include_str!("../../wgsl/rows.wgsl"), include_str!("../../wgsl/xent.wgsl")),
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/rows.wgsl"),
+        include_str!("../../wgsl/xent.wgsl")
+    ),
     storage_buffers: 4,
     uniform_buffers: 0,
 };

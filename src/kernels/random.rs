@@ -9,8 +9,12 @@ use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 
 use super::{shader_len, validate, DType, KernelContext, KernelInstance};
 
-pub const SHADER: Shader =
-    Shader { name: "random", source: include_str!("../../wgsl/random.wgsl"), storage_buffers: 1, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "random",
+    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/random.wgsl")),
+    storage_buffers: 1,
+    uniform_buffers: 0,
+};
 
 const W32A: u32 = 0x9E37_79B9;
 const W32B: u32 = 0xBB67_AE85;

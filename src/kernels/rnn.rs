@@ -21,8 +21,12 @@ use crate::runtime::Stream;
 
 use super::{matmul, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "rnn", source: include_str!("../../wgsl/rnn.wgsl"), storage_buffers: 8, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "rnn",
+    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/rnn.wgsl")),
+    storage_buffers: 8,
+    uniform_buffers: 0,
+};
 
 /// Environment variable: `rzn` or `zrn`, the order of the GRU gates' weights in `params`.
 pub const ENV_GRU_GATE_ORDER: &str = "TF_WGPU_GRU_GATE_ORDER";

@@ -6,8 +6,12 @@ use crate::runtime::Stream;
 
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "unary", source: include_str!("../../wgsl/unary.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "unary",
+    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/unary.wgsl")),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+};
 pub const CLASSIFY_SHADER: Shader = Shader {
     name: "classify",
     source: include_str!("../../wgsl/classify.wgsl"),

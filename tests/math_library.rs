@@ -1,0 +1,88 @@
+//! What `wgsl/math.wgsl` assumes of the adapter's compiler, checked on the adapter itself: the
+//! rounding error of a sum or a product can be recovered exactly (the error-free transformations
+//! its two-part arithmetic is built on) in spite of the driver's optimiser, and without a fused
+//! `fma`. If one fails, the library's accuracy does not hold on that adapter, and these tests say
+//! which assumption broke.
+
+use std::sync::{Arc, Mutex};
+
+use tensorflow_wgpu::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use tensorflow_wgpu::runtime::{instance, Stream};
+
+/// Evaluates the WGSL expression `expr` (of `x` and `y`, with the math library in scope) for each
+/// pair of `inputs` on the adapter.
+fn eval(expr: &str, inputs: &[(f32, f32)]) -> Vec<f32> {
+    let source = format!(
+        "{}\n@group(0) @binding(0) var<storage, read_write> xy: array<vec2<f32>>;\n\
+         @group(0) @binding(1) var<storage, read_write> out: array<f32>;\n\
+         @group(0) @binding(2) var<uniform> n: vec4<u32>;\n\
+         fn probe(x: f32, y: f32) -> f32 {{ return {expr}; }}\n\
+         @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{\n\
+           if (gid.x < n.x) {{ out[gid.x] = probe(xy[gid.x].x, xy[gid.x].y); }}\n\
+         }}\n",
+        include_str!("../wgsl/math.wgsl")
+    );
+    let shader = Shader {
+        name: "math probe",
+        source: Box::leak(source.into_boxed_str()),
+        storage_buffers: 2,
+        uniform_buffers: 0,
+    };
+    let device = Arc::new(instance::open_private_device(0).expect("no WGPU adapter"));
+    let stream = Stream::new(device.clone());
+    let bytes: Vec<u8> = inputs.iter().flat_map(|(x, y)| [x.to_le_bytes(), y.to_le_bytes()]).flatten().collect();
+    let out_len = 4 * inputs.len() as u64;
+    let input = device.memory.allocate(&device, bytes.len() as u64).unwrap();
+    let output = device.memory.allocate(&device, out_len).unwrap();
+    stream.memcpy_htod(input, &bytes).unwrap();
+    let pipeline =
+        device.pipelines.get(&device, &shader, &PipelineSpec { entry: "main", aliases: &[], constants: &[] }).unwrap();
+    let in_mem = device.memory.resolve(input, bytes.len() as u64).unwrap();
+    let out_mem = device.memory.resolve(output, out_len).unwrap();
+    stream
+        .encode(|core, encoder| {
+            let (in_bind, _) = storage_window(core, &in_mem, 8)?;
+            let (out_bind, _) = storage_window(core, &out_mem, 4)?;
+            let n = [inputs.len() as u32, 0, 0, 0];
+            dispatch(core, encoder, "math probe", &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&n), n[0] as u64)
+        })
+        .unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    stream.memcpy_dtoh(output, out_len, Box::new(move |b| sink.lock().unwrap().extend_from_slice(b))).unwrap();
+    stream.block_until_done().unwrap();
+    let bytes = got.lock().unwrap().clone();
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+#[test]
+fn the_rounding_error_of_a_product_is_recovered_exactly() {
+    // (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24: the product rounds the last term away.
+    let a = 1.0 + 2f32.powi(-12);
+    let b = 1.0 / 3.0f32;
+    let exact = f64::from(b) * f64::from(b) - f64::from(b * b);
+    let got = eval("math_product_error(x, y, x * y)", &[(a, a), (b, b), (-a, b)]);
+    assert_eq!(got[0], 2f32.powi(-24));
+    assert_eq!(f64::from(got[1]), exact);
+    assert_eq!(f64::from(got[2]), f64::from(-a) * f64::from(b) - f64::from(-a * b));
+}
+
+#[test]
+fn the_rounding_error_of_a_sum_survives_the_optimiser() {
+    // Without the barrier, Mesa rewrites y - ((x + y) - x) to 0.
+    let got = eval("math_sum_error(x, y, x + y)", &[(1.0, 2f32.powi(-30)), (1.0, 3.0 * 2f32.powi(-25))]);
+    assert_eq!(got, [2f32.powi(-30), -(2f32.powi(-25))]);
+    // With a constant operand, as the library's callers have: Mesa distributes a sum over a select
+    // with a constant arm, so a select barrier fails here.
+    let got = eval("math_sum_error(2.0, x, 2.0 + x)", &[(3.0 * 2f32.powi(-24), 0.0)]);
+    assert_eq!(got, [-(2f32.powi(-24))]);
+}
+
+#[test]
+fn cody_waite_steps_stay_exact() {
+    // The reduction's first step at its largest n: exact, so x - n * 1.5703125 is representable.
+    let n = 2607.0f32;
+    let x = 4095.5f32;
+    let got = eval("x - y * 1.5703125", &[(x, n)]);
+    assert_eq!(f64::from(got[0]), f64::from(x) - f64::from(n) * 1.5703125);
+}

@@ -1,0 +1,215 @@
+"""Float32 accuracy of the plugin's math, against the exact result and beside TF-CPU's own error.
+
+Each function is swept over 2^20 inputs (TF_WGPU_ULP_POINTS to change it): float32 bit patterns
+drawn uniformly over its domain (so every binade is covered), plus special values (+-0, +-inf,
+NaN, subnormals, the overflow and underflow edges). The exact result is float64 NumPy (or Python's
+`math`), and the error is measured in units in the last place of the exact result, with
+subnormal results in units of 2^-149.
+
+The plugin must be within 4 ulp, or within TF-CPU's own error where that is larger. TF-CPU flushes
+subnormal inputs and results to zero, so its column leaves out points where the input or the exact
+result is subnormal; the plugin's column keeps them. `python tests/python/test_accuracy.py` prints
+the table that the README shows.
+"""
+
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+
+POINTS = int(os.environ.get("TF_WGPU_ULP_POINTS", str(1 << 20)))
+BOUND_ULP = 4.0
+F32_MAX = float(np.finfo(np.float32).max)
+F32_TINY = float(np.finfo(np.float32).tiny)
+
+SPECIALS = np.array(
+    [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, F32_TINY, -F32_TINY,
+     1e-45, -1e-45, 1e-40, -1e-40, F32_MAX, -F32_MAX, 88.72283, 88.72284, -87.33654, -103.97208,
+     -103.97207, 9.0, 9.1, -17.5, 1e-4, -1e-4, 0.000244140625, 65535.99, 65536.0, 1e4, 1e5, 1e20,
+     np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi, 4.0, 10.1, 10.05, -10.05, 0.49999997, 0.5000001],
+    dtype=np.float32)
+
+
+def vectorize(f):
+    return np.vectorize(lambda v: f(float(v)) if np.isfinite(v) else np.nan, otypes=[np.float64])
+
+
+def erf64(x):
+    return np.where(np.isnan(x), np.nan, np.where(np.isinf(x), np.sign(x), vectorize(math.erf)(x)))
+
+
+def erfc64(x):
+    return np.where(np.isnan(x), np.nan, np.where(np.isinf(x), 1.0 - np.sign(x), vectorize(math.erfc)(x)))
+
+
+def sigmoid64(x):
+    with np.errstate(over="ignore"):
+        return np.where(x >= 0, 1.0 / (1.0 + np.exp(-x)), np.exp(x) / (1.0 + np.exp(x)))
+
+
+def softplus64(x):
+    return np.logaddexp(0.0, x)
+
+
+def sincos_domain(x):
+    return x
+
+
+# name: (raw op, float64 reference, lowest input, highest input)
+UNARY = {
+    "Exp": (tf.raw_ops.Exp, np.exp, -104.0, 89.0),
+    "Expm1": (tf.raw_ops.Expm1, np.expm1, -20.0, 89.0),
+    "Log": (tf.raw_ops.Log, np.log, 0.0, F32_MAX),
+    "Log1p": (tf.raw_ops.Log1p, np.log1p, -1.0, F32_MAX),
+    "Tanh": (tf.raw_ops.Tanh, np.tanh, -12.0, 12.0),
+    "Sigmoid": (tf.raw_ops.Sigmoid, sigmoid64, -110.0, 30.0),
+    "Softplus": (lambda x: tf.raw_ops.Softplus(features=x), softplus64, -110.0, 100.0),
+    "Softsign": (lambda x: tf.raw_ops.Softsign(features=x), lambda x: x / (1.0 + np.abs(x)), -F32_MAX, F32_MAX),
+    "Erf": (tf.raw_ops.Erf, erf64, -5.0, 5.0),
+    "Erfc": (tf.raw_ops.Erfc, erfc64, -5.0, 10.2),
+    "Sin": (tf.raw_ops.Sin, np.sin, -F32_MAX, F32_MAX),
+    "Cos": (tf.raw_ops.Cos, np.cos, -F32_MAX, F32_MAX),
+    "Tan": (tf.raw_ops.Tan, np.tan, -F32_MAX, F32_MAX),
+    "Sqrt": (tf.raw_ops.Sqrt, np.sqrt, 0.0, F32_MAX),
+    "Rsqrt": (tf.raw_ops.Rsqrt, lambda x: 1.0 / np.sqrt(x), 0.0, F32_MAX),
+    "Reciprocal": (tf.raw_ops.Reciprocal, lambda x: 1.0 / x, -F32_MAX, F32_MAX),
+}
+
+
+def ordered(v):
+    """float32 values to integers in the same order (a monotone map of the bit patterns)."""
+    bits = np.asarray(v, np.float32).view(np.int32).astype(np.int64)
+    return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+
+
+def from_ordered(k):
+    k = np.asarray(k, np.int64)
+    bits = np.where(k < 0, (-k) | 0x80000000, k).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def sample(rng, lo, hi, n):
+    """n float32 values uniform over the bit patterns between lo and hi, with the specials inside."""
+    k = rng.integers(ordered(np.float32(lo)), ordered(np.float32(hi)) + 1, size=n)
+    x = from_ordered(k)
+    inside = SPECIALS[(~np.isfinite(SPECIALS)) | ((SPECIALS >= lo) & (SPECIALS <= hi))]
+    x[: len(inside)] = inside
+    return x
+
+
+def ulp_error(got, exact):
+    """|got - exact| in ulps of exact (float32 ulps; subnormal results in units of 2^-149)."""
+    got = np.asarray(got, np.float64)
+    exact = np.asarray(exact, np.float64)
+    with np.errstate(all="ignore"):
+        rounded = exact.astype(np.float32).astype(np.float64)
+        both_nan = np.isnan(got) & np.isnan(exact)
+        same = (got == rounded) | both_nan
+        _, exponent = np.frexp(np.where(np.isfinite(exact) & (exact != 0), exact, 1.0))
+        ulp = np.ldexp(1.0, np.maximum(exponent - 24, -149))
+        err = np.abs(got - exact) / ulp
+        # Where the exact value lies past FLT_MAX, float32 infinity is the right answer.
+        err = np.where(np.isinf(rounded) & (got == rounded), 0.0, err)
+        err = np.where(np.isnan(err) | np.isinf(err), np.inf, err)
+    return np.where(same, 0.0, err)
+
+
+def run(op, x, device):
+    with tf.device(device):
+        return op(x=tf.constant(x)).numpy()
+
+
+def subnormal(v):
+    v = np.abs(np.asarray(v, np.float64))
+    return (v > 0) & (v < F32_TINY)
+
+
+def measure(name, points=POINTS, seed=0):
+    op, ref, lo, hi = UNARY[name]
+    x = sample(np.random.default_rng([seed, len(name)]), lo, hi, points)
+    with np.errstate(all="ignore"):
+        exact = ref(x.astype(np.float64))
+    ours = ulp_error(run(op, x, "/GPU:0"), exact)
+    cpu = ulp_error(run(op, x, "/CPU:0"), exact)
+    keep = ~(subnormal(x) | subnormal(exact))
+    worst = int(np.argmax(ours))
+    return {
+        "name": name,
+        "ours": float(ours.max()),
+        "cpu": float(cpu[keep].max()),
+        "worst_input": float(x[worst]),
+    }
+
+
+def measure_pow(points=POINTS, seed=0):
+    """Pow over positive bases of every binade and exponents that keep the result finite, plus
+    negative bases with integer exponents and Adam's 1 - beta^t."""
+    rng = np.random.default_rng([seed, 3])
+    n = points
+    x = sample(rng, F32_TINY * 0 + 1e-45, F32_MAX, n)
+    # Exponents whose product with log(x) stays within float32's range, both signs.
+    with np.errstate(all="ignore"):
+        limit = np.minimum(88.0 / np.maximum(np.abs(np.log(x.astype(np.float64))), 1e-30), 1e6)
+    y = (rng.uniform(-1, 1, n) * limit).astype(np.float32)
+    quarter = n // 4
+    y[:quarter] = np.round(y[:quarter])
+    x[quarter: 2 * quarter] = -np.abs(x[quarter: 2 * quarter])
+    y[quarter: 2 * quarter] = np.round(y[quarter: 2 * quarter])
+    beta = np.array([0.9, 0.999, 0.99, 0.9999], np.float32)
+    steps = np.arange(1, 1 + quarter // 4, dtype=np.float32)
+    adam = slice(2 * quarter, 2 * quarter + 4 * len(steps))
+    x[adam] = np.repeat(beta, len(steps))
+    y[adam] = np.tile(steps, 4)
+    with np.errstate(all="ignore"):
+        exact = np.power(x.astype(np.float64), y.astype(np.float64))
+
+    def on(device):
+        with tf.device(device):
+            return tf.raw_ops.Pow(x=tf.constant(x), y=tf.constant(y)).numpy()
+
+    ours = ulp_error(on("/GPU:0"), exact)
+    cpu = ulp_error(on("/CPU:0"), exact)
+    keep = ~(subnormal(x) | subnormal(exact))
+    worst = int(np.argmax(ours))
+    return {"name": "Pow", "ours": float(ours.max()), "cpu": float(cpu[keep].max()),
+            "worst_input": (float(x[worst]), float(y[worst]))}
+
+
+NAMES = list(UNARY) + ["Pow"]
+
+
+def measure_any(name):
+    return measure_pow() if name == "Pow" else measure(name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_within_four_ulp_or_tf_cpu(name):
+    row = measure_any(name)
+    bound = max(BOUND_ULP, row["cpu"])
+    print(f"{name}: ours {row['ours']:.2f} ulp, TF-CPU {row['cpu']:.2f} ulp, worst at {row['worst_input']}")
+    assert row["ours"] <= bound, row
+
+
+def test_ulp_measure_is_not_vacuous():
+    """The measure itself: one ulp off reads as 1, a float16-grade answer as thousands."""
+    exact = np.array([1.0, 3.0, 1e-42, 1e30])
+    got = np.nextafter(exact.astype(np.float32), np.float32(np.inf)).astype(np.float64)
+    assert np.allclose(ulp_error(got, exact), [1.0, 1.0, 1.0, 1.0], atol=0.51)
+    assert ulp_error(np.float16(np.pi), np.pi) > 1000
+    assert ulp_error(np.nan, 1.0) == np.inf and ulp_error(np.inf, np.inf) == 0.0
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or NAMES
+    print("| function | max ulp, plugin | max ulp, TF-CPU |")
+    print("|---|---|---|")
+    for name in names:
+        row = measure_any(name)
+        print(f"| {name} | {row['ours']:.2f} | {row['cpu']:.2f} |", flush=True)
+        if os.environ.get("VERBOSE"):
+            print("   worst input", row["worst_input"], file=sys.stderr)

@@ -1,0 +1,547 @@
+// Accurate float32 math, prepended to every shader that needs a transcendental function.
+//
+// Why our own: WGSL's built-in exp/log/pow/tanh/sin... carry the driver's precision, which Vulkan,
+// Metal and D3D let be poor (lavapipe's pow is thousands of ULP off, its tanh over a thousand near
+// 0), so results would differ by vendor and training would drift from TF-CPU. Each function here
+// is within a few ULP of the exact result over its whole float32 domain (the sweep in
+// tests/python/test_accuracy.py measures it): Cody-Waite or Payne-Hanek range reduction and
+// polynomials, as fdlibm, Eigen and CUDA's libdevice do.
+//
+// Nothing here relies on `fma` being fused (lavapipe splits it into a product and a sum), nor on the
+// driver keeping floating-point expressions as written: Mesa, for one, rewrites `(a + b) - a` to
+// `b`. Where the rounding error of a sum or product must be recovered exactly, the operands pass
+// through `math_keep`, which the optimiser cannot see through, and products are split by masking
+// bits (Dekker's algorithm). tests/math_library.rs checks these assumptions on the adapter. NaN and
+// infinity are recognised from the bits, because WGSL lets implementations assume finite math.
+// Names start with `math_` so that they cannot collide with the including shader's own.
+
+fn math_is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn math_is_inf(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) == 0x7f800000u;
+}
+
+fn math_nan() -> f32 {
+    return bitcast<f32>(0x7fc00000u);
+}
+
+fn math_inf() -> f32 {
+    return bitcast<f32>(0x7f800000u);
+}
+
+// `magnitude` with the sign bit of `sign_of` (so -0 stays -0).
+fn math_copysign(magnitude: f32, sign_of: f32) -> f32 {
+    return bitcast<f32>((bitcast<u32>(magnitude) & 0x7fffffffu) | (bitcast<u32>(sign_of) & 0x80000000u));
+}
+
+// v, opaque to the optimiser: the bits pass through an integer operation whose operand it cannot
+// know (it sets the low bit of a NaN, so every value keeps its class). A `select` is not enough:
+// Mesa distributes a sum over it when the other arm is a constant.
+fn math_keep(v: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(v) | u32(math_is_nan(v)));
+}
+
+// The rounding error of `sum` = a + b, for |a| >= |b| (Fast2Sum).
+fn math_sum_error(a: f32, b: f32, sum: f32) -> f32 {
+    return b - (math_keep(sum) - a);
+}
+
+// The upper 12 significant bits of v.
+fn math_split_high(v: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(v) & 0xfffff000u);
+}
+
+// The rounding error of `product` = a * b, exactly (Dekker's product on 12-bit halves, each partial
+// product exact, so no fused fma is needed).
+fn math_product_error(a: f32, b: f32, product: f32) -> f32 {
+    let a_hi = math_split_high(a);
+    let a_lo = a - a_hi;
+    let b_hi = math_split_high(b);
+    let b_lo = b - b_hi;
+    return (((a_hi * b_hi - product) + a_hi * b_lo) + a_lo * b_hi) + a_lo * b_lo;
+}
+
+// 2^k exactly, for k in [-126, 127].
+fn math_pow2i(k: i32) -> f32 {
+    return bitcast<f32>(u32(k + 127) << 23u);
+}
+
+// y * 2^k for k in [-226, 254], rounding once: each factor is a normal power of two, and only the
+// last product can leave the normal range.
+fn math_ldexp(y: f32, k: i32) -> f32 {
+    if (k > 127) {
+        return y * math_pow2i(127) * math_pow2i(k - 127);
+    }
+    if (k < -126) {
+        return y * math_pow2i(k + 100) * math_pow2i(-100);
+    }
+    return y * math_pow2i(k);
+}
+
+// ln 2 in two parts; LN2_HI has 15 significant bits, so n * LN2_HI is exact for |n| < 512.
+const MATH_LN2_HI: f32 = 0.693145751953125;
+const MATH_LN2_LO: f32 = 1.428606765330187e-06;
+const MATH_INV_LN2: f32 = 1.4426950408889634;
+
+// expm1(r) for |r| <= 0.35: Taylor to r^8, whose remainder is under 2^-30 relative.
+fn math_expm1_small(r: f32) -> f32 {
+    var q = fma(r, 1.0 / 40320.0, 1.0 / 5040.0);
+    q = fma(q, r, 1.0 / 720.0);
+    q = fma(q, r, 1.0 / 120.0);
+    q = fma(q, r, 1.0 / 24.0);
+    q = fma(q, r, 1.0 / 6.0);
+    q = fma(q, r, 0.5);
+    return fma(r * r, q, r);
+}
+
+// exp(x) = 2^n * exp(r), r = x - n ln 2 in [-0.35, 0.35]; returns (exp(r), n), so that callers
+// can scale before the one rounding into the subnormal range.
+fn math_exp_parts(x: f32) -> vec2<f32> {
+    let n = round(x * MATH_INV_LN2);
+    let r = fma(-n, MATH_LN2_LO, fma(-n, MATH_LN2_HI, x));
+    return vec2<f32>(1.0 + math_expm1_small(r), n);
+}
+
+fn math_exp(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    // exp rounds to infinity past ln(FLT_MAX), and to zero below ln(2^-150).
+    if (x > 88.72283172607422) { return math_inf(); }
+    if (x < -103.97208404541016) { return 0.0; }
+    let parts = math_exp_parts(x);
+    return math_ldexp(parts.x, i32(parts.y));
+}
+
+// 2^x, as exp(x ln 2) with the product kept in two parts.
+fn math_exp2(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (x >= 128.0) { return math_inf(); }
+    if (x < -150.0) { return 0.0; }
+    let n = round(x);
+    // x - n is exact; ln 2 in two parts keeps r to within an ulp.
+    let f = x - n;
+    let r = fma(f, 0.6931471824645996, f * -1.904654290582768e-09);
+    return math_ldexp(1.0 + math_expm1_small(r), i32(n));
+}
+
+fn math_expm1(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (x > 88.72283172607422) { return math_inf(); }
+    // exp(x) under half an ulp of 1.
+    if (x < -17.5) { return -1.0; }
+    let n = round(x * MATH_INV_LN2);
+    if (n == 0.0) { return math_expm1_small(x); }
+    let r = fma(-n, MATH_LN2_LO, fma(-n, MATH_LN2_HI, x));
+    let p = math_expm1_small(r);
+    let k = i32(n);
+    // 2^k (1 + p) - 1, arranged so that the subtraction of 1 is exact or harmless.
+    if (k < 0) { return math_ldexp(1.0 + p, k) - 1.0; }
+    if (k <= 23) { return math_ldexp((1.0 - math_pow2i(-k)) + p, k); }
+    return math_ldexp((p - math_pow2i(-min(k, 126))) + 1.0, k);
+}
+
+// Splits a positive finite x into 2^k * m with m in [sqrt(1/2), sqrt(2)); returns (m - 1, k).
+// m - 1 is exact.
+fn math_log_reduce(x: f32) -> vec2<f32> {
+    var bits = bitcast<u32>(x);
+    var k = 0;
+    if (bits < 0x00800000u) {
+        // Subnormal: scale up by 2^25 first.
+        bits = bitcast<u32>(x * 33554432.0);
+        k = -25;
+    }
+    bits += 0x3f800000u - 0x3f3504f3u;
+    k += i32(bits >> 23u) - 127;
+    bits = (bits & 0x007fffffu) + 0x3f3504f3u;
+    return vec2<f32>(bitcast<f32>(bits) - 1.0, f32(k));
+}
+
+// fdlibm's logf: log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f / (2 + f); under 1 ulp.
+fn math_log(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (x < 0.0) { return math_nan(); }
+    if (x == 0.0) { return -math_inf(); }
+    if (math_is_inf(x)) { return x; }
+    let reduced = math_log_reduce(x);
+    let f = reduced.x;
+    let k = reduced.y;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * fma(w, 0.24279078841209412, 0.40000972151756287);
+    let t2 = z * fma(w, 0.28498786687850952, 0.66666662693023682);
+    let hfsq = 0.5 * f * f;
+    // ln 2 split as fdlibm's logf splits it (0x3f317180 + 0x3717f7d1).
+    return s * (hfsq + t1 + t2) + k * 9.0580006144591607e-06 - hfsq + f + k * 0.69313812255859375;
+}
+
+fn math_log1p(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (x < -1.0) { return math_nan(); }
+    if (x == -1.0) { return -math_inf(); }
+    if (math_is_inf(x)) { return x; }
+    let u = 1.0 + x;
+    // The exact rounding error of 1 + x (Fast2Sum, larger operand first), added back to first
+    // order: log(u + c) = log(u) + c / u.
+    let c = select(math_sum_error(x, 1.0, u), math_sum_error(1.0, x, u), abs(x) <= 1.0);
+    return math_log(u) + c / u;
+}
+
+// log(x) as an unevaluated sum hi + lo, good to about 2^-40 relative, for positive finite x: what
+// pow needs, since y * log(x) up to 89 must be right to 2^-25 absolute.
+fn math_log_two_part(x: f32) -> vec2<f32> {
+    let reduced = math_log_reduce(x);
+    let f = reduced.x;
+    let k = reduced.y;
+    // log(1 + f) = 2 atanh(s), s = f / (2 + f), with s in two parts.
+    let d = 2.0 + f;
+    let d_lo = math_sum_error(2.0, f, d);
+    let s_hi = f / d;
+    // f - s_hi (d + d_lo), the product's rounding error recovered exactly.
+    let sd = s_hi * d;
+    let s_lo = (((f - sd) - math_product_error(s_hi, d, sd)) - s_hi * d_lo) / d;
+    let z = s_hi * s_hi;
+    // 2 atanh(s) - 2 s = s^3 (2/3 + 2/5 s^2 + ...); s^2 <= 0.0295, so seven terms are plenty.
+    var q = fma(z, 2.0 / 15.0, 2.0 / 13.0);
+    q = fma(q, z, 2.0 / 11.0);
+    q = fma(q, z, 2.0 / 9.0);
+    q = fma(q, z, 2.0 / 7.0);
+    q = fma(q, z, 2.0 / 5.0);
+    q = fma(q, z, 2.0 / 3.0);
+    // s_lo enters the cubic term to first order too (2 s^2 s_lo), which is 2^-31 of the result.
+    let tail = 2.0 * s_lo * (1.0 + z) + s_hi * z * q;
+    let head = 2.0 * s_hi;
+    // k ln 2 + head + tail, the first sum exact (Fast2Sum on the larger part).
+    let kl = k * MATH_LN2_HI;
+    let big = select(head, kl, abs(kl) > abs(head));
+    let small = select(kl, head, abs(kl) > abs(head));
+    let hi = big + small;
+    let lo = math_sum_error(big, small, hi) + tail + k * MATH_LN2_LO;
+    let sum = hi + lo;
+    return vec2<f32>(sum, math_sum_error(hi, lo, sum));
+}
+
+fn math_is_odd_integer(y: f32) -> bool {
+    return floor(y) == y && abs(y) < 16777216.0 && (i32(y) & 1) == 1;
+}
+
+// x^y for finite positive x: exp(y log x) with y log x in two parts.
+fn math_pow_positive(x: f32, y: f32) -> f32 {
+    let l = math_log_two_part(x);
+    let t_hi = y * l.x;
+    if (t_hi > 88.75) { return math_inf(); }
+    if (t_hi < -104.0) { return 0.0; }
+    let t_lo = math_product_error(y, l.x, t_hi) + y * l.y;
+    let t = t_hi + t_lo;
+    if (t > 88.72283172607422) { return math_inf(); }
+    if (t < -103.97208404541016) { return 0.0; }
+    let n = round(t_hi * MATH_INV_LN2);
+    let r = fma(-n, MATH_LN2_LO, fma(-n, MATH_LN2_HI, t_hi)) + t_lo;
+    return math_ldexp(1.0 + math_expm1_small(r), i32(n));
+}
+
+// pow with C99's (and TF's) special cases; WGSL's pow is undefined for x < 0 and infinities.
+fn math_pow(x: f32, y: f32) -> f32 {
+    let inf = math_inf();
+    if (y == 0.0) { return 1.0; }
+    if (math_is_nan(x) || math_is_nan(y)) { return math_nan(); }
+    if (math_is_inf(y)) {
+        let ax = abs(x);
+        if (ax == 1.0) { return 1.0; }
+        return select(0.0, inf, (ax > 1.0) == (y > 0.0));
+    }
+    if (math_is_inf(x)) {
+        let odd = math_is_odd_integer(y);
+        if (x > 0.0) { return select(0.0, inf, y > 0.0); }
+        if (y > 0.0) { return select(inf, -inf, odd); }
+        return select(0.0, -0.0, odd);
+    }
+    if (x == 0.0) {
+        if (y > 0.0) { return select(0.0, x, math_is_odd_integer(y)); }
+        return select(inf, 1.0 / x, math_is_odd_integer(y));
+    }
+    if (x < 0.0) {
+        if (floor(y) != y) { return math_nan(); }
+        let magnitude = math_pow_positive(-x, y);
+        return select(magnitude, -magnitude, math_is_odd_integer(y));
+    }
+    return math_pow_positive(x, y);
+}
+
+// tanh |x| = t / (t + 2), t = expm1(2|x|): no cancellation anywhere, about 2 ulp.
+fn math_tanh(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    let a = abs(x);
+    // Past 9, tanh rounds to 1 (1 - tanh < 2^-25).
+    if (a > 9.0) { return math_copysign(1.0, x); }
+    let t = math_expm1(2.0 * a);
+    return math_copysign(t / (t + 2.0), x);
+}
+
+fn math_sigmoid(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (x >= 0.0) { return 1.0 / (1.0 + math_exp(-x)); }
+    // exp(x) / (1 + exp(x)) keeps the tiny results that 1 / (1 + inf) would lose.
+    let e = math_exp(x);
+    return e / (1.0 + e);
+}
+
+// log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)).
+fn math_softplus(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    return max(x, 0.0) + math_log1p(math_exp(-abs(x)));
+}
+
+// sqrt and 1/sqrt refined by a Newton step: WGSL allows inverseSqrt 2 ulp and sqrt more.
+// sqrt and 1/sqrt refined by a Newton step with an exact residual: WGSL allows inverseSqrt 2 ulp
+// and sqrt more. Arguments outside [2^-100, 2^100] are scaled by 2^64 first, so that neither
+// subnormals (which some drivers flush) nor overflowing squares reach the step.
+// (scale, sqrt(scale)).
+fn math_sqrt_scale(x: f32) -> vec2<f32> {
+    if (x < 7.888609052210118e-31) { return vec2<f32>(18446744073709551616.0, 4294967296.0); }
+    if (x > 1.2676506002282294e30) { return vec2<f32>(5.421010862427522e-20, 2.3283064365386963e-10); }
+    return vec2<f32>(1.0, 1.0);
+}
+
+fn math_rsqrt(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (x < 0.0) { return math_nan(); }
+    if (x == 0.0) { return math_copysign(math_inf(), x); }
+    if (math_is_inf(x)) { return 0.0; }
+    let scale = math_sqrt_scale(x);
+    let v = x * scale.x;
+    let y = inverseSqrt(v);
+    // 1 - v y^2, with both products' rounding errors.
+    let vy = v * y;
+    let vy_err = math_product_error(v, y, vy);
+    let vyy = vy * y;
+    let e = ((1.0 - vyy) - math_product_error(vy, y, vyy)) - vy_err * y;
+    return fma(0.5 * y, e, y) * scale.y;
+}
+
+fn math_sqrt(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (x < 0.0) { return math_nan(); }
+    if (x == 0.0 || math_is_inf(x)) { return x; }
+    let scale = math_sqrt_scale(x);
+    let v = x * scale.x;
+    let s = v * inverseSqrt(v);
+    // s + (v - s^2) / (2 s).
+    let ss = s * s;
+    let residual = (v - ss) - math_product_error(s, s, ss);
+    return (s + residual * 0.5 / s) / scale.y;
+}
+
+// erfc(x) exp(x^2) on four intervals, each a degree-12 fit in x - c (exact, as x is within a factor
+// of two of c): relative error under 1e-8 in float64 (scripts/fit-erfc.py).
+const MATH_ERFC_SCALED_0: array<f32, 13> = array<f32, 13>(0.5069376230239868, -0.3679727017879486, 0.23095813393592834, -0.1298360675573349, 0.06679054349660873, -0.03189726173877716, 0.014289194718003273, -0.006051558069884777, 0.0024377545341849327, -0.0009380158153362572, 0.0003451529482845217, -0.00012779638927895576, 5.117590626468882e-05);
+const MATH_ERFC_SCALED_1: array<f32, 13> = array<f32, 13>(0.32158541679382324, -0.1636229157447815, 0.076151043176651, -0.03293090686202049, 0.013377340510487556, -0.0051459562964737415, 0.0018861352000385523, -0.0006619507912546396, 0.00022331015497911721, -7.251388888107613e-05, 2.2844629711471498e-05, -7.456134881067555e-06, 2.1726320937887067e-06);
+const MATH_ERFC_SCALED_2: array<f32, 13> = array<f32, 13>(0.17900115251541138, -0.054372258484363556, 0.01588437147438526, -0.004479431081563234, 0.0012230389984324574, -0.00032412336440756917, 8.355423051398247e-05, -2.0997400497435592e-05, 5.1470042308210395e-06, -1.219575551658636e-06, 2.873574942441337e-07, -7.773640930963666e-08, 1.7043134903360624e-08);
+const MATH_ERFC_SCALED_3: array<f32, 13> = array<f32, 13>(0.07980005443096161, -0.011178405955433846, 0.001551209483295679, -0.0002132981171598658, 2.9067663490423e-05, -3.925199962395709e-06, 5.263054845272563e-07, -7.066324059223916e-08, 9.196139849620977e-09, -1.0596621358160974e-09, 1.4997321440279876e-10, -3.242234952738343e-11, 3.6425289867692e-12);
+
+fn math_horner13(c: array<f32, 13>, t: f32) -> f32 {
+    var acc = c[12];
+    for (var i = 11; i >= 0; i--) {
+        acc = fma(acc, t, c[i]);
+    }
+    return acc;
+}
+
+// erfc(x) for x >= 0.5: exp(-x^2) times the fit above, x^2 kept in two parts.
+fn math_erfc_tail(x: f32) -> f32 {
+    if (x > 10.1) { return 0.0; }
+    var scaled: f32;
+    if (x < 1.0) {
+        scaled = math_horner13(MATH_ERFC_SCALED_0, x - 0.75);
+    } else if (x < 2.0) {
+        scaled = math_horner13(MATH_ERFC_SCALED_1, x - 1.5);
+    } else if (x < 4.0) {
+        scaled = math_horner13(MATH_ERFC_SCALED_2, x - 3.0);
+    } else {
+        scaled = math_horner13(MATH_ERFC_SCALED_3, x - 7.0);
+    }
+    let sq = x * x;
+    let sq_lo = math_product_error(x, x, sq);
+    // exp(-sq - sq_lo) = exp(-sq) (1 - sq_lo), with the power of two applied last so that a
+    // subnormal result is rounded once.
+    let e = math_exp_parts(-sq);
+    return math_ldexp(e.x * (1.0 - sq_lo) * scaled, i32(e.y));
+}
+
+// erf on [-1/2, 1/2]: x times the Taylor series of erf(x) / x in x^2 (remainder under 2^-30).
+fn math_erf_small(x: f32) -> f32 {
+    let z = x * x;
+    var q = fma(z, -1.492565035840625e-05, 0.00012055332981789664);
+    q = fma(q, z, -0.0008548327023450852);
+    q = fma(q, z, 0.005223977625442188);
+    q = fma(q, z, -0.026866170645131252);
+    q = fma(q, z, 0.11283791670955126);
+    q = fma(q, z, -0.37612638903183754);
+    return x * fma(q, z, 1.1283791670955126);
+}
+
+// Beyond 1/2, erf = 1 - erfc, where erfc < 0.48 so its error shrinks in the difference.
+fn math_erf(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (abs(x) < 0.5) { return math_erf_small(x); }
+    return math_copysign(1.0 - math_erfc_tail(abs(x)), x);
+}
+
+fn math_erfc(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (x < -0.5) { return 2.0 - math_erfc_tail(-x); }
+    if (x < 0.5) { return 1.0 - math_erf_small(x); }
+    return math_erfc_tail(x);
+}
+
+// sin and cos of |r| <= pi/4 (plus a little): Taylor polynomials, remainders under 2^-28.
+fn math_sin_kernel(r: f32) -> f32 {
+    let z = r * r;
+    var q = fma(z, 2.7557319223985893e-06, -1.9841269841269841e-04);
+    q = fma(q, z, 8.3333333333333333e-03);
+    q = fma(q, z, -1.6666666666666667e-01);
+    return fma(r * z, q, r);
+}
+
+fn math_cos_kernel(r: f32) -> f32 {
+    let z = r * r;
+    var q = fma(z, -2.7557319223985888e-07, 2.4801587301587302e-05);
+    q = fma(q, z, -1.3888888888888889e-03);
+    q = fma(q, z, 4.1666666666666667e-02);
+    return fma(z * z, q, fma(z, -0.5, 1.0));
+}
+
+// 2/pi in 32-bit words, behind one zero word (see math_reduce_large).
+const MATH_TWO_OVER_PI: array<u32, 10> = array<u32, 10>(
+    0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
+    0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u, 0xb7246e3au);
+
+// m * w as (high, low) words, from 16-bit halves so that no partial product passes 32 bits.
+fn math_mul_wide(m: u32, w: u32) -> vec2<u32> {
+    let m_lo = m & 0xffffu;
+    let m_hi = m >> 16u;
+    let w_lo = w & 0xffffu;
+    let w_hi = w >> 16u;
+    let cross_a = m_lo * w_hi;
+    let cross_b = m_hi * w_lo;
+    var low = m_lo * w_lo;
+    var high = m_hi * w_hi;
+    let a = cross_a << 16u;
+    low += a;
+    high += (cross_a >> 16u) + select(0u, 1u, low < a);
+    let b = cross_b << 16u;
+    let before = low;
+    low += b;
+    high += (cross_b >> 16u) + select(0u, 1u, low < before);
+    return vec2<u32>(high, low);
+}
+
+fn math_window_word(index: u32, shift: u32) -> u32 {
+    let head = MATH_TWO_OVER_PI[index];
+    if (shift == 0u) { return head; }
+    return (head << shift) | (MATH_TWO_OVER_PI[index + 1u] >> (32u - shift));
+}
+
+// Payne-Hanek: |x| * 2/pi mod 4 from 96 bits of 2/pi, for |x| >= 4096. Returns (r, quadrant), r in
+// [-pi/4, pi/4] with |x| = r + (quadrant + 4j) pi / 2.
+fn math_reduce_large(ax: f32) -> vec2<f32> {
+    let bits = bitcast<u32>(ax);
+    let e = bits >> 23u;
+    let m = (bits & 0x7fffffu) | 0x800000u;
+    // |x| = m 2^(e - 150). Bits of 2/pi that would only add multiples of 4 are skipped; with the
+    // window starting at bit e - 120 of the padded table, the low 96 bits of m * window hold
+    // |x| * 2/pi mod 4 scaled by 2^94.
+    let start = e - 120u;
+    let index = start / 32u;
+    let shift = start % 32u;
+    let w0 = math_window_word(index, shift);
+    let w1 = math_window_word(index + 1u, shift);
+    let w2 = math_window_word(index + 2u, shift);
+    let p2 = math_mul_wide(m, w2);
+    let p1 = math_mul_wide(m, w1);
+    let r2 = p2.y;
+    let r1 = p1.y + p2.x;
+    let r0 = m * w0 + p1.x + select(0u, 1u, r1 < p1.y);
+    var quadrant = r0 >> 30u;
+    // 64 bits of the fraction, as a two's-complement value in [-1/2, 1/2).
+    var f_hi = (r0 << 2u) | (r1 >> 30u);
+    var f_lo = (r1 << 2u) | (r2 >> 30u);
+    var negative = false;
+    if ((f_hi & 0x80000000u) != 0u) {
+        quadrant += 1u;
+        negative = true;
+        f_hi = ~f_hi;
+        f_lo = ~f_lo + 1u;
+        f_hi += select(0u, 1u, f_lo == 0u);
+    }
+    var scale = 0;
+    if (f_hi == 0u) {
+        f_hi = f_lo;
+        f_lo = 0u;
+        scale = 32;
+    }
+    let lz = countLeadingZeros(f_hi);
+    if (lz > 0u) {
+        f_hi = (f_hi << lz) | (f_lo >> (32u - lz));
+        f_lo = f_lo << lz;
+    }
+    scale += i32(lz);
+    // The top 48 bits as two exact floats, then times pi/2 in two parts.
+    let hi = f32(f_hi >> 8u) * math_pow2i(-24 - scale);
+    let lo = f32(((f_hi & 0xffu) << 16u) | (f_lo >> 16u)) * math_pow2i(-48 - scale);
+    let r_hi = hi * 1.5707963705062866;
+    let r_lo = math_product_error(hi, 1.5707963705062866, r_hi) + (hi * -4.371139000186241e-08 + lo * 1.5707963705062866);
+    let r = r_hi + r_lo;
+    return vec2<f32>(select(r, -r, negative), f32(quadrant & 3u));
+}
+
+// x = r + quadrant pi/2 (mod 2 pi), |r| <= pi/4: Cody-Waite below 4096, Payne-Hanek above. The
+// first three parts of pi/2 (Eigen's, for adapters without a fused fma) have at most 12
+// significant bits, so for n < 4096 each n * part and each difference is exact.
+fn math_reduce(x: f32) -> vec2<f32> {
+    let ax = abs(x);
+    var reduced: vec2<f32>;
+    if (ax < 4096.0) {
+        let n = round(ax * 0.63661977236758134);
+        var r = ax - n * 1.5703125;
+        r = r - n * 0.000483989715576171875;
+        r = r + n * 1.62865035235881805419921875e-07;
+        r = r + n * 5.5644315544167710640977020375430583953857421875e-11;
+        reduced = vec2<f32>(r, f32(u32(n) & 3u));
+    } else {
+        reduced = math_reduce_large(ax);
+    }
+    if (x < 0.0) {
+        // sin(-x) = -sin(x): negate r and the quadrant.
+        reduced = vec2<f32>(-reduced.x, f32((4u - u32(reduced.y)) & 3u));
+    }
+    return reduced;
+}
+
+fn math_sin(x: f32) -> f32 {
+    if (math_is_nan(x) || math_is_inf(x)) { return math_nan(); }
+    // Keeps -0 and skips the reduction where sin x rounds to x.
+    if (abs(x) < 0.000244140625) { return x; }
+    let reduced = math_reduce(x);
+    let q = u32(reduced.y);
+    let value = select(math_sin_kernel(reduced.x), math_cos_kernel(reduced.x), (q & 1u) == 1u);
+    return select(value, -value, q >= 2u);
+}
+
+fn math_cos(x: f32) -> f32 {
+    if (math_is_nan(x) || math_is_inf(x)) { return math_nan(); }
+    let reduced = math_reduce(x);
+    let q = u32(reduced.y);
+    let value = select(math_cos_kernel(reduced.x), math_sin_kernel(reduced.x), (q & 1u) == 1u);
+    return select(value, -value, q == 1u || q == 2u);
+}
+
+fn math_tan(x: f32) -> f32 {
+    if (math_is_nan(x) || math_is_inf(x)) { return math_nan(); }
+    if (abs(x) < 0.000244140625) { return x; }
+    let reduced = math_reduce(x);
+    let s = math_sin_kernel(reduced.x);
+    let c = math_cos_kernel(reduced.x);
+    return select(s / c, -c / s, (u32(reduced.y) & 1u) == 1u);
+}
