@@ -2580,7 +2580,6 @@ def exc_record(e):
 #    scalar paths multiply 0 * y * (1 - y) in different orders), and TF defines none;
 #  - NaN data of UnsortedSegmentMin/Max: TF-CPU keeps a NaN only until a later element of its
 #    segment replaces it, so its answer depends on the order of the data; the WGPU kernels skip NaNs;
-#  - sin/cos/tan of |x| > 1e4: the driver's range reduction (numerics, issue 15);
 #  - integer division by zero, and ResourceScatterDiv by zero updates: TF-CPU raises, TF's GPU
 #    kernels do not check;
 #  - optimizer hyperparameter values (lr > 0, l1 >= 0, lr_power <= 0...): TF-CPU's proximal and
@@ -2592,7 +2591,6 @@ NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2D
                  "Conv2DBackpropFilter", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
                  "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
                  "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax"}
-TRIG_OPS = {"Sin", "Cos", "Tan"}
 INTEGER_DIVISION_OPS = {"FloorDiv", "FloorMod", "Div", "TruncateDiv", "TruncateMod"}
 
 
@@ -2636,9 +2634,6 @@ def known_divergence(case, record):
         return "subnormal inputs kept (TF flushes them to zero; issue 15)"
     if kind == "mismatch" and case.op in NAN_ORDER_OPS and any(not np.isfinite(x).all() for x in _float_inputs(case)):
         return "NaN/Inf propagation order (TF-CPU's kernels define none)"
-    if kind == "mismatch" and case.op in TRIG_OPS and any(
-            (np.abs(x[np.isfinite(x)]) > 1e4).any() for x in _float_inputs(case)):
-        return "sin/cos/tan range reduction past |x| = 1e4 (issue 15)"
     if kind == "accepted" and case.op in RESOURCE_SCATTERS:
         indices, rows = np.asarray(case.args["indices"]), np.asarray(case.variables["resource"]).shape[0]
         if ((indices < 0) | (indices >= rows)).any():
