@@ -1,0 +1,116 @@
+"""Training tracks TF-CPU (issue 15): an MLP, a small CNN and a small Transformer, each trained for 500
+steps with Adam, RMSprop and SGD with momentum (training_worker.py), step by step against TF-CPU.
+
+Each step's loss must stay within 1e-4 (relative) of TF-CPU's. Training amplifies rounding
+differences, and where a model is chaotic TF-CPU disagrees with itself too, so the bound widens to
+10x TF-CPU's own noise at that step. The noise is the larger of two runs against the TF-CPU
+reference: TF-CPU with oneDNN off (other kernels, other rounding), and TF-CPU from initial weights
+moved by one ulp. Both errors are running maxima over the steps so far. The table (`pytest -s`)
+shows, per run, our largest error, the noise at that step, and the first step where our error
+passes 1e-4 and where the noise does.
+
+Runs on TF 2.21 (a heavy suite); TF_WGPU_TRAINING_STEPS changes the step count.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS = int(os.environ.get("TF_WGPU_TRAINING_STEPS", "500"))
+BOUND = 1e-4
+NOISE_FACTOR = 10
+MODELS = ["mlp", "cnn", "transformer"]
+CONFIGS = {"wgpu": ("wgpu", "1"), "cpu": ("cpu", "1"), "cpu-eigen": ("cpu", "0"), "cpu-perturbed": ("cpu-perturbed", "1")}
+
+pytestmark = pytest.mark.skipif(
+    not (tf.__version__.startswith("2.21.") or os.environ.get("TF_WGPU_HEAVY") == "1"),
+    reason="heavy suite: TF 2.21 only (TF_WGPU_HEAVY=1 runs it anywhere)")
+
+
+def run_workers(model):
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = {}
+        for name, (mode, onednn) in CONFIGS.items():
+            env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS=onednn)
+            out = os.path.join(tmp, f"{name}.json")
+            procs[name] = (subprocess.Popen([sys.executable, os.path.join(HERE, "training_worker.py"), model, mode,
+                                             out, str(STEPS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            text=True, env=env), out)
+        results = {}
+        for name, (proc, out) in procs.items():
+            stdout, stderr = proc.communicate(timeout=1800)
+            assert proc.returncode == 0, f"{model} {name} failed:\n{stdout[-2000:]}\n{stderr[-6000:]}"
+            with open(out) as f:
+                results[name] = json.load(f)
+    return results
+
+
+def running_relative(got, want):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return np.maximum.accumulate(np.abs(got - want) / np.abs(want))
+
+
+def first_over(curve, limit):
+    over = np.nonzero(curve > limit)[0]
+    return int(over[0]) if len(over) else None
+
+
+def compare(results, optimizer):
+    ref = results["cpu"][optimizer]["losses"]
+    error = running_relative(results["wgpu"][optimizer]["losses"], ref)
+    noise = np.maximum(running_relative(results["cpu-eigen"][optimizer]["losses"], ref),
+                       running_relative(results["cpu-perturbed"][optimizer]["losses"], ref))
+    bound = np.maximum(BOUND, NOISE_FACTOR * noise)
+    worst = int(np.argmax(error / bound))
+    return {
+        "error": float(error[-1]),
+        "noise": float(noise[-1]),
+        "worst_step": worst,
+        "worst_ratio": float(error[worst] / bound[worst]),
+        "error_at_worst": float(error[worst]),
+        "noise_at_worst": float(noise[worst]),
+        "first_error_over": first_over(error, BOUND),
+        "first_noise_over": first_over(noise, BOUND),
+        "device": results["wgpu"][optimizer]["device"],
+    }
+
+
+@pytest.fixture(scope="module")
+def table():
+    rows = []
+    yield rows
+    print("\n| model | optimizer | max error | TF-CPU noise | worst error/bound (step) | first step over 1e-4: ours, "
+          "noise |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {r['optimizer']} | {r['error']:.1e} | {r['noise']:.1e} | {r['worst_ratio']:.2f} "
+              f"({r['worst_step']}) | {r['first_error_over']}, {r['first_noise_over']} |")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_training_tracks_tf_cpu(model, table):
+    results = run_workers(model)
+    failures = []
+    for optimizer in results["wgpu"]:
+        row = {"model": model, "optimizer": optimizer, **compare(results, optimizer)}
+        table.append(row)
+        assert row["device"].endswith("GPU:0"), row
+        if row["worst_ratio"] > 1:
+            failures.append(row)
+    assert not failures, failures
+
+
+def test_the_comparison_catches_a_drift():
+    """A run that drifts by 1e-3 relative while TF-CPU agrees with itself fails the comparison."""
+    ref = list(np.linspace(2.0, 1.0, 50))
+    results = {"cpu": {"Adam": {"losses": ref}}, "cpu-eigen": {"Adam": {"losses": ref}},
+               "cpu-perturbed": {"Adam": {"losses": ref}},
+               "wgpu": {"Adam": {"losses": list(np.array(ref) * (1 + 1e-3)), "device": "GPU:0"}}}
+    assert compare(results, "Adam")["worst_ratio"] > 1
