@@ -25,6 +25,10 @@ pub struct DeviceCore {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub limits: wgpu::Limits,
+    /// The most elements a shader's runtime-sized array may have on this adapter: llvmpipe's reads
+    /// of arrays past about 2^24 elements go wrong, even where the binding is within its limits
+    /// (see `LLVMPIPE_MAX_ARRAY_ELEMENTS`).
+    pub max_array_elements: u64,
     pub features: wgpu::Features,
     pub memory: MemoryMap,
     pub pipelines: PipelineCache,
@@ -87,6 +91,16 @@ impl std::ops::Deref for Device {
     }
 }
 
+/// Mesa 22.3's llvmpipe (lavapipe) gets a shader's runtime-sized array wrong once the binding holds
+/// more than 0xFEFE00 elements (of f32, u32 or f16 alike, measured): most reads then return zero,
+/// so a sum of 2^24 ones gave 131070 (writes were not seen to fail). Views as `vec4` arrays, four
+/// times fewer elements, are unaffected. Bindings are held below this, with margin.
+pub const LLVMPIPE_MAX_ARRAY_ELEMENTS: u64 = 0xFE_0000;
+
+pub fn is_llvmpipe(info: &wgpu::AdapterInfo) -> bool {
+    info.name.contains("llvmpipe") || info.driver.contains("llvmpipe")
+}
+
 impl Device {
     pub fn open(ordinal: usize, adapter: &wgpu::Adapter) -> Result<Device> {
         let info = adapter.get_info();
@@ -125,12 +139,14 @@ impl Device {
         }
 
         let memory = MemoryMap::new(ordinal, &info, &limits);
+        let max_array_elements = if is_llvmpipe(&info) { LLVMPIPE_MAX_ARRAY_ELEMENTS } else { u64::MAX };
         let core = Arc::new(DeviceCore {
             ordinal,
             info,
             device,
             queue,
             limits,
+            max_array_elements,
             features,
             memory,
             pipelines: PipelineCache::default(),

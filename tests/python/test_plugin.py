@@ -248,3 +248,23 @@ def test_buffer_freed_on_one_stream_is_not_overwritten_by_another_first(trial, r
         folded = constant()
     np.testing.assert_allclose(y.numpy(), a @ b + bias, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(folded.numpy(), np.full((2, 4), 7.0 + trial, np.float32))
+
+
+@pytest.mark.parametrize("n", [16_000_000, 16_777_216, 20_000_000])
+def test_large_tensors_are_right_or_refused(n):
+    """Past about 2^24 elements, lavapipe's shader arrays read zeros (a sum of 2^24 ones gave
+    131070): a kernel either computes the right answer or refuses the tensor, never a wrong one."""
+    x = np.ones(n, np.float32)
+    x[-1] = 3.0
+    with tf.device("/GPU:0"):
+        t = tf.constant(x)
+        for name, run, want in [("sum", lambda: float(tf.reduce_sum(t)), n + 2.0),
+                                ("max", lambda: float(tf.reduce_max(t)), 3.0),
+                                ("elementwise", lambda: float((t * 2.0).numpy().astype(np.float64).sum()), 2.0 * (n + 2)),
+                                ("unary", lambda: float(tf.exp(t).numpy()[-1]), float(np.exp(np.float32(3.0))))]:
+            try:
+                got = run()
+            except tf.errors.UnimplementedError as e:
+                assert "elements this adapter's shaders can index" in str(e), (name, e)
+                continue
+            assert got == pytest.approx(want, rel=1e-6), (name, got, want)
