@@ -6,17 +6,23 @@
 
 use std::sync::{Arc, Mutex};
 
+use tensorflow_wgpu::runtime::device::{is_llvmpipe, LLVMPIPE_MAX_LOOP_ITERATIONS};
 use tensorflow_wgpu::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use tensorflow_wgpu::runtime::{instance, Stream};
 
 /// Evaluates the WGSL expression `expr` (of `x` and `y`, with the math library in scope) for each
 /// pair of `inputs` on the adapter.
 fn eval(expr: &str, inputs: &[(f32, f32)]) -> Vec<f32> {
+    run_probe(&format!("return {expr};"), inputs)
+}
+
+/// Runs `fn probe(x: f32, y: f32) -> f32 { body }` for each pair of `inputs` on the adapter.
+fn run_probe(body: &str, inputs: &[(f32, f32)]) -> Vec<f32> {
     let source = format!(
         "{}\n@group(0) @binding(0) var<storage, read_write> xy: array<vec2<f32>>;\n\
          @group(0) @binding(1) var<storage, read_write> out: array<f32>;\n\
          @group(0) @binding(2) var<uniform> n: vec4<u32>;\n\
-         fn probe(x: f32, y: f32) -> f32 {{ return {expr}; }}\n\
+         fn probe(x: f32, y: f32) -> f32 {{ {body} }}\n\
          @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{\n\
            if (gid.x < n.x) {{ out[gid.x] = probe(xy[gid.x].x, xy[gid.x].y); }}\n\
          }}\n",
@@ -85,4 +91,31 @@ fn cody_waite_steps_stay_exact() {
     let x = 4095.5f32;
     let got = eval("x - y * 1.5703125", &[(x, n)]);
     assert_eq!(f64::from(got[0]), f64::from(x) - f64::from(n) * 1.5703125);
+}
+
+/// llvmpipe ends every loop of an invocation once it has run 65535 iterations in all (the kernels
+/// split or refuse longer work, `DeviceCore::max_loop_iterations`); other adapters run them out.
+/// The counter belongs to a SIMD vector of invocations, so each case runs in its own dispatch.
+#[test]
+fn loop_iterations_per_invocation() {
+    let device = instance::open_private_device(0).expect("no WGPU adapter");
+    let llvmpipe = is_llvmpipe(&device.info);
+    // Two loops of x and y iterations; returns the iterations they ran together.
+    let body = "var n = 0u; for (var i = 0u; i < u32(x); i++) { n++; } \
+                for (var i = 0u; i < u32(y); i++) { n++; } return f32(n);";
+    let limit = LLVMPIPE_MAX_LOOP_ITERATIONS as f32;
+    let cases = [(1000.0, 2000.0), (limit, 0.0), (limit + 10.0, 0.0), (60000.0, 10000.0)];
+    let got: Vec<f32> = cases.iter().map(|&case| run_probe(body, &[case])[0]).collect();
+    assert_eq!(got[..2], [3000.0, limit]);
+    if llvmpipe {
+        // Cut short at the limit (a loop's last exit test may take one more from the counter).
+        for (&n, full) in got[2..].iter().zip([limit + 10.0, 70000.0]) {
+            assert!(
+                n < full && n >= limit - 1.0,
+                "llvmpipe's loop limit moved ({n}): update LLVMPIPE_MAX_LOOP_ITERATIONS"
+            );
+        }
+    } else {
+        assert_eq!(got[2..], [limit + 10.0, 70000.0]);
+    }
 }

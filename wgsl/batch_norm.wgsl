@@ -74,17 +74,18 @@ fn stats(
     let ch = channel_id(wid, nwg);
     let valid = ch < p.c;
     let channel = select(0u, ch, valid);
-    var sum = 0.0;
+    // Compensated sums (math.wgsl): statistics over millions of rows do not drift.
+    var sum = MathSum(0.0, 0.0);
     for (var r = lid; valid && r < p.rows; r += 256u) {
-        sum += x[p.x_off + r * p.c + channel];
+        math_sum_add(&sum, x[p.x_off + r * p.c + channel]);
     }
-    let batch_mean = workgroup_sum(lid, vec2<f32>(sum, 0.0)).x / f32(p.rows);
-    var squares = 0.0;
+    let batch_mean = workgroup_sum(lid, vec2<f32>(math_sum_value(sum), 0.0)).x / f32(p.rows);
+    var squares = MathSum(0.0, 0.0);
     for (var r = lid; valid && r < p.rows; r += 256u) {
         let centered = x[p.x_off + r * p.c + channel] - batch_mean;
-        squares += centered * centered;
+        math_sum_add(&squares, centered * centered);
     }
-    let batch_var = workgroup_sum(lid, vec2<f32>(squares, 0.0)).x / f32(p.rows);
+    let batch_var = workgroup_sum(lid, vec2<f32>(math_sum_value(squares), 0.0)).x / f32(p.rows);
     if (lid == 0u && valid) {
         out_a[p.out_a_off + channel] = batch_mean;
         out_b[p.out_b_off + channel] = batch_var;
@@ -131,12 +132,14 @@ fn grad_stats(
     let valid = ch < p.c;
     let channel = select(0u, ch, valid);
     let m = mean[p.mean_off + channel];
-    var sums = vec2<f32>();
+    var dy_sum = MathSum(0.0, 0.0);
+    var dy_x_sum = MathSum(0.0, 0.0);
     for (var r = lid; valid && r < p.rows; r += 256u) {
         let dy = aux[p.aux_off + r * p.c + channel];
-        sums += vec2<f32>(dy, dy * (x[p.x_off + r * p.c + channel] - m));
+        math_sum_add(&dy_sum, dy);
+        math_sum_add(&dy_x_sum, dy * (x[p.x_off + r * p.c + channel] - m));
     }
-    let total = workgroup_sum(lid, sums);
+    let total = workgroup_sum(lid, vec2<f32>(math_sum_value(dy_sum), math_sum_value(dy_x_sum)));
     if (lid == 0u && valid) {
         out_a[p.out_a_off + channel] = total.x;
         out_b[p.out_b_off + channel] = total.y * math_rsqrt(variance[p.var_off + channel] + p.epsilon);

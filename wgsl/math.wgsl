@@ -545,3 +545,26 @@ fn math_tan(x: f32) -> f32 {
     let c = math_cos_kernel(reduced.x);
     return select(s / c, -c / s, (u32(reduced.y) & 1u) == 1u);
 }
+
+// A running sum with Kahan's compensation: the low part each addition loses is kept apart and fed
+// back, so the error does not grow with the number of terms (a plain running sum's grows like n).
+// `math_keep` stops the driver from folding the compensation away (Mesa rewrites (t - s) - y to
+// 0). Once the sum is not finite the compensation is dropped, so infinities and NaN propagate as
+// in a plain sum.
+struct MathSum {
+    total: f32,
+    // The negated low part lost so far (Kahan's c).
+    lost: f32,
+}
+
+fn math_sum_add(acc: ptr<function, MathSum>, x: f32) {
+    let y = x - (*acc).lost;
+    let t = (*acc).total + y;
+    let finite = (bitcast<u32>(t) & 0x7f800000u) != 0x7f800000u;
+    (*acc).lost = select(0.0, (math_keep(t) - (*acc).total) - y, finite);
+    (*acc).total = t;
+}
+
+fn math_sum_value(acc: MathSum) -> f32 {
+    return acc.total - acc.lost;
+}

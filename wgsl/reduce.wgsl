@@ -101,6 +101,21 @@ fn combine(x: f32, y: f32) -> f32 {
     }
 }
 
+// Sums (Sum, Mean, L2Loss) accumulate with Kahan's compensation (`math_sum_add`), so each
+// invocation's error does not grow with the elements it adds; the tree over invocations adds
+// O(log n).
+fn is_sum() -> bool {
+    return OP == 0u || OP == 4u || OP == 5u;
+}
+
+fn accumulate(acc: ptr<function, MathSum>, x: f32) {
+    if (is_sum()) {
+        math_sum_add(acc, x);
+    } else {
+        (*acc).total = combine((*acc).total, x);
+    }
+}
+
 // What each input element contributes: itself, or its square for L2Loss.
 fn term(x: f32) -> f32 {
     if (OP == 5u) {
@@ -122,13 +137,13 @@ fn reduce_f32(
     let o = output_index(wid, nwg);
     let valid = o < p.outputs;
     let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
-    var acc = identity();
+    var acc = MathSum(identity(), 0.0);
     if (valid) {
         for (var r = lid; r < p.count; r += 256u) {
-            acc = combine(acc, term(bitcast<f32>(input[base + offset_of(r, RED_RANK, p.red_shape, p.red_stride)])));
+            accumulate(&acc, term(bitcast<f32>(input[base + offset_of(r, RED_RANK, p.red_shape, p.red_stride)])));
         }
     }
-    partial[lid] = acc;
+    partial[lid] = math_sum_value(acc);
     workgroupBarrier();
     for (var step = 128u; step > 0u; step >>= 1u) {
         if (lid < step) {
@@ -158,11 +173,11 @@ fn reduce_f32_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
         return;
     }
     let base = p.in_off + offset_of(o, KEPT_RANK, p.kept_shape, p.kept_stride);
-    var acc = identity();
+    var acc = MathSum(identity(), 0.0);
     for (var r = 0u; r < p.count; r++) {
-        acc = combine(acc, term(bitcast<f32>(input[base + offset_of(r, RED_RANK, p.red_shape, p.red_stride)])));
+        accumulate(&acc, term(bitcast<f32>(input[base + offset_of(r, RED_RANK, p.red_shape, p.red_stride)])));
     }
-    atomicStore(&out[p.out_off + o], bitcast<u32>(finish(acc)));
+    atomicStore(&out[p.out_off + o], bitcast<u32>(finish(math_sum_value(acc))));
 }
 
 // Column reductions (Sum over leading axes, BiasAddGrad): invocation (slice, column) combines its
@@ -180,11 +195,12 @@ fn reduce_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     let column = i - slice * p.outputs;
     let first = slice * p.rows_per_slice;
     let last = min(p.rows, first + p.rows_per_slice);
-    var acc = identity();
+    var acc = MathSum(identity(), 0.0);
     for (var r = first; r < last; r++) {
-        acc = combine(acc, bitcast<f32>(input[p.in_off + r * p.outputs + column]));
+        accumulate(&acc, bitcast<f32>(input[p.in_off + r * p.outputs + column]));
     }
-    atomicStore(&out[p.out_off + i], bitcast<u32>(select(finish(acc), acc, p.partial != 0u)));
+    let total = math_sum_value(acc);
+    atomicStore(&out[p.out_off + i], bitcast<u32>(select(finish(total), total, p.partial != 0u)));
 }
 
 @compute @workgroup_size(256)

@@ -3,7 +3,9 @@
 //! convolutions (`conv::fused_batch_norm`), which it is fused into.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, dispatch_workgroups, grid, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::pipeline::{
+    check_loop_iterations, dispatch, dispatch_workgroups, grid, storage_window, Binding, PipelineSpec, Shader,
+};
 use crate::runtime::Stream;
 
 use super::{shader_len, KernelContext, KernelInstance, TensorRef};
@@ -58,6 +60,10 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, slots: Slots, spr
             device.memory.resolve(t.address, t.byte_len().max(4))
         })
         .collect::<Result<Vec<_>>>()?;
+    if let Spread::WorkgroupPerChannel = spread {
+        // The statistics' threads stride over the rows (twice for `stats`), then tree steps.
+        check_loop_iterations(device, 2 * (p.rows as u64).div_ceil(256) + 16, "batch norm")?;
+    }
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
     stream.encode(|core, encoder| {
         let mut bindings: Vec<Binding> = Vec::with_capacity(8);

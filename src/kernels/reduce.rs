@@ -2,7 +2,9 @@
 //! ArgMax, ArgMin.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch_workgroups, grid, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::pipeline::{
+    check_loop_iterations, dispatch_workgroups, grid, storage_window, Binding, PipelineSpec, Shader,
+};
 use crate::runtime::Stream;
 
 use super::slice::contiguous_strides;
@@ -10,7 +12,11 @@ use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext,
 
 pub const SHADER: Shader = Shader {
     name: "reduce",
-    source: concat!(include_str!("../../wgsl/quot.wgsl"), include_str!("../../wgsl/reduce.wgsl")),
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/reduce.wgsl")
+    ),
     storage_buffers: 2,
     uniform_buffers: 0,
 };
@@ -135,12 +141,15 @@ fn is_column_reduction(p: &Params) -> bool {
 /// each element's index split into coordinates).
 fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &TensorRef) -> Result<()> {
     let (rows, cols) = (p.count, p.outputs);
+    let device = stream.device();
     let slices = if rows as u64 * cols as u64 >= COLUMN_SLICE_MIN_ELEMENTS {
         (COLUMN_TARGET_INVOCATIONS / cols).clamp(1, (rows / COLUMN_SLICE_MIN_ROWS).max(1))
     } else {
         1
     };
-    let device = stream.device();
+    // Enough slices that no invocation loops longer than the adapter allows.
+    let slices = slices.max(shader_len((rows as u64).div_ceil(device.max_loop_iterations.max(2) - 1), "reduction")?);
+    check_loop_iterations(device, slices as u64, "reduction")?;
     let pipeline = device.pipelines.get(
         device,
         &SHADER,
@@ -202,6 +211,9 @@ fn launch(
     let serial = entry == "reduce_f32" && p.count <= SERIAL_REDUCTION_MAX;
     let entry = if serial { "reduce_f32_serial" } else { entry };
     let device = stream.device();
+    // Each of 256 threads strides over the reduced elements, then 8 steps of the tree.
+    let iterations = if serial { p.count as u64 } else { (p.count as u64).div_ceil(256) + 8 };
+    check_loop_iterations(device, iterations, "reduction")?;
     let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     let pipeline = device.pipelines.get(

@@ -25,10 +25,11 @@ pub struct DeviceCore {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub limits: wgpu::Limits,
-    /// The most elements a shader's runtime-sized array may have on this adapter: llvmpipe's reads
-    /// of arrays past about 2^24 elements go wrong, even where the binding is within its limits
-    /// (see `LLVMPIPE_MAX_ARRAY_ELEMENTS`).
-    pub max_array_elements: u64,
+    /// The most loop iterations one shader invocation may run on this adapter, all its loops
+    /// together: llvmpipe stops every loop once the invocation has run 65535 iterations (see
+    /// `LLVMPIPE_MAX_LOOP_ITERATIONS`). Kernels whose loops could run longer split the work or
+    /// refuse it.
+    pub max_loop_iterations: u64,
     pub features: wgpu::Features,
     pub memory: MemoryMap,
     pub pipelines: PipelineCache,
@@ -91,11 +92,11 @@ impl std::ops::Deref for Device {
     }
 }
 
-/// Mesa 22.3's llvmpipe (lavapipe) gets a shader's runtime-sized array wrong once the binding holds
-/// more than 0xFEFE00 elements (of f32, u32 or f16 alike, measured): most reads then return zero,
-/// so a sum of 2^24 ones gave 131070 (writes were not seen to fail). Views as `vec4` arrays, four
-/// times fewer elements, are unaffected. Bindings are held below this, with margin.
-pub const LLVMPIPE_MAX_ARRAY_ELEMENTS: u64 = 0xFE_0000;
+/// Mesa's llvmpipe (lavapipe) guards against endless loops with one counter per shader invocation,
+/// shared by all its loops and never reset: after 65535 iterations in all, every loop exits at its
+/// next test, silently (gallivm's `LP_MAX_TGSI_LOOP_ITERATIONS`). A sum of 2^24 ones, 65536
+/// iterations per thread, gave 131070. tests/math_library.rs measures it on the adapter.
+pub const LLVMPIPE_MAX_LOOP_ITERATIONS: u64 = 65535;
 
 pub fn is_llvmpipe(info: &wgpu::AdapterInfo) -> bool {
     info.name.contains("llvmpipe") || info.driver.contains("llvmpipe")
@@ -139,14 +140,14 @@ impl Device {
         }
 
         let memory = MemoryMap::new(ordinal, &info, &limits);
-        let max_array_elements = if is_llvmpipe(&info) { LLVMPIPE_MAX_ARRAY_ELEMENTS } else { u64::MAX };
+        let max_loop_iterations = if is_llvmpipe(&info) { LLVMPIPE_MAX_LOOP_ITERATIONS } else { u64::MAX };
         let core = Arc::new(DeviceCore {
             ordinal,
             info,
             device,
             queue,
             limits,
-            max_array_elements,
+            max_loop_iterations,
             features,
             memory,
             pipelines: PipelineCache::default(),

@@ -244,7 +244,6 @@ pub fn storage_window<'a>(core: &DeviceCore, slice: &'a DeviceSlice, element_siz
             core.limits.max_storage_buffer_binding_size
         )));
     }
-    check_array_elements(core, size, element_size)?;
     let skew = slice.offset - start;
     if !skew.is_multiple_of(element_size) {
         return Err(Error::invalid_argument(format!(
@@ -253,6 +252,19 @@ pub fn storage_window<'a>(core: &DeviceCore, slice: &'a DeviceSlice, element_siz
         )));
     }
     Ok((Binding { buffer: slice.buffer(), offset: start, size }, (skew / element_size) as u32))
+}
+
+/// Refuses work whose loops would run more than the adapter's `max_loop_iterations` in one
+/// invocation (llvmpipe cuts them short silently).
+pub fn check_loop_iterations(core: &DeviceCore, iterations: u64, what: &str) -> Result<()> {
+    if iterations > core.max_loop_iterations {
+        return Err(Error::unimplemented(format!(
+            "{what}: {iterations} loop iterations per invocation exceed the {} this adapter runs \
+             (llvmpipe ends longer loops early)",
+            core.max_loop_iterations
+        )));
+    }
+    Ok(())
 }
 
 /// `storage_window` widened to whole vec4s of `element_size` elements, for shaders that view the
@@ -267,24 +279,8 @@ pub fn vec4_window<'a>(
     let vec_bytes = 4 * element_size;
     binding.size = binding.size.div_ceil(vec_bytes) * vec_bytes;
     let fits = binding.offset + binding.size <= slice.buffer().size()
-        && binding.size <= core.limits.max_storage_buffer_binding_size
-        && binding.size / vec_bytes <= core.max_array_elements;
+        && binding.size <= core.limits.max_storage_buffer_binding_size;
     Ok(fits.then_some((binding, first)))
-}
-
-/// Refuses a binding of `size` bytes whose shader array would have more elements than the adapter
-/// handles (`DeviceCore::max_array_elements`). Shaders view bindings as f16 arrays where the
-/// element size is 2, and as 32-bit words otherwise (bool bytes and 64-bit types included).
-fn check_array_elements(core: &DeviceCore, size: u64, element_size: u64) -> Result<()> {
-    let stride = if element_size == 2 { 2 } else { 4 };
-    if size / stride > core.max_array_elements {
-        return Err(Error::unimplemented(format!(
-            "tensor window of {size} bytes has more than the {} elements this adapter's shaders can index \
-             (llvmpipe's arrays go wrong past that)",
-            core.max_array_elements
-        )));
-    }
-    Ok(())
 }
 
 /// Outputs smaller than this keep one dispatch of their scalar kernel: the vec4 kernels need a

@@ -28,7 +28,7 @@ fn is_word_aligned(values: &[u64]) -> bool {
 /// Largest byte count one shader pass handles, leaving room for window alignment on both ends.
 fn chunk_limit(core: &DeviceCore) -> u64 {
     let align = core.limits.min_storage_buffer_offset_alignment as u64;
-    let max = core.limits.max_storage_buffer_binding_size.min(1 << 30).min(core.max_array_elements.saturating_mul(4));
+    let max = core.limits.max_storage_buffer_binding_size.min(1 << 30);
     (max - 2 * align - 8) / 256 * 256
 }
 

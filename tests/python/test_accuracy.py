@@ -6,7 +6,9 @@ NaN, subnormals, the overflow and underflow edges). The exact result is float64 
 `math`), and the error is measured in units in the last place of the exact result, with
 subnormal results in units of 2^-149.
 
-The plugin must be within 4 ulp, or within TF-CPU's own error where that is larger. TF-CPU flushes
+The plugin must be within 4 ulp, or within TF-CPU's own error where that is larger. Reductions
+(sums, means, column sums, bias gradients, moments, batch-norm statistics) must stay within 2^-22
+relative of the float64 result at every size up to 1.6e7 elements (or within TF-CPU's error). TF-CPU flushes
 subnormal inputs and results to zero, so its column leaves out points where the input or the exact
 result is subnormal; the plugin's column keeps them. `python tests/python/test_accuracy.py` prints
 the table that the README shows.
@@ -193,6 +195,49 @@ def test_within_four_ulp_or_tf_cpu(name):
     bound = max(BOUND_ULP, row["cpu"])
     print(f"{name}: ours {row['ours']:.2f} ulp, TF-CPU {row['cpu']:.2f} ulp, worst at {row['worst_input']}")
     assert row["ours"] <= bound, row
+
+
+# Reductions: sizes up to what one lavapipe invocation's loops reach (65535 iterations x 256 threads);
+# the error must not grow with n. Values in [1, 2) so that no cancellation hides the drift.
+REDUCTION_SIZES = [1_200, 100_000, 1_000_000, 4_000_000, 16_000_000]
+REDUCTION_BOUND = 2.0**-22
+
+
+def reductions(t, n):
+    """(name, result) of each reduction family over the n values of t."""
+    columns = tf.reshape(t, [-1, 100])
+    image = tf.reshape(t, [-1, 10, 10, 4])
+    mean, variance = tf.nn.moments(columns, axes=[0])
+    batch = tf.raw_ops.FusedBatchNormV3(x=image, scale=tf.ones([4]), offset=tf.zeros([4]), mean=tf.zeros([0]),
+                                        variance=tf.zeros([0]), is_training=True)
+    return [("sum", tf.reduce_sum(t)), ("mean", tf.reduce_mean(t)), ("column sums", tf.reduce_sum(columns, axis=0)),
+            ("bias gradient", tf.raw_ops.BiasAddGrad(out_backprop=columns)), ("moments mean", mean),
+            ("moments variance", variance), ("batch-norm mean", batch.batch_mean),
+            ("batch-norm variance", batch.batch_variance)]
+
+
+def exact_reductions(x):
+    x = x.astype(np.float64)
+    columns = x.reshape(-1, 100)
+    image = x.reshape(-1, 4)
+    return [np.sum(x), np.mean(x), columns.sum(0), columns.sum(0), columns.mean(0), columns.var(0),
+            image.mean(0), image.var(0) * len(image) / (len(image) - 1)]
+
+
+@pytest.mark.parametrize("n", REDUCTION_SIZES)
+def test_reductions_do_not_drift_with_n(n):
+    x = (1.0 + np.random.default_rng(n).random(n)).astype(np.float32)
+    exact = exact_reductions(x)
+    rows = {}
+    for device in ("/GPU:0", "/CPU:0"):
+        with tf.device(device):
+            got = reductions(tf.constant(x), n)
+        for (name, value), want in zip(got, exact):
+            err = float(np.max(np.abs(value.numpy().astype(np.float64) - want) / np.abs(want)))
+            rows.setdefault(name, []).append(err)
+    print(f"n={n}: " + ", ".join(f"{k} {v[0]:.1e} (TF-CPU {v[1]:.1e})" for k, v in rows.items()))
+    over = {k: v for k, v in rows.items() if v[0] > max(REDUCTION_BOUND, v[1])}
+    assert not over, over
 
 
 def test_ulp_measure_is_not_vacuous():
