@@ -568,3 +568,142 @@ fn math_sum_add(acc: ptr<function, MathSum>, x: f32) {
 fn math_sum_value(acc: MathSum) -> f32 {
     return acc.total - acc.lost;
 }
+
+// sinh |x| = (t + t / (t + 1)) / 2, t = expm1(|x|): no cancellation near 0 (fdlibm). Past 9 the
+// second term is below an ulp, and exp(|x|) / 2 is scaled so that it overflows only where sinh does.
+fn math_sinh(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    let a = abs(x);
+    if (a < 0.000244140625) { return x; }
+    if (a < 9.0) {
+        let t = math_expm1(a);
+        return math_copysign(0.5 * (t + t / (t + 1.0)), x);
+    }
+    if (a > 89.415985) { return math_copysign(math_inf(), x); }
+    let parts = math_exp_parts(a);
+    return math_copysign(math_ldexp(parts.x, i32(parts.y) - 1), x);
+}
+
+// cosh |x|: 1 + t^2 / (2 (1 + t)) near 0 (t = expm1(|x|)), (e + 1/e) / 2 beyond, exp / 2 past 9.
+fn math_cosh(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    let a = abs(x);
+    if (a < 0.3465735902799726) {
+        let t = math_expm1(a);
+        return 1.0 + (t * t) / (2.0 * (1.0 + t));
+    }
+    if (a < 9.0) {
+        let e = math_exp(a);
+        return 0.5 * e + 0.5 / e;
+    }
+    if (a > 89.415985) { return math_inf(); }
+    let parts = math_exp_parts(a);
+    return math_ldexp(parts.x, i32(parts.y) - 1);
+}
+
+// asinh |x| = log1p(a + a^2 / (1 + sqrt(1 + a^2))) up to 2, log(2a + 1 / (a + sqrt(a^2 + 1))) to
+// 2^28, log(a) + log 2 beyond (fdlibm).
+fn math_asinh(x: f32) -> f32 {
+    if (math_is_nan(x) || math_is_inf(x)) { return x; }
+    let a = abs(x);
+    var r: f32;
+    if (a < 0.000244140625) {
+        return x;
+    } else if (a <= 2.0) {
+        let a2 = a * a;
+        r = math_log1p(a + a2 / (1.0 + math_sqrt(1.0 + a2)));
+    } else if (a < 268435456.0) {
+        r = math_log(2.0 * a + 1.0 / (math_sqrt(a * a + 1.0) + a));
+    } else {
+        r = math_log(a) + 0.6931471805599453;
+    }
+    return math_copysign(r, x);
+}
+
+// acosh x (x >= 1): log1p(t + sqrt(2t + t^2)), t = x - 1 (exact), up to 2; log(2x - 1 / (x +
+// sqrt(x^2 - 1))) to 2^28; log(x) + log 2 beyond (fdlibm).
+fn math_acosh(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (x < 1.0) { return math_nan(); }
+    if (math_is_inf(x)) { return x; }
+    if (x <= 2.0) {
+        let t = x - 1.0;
+        return math_log1p(t + math_sqrt(2.0 * t + t * t));
+    }
+    if (x < 268435456.0) {
+        return math_log(2.0 * x - 1.0 / (x + math_sqrt(x * x - 1.0)));
+    }
+    return math_log(x) + 0.6931471805599453;
+}
+
+// atanh |x| = log1p(2a + 2a^2 / (1 - a)) / 2 below 1/2, log1p(2a / (1 - a)) / 2 above (fdlibm).
+fn math_atanh(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    let a = abs(x);
+    if (a > 1.0) { return math_nan(); }
+    if (a == 1.0) { return math_copysign(math_inf(), x); }
+    if (a < 0.000244140625) { return x; }
+    var r: f32;
+    if (a < 0.5) {
+        let twice = a + a;
+        r = 0.5 * math_log1p(twice + twice * a / (1.0 - a));
+    } else {
+        r = 0.5 * math_log1p((a + a) / (1.0 - a));
+    }
+    return math_copysign(r, x);
+}
+
+// atan: fdlibm's atanf (reduction to |x| < 7/16 around atan(1/2), atan(1), atan(3/2) and pi/2,
+// each in two parts, then an odd polynomial).
+fn math_atan(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    let a = abs(x);
+    if (a >= 67108864.0) { return math_copysign(1.5707963267948966, x); }
+    if (a < 0.000244140625) { return x; }
+    var id = -1;
+    var t = a;
+    if (a >= 0.4375) {
+        if (a < 0.6875) {
+            id = 0;
+            t = (2.0 * a - 1.0) / (2.0 + a);
+        } else if (a < 1.1875) {
+            id = 1;
+            t = (a - 1.0) / (a + 1.0);
+        } else if (a < 2.4375) {
+            id = 2;
+            t = (a - 1.5) / (1.0 + 1.5 * a);
+        } else {
+            id = 3;
+            t = -1.0 / a;
+        }
+    }
+    let z = t * t;
+    let w = z * z;
+    let s1 = z * (0.33333328366 + w * (0.14253635705 + w * 0.061687607318));
+    let s2 = w * (-0.19999158382 + w * -0.10648017377);
+    if (id < 0) { return math_copysign(t - t * (s1 + s2), x); }
+    var hi = 0.46364760399;
+    var lo = 5.0121582440e-09;
+    if (id == 1) { hi = 0.78539812565; lo = 3.7748947079e-08; }
+    if (id == 2) { hi = 0.98279368877; lo = 3.4473217170e-08; }
+    if (id == 3) { hi = 1.5707962513; lo = 7.5497894159e-08; }
+    return math_copysign(hi - ((t * (s1 + s2) - lo) - t), x);
+}
+
+// asin x = atan(x / sqrt((1 - x)(1 + x))): 1 - x is exact where it matters (|x| near 1).
+fn math_asin(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    let a = abs(x);
+    if (a > 1.0) { return math_nan(); }
+    if (a == 1.0) { return math_copysign(1.5707963267948966, x); }
+    if (a < 0.000244140625) { return x; }
+    return math_copysign(math_atan(a / math_sqrt((1.0 - a) * (1.0 + a))), x);
+}
+
+// acos x = 2 atan(sqrt((1 - x) / (1 + x))).
+fn math_acos(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (abs(x) > 1.0) { return math_nan(); }
+    if (x == -1.0) { return 3.141592653589793; }
+    return 2.0 * math_atan(math_sqrt((1.0 - x) / (1.0 + x)));
+}

@@ -63,6 +63,14 @@ fn apply(v: f32) -> f32 {
             return 0.5 * v * (1.0 + math_tanh(inner));
         }
         case 32u: { return math_erfc(v); }
+        case 33u: { return math_sinh(v); }
+        case 34u: { return math_cosh(v); }
+        case 35u: { return math_asinh(v); }
+        case 36u: { return math_acosh(v); }
+        case 37u: { return math_atanh(v); }
+        case 38u: { return math_atan(v); }
+        case 39u: { return math_asin(v); }
+        case 40u: { return math_acos(v); }
         case 28u: { return 0.0; }
         case 29u: { return 1.0; }
         default: { return v; }

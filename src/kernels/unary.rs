@@ -56,11 +56,19 @@ pub enum UnaryOp {
     GeluExact = 30,
     GeluApproximate = 31,
     Erfc = 32,
+    Sinh = 33,
+    Cosh = 34,
+    Asinh = 35,
+    Acosh = 36,
+    Atanh = 37,
+    Atan = 38,
+    Asin = 39,
+    Acos = 40,
 }
 
 impl UnaryOp {
     /// The TF op name of each unary op.
-    pub const ALL: [(&'static str, UnaryOp); 32] = [
+    pub const ALL: [(&'static str, UnaryOp); 40] = [
         ("Abs", UnaryOp::Abs),
         ("Neg", UnaryOp::Neg),
         ("Sign", UnaryOp::Sign),
@@ -80,6 +88,14 @@ impl UnaryOp {
         ("Sigmoid", UnaryOp::Sigmoid),
         ("Erf", UnaryOp::Erf),
         ("Erfc", UnaryOp::Erfc),
+        ("Sinh", UnaryOp::Sinh),
+        ("Cosh", UnaryOp::Cosh),
+        ("Asinh", UnaryOp::Asinh),
+        ("Acosh", UnaryOp::Acosh),
+        ("Atanh", UnaryOp::Atanh),
+        ("Atan", UnaryOp::Atan),
+        ("Asin", UnaryOp::Asin),
+        ("Acos", UnaryOp::Acos),
         ("Floor", UnaryOp::Floor),
         ("Ceil", UnaryOp::Ceil),
         ("Round", UnaryOp::Round),
