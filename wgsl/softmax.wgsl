@@ -32,13 +32,14 @@ fn main(
         }
     }
     let row_max = row_reduce(lane, m, OP_MAX);
-    var s = 0.0;
+    // The denominator with Kahan's compensation (math.wgsl), so that long rows do not drift.
+    var s = MathSum(0.0, 0.0);
     if (valid) {
         for (var i = lane; i < p.cols; i += LANES) {
-            s += math_exp(x[p.in_off + base + i] - row_max);
+            math_sum_add(&s, math_exp(x[p.in_off + base + i] - row_max));
         }
     }
-    let total = row_reduce(lane, s, OP_SUM);
+    let total = row_reduce(lane, math_sum_value(s), OP_SUM);
     if (valid) {
         for (var i = lane; i < p.cols; i += LANES) {
             let shifted = x[p.in_off + base + i] - row_max;

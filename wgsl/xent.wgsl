@@ -47,23 +47,24 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
         }
     }
     let row_max = row_reduce(lane, m, OP_MAX);
-    var s = 0.0;
-    var dot = 0.0;
-    var mass = 0.0;
+    // Compensated sums (math.wgsl), so that long rows do not drift.
+    var s = MathSum(0.0, 0.0);
+    var dot = MathSum(0.0, 0.0);
+    var mass = MathSum(0.0, 0.0);
     if (valid) {
         for (var j = lane; j < p.cols; j += LANES) {
             let shifted = features[base + j] - row_max;
             let t = target_of(sparse, row, j);
-            s += math_exp(shifted);
+            math_sum_add(&s, math_exp(shifted));
             // Sparse: the label's logit alone, as TF reads it (0 * -inf elsewhere would be NaN).
-            dot += select(t * shifted, select(0.0, shifted, t != 0.0), sparse);
-            mass += t;
+            math_sum_add(&dot, select(t * shifted, select(0.0, shifted, t != 0.0), sparse));
+            math_sum_add(&mass, t);
         }
     }
-    let total = row_reduce(lane, s, OP_SUM);
-    let target_dot = row_reduce(lane, dot, OP_SUM);
+    let total = row_reduce(lane, math_sum_value(s), OP_SUM);
+    let target_dot = row_reduce(lane, math_sum_value(dot), OP_SUM);
     // Dense labels need not sum to 1: the loss is sum_j p_j * (log(total) - shifted_j).
-    let target_sum = row_reduce(lane, mass, OP_SUM);
+    let target_sum = row_reduce(lane, math_sum_value(mass), OP_SUM);
     if (!valid) {
         return;
     }

@@ -2,7 +2,10 @@
 //! with its gradient (`wgsl/xent.wgsl`).
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch_workgroups, grid, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{
+    check_loop_iterations, dispatch_workgroups, grid, storage_window, PipelineSpec, Shader,
+};
+use crate::runtime::DeviceCore;
 
 use super::reduce::{SERIAL_REDUCTION_MAX, SERIAL_WORKGROUP};
 use super::{shader_len, DType, KernelContext, KernelInstance};
@@ -18,12 +21,16 @@ struct RowSplit {
 }
 
 impl RowSplit {
-    fn for_cols(cols: u32) -> RowSplit {
-        if cols <= SERIAL_REDUCTION_MAX {
+    /// The split for rows of `cols`, refused where one invocation's loops (four passes over its
+    /// share of the row, and the trees) would run longer than the adapter allows.
+    fn for_cols(device: &DeviceCore, cols: u32, what: &str) -> Result<RowSplit> {
+        let split = if cols <= SERIAL_REDUCTION_MAX {
             RowSplit { lanes: 1, workgroup: SERIAL_WORKGROUP as u32 }
         } else {
             RowSplit { lanes: 256, workgroup: 256 }
-        }
+        };
+        check_loop_iterations(device, 4 * u64::from(cols.div_ceil(split.lanes)) + 32, what)?;
+        Ok(split)
     }
 
     fn constants(&self) -> [(&'static str, f64); 2] {
@@ -73,7 +80,7 @@ pub fn softmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let in_mem = device.memory.resolve(logits.address, logits.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     let op = u32::from(kernel.def.op == "LogSoftmax");
-    let split = RowSplit::for_cols(cols as u32);
+    let split = RowSplit::for_cols(device, cols as u32, kernel.def.op)?;
     let [lanes, workgroup] = split.constants();
     let pipeline = device.pipelines.get(
         device,
@@ -161,7 +168,7 @@ pub fn cross_entropy(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     let [f_mem, l_mem, loss_mem, back_mem] = mems;
     let (f_mem, l_mem, loss_mem, back_mem) = (f_mem?, l_mem?, loss_mem?, back_mem?);
     let entry = if sparse { "sparse" } else { "dense" };
-    let split = RowSplit::for_cols(cols as u32);
+    let split = RowSplit::for_cols(device, cols as u32, op)?;
     let pipeline = device.pipelines.get(
         device,
         &XENT_SHADER,

@@ -252,6 +252,27 @@ def test_reductions_do_not_drift_with_n(n):
     assert not over, over
 
 
+@pytest.mark.parametrize("cols", [1_000, 100_000, 4_000_000])
+def test_softmax_denominators_do_not_drift(cols):
+    """One long row: the cross-entropy loss (log of the softmax denominator, minus the label's
+    logit) and LogSoftmax against float64."""
+    x = np.random.default_rng(cols).normal(size=(1, cols)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    log_total = np.log(np.sum(np.exp(x64 - x64.max()))) + x64.max()
+    exact = {"cross-entropy": log_total - x64[0, 0], "log-softmax": x64[0, -1] - log_total}
+    errors = {}
+    for device in ("/GPU:0", "/CPU:0"):
+        with tf.device(device):
+            t = tf.constant(x)
+            loss = tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=t, labels=tf.constant([0]))[0]
+            got = {"cross-entropy": float(loss[0]), "log-softmax": float(tf.nn.log_softmax(t)[0, -1])}
+        for k, want in exact.items():
+            errors.setdefault(k, []).append(abs(got[k] - want) / abs(want))
+    print(f"cols={cols}: " + ", ".join(f"{k} {v[0]:.1e} (TF-CPU {v[1]:.1e})" for k, v in errors.items()))
+    over = {k: v for k, v in errors.items() if v[0] > max(REDUCTION_BOUND, v[1])}
+    assert not over, over
+
+
 def test_ulp_measure_is_not_vacuous():
     """The measure itself: one ulp off reads as 1, a float16-grade answer as thousands."""
     exact = np.array([1.0, 3.0, 1e-42, 1e30])
