@@ -5,7 +5,8 @@
 //   batch_norm: FusedBatchNormV3 inference, y = (x - mean) * rsqrt(var + eps) * scale + offset
 // and their gradients, one invocation per element of the gradient they produce:
 //   conv2d_grad_input, depthwise_grad_input: dx from dy (`input`) and the filter (`weights`)
-//   conv2d_grad_filter, depthwise_grad_filter: df from x (`input`) and dy (`weights`)
+//   conv2d_grad_filter, depthwise_grad_filter: df from x (`input`) and dy (`weights`), over
+//     slices of the output pixels summed by conv2d_grad_filter_sum
 //   max_pool_grad: dx from x (`input`) and dy (`weights`); each window's gradient goes to its first
 //     maximum, as TF-CPU routes it
 //   avg_pool_grad: dx from dy (`input`), shared among each window's non-padding elements
@@ -412,28 +413,27 @@ fn depthwise_grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
     out[p.out_off + i] = acc;
 }
 
+// DepthwiseConv2dNativeBackpropFilter over slices of the output pixels, as conv2d_grad_filter:
+// invocation (slice s, filter element [ky, kx, ch, m]) sums slice s into `out[s * p.n + f]`.
 @compute @workgroup_size(256)
 fn depthwise_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);
-    if (i >= p.n) {
+    if (i >= p.n * p.slices) {
         return;
     }
-    // Filter element [ky, kx, ch, m].
-    let m = i % p.fc;
-    let ch = (i / p.fc) % p.c;
-    let kx = (i / (p.fc * p.c)) % p.kw;
-    let ky = i / (p.fc * p.c * p.kw);
+    let slice = quot(i, p.n);
+    let f = i - slice * p.n;
+    let m = f % p.fc;
+    let ch = (f / p.fc) % p.c;
+    let kx = (f / (p.fc * p.c)) % p.kw;
+    let ky = f / (p.fc * p.c * p.kw);
+    let first = slice * p.slice_len;
+    let last = min(first + p.slice_len, p.batch * p.oh * p.ow);
+    var px = pixel_of(first);
     var acc = 0.0;
-    for (var b = 0u; b < p.batch; b++) {
-        for (var oy = 0u; oy < p.oh; oy++) {
-            let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
-            if (iy < 0 || iy >= i32(p.h)) { continue; }
-            for (var ox = 0u; ox < p.ow; ox++) {
-                let ix = i32(ox * p.sw + kx * p.dw) - i32(p.pad_left);
-                if (ix < 0 || ix >= i32(p.w)) { continue; }
-                acc += input_at(b, u32(iy), u32(ix), ch) * weights[p.f_off + dy_index(b, oy, ox, ch * p.fc + m)];
-            }
-        }
+    for (var q = first; q < last; q++) {
+        acc += tap_input(px, ky, kx, ch) * weights[p.f_off + dy_index(px.b, px.y, px.x, ch * p.fc + m)];
+        next_pixel(&px);
     }
     out[p.out_off + i] = acc;
 }

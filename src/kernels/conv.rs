@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::runtime::memory::DeviceSlice;
-use crate::runtime::pipeline::{dispatch, storage_window, Binding, Pipeline, PipelineSpec, Shader};
+use crate::runtime::pipeline::{
+    check_loop_iterations, dispatch, storage_window, Binding, Pipeline, PipelineSpec, Shader,
+};
 use crate::runtime::{DeviceCore, Stream};
 
 use super::{fast_div, shader_len, validate, KernelContext, KernelInstance, TensorRef};
@@ -198,6 +200,13 @@ fn launch_with(
     p.n = shader_len(out.num_elements(), entry)?;
     if p.n == 0 {
         return Ok(());
+    }
+    if (entry.starts_with("conv2d") || entry.starts_with("depthwise")) && !entry.contains("grad_filter") {
+        // The window loops: every tap, then every channel it sums. (Pooling loops only over the taps
+        // inside the image, and filter gradients split their pixels.)
+        let channels = u64::from(p.c.max(p.oc).max(p.fc));
+        let taps = u64::from(p.kh) * u64::from(p.kw);
+        check_loop_iterations(stream.device(), taps * (channels + 2), entry)?;
     }
     let invocations = invocations.unwrap_or(u64::from(p.n));
     let device = stream.device();
@@ -535,8 +544,8 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         // A gradient summed over no terms.
         return ctx.stream()?.fill(out.address, out.byte_len(), 0);
     }
-    if entry == "conv2d_grad_filter" {
-        return launch_grad_filter(ctx.stream()?, plan.params, &known, &dy, &out);
+    if for_filter {
+        return launch_grad_filter(ctx.stream()?, plan.params, depthwise, &known, &dy, &out);
     }
     // grad_input reads (dy, filter); grad_filter reads (x, dy).
     let operands = if for_filter { [&known, &dy] } else { [&dy, &known] };
@@ -548,24 +557,39 @@ const GRAD_FILTER_SLICE: u32 = 512;
 /// The most scratch memory the partial sums may take.
 const GRAD_FILTER_PARTIAL_BYTES: u64 = 64 << 20;
 
-/// Conv2DBackpropFilter: split over slices of the output pixels into scratch partial sums, then
-/// summed, when there is more than one slice; else one invocation per filter element. Four output
-/// channels per invocation (`conv2d_grad_filter_oc4`) where they fit a vec4.
-fn launch_grad_filter(stream: &Stream, mut p: Params, x: &TensorRef, dy: &TensorRef, out: &TensorRef) -> Result<()> {
+/// Conv2DBackpropFilter and DepthwiseConv2dNativeBackpropFilter: split over slices of the output
+/// pixels into scratch partial sums, then summed, when there is more than one slice; else one
+/// invocation per filter element. Four output channels per invocation (`conv2d_grad_filter_oc4`)
+/// where they fit a vec4. A slice's loop stays within the adapter's loop limit.
+fn launch_grad_filter(
+    stream: &Stream,
+    mut p: Params,
+    depthwise: bool,
+    x: &TensorRef,
+    dy: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
     let n = shader_len(out.num_elements(), "conv2d_grad_filter")?;
     let pixels = u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow);
     let cap = GRAD_FILTER_PARTIAL_BYTES / 4 / u64::from(n.max(1));
-    let slices = pixels.div_ceil(u64::from(GRAD_FILTER_SLICE)).min(cap);
-    p.slices = slices.max(1) as u32;
-    p.slice_len = pixels.div_ceil(slices.max(1)) as u32;
+    let device = stream.device();
+    let longest = device.max_loop_iterations.saturating_sub(16).max(1);
+    let slices = pixels.div_ceil(u64::from(GRAD_FILTER_SLICE)).min(cap).max(pixels.div_ceil(longest));
+    p.slices = shader_len(slices.max(1), "conv2d_grad_filter")?;
+    p.slice_len = shader_len(pixels.div_ceil(slices.max(1)), "conv2d_grad_filter")?;
+    check_loop_iterations(device, u64::from(p.slice_len), "convolution filter gradient")?;
     // `four_channels_fit` checks the vec4 views of binding 1 (here dy) and the output.
-    let (entry, per_invocation) =
-        if four_channels_fit(stream, &p, dy, out)? { ("conv2d_grad_filter_oc4", 4) } else { ("conv2d_grad_filter", 1) };
+    let (entry, per_invocation) = if depthwise {
+        ("depthwise_grad_filter", 1)
+    } else if four_channels_fit(stream, &p, dy, out)? {
+        ("conv2d_grad_filter_oc4", 4)
+    } else {
+        ("conv2d_grad_filter", 1)
+    };
     if n == 0 || slices <= 1 {
         return launch_with(stream, entry, p, &[x, dy], out, Some(u64::from(n / per_invocation)));
     }
     p.n = n;
-    let device = stream.device();
     let partial_bytes = slices * u64::from(n) * 4;
     let scratch = device.scratch.get(device, "conv2d grad filter partials", partial_bytes)?;
     let [x_mem, dy_mem, out_mem] = [x, dy, out].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));

@@ -271,3 +271,17 @@ def test_large_tensors_are_right_or_refused(n):
                 assert "loop iterations per invocation exceed" in str(e), (name, e)
                 continue
             assert got == pytest.approx(want, rel=1e-6), (name, got, want)
+
+
+def test_depthwise_filter_gradient_over_many_pixels():
+    """Each filter element sums over every output pixel: 90,000 here, past llvmpipe's 65,535 loop
+    iterations per invocation (the sum was cut short before it was split into slices)."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(1, 300, 300, 2)).astype(np.float32)
+    dy = rng.normal(size=(1, 300, 300, 2)).astype(np.float32)
+    results = []
+    for device in ("/GPU:0", "/CPU:0"):
+        with tf.device(device):
+            results.append(tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
+                input=x, filter_sizes=[3, 3, 2, 1], out_backprop=dy, strides=[1, 1, 1, 1], padding="SAME").numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-4, atol=1e-3)
