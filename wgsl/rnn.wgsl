@@ -46,7 +46,7 @@ struct Params {
     dgr_off: u32,
     dh_off: u32,
     dc_off: u32,
-    // copy_rows / column_sums / gate_sums: rows x cols, strides, flags (1: add src2, 2: add dst).
+    // copy_rows / gate_sums: rows x cols, strides, flags (1: add src2, 2: add dst).
     rows: u32,
     cols: u32,
     src_off: u32,
@@ -315,25 +315,6 @@ fn copy_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
         v += out[p.base1.y + at];
     }
     out[p.base1.y + at] = v;
-}
-
-// dst[c] = sum over rows of src[r, c] (bias gradients), in blocks of 64 rows: the rounding error
-// then grows with 64 + rows / 64 additions, not with rows.
-@compute @workgroup_size(256)
-fn column_sums(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let c = invocation(gid, nwg);
-    if (c >= p.cols) {
-        return;
-    }
-    var total = 0.0;
-    for (var r0 = 0u; r0 < p.rows; r0 += 64u) {
-        var block = 0.0;
-        for (var r = r0; r < min(r0 + 64u, p.rows); r++) {
-            block += a[p.base0.x + p.src_off + r * p.src_stride + c];
-        }
-        total += block;
-    }
-    out[p.base1.y + p.dst_off + c] = total;
 }
 
 // skip_input's input gradient: dst[r, j] (+)= sum over gates of src[r, g * units + j].

@@ -245,6 +245,15 @@ fn launch(
     })
 }
 
+/// `out[c] = sum over r of input[r, c]` for a `[rows, cols]` float32 input (bias gradients).
+pub fn sum_columns(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    if input.num_elements() == 0 {
+        return stream.fill(out.address, out.byte_len(), 0);
+    }
+    let p = params_for(&split_dims(&input.shape, &[true, false]))?;
+    launch(stream, "reduce_f32", 0, p, input, out)
+}
+
 /// Output shape of reducing `shape` over `mask`, with or without kept dims.
 fn reduced_shape(shape: &[i64], mask: &[bool], keep_dims: bool) -> Vec<i64> {
     shape

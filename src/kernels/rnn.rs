@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
-use super::{matmul, DType, KernelContext, KernelInstance, TensorRef};
+use super::{matmul, reduce, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "rnn",
@@ -918,16 +918,10 @@ pub fn backward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
             let ms = view(&reserve, p.ms, &[rows, h]);
             matmul::launch(stream, &view(&dhs, 0, &[rows, hh]), &ms, &view(&dparams, p.wp, &[hh, h]), true, false)?;
         }
+        // Bias gradients: column sums (compensated, and split over slices of rows so that no
+        // invocation loops past the adapter's limit).
         for (grads, bias) in [(&dgi, p.bias_w), (&dgr, p.bias_r)] {
-            let sums = Params {
-                rows: rows as u32,
-                cols: gh as u32,
-                src_stride: gh as u32,
-                dst_off: bias as u32,
-                ..Default::default()
-            };
-            let bindings = [grads, grads, grads, grads, grads, &dparams, grads, grads];
-            launch(stream, &model, "column_sums", bindings, sums, gh)?;
+            reduce::sum_columns(stream, &view(grads, 0, &[rows, gh]), &view(&dparams, bias, &[gh]))?;
         }
         // The input gradient, summed over the directions (the last direction runs first and writes).
         let accumulate = p.dir < model.dirs - 1;
