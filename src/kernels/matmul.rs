@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::runtime::encoder::Encoder;
 use crate::runtime::pipeline::{
-    dispatch, dispatch_workgroups, storage_window, Binding, Pipeline, PipelineSpec, Shader,
+    check_loop_iterations, dispatch, dispatch_workgroups, storage_window, Binding, Pipeline, PipelineSpec, Shader,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -296,6 +296,8 @@ pub fn launch(
     } else {
         ("main", [n.div_ceil(COLUMNS_PER_GROUP), m.div_ceil(ROWS_PER_GROUP), batch_count as u32])
     };
+    // Each invocation loops over the whole of k.
+    check_loop_iterations(device, u64::from(p.k) + 64, "MatMul")?;
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
     let size = out.dtype.size();
     stream.encode(|core, encoder| {
