@@ -32,8 +32,9 @@ struct Params {
     kept_stride: array<vec4<u32>, 2>,
     red_shape: array<vec4<u32>, 2>,
     red_stride: array<vec4<u32>, 2>,
-    // reduce_columns only: rows this launch combines, rows per slice, slices, and 1 where it writes
-    // raw partial results (one row per slice) rather than finished ones.
+    // reduce_f32 and reduce_columns: the reduced elements (rows) this launch combines, how many
+    // each slice takes, the slices per output, and 1 where it writes raw partial results (one per
+    // slice) rather than finished ones. `count` stays the divisor of Mean.
     rows: u32,
     rows_per_slice: u32,
     slices: u32,
@@ -134,12 +135,17 @@ fn reduce_f32(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let o = output_index(wid, nwg);
+    // Workgroup w reduces slice w % slices of output w / slices (one slice unless the host split a
+    // long reduction under the adapter's loop limit).
+    let w = output_index(wid, nwg);
+    let o = w / p.slices;
     let valid = o < p.outputs;
     let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
+    let first = (w - o * p.slices) * p.rows_per_slice;
+    let last = min(p.rows, first + p.rows_per_slice);
     var acc = MathSum(identity(), 0.0);
     if (valid) {
-        for (var r = lid; r < p.count; r += 256u) {
+        for (var r = first + lid; r < last; r += 256u) {
             accumulate(&acc, term(bitcast<f32>(input[base + offset_of(r, RED_RANK, p.red_shape, p.red_stride)])));
         }
     }
@@ -152,7 +158,7 @@ fn reduce_f32(
         workgroupBarrier();
     }
     if (lid == 0u && valid) {
-        atomicStore(&out[p.out_off + o], bitcast<u32>(finish(partial[0])));
+        atomicStore(&out[p.out_off + w], bitcast<u32>(select(finish(partial[0]), partial[0], p.partial != 0u)));
     }
 }
 

@@ -211,7 +211,13 @@ fn launch(
     let serial = entry == "reduce_f32" && p.count <= SERIAL_REDUCTION_MAX;
     let entry = if serial { "reduce_f32_serial" } else { entry };
     let device = stream.device();
-    // Each of 256 threads strides over the reduced elements, then 8 steps of the tree.
+    // Each of 256 threads strides over the reduced elements (one slice of them), then 8 steps of
+    // the tree; a float reduction longer than the adapter's loop limit goes in two passes.
+    (p.rows, p.rows_per_slice, p.slices, p.partial) = (p.count, p.count, 1, 0);
+    let per_thread = device.max_loop_iterations.saturating_sub(16).max(1);
+    if entry == "reduce_f32" && (p.count as u64).div_ceil(256) > per_thread {
+        return launch_in_slices(stream, op, p, per_thread * 256, input, out);
+    }
     let iterations = if serial { p.count as u64 } else { (p.count as u64).div_ceil(256) + 8 };
     check_loop_iterations(device, iterations, "reduction")?;
     let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;
@@ -242,6 +248,67 @@ fn launch(
             grid(core, p.outputs as u64, entry)?
         };
         dispatch_workgroups(core, encoder, entry, &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&p), groups)
+    })
+}
+
+/// A float reduction in two passes: workgroups reduce slices of `slice_len` elements of each output
+/// into raw partial results in scratch (`outputs` x `slices`), and a second launch reduces those.
+/// L2Loss halves its partials in the first pass and sums them in the second; Mean divides by the
+/// original count in the second.
+fn launch_in_slices(
+    stream: &Stream,
+    op: u32,
+    mut p: Params,
+    slice_len: u64,
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let device = stream.device();
+    let slices = shader_len((p.count as u64).div_ceil(slice_len), "reduction")?;
+    (p.rows_per_slice, p.slices, p.partial) = (slice_len as u32, slices, u32::from(op != L2_LOSS));
+    let outputs = p.outputs;
+    let mut second = params_for(&split_dims(&[outputs as i64, slices as i64], &[false, true]))?;
+    let second_op = if op == L2_LOSS { 0 } else { op };
+    (second.rows, second.rows_per_slice, second.slices, second.partial) = (slices, slices, 1, 0);
+    second.count = p.count;
+    check_loop_iterations(device, (slices as u64).div_ceil(256) + 8, "reduction")?;
+    let pipeline_of = |op: u32, q: &Params| {
+        let constants = [
+            ("OP", op as f64),
+            fast_div(q.count.max(q.outputs).max(q.rows)),
+            ("KEPT_RANK", rank_constant(q.kept_rank).1),
+            ("RED_RANK", rank_constant(q.red_rank).1),
+        ];
+        device.pipelines.get(
+            device,
+            &SHADER,
+            &PipelineSpec { entry: "reduce_f32", aliases: &[], constants: &constants },
+        )
+    };
+    let (first_pass, second_pass) = (pipeline_of(op, &p)?, pipeline_of(second_op, &second)?);
+    let partial_bytes = outputs as u64 * slices as u64 * 4;
+    let scratch = device.scratch.get(device, "reduce slices", partial_bytes)?;
+    let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    stream.encode(|core, encoder| {
+        let (in_bind, in_off) = storage_window(core, &in_mem, 4)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        let partials = Binding { buffer: &scratch, offset: 0, size: partial_bytes };
+        (p.in_off, p.out_off) = (in_off, 0);
+        let groups = grid(core, outputs as u64 * slices as u64, "reduce_f32")?;
+        dispatch_workgroups(
+            core,
+            encoder,
+            "reduce_f32",
+            &first_pass,
+            &[in_bind, partials],
+            bytemuck::bytes_of(&p),
+            groups,
+        )?;
+        (second.in_off, second.out_off) = (0, out_off);
+        let groups = grid(core, outputs as u64, "reduce_f32")?;
+        let bindings = [partials, out_bind];
+        dispatch_workgroups(core, encoder, "reduce_f32", &second_pass, &bindings, bytemuck::bytes_of(&second), groups)
     })
 }
 
