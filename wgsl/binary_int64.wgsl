@@ -1,7 +1,8 @@
 // int64 AddV2 (OP 0), Sub (1), Mul (2), FloorMod (3) and FloorDiv (4) with NumPy broadcasting
-// (`broadcast.wgsl` is prepended). WGSL has no 64-bit integers: each element is a vec2<u32> (low
-// word, high word). Sums and products wrap as TF-CPU's do; division is bit-serial long division on
-// magnitudes, with the signs applied after. (A zero divisor is undefined, as on TF-GPU.)
+// (`math.wgsl` and `broadcast.wgsl` are prepended). WGSL has no 64-bit integers: each element is a
+// vec2<u32> (low word, high word). Sums and products wrap as TF-CPU's do; division is bit-serial
+// long division on magnitudes, with the signs applied after. (A zero divisor is undefined, as on
+// TF-GPU.)
 
 override OP: u32 = 0u;
 
@@ -33,21 +34,8 @@ fn sub64(x: vec2<u32>, y: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(x.x - y.x, x.y - y.y - select(0u, 1u, x.x < y.x));
 }
 
-// The high and low words of the 64-bit product a * b, from 16-bit halves.
-fn mul_wide(a: u32, b: u32) -> vec2<u32> {
-    let a_lo = a & 0xffffu;
-    let a_hi = a >> 16u;
-    let b_lo = b & 0xffffu;
-    let b_hi = b >> 16u;
-    let lo_lo = a_lo * b_lo;
-    let hi_lo = a_hi * b_lo;
-    let lo_hi = a_lo * b_hi;
-    let middle = (lo_lo >> 16u) + (hi_lo & 0xffffu) + (lo_hi & 0xffffu);
-    return vec2<u32>(a_hi * b_hi + (hi_lo >> 16u) + (lo_hi >> 16u) + (middle >> 16u), a * b);
-}
-
 fn mul64(x: vec2<u32>, y: vec2<u32>) -> vec2<u32> {
-    let low = mul_wide(x.x, y.x);
+    let low = math_mul_wide(x.x, y.x);
     return vec2<u32>(low.y, low.x + x.x * y.y + x.y * y.x);
 }
 

@@ -417,24 +417,18 @@ const MATH_TWO_OVER_PI: array<u32, 10> = array<u32, 10>(
     0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
     0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u, 0xb7246e3au);
 
-// m * w as (high, low) words, from 16-bit halves so that no partial product passes 32 bits.
-fn math_mul_wide(m: u32, w: u32) -> vec2<u32> {
-    let m_lo = m & 0xffffu;
-    let m_hi = m >> 16u;
-    let w_lo = w & 0xffffu;
-    let w_hi = w >> 16u;
-    let cross_a = m_lo * w_hi;
-    let cross_b = m_hi * w_lo;
-    var low = m_lo * w_lo;
-    var high = m_hi * w_hi;
-    let a = cross_a << 16u;
-    low += a;
-    high += (cross_a >> 16u) + select(0u, 1u, low < a);
-    let b = cross_b << 16u;
-    let before = low;
-    low += b;
-    high += (cross_b >> 16u) + select(0u, 1u, low < before);
-    return vec2<u32>(high, low);
+// The high and low words of the 64-bit product a * b, from 16-bit halves (WGSL has no 64-bit
+// integers). Shared by Payne-Hanek below, Philox (random.wgsl) and int64 multiplication.
+fn math_mul_wide(a: u32, b: u32) -> vec2<u32> {
+    let a_lo = a & 0xffffu;
+    let a_hi = a >> 16u;
+    let b_lo = b & 0xffffu;
+    let b_hi = b >> 16u;
+    let lo_lo = a_lo * b_lo;
+    let hi_lo = a_hi * b_lo;
+    let lo_hi = a_lo * b_hi;
+    let middle = (lo_lo >> 16u) + (hi_lo & 0xffffu) + (lo_hi & 0xffffu);
+    return vec2<u32>(a_hi * b_hi + (hi_lo >> 16u) + (lo_hi >> 16u) + (middle >> 16u), a * b);
 }
 
 fn math_window_word(index: u32, shift: u32) -> u32 {

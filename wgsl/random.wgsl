@@ -16,27 +16,12 @@ struct Params {
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;
 @group(0) @binding(1) var<uniform> p: Params;
 
-// The high and low words of the 64-bit product a * b, from 16-bit halves.
-fn mul_wide(a: u32, b: u32) -> vec2<u32> {
-    let a_lo = a & 0xffffu;
-    let a_hi = a >> 16u;
-    let b_lo = b & 0xffffu;
-    let b_hi = b >> 16u;
-    let lo_lo = a_lo * b_lo;
-    let hi_lo = a_hi * b_lo;
-    let lo_hi = a_lo * b_hi;
-    let hi_hi = a_hi * b_hi;
-    let middle = (lo_lo >> 16u) + (hi_lo & 0xffffu) + (lo_hi & 0xffffu);
-    let high = hi_hi + (hi_lo >> 16u) + (lo_hi >> 16u) + (middle >> 16u);
-    return vec2<u32>(high, a * b);
-}
-
 fn philox(start: vec4<u32>, first_key: vec2<u32>) -> vec4<u32> {
     var c = start;
     var k = first_key;
     for (var round = 0u; round < 10u; round++) {
-        let p0 = mul_wide(0xD2511F53u, c.x);
-        let p1 = mul_wide(0xCD9E8D57u, c.z);
+        let p0 = math_mul_wide(0xD2511F53u, c.x);
+        let p1 = math_mul_wide(0xCD9E8D57u, c.z);
         c = vec4<u32>(p1.x ^ c.y ^ k.x, p1.y, p0.x ^ c.w ^ k.y, p0.y);
         k += vec2<u32>(0x9E3779B9u, 0xBB67AE85u);
     }
@@ -92,7 +77,6 @@ fn fill_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         }
     }
 }
-
 
 // Group g's draws start 256 Philox blocks (its reserved samples) after group g - 1's.
 const BLOCKS_PER_GROUP: u32 = 256u;

@@ -36,7 +36,7 @@ pub const BATCH_SHADER: Shader = broadcast_shader!("binary batch", "binary.wgsl"
 pub const COMPARE_SHADER: Shader = broadcast_shader!("compare", "compare.wgsl", 3);
 pub const LOGICAL_SHADER: Shader = broadcast_shader!("logical", "logical.wgsl", 3);
 pub const SELECT_SHADER: Shader = broadcast_shader!("select", "select.wgsl", 4);
-pub const INT64_SHADER: Shader = broadcast_shader!("binary_int64", "binary_int64.wgsl", 3);
+pub const INT64_SHADER: Shader = broadcast_shader!("binary_int64", "binary_int64.wgsl", 3, "math.wgsl");
 
 /// The int64 ops of `binary_int64.wgsl`, which TF-GPU also runs on the device (Keras's iteration
 /// counter and random-seed state are int64 variables updated with them).
