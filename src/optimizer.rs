@@ -352,8 +352,9 @@ impl Optimizer {
             }
             (Optimizer::AdagradDa, [var, ga, gsa], [grad, lr, l1, l2, global_step]) => {
                 // ga += grad; gsa += grad^2; t = global_step;
-                // var = -(lr * sign(ga) * max(|ga| - t * l1, 0) / (l2 * t * lr + sqrt(gsa)))
-                // (TF-CPU takes -lr * ga / (...) when l1 is 0, which this equals.)
+                // var = -(lr * shrunk / (l2 * t * lr + sqrt(gsa))), where shrunk is
+                // sign(ga) * max(|ga| - t * l1, 0) for l1 > 0 and ga otherwise (TF-CPU's branch,
+                // as a select: a negative or NaN l1 takes ga).
                 let _ = var;
                 let ga = a.add(ga, grad)?;
                 let g2 = a.square(grad)?;
@@ -364,15 +365,16 @@ impl Optimizer {
                 let threshold = a.mul(&t, l1)?;
                 let shrunk = a.sub(&magnitude, &threshold)?;
                 let kept = a.relu(&shrunk)?;
-                let scaled = a.mul(lr, &sign)?;
-                let numerator = a.mul(&scaled, &kept)?;
+                let signed = a.mul(&sign, &kept)?;
+                let one = a.ones_like(lr)?;
+                let zero = a.sub(&one, &one)?;
+                let chosen = a.select_greater(l1, &zero, &signed, &ga)?;
+                let numerator = a.mul(lr, &chosen)?;
                 let l2t = a.mul(l2, &t)?;
                 let decay = a.mul(&l2t, lr)?;
                 let root = a.sqrt(&gsa)?;
                 let denominator = a.add(&decay, &root)?;
                 let quotient = a.div(&numerator, &denominator)?;
-                let one = a.ones_like(lr)?;
-                let zero = a.sub(&one, &one)?;
                 vec![Some(a.sub(&zero, &quotient)?), Some(ga), Some(gsa)]
             }
             (Optimizer::Ftrl { v2, multiply_linear_by_lr, sparse }, [var, accum, linear], rest) => {
@@ -630,5 +632,11 @@ mod tests {
         let out = Optimizer::AdagradDa.update(&mut Scalars, &[9.0, 0.5, 0.25], &[1.0, 0.1, 0.2, 0.3, 3.0]).unwrap();
         let var = -(0.1 * (1.5f64 - 3.0 * 0.2)) / (0.3 * 3.0 * 0.1 + 1.25f64.sqrt());
         assert!(close(out[0], var) && close(out[1], 1.5) && close(out[2], 1.25), "{out:?}");
+        // A negative or NaN l1 takes TF-CPU's other branch: no shrinking (found by the fuzzer).
+        for l1 in [-0.2, f64::NAN] {
+            let out = Optimizer::AdagradDa.update(&mut Scalars, &[9.0, 0.5, 0.25], &[1.0, 0.1, l1, 0.3, 3.0]).unwrap();
+            let var = -(0.1 * 1.5) / (0.3 * 3.0 * 0.1 + 1.25f64.sqrt());
+            assert!(close(out[0], var), "l1 {l1}: {out:?}");
+        }
     }
 }
