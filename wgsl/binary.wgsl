@@ -25,14 +25,6 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> out: array<T>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-fn nan() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
-}
-
-fn is_inf_f32(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) == 0x7f800000u;
-}
-
 // C's fmod for finite x and finite nonzero y: x - trunc(x / y) * y without rounding, by long
 // division of the integer significands (musl's fmodf). `x - y * trunc(x / y)` in floats is off
 // by a whole y when x / y rounds up to an integer.
@@ -99,17 +91,17 @@ fn apply_op(op: u32, x: f32, y: f32) -> f32 {
         case 5u: { return floor(f32(T(x / y))); }
         case 6u: {
             // fmod semantics: an infinite divisor leaves x; the sign follows the divisor.
-            if (is_inf_f32(x) || y == 0.0 || is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
-            var r = select(fmod_exact(x, y), x, is_inf_f32(y));
+            if (math_is_inf(x) || y == 0.0 || math_is_nan(x) || math_is_nan(y)) { return math_nan(); }
+            var r = select(fmod_exact(x, y), x, math_is_inf(y));
             if (r != 0.0 && (r < 0.0) != (y < 0.0)) { r += y; }
             return r;
         }
         case 7u: {
-            if (is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
+            if (math_is_nan(x) || math_is_nan(y)) { return math_nan(); }
             return max(x, y);
         }
         case 8u: {
-            if (is_nan_f32(x) || is_nan_f32(y)) { return nan(); }
+            if (math_is_nan(x) || math_is_nan(y)) { return math_nan(); }
             return min(x, y);
         }
         case 9u: { return math_pow(x, y); }
@@ -125,7 +117,7 @@ fn apply_op(op: u32, x: f32, y: f32) -> f32 {
         // gradients * alpha as TF computes it: an infinite or NaN gradient times an alpha of 0 is
         // NaN, which the compiler's x * 0.0 -> 0.0 folding of the specialised ALPHA would lose.
         case 15u: {
-            let scaled = select(x * ALPHA, nan(), ALPHA == 0.0 && (is_inf_f32(x) || is_nan_f32(x)));
+            let scaled = select(x * ALPHA, math_nan(), ALPHA == 0.0 && (math_is_inf(x) || math_is_nan(x)));
             return select(scaled, x, y > 0.0);
         }
         case 16u: { return x / (1.0 + math_exp(-y)); }

@@ -74,10 +74,6 @@ fn offset_of(index: u32, rank: u32, shape: array<vec4<u32>, 2>, stride: array<ve
     return at;
 }
 
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
 fn identity() -> f32 {
     switch OP {
         case 1u: { return 1.0; }
@@ -91,11 +87,11 @@ fn combine(x: f32, y: f32) -> f32 {
     switch OP {
         case 1u: { return x * y; }
         case 2u: {
-            if (is_nan(x) || is_nan(y)) { return bitcast<f32>(0x7fc00000u); }
+            if (math_is_nan(x) || math_is_nan(y)) { return math_nan(); }
             return max(x, y);
         }
         case 3u: {
-            if (is_nan(x) || is_nan(y)) { return bitcast<f32>(0x7fc00000u); }
+            if (math_is_nan(x) || math_is_nan(y)) { return math_nan(); }
             return min(x, y);
         }
         default: { return x + y; }
@@ -246,8 +242,8 @@ fn reduce_bool(
 
 fn better(x: f32, xi: u32, y: f32, yi: u32) -> bool {
     // Whether (x, xi) should win over (y, yi).
-    if (is_nan(y)) { return false; }
-    if (is_nan(x)) { return true; }
+    if (math_is_nan(y)) { return false; }
+    if (math_is_nan(x)) { return true; }
     if (x == y) { return xi < yi; }
     return select((x < y), (x > y), OP == 0u);
 }

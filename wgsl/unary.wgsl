@@ -1,6 +1,6 @@
 // Elementwise unary float ops (`math.wgsl` is prepended). `T` is aliased to the float type, `OP` is an
 // override constant.
-// NaN and infinity are recognised from the bits: WGSL lets implementations assume finite math, so
+// NaN is recognised from the bits (`math_is_nan`): WGSL lets implementations assume finite math, so
 // `v != v` cannot be trusted.
 
 override OP: u32 = 0u;
@@ -17,16 +17,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> y: array<T>;
 @group(0) @binding(2) var<uniform> p: Params;
 
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
-fn is_inf(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) == 0x7f800000u;
-}
-
 fn apply(v: f32) -> f32 {
-    if (is_nan(v) && OP != 28u && OP != 29u) {
+    if (math_is_nan(v) && OP != 28u && OP != 29u) {
         return v;
     }
     switch OP {
