@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, storage_window, Binding, Pipeline, PipelineSpec, Shader,
+    check_loop_iterations, dispatch, loop_budget, storage_window, Binding, Pipeline, PipelineSpec, Shader,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -573,7 +573,7 @@ fn launch_grad_filter(
     let pixels = u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow);
     let cap = GRAD_FILTER_PARTIAL_BYTES / 4 / u64::from(n.max(1));
     let device = stream.device();
-    let longest = device.max_loop_iterations.saturating_sub(16).max(1);
+    let longest = loop_budget(device, 16);
     let slices = pixels.div_ceil(u64::from(GRAD_FILTER_SLICE)).min(cap).max(pixels.div_ceil(longest));
     p.slices = shader_len(slices.max(1), "conv2d_grad_filter")?;
     p.slice_len = shader_len(pixels.div_ceil(slices.max(1)), "conv2d_grad_filter")?;

@@ -1,11 +1,14 @@
 //! Reductions over any set of axes (`wgsl/reduce.wgsl`): Sum, Prod, Max, Min, Mean, All, Any,
 //! ArgMax, ArgMin.
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch_workgroups, grid, storage_window, Binding, PipelineSpec, Shader,
+    check_loop_iterations, dispatch_workgroups, grid, loop_budget, storage_window, Binding, Pipeline, PipelineSpec,
+    Shader,
 };
-use crate::runtime::Stream;
+use crate::runtime::{DeviceCore, Stream};
 
 use super::slice::contiguous_strides;
 use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
@@ -148,7 +151,7 @@ fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, ou
         1
     };
     // Enough slices that no invocation loops longer than the adapter allows.
-    let slices = slices.max(shader_len((rows as u64).div_ceil(device.max_loop_iterations.max(2) - 1), "reduction")?);
+    let slices = slices.max(shader_len((rows as u64).div_ceil(loop_budget(device, 1)), "reduction")?);
     check_loop_iterations(device, slices as u64, "reduction")?;
     let pipeline = device.pipelines.get(
         device,
@@ -214,7 +217,7 @@ fn launch(
     // Each of 256 threads strides over the reduced elements (one slice of them), then 8 steps of
     // the tree; a float reduction longer than the adapter's loop limit goes in two passes.
     (p.rows, p.rows_per_slice, p.slices, p.partial) = (p.count, p.count, 1, 0);
-    let per_thread = device.max_loop_iterations.saturating_sub(16).max(1);
+    let per_thread = loop_budget(device, 16);
     if entry == "reduce_f32" && (p.count as u64).div_ceil(256) > per_thread {
         return launch_in_slices(stream, op, p, per_thread * 256, input, out);
     }
@@ -222,20 +225,7 @@ fn launch(
     check_loop_iterations(device, iterations, "reduction")?;
     let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    let pipeline = device.pipelines.get(
-        device,
-        &SHADER,
-        &PipelineSpec {
-            entry,
-            aliases: &[],
-            constants: &[
-                ("OP", op as f64),
-                fast_div(p.count.max(p.outputs)),
-                ("KEPT_RANK", rank_constant(p.kept_rank).1),
-                ("RED_RANK", rank_constant(p.red_rank).1),
-            ],
-        },
-    )?;
+    let pipeline = pipeline_for(device, entry, op, &p)?;
     let byte_units = entry == "reduce_bool";
     stream.encode(|core, encoder| {
         let (in_bind, in_off) = storage_window(core, &in_mem, if byte_units { 1 } else { 4 })?;
@@ -249,6 +239,18 @@ fn launch(
         };
         dispatch_workgroups(core, encoder, entry, &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&p), groups)
     })
+}
+
+/// The pipeline of `entry` for op `op` over `p`'s ranks; `quot` may divide through f32 where every
+/// index it splits (elements, outputs, rows) is small enough.
+fn pipeline_for(device: &DeviceCore, entry: &'static str, op: u32, p: &Params) -> Result<Arc<Pipeline>> {
+    let constants = [
+        ("OP", op as f64),
+        fast_div(p.count.max(p.outputs).max(p.rows)),
+        ("KEPT_RANK", rank_constant(p.kept_rank).1),
+        ("RED_RANK", rank_constant(p.red_rank).1),
+    ];
+    device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })
 }
 
 /// A float reduction in two passes: workgroups reduce slices of `slice_len` elements of each output
@@ -272,20 +274,8 @@ fn launch_in_slices(
     (second.rows, second.rows_per_slice, second.slices, second.partial) = (slices, slices, 1, 0);
     second.count = p.count;
     check_loop_iterations(device, (slices as u64).div_ceil(256) + 8, "reduction")?;
-    let pipeline_of = |op: u32, q: &Params| {
-        let constants = [
-            ("OP", op as f64),
-            fast_div(q.count.max(q.outputs).max(q.rows)),
-            ("KEPT_RANK", rank_constant(q.kept_rank).1),
-            ("RED_RANK", rank_constant(q.red_rank).1),
-        ];
-        device.pipelines.get(
-            device,
-            &SHADER,
-            &PipelineSpec { entry: "reduce_f32", aliases: &[], constants: &constants },
-        )
-    };
-    let (first_pass, second_pass) = (pipeline_of(op, &p)?, pipeline_of(second_op, &second)?);
+    let first_pass = pipeline_for(device, "reduce_f32", op, &p)?;
+    let second_pass = pipeline_for(device, "reduce_f32", second_op, &second)?;
     let partial_bytes = outputs as u64 * slices as u64 * 4;
     let scratch = device.scratch.get(device, "reduce slices", partial_bytes)?;
     let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;

@@ -254,6 +254,12 @@ pub fn storage_window<'a>(core: &DeviceCore, slice: &'a DeviceSlice, element_siz
     Ok((Binding { buffer: slice.buffer(), offset: start, size }, (skew / element_size) as u32))
 }
 
+/// The loop iterations one invocation may spend on its main loop, `overhead` kept for its other
+/// loops (trees, slices), at least 1.
+pub fn loop_budget(core: &DeviceCore, overhead: u64) -> u64 {
+    core.max_loop_iterations.saturating_sub(overhead).max(1)
+}
+
 /// Refuses work whose loops would run more than the adapter's `max_loop_iterations` in one
 /// invocation (llvmpipe cuts them short silently).
 pub fn check_loop_iterations(core: &DeviceCore, iterations: u64, what: &str) -> Result<()> {
