@@ -9,20 +9,10 @@ best of `repeats` runs, the result fetched to the host (part of what a user pays
 """
 
 import argparse
-import time
 
 import numpy as np
 import tensorflow as tf
-
-
-def best_time(fn, repeats):
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+from tf_compare import timed
 
 
 def main():
@@ -55,7 +45,7 @@ def main():
         for device in ("/GPU:0", "/CPU:0"):
             with tf.device(device):
                 a, b = tf.constant(x), tf.constant(y)
-                times.append(best_time(lambda: fn(a, b).numpy(), args.repeats))
+                times.append(timed(lambda: fn(a, b).numpy(), args.repeats))
         print(f"{name:28} {times[0] * 1e3:9.2f} {times[1] * 1e3:9.2f} {times[0] / times[1]:9.2f}", flush=True)
 
 

@@ -23,7 +23,8 @@ fn run_probe(body: &str, inputs: &[(f32, f32)]) -> Vec<f32> {
          @group(0) @binding(1) var<storage, read_write> out: array<f32>;\n\
          @group(0) @binding(2) var<uniform> n: vec4<u32>;\n\
          fn probe(x: f32, y: f32) -> f32 {{ {body} }}\n\
-         @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{\n\
+         // 256 invocations a workgroup, as `dispatch` counts them.\n\
+         @compute @workgroup_size(256) fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{\n\
            if (gid.x < n.x) {{ out[gid.x] = probe(xy[gid.x].x, xy[gid.x].y); }}\n\
          }}\n",
         include_str!("../wgsl/math.wgsl")
@@ -118,4 +119,26 @@ fn loop_iterations_per_invocation() {
     } else {
         assert_eq!(got[2..], [limit + 10.0, 70000.0]);
     }
+}
+
+/// `math_exp2` has no op of its own (TF has no Exp2), so it is checked here: within 2 ulp of the
+/// exact result from deep underflow to overflow, with the edges exact.
+#[test]
+fn exp2_is_within_two_ulp() {
+    let inputs: Vec<f32> = (0..4000).map(|i| -152.0 + 281.0 * i as f32 / 3999.0).collect();
+    let got = run_probe("return math_exp2(x);", &inputs.iter().map(|&x| (x, 0.0)).collect::<Vec<_>>());
+    for (&x, &g) in inputs.iter().zip(&got) {
+        let exact = f64::from(x).exp2();
+        if exact >= f64::from(f32::MAX) * (1.0 + f64::EPSILON) || exact > 3.5e38 {
+            assert_eq!(g, f32::INFINITY, "exp2({x})");
+            continue;
+        }
+        let ulp = 2f64.powi((exact.log2().floor() as i32 - 23).max(-149));
+        let err = (f64::from(g) - exact).abs() / ulp;
+        assert!(err <= 2.0, "exp2({x}) = {g}, exact {exact}: {err} ulp");
+    }
+    assert_eq!(
+        eval("math_exp2(x)", &[(0.0, 0.0), (-1.0, 0.0), (127.0, 0.0), (128.0, 0.0), (-151.0, 0.0)]),
+        [1.0, 0.5, 2f32.powi(127), f32::INFINITY, 0.0]
+    );
 }
