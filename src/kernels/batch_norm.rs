@@ -8,6 +8,7 @@ use crate::runtime::pipeline::{
 };
 use crate::runtime::Stream;
 
+use super::layout::{self, ImageArgs};
 use super::{shader_len, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -84,10 +85,10 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, slots: Slots, spr
 }
 
 /// Channels-last geometry of `x`: (rows, channels), checking the per-channel operands' shapes.
-fn geometry(x: &TensorRef, per_channel: &[(&TensorRef, &str)]) -> Result<(u32, u32)> {
-    // NHWC (the data format the kernels run; 5-D tensors come with NDHWC, refused before this).
-    if x.shape.len() != 4 {
-        return Err(Error::invalid_argument(format!("input must be 4-dimensional{:?}", x.shape)));
+pub fn geometry(x: &TensorRef, per_channel: &[(&TensorRef, &str)]) -> Result<(u32, u32)> {
+    // Channels last (NHWC, NDHWC): channel-first nodes come through `layout::channels_last`.
+    if x.shape.len() != 4 && x.shape.len() != 5 {
+        return Err(Error::invalid_argument(format!("input must be 4 or 5-dimensional{:?}", x.shape)));
     }
     let c = x.shape[x.shape.len() - 1];
     for (t, name) in per_channel {
@@ -166,9 +167,10 @@ pub fn forward_training(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
 /// FusedBatchNormGradV3: x, scale and offset gradients from y's, given the statistics the forward
 /// pass used (batch statistics in training mode, population ones otherwise).
 pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    match kernel.attrs.str("data_format")? {
-        "NHWC" | "NDHWC" => {}
-        other => return Err(Error::unimplemented(format!("data_format {other} (only channels last runs on WGPU)"))),
+    if layout::is_channels_first(kernel.attrs.str("data_format")?)? {
+        // (y_backprop, x, ...) -> (x_backprop, ...).
+        let images = ImageArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0] };
+        return layout::channels_last(ctx, kernel, &images, grad);
     }
     let dy = ctx.input(0)?;
     let x = ctx.input(1)?;

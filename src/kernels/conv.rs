@@ -10,6 +10,7 @@ use crate::runtime::pipeline::{
 };
 use crate::runtime::{DeviceCore, Stream};
 
+use super::layout::{self, ImageArgs};
 use super::{fast_div, shader_len, validate, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -137,12 +138,14 @@ pub fn window(
     Ok((out, before))
 }
 
-fn nhwc(kernel: &KernelInstance) -> Result<()> {
-    match kernel.attrs.str("data_format")? {
-        "NHWC" => Ok(()),
-        other => Err(Error::unimplemented(format!("data_format {other} (only NHWC runs on WGPU)"))),
-    }
+/// Whether the node is channels-first (NCHW), which the entry points serve through
+/// `layout::channels_last`.
+pub fn channels_first(kernel: &KernelInstance) -> Result<bool> {
+    layout::is_channels_first(kernel.attrs.str("data_format")?)
 }
+
+/// One image in, one out: convolutions, pools, batch norm.
+pub const IMAGE_IN_OUT: ImageArgs = ImageArgs { inputs: &[0], shape_inputs: &[], outputs: &[0] };
 
 /// Reads a 4-element NHWC attribute list's H and W entries (strides, dilations, ksize).
 fn hw(kernel: &KernelInstance, name: &str) -> Result<(i64, i64)> {
@@ -249,7 +252,6 @@ pub struct ConvPlan {
 }
 
 pub fn plan(kernel: &KernelInstance, input: &TensorRef, filter: &TensorRef, depthwise: bool) -> Result<ConvPlan> {
-    nhwc(kernel)?;
     check_4d(input, "input")?;
     check_4d(filter, "filter")?;
     let (sh, sw) = hw(kernel, "strides")?;
@@ -393,6 +395,9 @@ fn four_channels_fit(stream: &Stream, p: &Params, filter: &TensorRef, out: &Tens
 
 /// Conv2D and DepthwiseConv2dNative.
 pub fn conv(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if channels_first(kernel)? {
+        return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, conv);
+    }
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;
     let plan = plan(kernel, &input, &filter, kernel.def.op == "DepthwiseConv2dNative")?;
@@ -419,7 +424,6 @@ pub fn launch_batch_norm(
 
 /// Launch parameters of a pooling window over an NHWC `shape`.
 fn pool_params(kernel: &KernelInstance, shape: &[i64]) -> Result<Params> {
-    nhwc(kernel)?;
     if shape.len() != 4 {
         return Err(Error::invalid_argument(format!("input must be 4-dimensional: {shape:?}")));
     }
@@ -467,6 +471,9 @@ fn pooled_shape(p: &Params) -> Vec<i64> {
 
 /// MaxPool and AvgPool.
 pub fn pool(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if channels_first(kernel)? {
+        return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, pool);
+    }
     let input = ctx.input(0)?;
     let p = pool_params(kernel, &input.shape)?;
     let out = ctx.allocate_output(0, input.dtype, &pooled_shape(&p))?;
@@ -489,6 +496,15 @@ fn check_gradient_shape(op: &str, grad: &TensorRef, expected: &[i64]) -> Result<
 pub fn pool_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let op = kernel.def.op;
     let max = op == "MaxPoolGrad";
+    if channels_first(kernel)? {
+        // MaxPoolGrad(orig_input, orig_output, grad); AvgPoolGrad(orig_input_shape, grad).
+        let images = if max {
+            ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] }
+        } else {
+            ImageArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0] }
+        };
+        return layout::channels_last(ctx, kernel, &images, pool_grad);
+    }
     let (input, grad) = if max { (Some(ctx.input(0)?), ctx.input(2)?) } else { (None, ctx.input(1)?) };
     let shape = match &input {
         Some(t) => t.shape.clone(),
@@ -515,6 +531,16 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let op = kernel.def.op;
     let depthwise = op.starts_with("Depthwise");
     let for_filter = op.ends_with("Filter");
+    if channels_first(kernel)? {
+        // BackpropInput(input_sizes, filter, out_backprop); BackpropFilter(input, filter_sizes,
+        // out_backprop).
+        let images = if for_filter {
+            ImageArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[] }
+        } else {
+            ImageArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0] }
+        };
+        return layout::channels_last(ctx, kernel, &images, conv_grad);
+    }
     let dy = ctx.input(2)?;
     let (mut sizes, sizes_shape) = ctx.host_input_values(if for_filter { 1 } else { 0 })?;
     let known = ctx.input(if for_filter { 0 } else { 1 })?;
@@ -613,22 +639,19 @@ fn launch_grad_filter(
 
 /// FusedBatchNormV3 with is_training = false: normalise with the given mean and variance.
 pub fn fused_batch_norm(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    nhwc(kernel)?;
+    if channels_first(kernel)? {
+        return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, fused_batch_norm);
+    }
     if kernel.attrs.bool("is_training")? {
         return super::batch_norm::forward_training(ctx, kernel);
     }
     let x = ctx.input(0)?;
     let [scale, offset, mean, variance] = [1, 2, 3, 4].map(|i| ctx.input(i));
     let (scale, offset, mean, variance) = (scale?, offset?, mean?, variance?);
-    if x.shape.len() != 4 {
-        return Err(Error::invalid_argument(format!("input must be 4-dimensional{:?}", x.shape)));
-    }
-    let c = x.shape[3];
-    for (t, name) in [(&scale, "scale"), (&offset, "offset"), (&mean, "mean"), (&variance, "variance")] {
-        if t.shape != [c] {
-            return Err(Error::invalid_argument(format!("{name} must have shape [{c}], got {:?}", t.shape)));
-        }
-    }
+    super::batch_norm::geometry(
+        &x,
+        &[(&scale, "scale"), (&offset, "offset"), (&mean, "mean"), (&variance, "variance")],
+    )?;
     let y = ctx.allocate_output(0, x.dtype, &x.shape)?;
     let epsilon = kernel.attrs.float("epsilon")?;
     launch_batch_norm(ctx.stream()?, &x, &scale, &offset, &mean, &variance, epsilon, &y)?;

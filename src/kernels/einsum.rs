@@ -3,8 +3,7 @@
 
 use crate::error::{Error, Result};
 
-use super::index::{map, DimMap, DimMode};
-use super::slice::contiguous_strides;
+use super::index::{permute, permuted_shape};
 use super::{matmul, KernelContext, KernelInstance, TensorRef};
 
 /// The two operands' labels and the output's, from an equation like `abc,cd->abd`.
@@ -94,21 +93,13 @@ fn is_identity(perm: &[usize]) -> bool {
     perm.iter().enumerate().all(|(i, &p)| i == p)
 }
 
-fn transpose_dims(shape: &[i64], perm: &[usize]) -> Vec<DimMap> {
-    let strides = contiguous_strides(shape);
-    perm.iter()
-        .map(|&p| DimMap { out: shape[p], in_dim: shape[p], in_stride: strides[p], offset: 0, mode: DimMode::Direct })
-        .collect()
-}
-
 /// `t` permuted by `perm`, in a temporary unless the permutation is the identity.
 fn permuted(ctx: &mut dyn KernelContext, t: &TensorRef, perm: &[usize]) -> Result<TensorRef> {
     if is_identity(perm) {
         return Ok(t.clone());
     }
-    let shape: Vec<i64> = perm.iter().map(|&p| t.shape[p]).collect();
-    let temp = ctx.allocate_temp(t.dtype, &shape)?;
-    map(ctx.stream()?, t, &temp, &transpose_dims(&t.shape, perm), None)?;
+    let temp = ctx.allocate_temp(t.dtype, &permuted_shape(&t.shape, perm))?;
+    permute(ctx.stream()?, t, &temp, perm)?;
     Ok(temp)
 }
 
@@ -134,7 +125,7 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     matmul::launch(ctx.stream()?, &a_t, &b_t, &product, false, false)?;
     if !direct {
         product.shape = plan.product_shape.clone();
-        map(ctx.stream()?, &product, &out, &transpose_dims(&plan.product_shape, &plan.out_perm), None)?;
+        permute(ctx.stream()?, &product, &out, &plan.out_perm)?;
     }
     Ok(())
 }

@@ -93,6 +93,9 @@ impl Fused<'_> {
 }
 
 pub fn conv2d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if conv::channels_first(kernel)? {
+        return super::layout::channels_last(ctx, kernel, &conv::IMAGE_IN_OUT, conv2d);
+    }
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;
     let fused_ops = kernel.attrs.strs("fused_ops")?;

@@ -239,17 +239,27 @@ pub fn transpose(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     {
         return Err(Error::invalid_argument(format!("transpose expects a permutation of 0..{rank}, got {perm:?}")));
     }
+    let perm: Vec<usize> = perm.iter().map(|&p| p as usize).collect();
+    let out = ctx.allocate_output(0, dtype, &permuted_shape(&input.shape, &perm))?;
+    permute(ctx.stream()?, &input, &out, &perm)
+}
+
+/// `shape` with its dimensions in the order `perm` names them.
+pub fn permuted_shape(shape: &[i64], perm: &[usize]) -> Vec<i64> {
+    perm.iter().map(|&p| shape[p]).collect()
+}
+
+/// Writes `input` transposed by `perm` into `out` (of `permuted_shape(input.shape, perm)`).
+pub fn permute(stream: &Stream, input: &TensorRef, out: &TensorRef, perm: &[usize]) -> Result<()> {
     let strides = contiguous_strides(&input.shape);
     let dims: Vec<DimMap> = perm
         .iter()
         .map(|&p| {
-            let d = input.shape[p as usize];
-            DimMap { out: d, in_dim: d, in_stride: strides[p as usize], offset: 0, mode: DimMode::Direct }
+            let d = input.shape[p];
+            DimMap { out: d, in_dim: d, in_stride: strides[p], offset: 0, mode: DimMode::Direct }
         })
         .collect();
-    let out_shape: Vec<i64> = dims.iter().map(|d| d.out).collect();
-    let out = ctx.allocate_output(0, dtype, &out_shape)?;
-    map(ctx.stream()?, &input, &out, &dims, None)
+    map(stream, input, out, &dims, None)
 }
 
 pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

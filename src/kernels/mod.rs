@@ -11,6 +11,7 @@ pub mod fused;
 pub mod half;
 pub mod im2col;
 pub mod index;
+pub mod layout;
 pub mod matmul;
 pub mod nn;
 pub mod random;
@@ -221,8 +222,12 @@ pub struct Attrs {
 }
 
 impl Attrs {
+    /// Sets attribute `name`, replacing any value it had.
     pub fn set(&mut self, name: &'static str, value: AttrValue) {
-        self.values.push((name, value));
+        match self.values.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, old)) => *old = value,
+            None => self.values.push((name, value)),
+        }
     }
 
     fn get(&self, name: &str) -> Result<&AttrValue> {
@@ -860,7 +865,27 @@ pub fn op_table() -> String {
         }
     }
     ops.sort_by_key(|(op, _)| *op);
-    ops.iter().map(|(op, types)| format!("{op:<13} {}", types.join(" "))).collect::<Vec<_>>().join("\n")
+    ops.iter()
+        .map(|(op, types)| {
+            let row = format!("{op:<13} {}", types.join(" "));
+            match layouts(op) {
+                Some(layouts) => format!("{row}  layouts: {layouts}"),
+                None => row,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The data formats an op with a `data_format` attribute serves (channels-first ones through
+/// `layout::channels_last`).
+fn layouts(op: &str) -> Option<&'static str> {
+    let def = KERNELS.iter().find(|k| k.op == op)?;
+    def.attrs.iter().any(|(name, _)| *name == "data_format").then_some(if op.starts_with("FusedBatchNorm") {
+        "NHWC NCHW NDHWC NCDHW"
+    } else {
+        "NHWC NCHW"
+    })
 }
 
 /// The `FAST_DIV` override of `wgsl/quot.wgsl` for a pipeline whose dividends (flat indices) are

@@ -125,9 +125,14 @@ CASES = {
     "sparse_xent_no_classes": (
         "tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=tf.zeros([0, 0]), labels=tf.zeros([0], tf.int32))",
         "InvalidArgumentError"),
+    # TF reads a 5-D input with a 4-D data_format as its 3-D twin (NHWC as NDHWC, NCHW as NCDHW).
     "batch_norm_five_dims_nhwc": (
-        "tf.raw_ops.FusedBatchNormV3(x=tf.ones([1, 2, 5, 1, 4]), scale=tf.ones([4]), offset=tf.zeros([4]), "
-        "mean=tf.zeros([4]), variance=tf.ones([4]), is_training=False)", "InvalidArgumentError"),
+        "tf.raw_ops.FusedBatchNormV3(x=tf.reshape(tf.range(40.), [1, 2, 5, 1, 4]), scale=tf.ones([4]), "
+        "offset=tf.zeros([4]), mean=tf.zeros([4]), variance=tf.ones([4]), is_training=False)[0]", "cpu"),
+    "batch_norm_five_dims_nchw": (
+        "tf.raw_ops.FusedBatchNormV3(x=tf.reshape(tf.range(40.), [1, 2, 5, 1, 4]), scale=tf.ones([2]), "
+        "offset=tf.zeros([2]), mean=tf.zeros([2]), variance=tf.ones([2]), is_training=True, data_format='NCHW')[0]",
+        "cpu"),
     "gather_batch_dims": (
         "tf.gather(tf.reshape(tf.range(24.), [2, 3, 4]), tf.constant([[2, 0], [1, 1]]), axis=2, batch_dims=1)", "cpu"),
 }

@@ -3,11 +3,14 @@ steps with Adam, RMSprop and SGD with momentum (training_worker.py), step by ste
 
 Each step's loss must stay within 1e-4 (relative) of TF-CPU's. Training amplifies rounding
 differences, and where a model is chaotic TF-CPU disagrees with itself too, so the bound widens to
-10x TF-CPU's own noise at that step. The noise is the larger of two runs against the TF-CPU
-reference: TF-CPU with oneDNN off (other kernels, other rounding), and TF-CPU from initial weights
-moved by one ulp. Both errors are running maxima over the steps so far. The table (`pytest -s`)
-shows, per run, our largest error, the noise at that step, and the first step where our error
-passes 1e-4 and where the noise does.
+10x TF-CPU's own noise. The noise is the largest of three runs against the TF-CPU reference:
+TF-CPU with oneDNN off (other kernels, other rounding), and TF-CPU from initial weights moved by
+one ulp (two draws). All errors are running maxima over the steps so far. In a chaotic run the step
+where a rounding difference takes off is itself random (CI once saw ours take off before all of
+TF-CPU's own runs, then end below their noise), so the bound at a step is 10x the noise a tenth of
+the run later; a systematic drift, like the old Adam one, shows from the first steps and on the
+MLP, where nothing is chaotic. The table (`pytest -s`) shows, per run, our largest error, the noise
+at that step, and the first step where our error passes 1e-4 and where the noise does.
 
 Runs on TF 2.21 (a heavy suite); TF_WGPU_TRAINING_STEPS changes the step count.
 """
@@ -27,7 +30,11 @@ STEPS = int(os.environ.get("TF_WGPU_TRAINING_STEPS", "500"))
 BOUND = 1e-4
 NOISE_FACTOR = 10
 MODELS = ["mlp", "cnn", "transformer"]
-CONFIGS = {"wgpu": ("wgpu", "1"), "cpu": ("cpu", "1"), "cpu-eigen": ("cpu", "0"), "cpu-perturbed": ("cpu-perturbed", "1")}
+# Steps by which our error may lead TF-CPU's noise (see above).
+LEAD = STEPS // 10
+CONFIGS = {"wgpu": ("wgpu", "1"), "cpu": ("cpu", "1"), "cpu-eigen": ("cpu", "0"), "cpu-perturbed": ("cpu-perturbed", "1"),
+           "cpu-perturbed-2": ("cpu-perturbed:4", "1")}
+NOISE_RUNS = ["cpu-eigen", "cpu-perturbed", "cpu-perturbed-2"]
 
 pytestmark = pytest.mark.skipif(
     not (tf.__version__.startswith("2.21.") or os.environ.get("TF_WGPU_HEAVY") == "1"),
@@ -65,9 +72,9 @@ def first_over(curve, limit):
 def compare(results, optimizer):
     ref = results["cpu"][optimizer]["losses"]
     error = running_relative(results["wgpu"][optimizer]["losses"], ref)
-    noise = np.maximum(running_relative(results["cpu-eigen"][optimizer]["losses"], ref),
-                       running_relative(results["cpu-perturbed"][optimizer]["losses"], ref))
-    bound = np.maximum(BOUND, NOISE_FACTOR * noise)
+    noise = np.max([running_relative(results[run][optimizer]["losses"], ref) for run in NOISE_RUNS], axis=0)
+    ahead = np.concatenate([noise[LEAD:], np.full(min(LEAD, len(noise)), noise[-1])])
+    bound = np.maximum(BOUND, NOISE_FACTOR * ahead)
     worst = int(np.argmax(error / bound))
     return {
         "error": float(error[-1]),
@@ -104,13 +111,15 @@ def test_training_tracks_tf_cpu(model, table):
         assert row["device"].endswith("GPU:0"), row
         if row["worst_ratio"] > 1:
             failures.append(row)
-    assert not failures, failures
+    assert not failures, "\n".join(
+        f"{r['optimizer']}: error {r['error_at_worst']:.2e} at step {r['worst_step']} where the noise was "
+        f"{r['noise_at_worst']:.2e} (ratio {r['worst_ratio']:.2f}); first over 1e-4: ours {r['first_error_over']}, "
+        f"noise {r['first_noise_over']}" for r in failures)
 
 
 def test_the_comparison_catches_a_drift():
     """A run that drifts by 1e-3 relative while TF-CPU agrees with itself fails the comparison."""
     ref = list(np.linspace(2.0, 1.0, 50))
-    results = {"cpu": {"Adam": {"losses": ref}}, "cpu-eigen": {"Adam": {"losses": ref}},
-               "cpu-perturbed": {"Adam": {"losses": ref}},
+    results = {"cpu": {"Adam": {"losses": ref}}, **{run: {"Adam": {"losses": ref}} for run in NOISE_RUNS},
                "wgpu": {"Adam": {"losses": list(np.array(ref) * (1 + 1e-3)), "device": "GPU:0"}}}
     assert compare(results, "Adam")["worst_ratio"] > 1

@@ -8,8 +8,8 @@ from the same seeded weights with Adam, RMSprop and SGD with momentum, STEPS (de
 `train_on_batch` steps each, under `compile()`'s defaults, and writes every step's loss. MODE `wgpu`
 runs under `tf.device("/GPU:0")`. MODE `cpu` hides the GPU; the parent sets `TF_ENABLE_ONEDNN_OPTS`
 to measure TF-CPU's own implementation noise (oneDNN's kernels against Eigen's). MODE
-`cpu-perturbed` hides it too and moves every initial weight by one float32 ulp (up or down, at
-random): how far one rounding difference at the start carries.
+`cpu-perturbed[:SEED]` hides it too and moves every initial weight by one float32 ulp (up or down,
+at random, drawn from SEED, default 3): how far one rounding difference at the start carries.
 """
 
 import json
@@ -90,8 +90,8 @@ def train(optimizer):
     model = {"mlp": mlp, "cnn": cnn, "transformer": transformer}[MODEL]()
     model.compile(optimizer=OPTIMIZERS[optimizer](),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    if MODE == "cpu-perturbed":
-        rng = np.random.default_rng(3)
+    if MODE.startswith("cpu-perturbed"):
+        rng = np.random.default_rng(int(MODE.partition(":")[2] or 3))
         for w in model.trainable_variables:
             v = w.numpy()
             toward = np.where(rng.random(v.shape) < 0.5, np.inf, -np.inf).astype(v.dtype)

@@ -1,0 +1,216 @@
+//! Channels-first layouts (NCHW, NCDHW) for the convolution, pooling and batch-norm family.
+//!
+//! The family's kernels are channels-last. A channels-first node runs the same kernel through
+//! `channels_last`: its image inputs are transposed to channels-last temporaries, its attribute
+//! lists and shape inputs are reordered, and its image outputs are computed in temporaries and
+//! transposed back. That costs two transposes per image, but every layout serves the whole domain
+//! of its op, which a registered kernel must (TF falls back to the CPU only when no kernel is
+//! registered, and TF-CPU itself has no NCHW kernels for most of these ops).
+
+use crate::error::{Error, Result};
+use crate::runtime::Stream;
+
+use super::index::{permute, permuted_shape};
+use super::{AttrValue, ComputeFn, DType, KernelContext, KernelInstance, TensorRef, VariableWork};
+
+/// Which of an op's arguments are images in its `data_format`.
+pub struct ImageArgs {
+    /// Image inputs (transposed to channels-last before the kernel reads them).
+    pub inputs: &'static [usize],
+    /// Host inputs holding an image's shape (`input_sizes`, `orig_input_shape`).
+    pub shape_inputs: &'static [usize],
+    /// Image outputs (computed channels-last, then transposed back).
+    pub outputs: &'static [usize],
+}
+
+/// Whether `format` puts channels second (`NCHW`, `NCDHW`); errors on formats TF does not define.
+pub fn is_channels_first(format: &str) -> Result<bool> {
+    match format {
+        "NHWC" | "NDHWC" => Ok(false),
+        "NCHW" | "NCDHW" => Ok(true),
+        other => Err(Error::invalid_argument(format!("Invalid data format: {other}"))),
+    }
+}
+
+/// Runs `compute`, written for channels-last, on a node whose `data_format` is channels-first.
+pub fn channels_last(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    images: &ImageArgs,
+    compute: ComputeFn,
+) -> Result<()> {
+    let format = kernel.attrs.str("data_format")?;
+    let rank = format.len();
+    let mut attrs = kernel.attrs.clone();
+    attrs.set("data_format", AttrValue::Str(if rank == 5 { "NDHWC" } else { "NHWC" }.into()));
+    for list in ["strides", "dilations", "ksize"] {
+        if let Ok(values) = kernel.attrs.ints(list) {
+            // A list of the wrong length stays as it is, for the kernel's own check to refuse.
+            if values.len() == rank {
+                attrs.set(list, AttrValue::IntList(to_channels_last(&values)));
+            }
+        }
+    }
+    if let Ok(pads) = kernel.attrs.ints("explicit_paddings") {
+        if pads.len() == 2 * rank {
+            let pairs: Vec<[i64; 2]> = pads.chunks(2).map(|p| [p[0], p[1]]).collect();
+            attrs.set("explicit_paddings", AttrValue::IntList(to_channels_last(&pairs).concat()));
+        }
+    }
+    let inner_kernel = KernelInstance { def: kernel.def, attrs };
+    let mut adapter = ChannelsLastContext { inner: ctx, images, transposed: Vec::new(), pending: Vec::new() };
+    compute(&mut adapter, &inner_kernel)?;
+    let ChannelsLastContext { inner, pending, .. } = adapter;
+    let stream = inner.stream()?;
+    for (channels_last, output) in pending {
+        transpose_to(stream, &channels_last, &output, to_channels_first_perm(output.shape.len()))?;
+    }
+    Ok(())
+}
+
+/// `[n, c, spatial...]` reordered to `[n, spatial..., c]`.
+fn to_channels_last<T: Clone>(values: &[T]) -> Vec<T> {
+    let mut out = values.to_vec();
+    if out.len() > 2 {
+        out[1..].rotate_left(1);
+    }
+    out
+}
+
+/// The permutation that takes a channels-first tensor of `rank` to channels-last.
+fn to_channels_last_perm(rank: usize) -> Vec<usize> {
+    to_channels_last(&(0..rank).collect::<Vec<_>>())
+}
+
+/// The permutation that takes a channels-last tensor of `rank` to channels-first.
+fn to_channels_first_perm(rank: usize) -> Vec<usize> {
+    let mut perm: Vec<usize> = (0..rank).collect();
+    if rank > 2 {
+        perm[1..].rotate_right(1);
+    }
+    perm
+}
+
+fn transpose_to(stream: &Stream, input: &TensorRef, out: &TensorRef, perm: Vec<usize>) -> Result<()> {
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    permute(stream, input, out, &perm)
+}
+
+/// The node's context as a channels-last kernel sees it.
+struct ChannelsLastContext<'a> {
+    inner: &'a mut dyn KernelContext,
+    images: &'a ImageArgs,
+    /// Image inputs already transposed, by index.
+    transposed: Vec<(usize, TensorRef)>,
+    /// Channels-last temporaries and the channels-first outputs they become.
+    pending: Vec<(TensorRef, TensorRef)>,
+}
+
+impl ChannelsLastContext<'_> {
+    fn image_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        let output =
+            self.inner.allocate_output(index, dtype, &permuted_shape(shape, &to_channels_first_perm(shape.len())))?;
+        let temp = self.inner.allocate_temp(dtype, shape)?;
+        self.pending.push((temp.clone(), output));
+        Ok(temp)
+    }
+}
+
+impl KernelContext for ChannelsLastContext<'_> {
+    fn num_inputs(&self) -> usize {
+        self.inner.num_inputs()
+    }
+
+    fn input(&mut self, index: usize) -> Result<TensorRef> {
+        let input = self.inner.input(index)?;
+        // Images of another rank go through as they are; the kernel's rank check refuses them.
+        if !self.images.inputs.contains(&index) || input.shape.len() < 3 {
+            return Ok(input);
+        }
+        if let Some((_, t)) = self.transposed.iter().find(|(i, _)| *i == index) {
+            return Ok(t.clone());
+        }
+        let perm = to_channels_last_perm(input.shape.len());
+        let temp = self.inner.allocate_temp(input.dtype, &permuted_shape(&input.shape, &perm))?;
+        transpose_to(self.inner.stream()?, &input, &temp, perm)?;
+        self.transposed.push((index, temp.clone()));
+        Ok(temp)
+    }
+
+    fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        if self.images.outputs.contains(&index) && shape.len() >= 3 {
+            return self.image_output(index, dtype, shape);
+        }
+        self.inner.allocate_output(index, dtype, shape)
+    }
+
+    fn forward_input_or_allocate_output(
+        &mut self,
+        candidates: &[usize],
+        index: usize,
+        dtype: DType,
+        shape: &[i64],
+    ) -> Result<TensorRef> {
+        if self.images.outputs.contains(&index) && shape.len() >= 3 {
+            return self.image_output(index, dtype, shape);
+        }
+        self.inner.forward_input_or_allocate_output(candidates, index, dtype, shape)
+    }
+
+    fn num_outputs(&self) -> usize {
+        self.inner.num_outputs()
+    }
+
+    fn expected_output_dtype(&self, index: usize) -> Result<DType> {
+        self.inner.expected_output_dtype(index)
+    }
+
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+        let (values, shape) = self.inner.host_input_values(index)?;
+        if self.images.shape_inputs.contains(&index) && values.len() >= 3 {
+            return Ok((to_channels_last(&values), shape));
+        }
+        Ok((values, shape))
+    }
+
+    fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
+        self.inner.write_host_output(index, dtype, shape, bytes)
+    }
+
+    fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
+        self.inner.host_input_floats(index)
+    }
+
+    fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        self.inner.allocate_temp(dtype, shape)
+    }
+
+    fn stream(&mut self) -> Result<&Stream> {
+        self.inner.stream()
+    }
+
+    fn variables_accessible(&self) -> bool {
+        self.inner.variables_accessible()
+    }
+
+    fn with_variables(&mut self, resources: &[usize], f: &mut VariableWork) -> Result<()> {
+        self.inner.with_variables(resources, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_move_last_and_back() {
+        assert_eq!(to_channels_last(&[1, 2, 3, 4]), vec![1, 3, 4, 2]);
+        assert_eq!(to_channels_last_perm(5), vec![0, 2, 3, 4, 1]);
+        assert_eq!(permuted_shape(&[8, 3, 5, 7], &to_channels_last_perm(4)), vec![8, 5, 7, 3]);
+        assert_eq!(permuted_shape(&[8, 5, 7, 3], &to_channels_first_perm(4)), vec![8, 3, 5, 7]);
+        let pairs = [[0, 0], [1, 2], [3, 4], [5, 6]];
+        assert_eq!(to_channels_last(&pairs).concat(), vec![0, 0, 3, 4, 5, 6, 1, 2]);
+    }
+}
