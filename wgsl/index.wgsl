@@ -214,6 +214,16 @@ fn gather_source(e: u32) -> i32 {
     if (index < 0 || index >= axis_dim) {
         return -1;
     }
+    // A window of params rows [in_dim[1], in_dim[1] + in_dim[2]) (params larger than a binding,
+    // gathered a window at a time): rows outside it are another pass's, -2.
+    let window_rows = i32(get_u(p.in_dim, 2u));
+    if (window_rows > 0) {
+        let local = index - i32(get_u(p.in_dim, 1u));
+        if (local < 0 || local >= window_rows) {
+            return -2;
+        }
+        return local * i32(inner) + i32(j);
+    }
     return (i32(batch * outer + o) * axis_dim + index) * i32(inner) + i32(j);
 }
 
@@ -224,6 +234,9 @@ fn gather_words(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
         return;
     }
     let s = gather_source(w / p.unit);
+    if (s == -2) {
+        return;
+    }
     dst[p.dst_off + w] = select(0u, src[p.src_off + u32(max(s, 0)) * p.unit + w % p.unit], s >= 0);
 }
 
@@ -245,7 +258,9 @@ fn gather_bytes(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
                 let at = p.src_off + u32(s) * p.unit + out_byte % p.unit;
                 byte = byte_at(src[at >> 2u], at);
             }
-            value = put_byte(value, b, byte);
+            if (s != -2) {
+                value = put_byte(value, b, byte);
+            }
         }
     }
     dst[word] = value;

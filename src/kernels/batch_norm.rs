@@ -8,8 +8,11 @@ use crate::runtime::pipeline::{
 };
 use crate::runtime::Stream;
 
+use super::binary::{self, BinaryOp};
 use super::layout::{self, ImageArgs};
-use super::{shader_len, KernelContext, KernelInstance, TensorRef};
+use super::reduce;
+use super::windows::binding_limit;
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "batch_norm",
@@ -145,23 +148,87 @@ pub fn forward_training(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
         exponential_avg_factor: factor,
         ..Default::default()
     };
-    let stats = Slots { x: Some(&x), out_a: Some(&saved_mean), out_b: Some(&saved_var), ..Default::default() };
-    launch(stream, "stats", p, stats, Spread::WorkgroupPerChannel)?;
+    // Rows per window of x that fits a storage binding (all of them, mostly).
+    let window_rows = (binding_limit(stream.device()) / (4 * c as u64)).clamp(1, rows as u64) as u32;
+    // The one-binding kernel's threads loop over the rows, twice: past llvmpipe's loop limit the
+    // windowed statistics (column reductions that split their rows) serve too.
+    let loops_too_long = 2 * (rows as u64).div_ceil(256) + 16 > stream.device().max_loop_iterations;
+    if window_rows < rows || loops_too_long {
+        statistics_in_windows(ctx, &x, rows, c, window_rows, &saved_mean, &saved_var)?;
+    } else {
+        let stats = Slots { x: Some(&x), out_a: Some(&saved_mean), out_b: Some(&saved_var), ..Default::default() };
+        launch(stream, "stats", p, stats, Spread::WorkgroupPerChannel)?;
+    }
+    let stream = ctx.stream()?;
     for (mode, batch, old, out) in [(0, &saved_mean, &old_mean, &batch_mean), (1, &saved_var, &old_var, &batch_var)] {
         let old = if factor == 1.0 { batch } else { old };
         let slots = Slots { mean: Some(batch), aux: Some(old), out_a: Some(out), ..Default::default() };
         launch(stream, "running", Params { mode, ..p }, slots, Spread::Invocations(c as u64))?;
     }
-    let slots = Slots {
-        x: Some(&x),
-        aux: Some(&offset),
-        scale: Some(&scale),
-        mean: Some(&saved_mean),
-        variance: Some(&saved_var),
-        out_c: Some(&y),
-        ..Default::default()
-    };
-    launch(stream, "normalize", p, slots, Spread::Invocations(p.n as u64))
+    let mut start = 0;
+    while start < rows {
+        let count = window_rows.min(rows - start);
+        let skip = start as u64 * c as u64 * 4;
+        let part = |t: &TensorRef| TensorRef {
+            address: t.address + skip,
+            dtype: t.dtype,
+            shape: vec![count as i64, c as i64],
+        };
+        let (x_part, y_part) = (part(&x), part(&y));
+        let slots = Slots {
+            x: Some(&x_part),
+            aux: Some(&offset),
+            scale: Some(&scale),
+            mean: Some(&saved_mean),
+            variance: Some(&saved_var),
+            out_c: Some(&y_part),
+            ..Default::default()
+        };
+        let n = count * c;
+        launch(stream, "normalize", Params { n, rows: count, ..p }, slots, Spread::Invocations(n as u64))?;
+        start += count;
+    }
+    Ok(())
+}
+
+/// Batch mean and biased variance of x (`rows` x `c`) larger than a storage binding, a window of
+/// `window_rows` rows at a time: the windowed column mean, then the mean of squared deviations
+/// from it (two passes, as the one-binding kernel makes).
+fn statistics_in_windows(
+    ctx: &mut dyn KernelContext,
+    x: &TensorRef,
+    rows: u32,
+    c: u32,
+    window_rows: u32,
+    mean: &TensorRef,
+    variance: &TensorRef,
+) -> Result<()> {
+    let flat = TensorRef { shape: vec![rows as i64, c as i64], ..x.clone() };
+    reduce::mean_over_rows(ctx, &flat, mean)?;
+    let squares = ctx.allocate_temp(DType::F32, &[window_rows as i64, c as i64])?;
+    let partial = ctx.allocate_temp(DType::F32, &[c as i64])?;
+    let mut start = 0;
+    while start < rows {
+        let count = window_rows.min(rows - start);
+        let part = TensorRef {
+            address: x.address + start as u64 * c as u64 * 4,
+            dtype: DType::F32,
+            shape: vec![count as i64, c as i64],
+        };
+        let squares = TensorRef { shape: part.shape.clone(), ..squares.clone() };
+        let stream = ctx.stream()?;
+        binary::launch(stream, BinaryOp::SquaredDifference, &part, mean, &squares)?;
+        let total = if start == 0 { variance } else { &partial };
+        reduce::sum_columns(stream, &squares, total)?;
+        if start > 0 {
+            binary::launch(stream, BinaryOp::Add, variance, &partial, variance)?;
+        }
+        start += count;
+    }
+    let divisor = ctx.allocate_temp(DType::F32, &[])?;
+    let stream = ctx.stream()?;
+    stream.fill(divisor.address, 4, (rows as f32).to_bits())?;
+    binary::launch(stream, BinaryOp::RealDiv, variance, &divisor, variance)
 }
 
 /// FusedBatchNormGradV3: x, scale and offset gradients from y's, given the statistics the forward

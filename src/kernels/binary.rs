@@ -11,6 +11,7 @@ use crate::runtime::pipeline::{
 use crate::runtime::Stream;
 use bytemuck::Zeroable;
 
+use super::windows::elementwise_parts;
 use super::{fast_div, rank_constant, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 /// A shader of `file` after the shared prelude; `libraries` (such as `math.wgsl`) come first.
@@ -222,6 +223,12 @@ fn launch_two(
     input_unit: u64,
     bool_output: bool,
 ) -> Result<()> {
+    if let Some(parts) = elementwise_parts(stream.device(), out, &[a, b])? {
+        return parts.iter().try_for_each(|p| {
+            let spec = PipelineSpec { ..spec };
+            launch_two(stream, shader, spec, &p.operands[0], &p.operands[1], &p.out, input_unit, bool_output)
+        });
+    }
     let n = shape_len(&out.shape)?;
     if n == 0 {
         return Ok(());
@@ -361,6 +368,9 @@ fn launch_binary(
     b: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
+    if let Some(parts) = elementwise_parts(stream.device(), out, &[a, b])? {
+        return parts.iter().try_for_each(|p| launch_binary(stream, constants, &p.operands[0], &p.operands[1], &p.out));
+    }
     if launch_batched(stream, constants, a, b, out)? {
         return Ok(());
     }
@@ -698,6 +708,11 @@ pub fn select(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
 
 /// `out = cond ? t : e` with broadcasting (`cond`'s shape already aligned for Select v1).
 pub fn launch_select(stream: &Stream, cond: &TensorRef, t: &TensorRef, e: &TensorRef, out: &TensorRef) -> Result<()> {
+    if let Some(parts) = elementwise_parts(stream.device(), out, &[cond, t, e])? {
+        return parts
+            .iter()
+            .try_for_each(|p| launch_select(stream, &p.operands[0], &p.operands[1], &p.operands[2], &p.out));
+    }
     let shape = out.shape.clone();
     let n = shape_len(&shape)?;
     if n == 0 {

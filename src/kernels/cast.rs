@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
+use super::windows::elementwise_parts;
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
@@ -39,6 +40,9 @@ pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
 pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()> {
     if input.shape != out.shape {
         return Err(Error::invalid_argument("Cast: input and output shapes differ"));
+    }
+    if let Some(parts) = elementwise_parts(stream.device(), out, &[input])? {
+        return parts.iter().try_for_each(|p| launch(stream, &p.operands[0], &p.out));
     }
     let n = shader_len(out.num_elements(), "Cast")?;
     if n == 0 {

@@ -10,6 +10,7 @@ use crate::runtime::pipeline::{
 };
 use crate::runtime::{DeviceCore, Stream};
 
+use super::batch::{self, BatchArgs};
 use super::layout::{self, ImageArgs};
 use super::{fast_div, shader_len, validate, KernelContext, KernelInstance, TensorRef};
 
@@ -146,6 +147,8 @@ pub fn channels_first(kernel: &KernelInstance) -> Result<bool> {
 
 /// One image in, one out: convolutions, pools, batch norm.
 pub const IMAGE_IN_OUT: ImageArgs = ImageArgs { inputs: &[0], shape_inputs: &[], outputs: &[0] };
+/// The same, as batches (`batch::split_batch_on_overflow`).
+pub const BATCHED_IMAGE: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
 
 /// Reads a 4-element NHWC attribute list's H and W entries (strides, dilations, ksize).
 fn hw(kernel: &KernelInstance, name: &str) -> Result<(i64, i64)> {
@@ -398,6 +401,10 @@ pub fn conv(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, conv);
     }
+    batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, conv_whole)
+}
+
+fn conv_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;
     let plan = plan(kernel, &input, &filter, kernel.def.op == "DepthwiseConv2dNative")?;
@@ -474,6 +481,10 @@ pub fn pool(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, pool);
     }
+    batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, pool_whole)
+}
+
+fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let p = pool_params(kernel, &input.shape)?;
     let out = ctx.allocate_output(0, input.dtype, &pooled_shape(&p))?;
@@ -505,6 +516,17 @@ pub fn pool_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         };
         return layout::channels_last(ctx, kernel, &images, pool_grad);
     }
+    let batched = if max {
+        BatchArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0], summed_outputs: &[] }
+    } else {
+        BatchArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] }
+    };
+    batch::split_batch_on_overflow(ctx, kernel, &batched, pool_grad_whole)
+}
+
+fn pool_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = kernel.def.op;
+    let max = op == "MaxPoolGrad";
     let (input, grad) = if max { (Some(ctx.input(0)?), ctx.input(2)?) } else { (None, ctx.input(1)?) };
     let shape = match &input {
         Some(t) => t.shape.clone(),
@@ -528,9 +550,7 @@ pub fn pool_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
 /// Conv2DBackpropInput, Conv2DBackpropFilter and their DepthwiseConv2dNative twins. The sizes of
 /// the gradient they produce come as a host-memory input.
 pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let op = kernel.def.op;
-    let depthwise = op.starts_with("Depthwise");
-    let for_filter = op.ends_with("Filter");
+    let for_filter = kernel.def.op.ends_with("Filter");
     if channels_first(kernel)? {
         // BackpropInput(input_sizes, filter, out_backprop); BackpropFilter(input, filter_sizes,
         // out_backprop).
@@ -541,6 +561,18 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         };
         return layout::channels_last(ctx, kernel, &images, conv_grad);
     }
+    let batched = if for_filter {
+        BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[], summed_outputs: &[0] }
+    } else {
+        BatchArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] }
+    };
+    batch::split_batch_on_overflow(ctx, kernel, &batched, conv_grad_whole)
+}
+
+fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = kernel.def.op;
+    let depthwise = op.starts_with("Depthwise");
+    let for_filter = op.ends_with("Filter");
     let dy = ctx.input(2)?;
     let (mut sizes, sizes_shape) = ctx.host_input_values(if for_filter { 1 } else { 0 })?;
     let known = ctx.input(if for_filter { 0 } else { 1 })?;
@@ -645,6 +677,11 @@ pub fn fused_batch_norm(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
     if kernel.attrs.bool("is_training")? {
         return super::batch_norm::forward_training(ctx, kernel);
     }
+    batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, batch_norm_inference)
+}
+
+/// FusedBatchNormV3 with is_training = false.
+fn batch_norm_inference(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let x = ctx.input(0)?;
     let [scale, offset, mean, variance] = [1, 2, 3, 4].map(|i| ctx.input(i));
     let (scale, offset, mean, variance) = (scale?, offset?, mean?, variance?);

@@ -96,6 +96,10 @@ pub fn conv2d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     if conv::channels_first(kernel)? {
         return super::layout::channels_last(ctx, kernel, &conv::IMAGE_IN_OUT, conv2d);
     }
+    super::batch::split_batch_on_overflow(ctx, kernel, &conv::BATCHED_IMAGE, conv2d_whole)
+}
+
+fn conv2d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;
     let fused_ops = kernel.attrs.strs("fused_ops")?;

@@ -8,6 +8,7 @@ use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, 
 use crate::runtime::Stream;
 
 use super::slice::{contiguous_strides, StridedView};
+use super::windows::binding_limit;
 use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -146,6 +147,157 @@ pub fn map(
     if dims.len() > MAX_RANK {
         return Err(Error::unimplemented(format!("index maps beyond rank {MAX_RANK} are not supported")));
     }
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let limit = binding_limit(stream.device());
+    if input.byte_len() > limit || out.byte_len() > limit {
+        let mut parts = Vec::new();
+        let whole = MapPart { input: input.clone(), out: out.clone(), dims: dims.to_vec() };
+        split_map(limit, whole, 0, &mut parts)?;
+        return parts.iter().try_for_each(|p| map_launch(stream, &p.input, &p.out, &p.dims, fill));
+    }
+    map_launch(stream, input, out, dims, fill)
+}
+
+/// Most parts one index map splits into (each a dispatch) before it refuses the work.
+const MAX_MAP_PARTS: usize = 4096;
+
+/// A part of an index map over tensors larger than a storage binding: the output rows it writes
+/// and the input window it reads, with `dims` rebased to them.
+struct MapPart {
+    input: TensorRef,
+    out: TensorRef,
+    dims: Vec<DimMap>,
+}
+
+/// Splits `part` along dimension `d` (the dimensions before it already narrowed to one index)
+/// into parts whose tensors fit `limit` bytes: ranges of output rows where that keeps the input
+/// window small enough, else one row at a time, splitting the next dimension.
+fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> Result<()> {
+    let fits = |t: &TensorRef| t.byte_len() <= limit;
+    if fits(&part.input) && fits(&part.out) {
+        parts.push(part);
+        return Ok(());
+    }
+    if d >= part.dims.len() || parts.len() >= MAX_MAP_PARTS {
+        return Err(Error::unimplemented(format!(
+            "index map of {:?} from {} bytes: its parts would exceed the {limit}-byte storage binding \
+             or number more than {MAX_MAP_PARTS}",
+            part.out.shape,
+            part.input.byte_len()
+        )));
+    }
+    let size = part.input.dtype.size();
+    let dim = part.dims[d];
+    let out_row_bytes = part.out.byte_len() / dim.out.max(1) as u64;
+    // The input rows this dimension reads can be windowed when the dimensions inside it read
+    // within one of its rows (not a transpose) and it reads rows in order.
+    let inner_extent: i64 = part.dims[d + 1..].iter().map(|e| (e.in_dim - 1).max(0) * e.in_stride).sum();
+    let windowable =
+        matches!(dim.mode, DimMode::Direct | DimMode::ConstantPad) && dim.in_stride > 0 && inner_extent < dim.in_stride;
+    let mut per_part = (limit / out_row_bytes.max(1)) as i64;
+    if !fits(&part.input) {
+        per_part = if windowable { per_part.min((limit / (dim.in_stride as u64 * size)) as i64) } else { 0 };
+    }
+    match dim.mode {
+        // Tiles: parts start on whole repeats of the input dimension.
+        DimMode::Modulo if dim.in_dim > 1 => per_part -= per_part % dim.in_dim,
+        DimMode::Reverse => per_part = 0,
+        _ => {}
+    }
+    if per_part >= 1 && dim.out > 1 {
+        let mut start = 0;
+        while start < dim.out {
+            let count = per_part.min(dim.out - start);
+            let mut sub = MapPart {
+                input: part.input.clone(),
+                out: row_range(&part.out, start as u64 * out_row_bytes, count * (out_row_bytes / size) as i64),
+                dims: part.dims.clone(),
+            };
+            sub.dims[d].out = count;
+            if dim.mode != DimMode::Modulo {
+                sub.dims[d].offset = dim.offset - start;
+            }
+            if !fits(&part.input) {
+                // Input rows [lo, hi) hold every row the part reads (clipped: the rest is padding).
+                let lo = (start - dim.offset).clamp(0, dim.in_dim);
+                let hi = (start + count - dim.offset).clamp(lo, dim.in_dim);
+                let reach = if hi > lo { (hi - lo - 1) * dim.in_stride + inner_extent + 1 } else { 0 };
+                sub.input = row_range(&part.input, (lo * dim.in_stride) as u64 * size, reach);
+                sub.dims[d].in_dim = hi - lo;
+                sub.dims[d].offset = dim.offset - start + lo;
+            }
+            parts.push(sub);
+            start += count;
+        }
+        return Ok(());
+    }
+    for row in 0..dim.out {
+        let mut sub = MapPart {
+            input: part.input.clone(),
+            out: row_range(&part.out, row as u64 * out_row_bytes, (out_row_bytes / size) as i64),
+            dims: part.dims.clone(),
+        };
+        sub.dims[d] = match source_index(&dim, row) {
+            // A padding row: one index that reads outside its dimension.
+            None => DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 1, mode: DimMode::ConstantPad },
+            Some(i) => {
+                // The row reads at most `inner_extent + 1` elements from its start.
+                let skip = (i * dim.in_stride) as u64 * size;
+                let rest = (part.input.byte_len().saturating_sub(skip) / size).min(inner_extent as u64 + 1);
+                sub.input = row_range(&part.input, skip, rest as i64);
+                DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct }
+            }
+        };
+        split_map(limit, sub, d + 1, parts)?;
+    }
+    Ok(())
+}
+
+/// The input index output coordinate `o` of `dim` reads (as `map_step` in index.wgsl), None
+/// where it is padding.
+fn source_index(dim: &DimMap, o: i64) -> Option<i64> {
+    let n = dim.in_dim;
+    let i = o - dim.offset;
+    let i = match dim.mode {
+        DimMode::Direct => i,
+        DimMode::Modulo => o % n.max(1),
+        DimMode::ConstantPad => return (0..n).contains(&i).then_some(i),
+        DimMode::Reflect => {
+            let i = i.abs();
+            if i >= n {
+                2 * n - 2 - i
+            } else {
+                i
+            }
+        }
+        DimMode::Symmetric => {
+            let i = if i < 0 { -i - 1 } else { i };
+            if i >= n {
+                2 * n - 1 - i
+            } else {
+                i
+            }
+        }
+        DimMode::Reverse => n - 1 - o,
+    };
+    Some(i)
+}
+
+/// `count` elements of `t` from byte `skip`, as a 1-D tensor.
+fn row_range(t: &TensorRef, skip: u64, count: i64) -> TensorRef {
+    TensorRef { address: t.address + skip, dtype: t.dtype, shape: vec![count] }
+}
+
+/// `map` of tensors that fit a storage binding.
+fn map_launch(
+    stream: &Stream,
+    input: &TensorRef,
+    out: &TensorRef,
+    dims: &[DimMap],
+    fill: Option<&TensorRef>,
+) -> Result<()> {
     let count = shader_len(out.num_elements(), "index map")?;
     if count == 0 {
         return Ok(());
@@ -194,6 +346,48 @@ fn copy_rows(
     if rows == 0 || row == 0 {
         return Ok(());
     }
+    let size = out.dtype.size() as i64;
+    let limit = binding_limit(stream.device()) as i64 / size;
+    let region = (rows - 1) * pitch + row;
+    if rows * row <= limit && region <= limit {
+        return copy_rows_within(stream, input, out, at, rows, row, pitch);
+    }
+    // Too big for one binding: ranges of rows whose input and output windows fit, or pieces of
+    // one row at a time.
+    let per_part = if row > limit { 0 } else { ((limit - row) / pitch.max(1) + 1).min(limit / row) };
+    if per_part >= 1 {
+        let mut start = 0;
+        while start < rows {
+            let count = per_part.min(rows - start);
+            let part = row_range(input, (start * row * size) as u64, count * row);
+            copy_rows_within(stream, &part, out, at + start * pitch, count, row, pitch)?;
+            start += count;
+        }
+        return Ok(());
+    }
+    let piece = limit - limit % 4;
+    for r in 0..rows {
+        let mut j = 0;
+        while j < row {
+            let width = piece.min(row - j);
+            let part = row_range(input, ((r * row + j) * size) as u64, width);
+            copy_rows_within(stream, &part, out, at + r * pitch + j, 1, width, width)?;
+            j += width;
+        }
+    }
+    Ok(())
+}
+
+/// `copy_rows` of an input and output region that fit a storage binding.
+fn copy_rows_within(
+    stream: &Stream,
+    input: &TensorRef,
+    out: &TensorRef,
+    at: i64,
+    rows: i64,
+    row: i64,
+    pitch: i64,
+) -> Result<()> {
     let (unit, bytes) = element_unit(out.dtype);
     let mut params = Params::zeroed();
     params.a = rows as u32;
@@ -375,22 +569,28 @@ pub fn broadcast_to(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Res
             shape.len()
         )));
     }
-    let pad = shape.len() - input.shape.len();
-    let padded: Vec<i64> = std::iter::repeat_n(1, pad).chain(input.shape.iter().copied()).collect();
+    let dims = broadcast_dims(&input.shape, &shape)?;
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    map(ctx.stream()?, &input, &out, &dims, None)
+}
+
+/// The index map that broadcasts a tensor of `from` to `shape` (numpy's rules).
+pub fn broadcast_dims(from: &[i64], shape: &[i64]) -> Result<Vec<DimMap>> {
+    let refuse = || {
+        Error::invalid_argument(format!("Unable to broadcast tensor of shape {from:?} to tensor of shape {shape:?}"))
+    };
+    let pad = shape.len().checked_sub(from.len()).ok_or_else(refuse)?;
+    let padded: Vec<i64> = std::iter::repeat_n(1, pad).chain(from.iter().copied()).collect();
     let strides = contiguous_strides(&padded);
     let mut dims = Vec::with_capacity(shape.len());
     for (k, (&want, &have)) in shape.iter().zip(&padded).enumerate() {
         if have != want && have != 1 {
-            return Err(Error::invalid_argument(format!(
-                "Unable to broadcast tensor of shape {:?} to tensor of shape {shape:?}",
-                input.shape
-            )));
+            return Err(refuse());
         }
         let stride = if have == 1 { 0 } else { strides[k] };
         dims.push(DimMap { out: want, in_dim: have, in_stride: stride, offset: 0, mode: DimMode::Direct });
     }
-    let out = ctx.allocate_output(0, dtype, &shape)?;
-    map(ctx.stream()?, &input, &out, &dims, None)
+    Ok(dims)
 }
 
 pub fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -555,20 +755,54 @@ pub fn gather_into(
     p.a = u32::from(indices.dtype == DType::I64);
     p.out_shape[..4].copy_from_slice(&[outer as u32, count as u32, inner as u32, batch as u32]);
     p.in_dim[0] = params.shape[axis] as u32;
-    let (entry, threads) =
-        if bytes { ("gather_bytes", (p.n as u64).div_ceil(4) + 1) } else { ("gather_words", p.n as u64) };
+    let entry = if bytes { "gather_bytes" } else { "gather_words" };
     let unit_bytes = if bytes { 1 } else { 4 };
-    let params_ref = (params.num_elements() > 0).then_some(params);
-    Launch {
-        stream: ctx.stream()?,
-        entry,
-        params: p,
-        tensors: [params_ref, Some(&out), Some(indices), None],
-        units: [unit_bytes, unit_bytes, 4, 4],
-        threads,
-        constants: Vec::new(),
+    let stream = ctx.stream()?;
+    let launch = |params: Option<&TensorRef>, out: &TensorRef, indices: &TensorRef, p: Params| {
+        let threads = if bytes { (p.n as u64).div_ceil(4) + 1 } else { p.n as u64 };
+        let tensors = [params, Some(out), Some(indices), None];
+        Launch {
+            stream,
+            entry,
+            params: p,
+            tensors,
+            units: [unit_bytes, unit_bytes, 4, 4],
+            threads,
+            constants: Vec::new(),
+        }
+        .run()
+    };
+    let limit = binding_limit(stream.device());
+    if (params.byte_len() > limit || out.byte_len() > limit) && batch == 1 && outer == 1 && params.num_elements() > 0 {
+        // A table larger than a binding (an embedding): one pass per window of its rows, each
+        // writing the outputs whose index falls in it; outputs too, in ranges of indices.
+        let row_bytes = (inner as u64 * dtype.size()).max(1);
+        let rows = (limit / row_bytes).max(1) as i64;
+        let axis_dim = params.shape[axis];
+        let index_bytes = indices.dtype.size();
+        // Output rows start on whole words for byte-sized elements.
+        let per_part = ((limit / row_bytes).max(1) as i64).max(4) / 4 * 4;
+        let mut first = 0;
+        while first < count {
+            let picks = per_part.min(count - first);
+            let out_part = row_range(&out, first as u64 * row_bytes, picks * inner);
+            let index_part = row_range(indices, first as u64 * index_bytes, picks);
+            let mut q = p;
+            q.out_shape[1] = picks as u32;
+            q.n = (picks * inner) as u32 * unit;
+            let mut lo = 0;
+            while lo < axis_dim {
+                let count = rows.min(axis_dim - lo);
+                let window = row_range(params, lo as u64 * row_bytes, count * inner.max(1));
+                (q.in_dim[1], q.in_dim[2]) = (lo as u32, count as u32);
+                launch(Some(&window), &out_part, &index_part, q)?;
+                lo += count;
+            }
+            first += picks;
+        }
+        return Ok(());
     }
-    .run()
+    launch((params.num_elements() > 0).then_some(params), &out, indices, p)
 }
 
 pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

@@ -7,6 +7,7 @@ use crate::runtime::pipeline::{
 };
 use crate::runtime::{DeviceCore, Stream};
 
+use super::batch::{split_batch_on_overflow, BatchArgs};
 use super::binary::broadcast_shapes;
 use super::slice::contiguous_strides;
 use super::{fast_div, DType, KernelContext, KernelInstance, TensorRef};
@@ -488,8 +489,36 @@ pub(super) fn encode_products(
     }
 }
 
-/// MatMul (transpose_a/transpose_b) and BatchMatMulV2/V3 (adj_x/adj_y).
+/// MatMul (transpose_a/transpose_b) and BatchMatMulV2/V3 (adj_x/adj_y). Where a tensor is too big
+/// for one binding, the product runs in batches (`batch::split_batch_on_overflow`): of the leading
+/// batch dimension, or of a's rows.
 pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    const A_ROWS: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+    const B_ROWS: BatchArgs = BatchArgs { inputs: &[1], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+    const BOTH: BatchArgs = BatchArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+    let (a, b) = (ctx.input(0)?.shape, ctx.input(1)?.shape);
+    let transpose_a =
+        if kernel.def.op == "MatMul" { kernel.attrs.bool("transpose_a")? } else { kernel.attrs.bool("adj_x")? };
+    let (ra, rb) = (a.len(), b.len());
+    // Which operands' leading dimension is the output's.
+    let args = if ra >= 3 && ra == rb && a[0] == b[0] {
+        Some(&BOTH)
+    } else if ra >= 3 && (rb < ra || b[0] == 1) {
+        Some(&A_ROWS)
+    } else if rb >= 3 && (ra < rb || a[0] == 1) {
+        Some(&B_ROWS)
+    } else if ra == 2 && rb == 2 && !transpose_a {
+        Some(&A_ROWS)
+    } else {
+        None
+    };
+    match args {
+        Some(args) => split_batch_on_overflow(ctx, kernel, args, compute_whole),
+        None => compute_whole(ctx, kernel),
+    }
+}
+
+fn compute_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let a = ctx.input(0)?;
     let b = ctx.input(1)?;
     let (ta, tb) = if kernel.def.op == "MatMul" {

@@ -2,6 +2,7 @@
 //! (implemented over TF's `TF_OpKernelContext` by `registration`, and by plain Rust in tests), so no
 //! kernel touches an FFI struct. Adding an op is a table line plus a WGSL function.
 
+pub mod batch;
 pub mod batch_norm;
 pub mod binary;
 pub mod cast;
@@ -23,6 +24,7 @@ pub mod slice;
 pub mod unary;
 pub mod validate;
 pub mod variables;
+pub mod windows;
 
 use crate::error::{Error, Result};
 use crate::runtime::Stream;

@@ -7,6 +7,9 @@ use crate::runtime::pipeline::{
 };
 use crate::runtime::DeviceCore;
 
+use super::batch::{split_batch_on_overflow, BatchArgs};
+use super::binary::broadcast_shapes;
+use super::index;
 use super::reduce::{SERIAL_REDUCTION_MAX, SERIAL_WORKGROUP};
 use super::{shader_len, DType, KernelContext, KernelInstance};
 
@@ -62,7 +65,17 @@ struct SoftmaxParams {
     out_off: u32,
 }
 
+/// Rows of softmax and cross-entropy inputs and outputs are independent.
+const ROWS: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+
 pub fn softmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if ctx.input(0)?.shape.len() >= 2 {
+        return split_batch_on_overflow(ctx, kernel, &ROWS, softmax_whole);
+    }
+    softmax_whole(ctx, kernel)
+}
+
+fn softmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let logits = ctx.input(0)?;
     if logits.shape.is_empty() {
@@ -131,10 +144,33 @@ struct XentParams {
 /// SparseSoftmaxCrossEntropyWithLogits (int32/int64 class labels) and SoftmaxCrossEntropyWithLogits
 /// (dense label rows): per-row loss and its gradient with respect to the logits.
 pub fn cross_entropy(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    const LOGIT_ROWS: BatchArgs =
+        BatchArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0, 1], summed_outputs: &[] };
+    split_batch_on_overflow(ctx, kernel, &LOGIT_ROWS, cross_entropy_whole)
+}
+
+fn cross_entropy_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let op = kernel.def.op;
     let sparse = op == "SparseSoftmaxCrossEntropyWithLogits";
-    let features = ctx.input(0)?;
-    let labels = ctx.input(1)?;
+    let mut features = ctx.input(0)?;
+    let mut labels = ctx.input(1)?;
+    if !sparse && labels.shape != features.shape {
+        // TF broadcasts dense labels and logits to one 2-D shape.
+        let shape = broadcast_shapes(&features.shape, &labels.shape)?;
+        if shape.len() != 2 {
+            return Err(Error::invalid_argument(format!(
+                "logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional, got {:?} and {:?}",
+                features.shape, labels.shape
+            )));
+        }
+        for t in [&mut features, &mut labels] {
+            if t.shape != shape {
+                let full = ctx.allocate_temp(t.dtype, &shape)?;
+                index::map(ctx.stream()?, t, &full, &index::broadcast_dims(&t.shape, &shape)?, None)?;
+                *t = full;
+            }
+        }
+    }
     if features.shape.len() != 2 {
         return Err(Error::invalid_argument(format!("logits must be 2-D, but got shape {:?}", features.shape)));
     }
@@ -142,12 +178,6 @@ pub fn cross_entropy(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     if sparse && labels.shape != [rows] {
         return Err(Error::invalid_argument(format!(
             "logits and labels must have the same first dimension, got logits shape {:?} and labels shape {:?}",
-            features.shape, labels.shape
-        )));
-    }
-    if !sparse && labels.shape != features.shape {
-        return Err(Error::unimplemented(format!(
-            "{op} on WGPU needs logits and labels of one shape, got {:?} and {:?}",
             features.shape, labels.shape
         )));
     }

@@ -10,7 +10,10 @@ use crate::runtime::pipeline::{
 };
 use crate::runtime::{DeviceCore, Stream};
 
+use super::batch::{split_batch_on_overflow, BatchArgs};
+use super::binary::{self, BinaryOp};
 use super::slice::contiguous_strides;
+use super::windows::binding_limit;
 use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -302,6 +305,95 @@ fn launch_in_slices(
     })
 }
 
+/// A float reduction over an input larger than a storage binding: the input splits along its
+/// leading dimension into parts that fit. Where that dimension is kept, each part reduces into its
+/// rows of the output; where it is reduced, the parts' results combine elementwise (a few partial
+/// results, each itself compensated). Mean sums, then divides by the count, as TF's reducer does.
+fn reduce_in_windows(
+    ctx: &mut dyn KernelContext,
+    op: &str,
+    input: &TensorRef,
+    mask: &[bool],
+    out: &TensorRef,
+) -> Result<()> {
+    let (code, combine) = match op {
+        "Sum" | "Mean" => (0, BinaryOp::Add),
+        "Prod" => (1, BinaryOp::Mul),
+        "Max" => (2, BinaryOp::Maximum),
+        "Min" => (3, BinaryOp::Minimum),
+        other => return Err(Error::internal(format!("{other} is not a float reduction"))),
+    };
+    reduce_parts(ctx, code, combine, input.clone(), mask.to_vec(), out)?;
+    if op == "Mean" {
+        let count: i64 = input.shape.iter().zip(mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+        let divisor = ctx.allocate_temp(DType::F32, &[])?;
+        let stream = ctx.stream()?;
+        stream.fill(divisor.address, 4, (count as f32).to_bits())?;
+        binary::launch(stream, BinaryOp::RealDiv, out, &divisor, out)?;
+    }
+    Ok(())
+}
+
+/// `out` = the reduction `code` of `input` over `mask`, in parts that fit a storage binding.
+fn reduce_parts(
+    ctx: &mut dyn KernelContext,
+    code: u32,
+    combine: BinaryOp,
+    input: TensorRef,
+    mask: Vec<bool>,
+    out: &TensorRef,
+) -> Result<()> {
+    let lead = input.shape.iter().take_while(|&&d| d == 1).count();
+    let (shape, mask) = (input.shape[lead..].to_vec(), mask[lead..].to_vec());
+    let input = TensorRef { shape, ..input };
+    if input.byte_len() <= binding_limit(ctx.stream()?.device()) || input.shape.is_empty() {
+        let p = params_for(&split_dims(&input.shape, &mask))?;
+        return launch(ctx.stream()?, "reduce_f32", code, p, &input, out);
+    }
+    let limit = binding_limit(ctx.stream()?.device());
+    let rows = input.shape[0];
+    let row_bytes = input.byte_len() / rows as u64;
+    let per_part = (limit / row_bytes).max(1) as i64;
+    let mut partial: Option<TensorRef> = None;
+    let mut start = 0;
+    while start < rows {
+        let count = per_part.min(rows - start);
+        let part = TensorRef {
+            address: input.address + start as u64 * row_bytes,
+            dtype: input.dtype,
+            shape: [&[count], &input.shape[1..]].concat(),
+        };
+        if !mask[0] {
+            // Kept: the part's rows of the output.
+            let out_row = out.num_elements() as i64 / rows;
+            let rows_out = TensorRef {
+                address: out.address + (start * out_row) as u64 * out.dtype.size(),
+                dtype: out.dtype,
+                shape: vec![count * out_row],
+            };
+            reduce_parts(ctx, code, combine, part, mask.clone(), &rows_out)?;
+        } else if start == 0 {
+            reduce_parts(ctx, code, combine, part, mask.clone(), out)?;
+        } else {
+            // Reduced: the part's result, combined into the output.
+            let temp = match &partial {
+                Some(t) => t.clone(),
+                None => ctx.allocate_temp(out.dtype, &out.shape)?,
+            };
+            partial = Some(temp.clone());
+            reduce_parts(ctx, code, combine, part, mask.clone(), &temp)?;
+            binary::launch(ctx.stream()?, combine, out, &temp, out)?;
+        }
+        start += count;
+    }
+    Ok(())
+}
+
+/// `out[c] = mean over r of input[r, c]` for a float32 input of any size.
+pub fn mean_over_rows(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    reduce_in_windows(ctx, "Mean", input, &[true, false], out)
+}
+
 /// `out[c] = sum over r of input[r, c]` for a `[rows, cols]` float32 input (bias gradients).
 pub fn sum_columns(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()> {
     if input.num_elements() == 0 {
@@ -345,6 +437,9 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         };
         return stream.fill(out.address, out.byte_len(), identity);
     }
+    if input.byte_len() > binding_limit(stream.device()) && kernel.def.op != "All" && kernel.def.op != "Any" {
+        return reduce_in_windows(ctx, kernel.def.op, &input, &mask, &out);
+    }
     match kernel.def.op {
         "All" | "Any" => {
             stream.fill(out.address, out.byte_len(), 0)?;
@@ -374,6 +469,9 @@ pub fn bias_add_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     if grad.num_elements() == 0 {
         return stream.fill(out.address, out.byte_len(), 0);
     }
+    if grad.byte_len() > binding_limit(stream.device()) {
+        return reduce_in_windows(ctx, "Sum", &grad, &mask, &out);
+    }
     launch(stream, "reduce_f32", 0, params_for(&split_dims(&grad.shape, &mask))?, &grad, &out)
 }
 
@@ -386,11 +484,29 @@ pub fn l2_loss(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<
         return stream.fill(out.address, out.byte_len(), 0);
     }
     let everything = vec![true; t.shape.len()];
+    if t.byte_len() > binding_limit(stream.device()) {
+        // Each part's L2 loss (halved squares), added up.
+        return reduce_parts(ctx, L2_LOSS, BinaryOp::Add, t, everything, &out);
+    }
     launch(stream, "reduce_f32", L2_LOSS, params_for(&split_dims(&t.shape, &everything))?, &t, &out)
 }
 
 /// ArgMax and ArgMin over one axis, into int64 or int32.
 pub fn arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (axis, axis_shape) = ctx.host_input_values(1)?;
+    let axis = validate::scalar(&axis, &axis_shape, "dimension")?;
+    validate::axis(axis, input.shape.len(), "dimension")?;
+    // Over any axis but the first, rows of the input are independent.
+    let rank = input.shape.len() as i64;
+    if input.shape.len() >= 2 && axis != 0 && axis != -rank {
+        const ROWS: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+        return split_batch_on_overflow(ctx, kernel, &ROWS, arg_whole);
+    }
+    arg_whole(ctx, kernel)
+}
+
+fn arg_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let (axis, axis_shape) = ctx.host_input_values(1)?;
     let axis = validate::scalar(&axis, &axis_shape, "dimension")?;

@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
+use super::windows::binding_limit;
 use super::{validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
@@ -63,6 +64,106 @@ fn copy_view(stream: &Stream, input: &TensorRef, view: &StridedView, out: &Tenso
     if count == 0 {
         return Ok(());
     }
+    let limit = binding_limit(stream.device());
+    if input.byte_len() > limit || out.byte_len() > limit {
+        let mut parts = Vec::new();
+        split_view(limit, input, view.clone(), out.clone(), &mut parts)?;
+        return parts.iter().try_for_each(|(input, view, out)| copy_view_within(stream, input, view, out, scatter));
+    }
+    copy_view_within(stream, input, view, out, scatter)
+}
+
+/// Most parts one strided copy splits into (each a dispatch) before it refuses the work.
+const MAX_VIEW_PARTS: usize = 4096;
+
+/// The lowest and highest element of the strided tensor a view reads.
+fn view_span(view: &StridedView) -> (i64, i64) {
+    view.shape.iter().zip(&view.strides).fold((view.base, view.base), |(lo, hi), (&n, &s)| {
+        let reach = (n - 1).max(0) * s;
+        (lo + reach.min(0), hi + reach.max(0))
+    })
+}
+
+/// Splits a strided copy over tensors larger than a storage binding into parts that fit: ranges
+/// of the view's leading dimension, each with the window of `strided` it reads, or one row at a
+/// time where a single row is too big.
+fn split_view(
+    limit: u64,
+    strided: &TensorRef,
+    view: StridedView,
+    contiguous: TensorRef,
+    parts: &mut Vec<(TensorRef, StridedView, TensorRef)>,
+) -> Result<()> {
+    let size = strided.dtype.size();
+    let (lo, hi) = view_span(&view);
+    let window = (hi - lo + 1) as u64 * size;
+    if window <= limit && contiguous.byte_len() <= limit {
+        let rebased =
+            TensorRef { address: strided.address + lo as u64 * size, dtype: strided.dtype, shape: vec![hi - lo + 1] };
+        parts.push((rebased, StridedView { base: view.base - lo, ..view }, contiguous));
+        return Ok(());
+    }
+    if view.shape.is_empty() || parts.len() >= MAX_VIEW_PARTS {
+        return Err(Error::unimplemented(format!(
+            "strided copy of {:?}: its parts would exceed the {limit}-byte storage binding or number more than \
+             {MAX_VIEW_PARTS}",
+            contiguous.shape
+        )));
+    }
+    let (rows, step) = (view.shape[0], view.strides[0]);
+    let row_view =
+        StridedView { base: view.base, shape: view.shape[1..].to_vec(), strides: view.strides[1..].to_vec() };
+    let (row_lo, row_hi) = view_span(&row_view);
+    let row_reach = (row_hi - row_lo + 1) as u64;
+    let row_bytes = contiguous.byte_len() / rows.max(1) as u64;
+    // Rows per part: the output's part and the window of `strided` (each row one `step` further).
+    let by_window = match step.unsigned_abs() {
+        _ if row_reach * size > limit => 0,
+        0 => u64::MAX,
+        step => (limit / size - row_reach) / step + 1,
+    };
+    let per_part = (limit / row_bytes.max(1)).min(by_window) as i64;
+    let part_of = |start: i64, count: i64| {
+        let view = StridedView {
+            base: view.base + start * step,
+            shape: [&[count], &view.shape[1..]].concat(),
+            strides: view.strides.clone(),
+        };
+        let out = TensorRef {
+            address: contiguous.address + start as u64 * row_bytes,
+            dtype: contiguous.dtype,
+            shape: vec![count * (row_bytes / size) as i64],
+        };
+        (view, out)
+    };
+    if per_part >= 1 && rows > 1 {
+        let mut start = 0;
+        while start < rows {
+            let count = per_part.min(rows - start);
+            let (view, out) = part_of(start, count);
+            split_view(limit, strided, view, out, parts)?;
+            start += count;
+        }
+        return Ok(());
+    }
+    for row in 0..rows {
+        let (mut view, out) = part_of(row, 1);
+        view.shape.remove(0);
+        view.strides.remove(0);
+        split_view(limit, strided, view, out, parts)?;
+    }
+    Ok(())
+}
+
+/// `copy_view` of tensors that fit a storage binding.
+fn copy_view_within(
+    stream: &Stream,
+    input: &TensorRef,
+    view: &StridedView,
+    out: &TensorRef,
+    scatter: bool,
+) -> Result<()> {
+    let count: i64 = view.shape.iter().product();
     // Merge dimensions that are contiguous with each other, so most copies are rank 1 or 2.
     let (mut shape, mut strides): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
     for (&d, &s) in view.shape.iter().zip(&view.strides) {

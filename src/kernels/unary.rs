@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, vec4_window, PipelineSpec, Shader, VEC4_MIN_ELEMENTS};
 use crate::runtime::Stream;
 
+use super::windows::elementwise_parts;
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -131,6 +132,9 @@ struct Params {
 
 /// Encodes `out = op(input)` elementwise; `out` may alias `input`.
 pub fn launch(stream: &Stream, op: UnaryOp, alpha: f32, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    if let Some(parts) = elementwise_parts(stream.device(), out, &[input])? {
+        return parts.iter().try_for_each(|p| launch(stream, op, alpha, &p.operands[0], &p.out));
+    }
     let n = shader_len(out.num_elements(), "unary op")?;
     if n == 0 {
         return Ok(());
@@ -188,11 +192,17 @@ pub fn classify(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
     };
     let input = ctx.input(0)?;
     let out = ctx.allocate_output(0, DType::Bool, &input.shape)?;
-    let n = shader_len(out.num_elements(), kernel.def.op)?;
+    launch_classify(ctx.stream()?, op, &input, &out)
+}
+
+fn launch_classify(stream: &Stream, op: u32, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    if let Some(parts) = elementwise_parts(stream.device(), out, &[input])? {
+        return parts.iter().try_for_each(|p| launch_classify(stream, op, &p.operands[0], &p.out));
+    }
+    let n = shader_len(out.num_elements(), "classify")?;
     if n == 0 {
         return Ok(());
     }
-    let stream = ctx.stream()?;
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;

@@ -102,6 +102,23 @@ pub fn is_llvmpipe(info: &wgpu::AdapterInfo) -> bool {
     info.name.contains("llvmpipe") || info.driver.contains("llvmpipe")
 }
 
+/// `limits` with `max_storage_buffer_binding_size` lowered to `TF_WGPU_MAX_BINDING_BYTES` where
+/// that is set (a multiple of 256, at least 4096): tests exercise the kernels' windows over large
+/// tensors with small ones.
+fn with_binding_cap(mut limits: wgpu::Limits) -> wgpu::Limits {
+    let cap = std::env::var("TF_WGPU_MAX_BINDING_BYTES").ok().and_then(|v| v.trim().parse::<u64>().ok());
+    match cap {
+        Some(cap) if cap >= 4096 && cap.is_multiple_of(256) => {
+            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap);
+        }
+        Some(cap) => {
+            log::warn!("tensorflow-wgpu: TF_WGPU_MAX_BINDING_BYTES={cap} ignored (a multiple of 256, at least 4096)")
+        }
+        None => {}
+    }
+    limits
+}
+
 impl Device {
     pub fn open(ordinal: usize, adapter: &wgpu::Adapter) -> Result<Device> {
         let info = adapter.get_info();
@@ -139,6 +156,7 @@ impl Device {
             });
         }
 
+        let limits = with_binding_cap(limits);
         let memory = MemoryMap::new(ordinal, &info, &limits);
         let max_loop_iterations = if is_llvmpipe(&info) { LLVMPIPE_MAX_LOOP_ITERATIONS } else { u64::MAX };
         let core = Arc::new(DeviceCore {

@@ -229,6 +229,10 @@ pub struct Binding<'a> {
     pub size: u64,
 }
 
+/// The start of `storage_window`'s error for a tensor larger than one binding (kernels that can
+/// split their work recognise it: `kernels::batch`).
+pub const BINDING_LIMIT_ERROR: &str = "tensor window of";
+
 /// Binds the smallest aligned window that covers `slice`. Returns the binding and the index, in
 /// units of `element_size`, of the slice's first element inside the window: storage-binding offsets
 /// must be multiples of `min_storage_buffer_offset_alignment`, element offsets need not be.
@@ -240,7 +244,7 @@ pub fn storage_window<'a>(core: &DeviceCore, slice: &'a DeviceSlice, element_siz
     let size = end - start;
     if size > core.limits.max_storage_buffer_binding_size {
         return Err(Error::unimplemented(format!(
-            "tensor window of {size} bytes exceeds this adapter's max_storage_buffer_binding_size ({})",
+            "{BINDING_LIMIT_ERROR} {size} bytes exceeds this adapter's max_storage_buffer_binding_size ({})",
             core.limits.max_storage_buffer_binding_size
         )));
     }

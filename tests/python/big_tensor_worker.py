@@ -1,0 +1,175 @@
+"""Runs every op family on tensors larger than one storage binding, on /GPU:0 (soft placement off)
+and on TF-CPU, and prints one JSON line per case: {"case", "ok", "detail"}.
+
+    python big_tensor_worker.py ELEMENTS [CASE...]
+
+The big tensors hold about ELEMENTS float32 values: the parent picks 1.5x the binding limit it gives
+the plugin (TF_WGPU_MAX_BINDING_BYTES for the fast run, lavapipe's real 128 MiB for the heavy one).
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf  # noqa: E402
+
+tf.config.set_soft_device_placement(False)
+ELEMENTS = int(sys.argv[1])
+ONLY = set(sys.argv[2:])
+rng = np.random.default_rng(11)
+
+
+def normal(*shape):
+    return tf.constant(rng.standard_normal(shape).astype(np.float32))
+
+
+def side(n):
+    """An image side such that [8, side, side, 8] holds about n elements (a batch of 8: each image's
+    outputs fit a binding)."""
+    return max(4, int((n / 64) ** 0.5))
+
+
+E = ELEMENTS
+S = side(E)
+ROW = 256
+ROWS = E // ROW
+x2 = normal(ROWS, ROW)
+x3 = normal(4, ROWS // 4, ROW)
+img = normal(8, S, S, 8)
+img_nchw = tf.transpose(img, [0, 3, 1, 2])
+filt = normal(3, 3, 8, 4)
+dw = normal(3, 3, 8, 2)
+table = normal(ROWS, ROW)
+ids = tf.constant(rng.integers(0, ROWS, 300), tf.int32)
+labels = tf.constant(rng.integers(0, ROW, ROWS), tf.int32)
+bias = normal(ROW)
+weights = normal(ROW, 8)
+batch_weights = normal(4, ROW, 8)
+
+
+def conv_dy():
+    with tf.device("/CPU:0"):
+        return normal(*tf.nn.conv2d(img, filt, 1, "SAME").shape)
+
+
+def pool_dy():
+    with tf.device("/CPU:0"):
+        return normal(*tf.nn.max_pool2d(img, 2, 2, "VALID").shape)
+
+
+DY = conv_dy()
+PDY = pool_dy()
+POOLED = tf.nn.max_pool2d(img, 2, 2, "VALID")
+
+
+def train_step():
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(5)
+    inputs = keras.Input((S, S, 8))
+    h = layers.Conv2D(4, 3, activation="relu")(inputs)
+    h = layers.BatchNormalization()(h)
+    h = layers.GlobalAveragePooling2D()(h)
+    model = keras.Model(inputs, layers.Dense(3)(h))
+    model.compile(optimizer=keras.optimizers.SGD(0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return tf.constant([model.train_on_batch(img, tf.constant([0, 2, 1, 1, 0, 2, 2, 1])) for _ in range(2)])
+
+
+CASES = {
+    # Elementwise.
+    "add_bias": lambda: x2 + bias,
+    "exp": lambda: tf.exp(x2 / 4),
+    "cast_half": lambda: tf.cast(x2, tf.float16),
+    "cast_bool": lambda: tf.cast(x2 > 0, tf.float32),
+    "compare": lambda: tf.greater(x2, bias),
+    "select": lambda: tf.where(x2 > 0, x2, bias),
+    "is_nan": lambda: tf.math.is_nan(x2 / (x2 - x2)),
+    # Index maps and copies.
+    "fill": lambda: tf.fill([ROWS, ROW], 2.5),
+    "broadcast_to": lambda: tf.broadcast_to(bias, [ROWS, ROW]),
+    "tile": lambda: tf.tile(x2[:3], [ROWS // 3, 2]),
+    "pad": lambda: tf.pad(x2, [[2, 1], [0, 3]]),
+    "mirror_pad": lambda: tf.pad(x2, [[2, 1], [0, 3]], mode="REFLECT"),
+    "reverse": lambda: tf.reverse(x3, [0, 2]),
+    "slice": lambda: x3[1:, 3:-2, ::2],
+    "transpose_batch_leading": lambda: tf.transpose(img, [0, 3, 1, 2]),
+    "transpose_tall": lambda: tf.transpose(x2[:, :8]),
+    "concat": lambda: tf.concat([x2, x2[:5]], 0),
+    "concat_inner": lambda: tf.concat([x2, x2[:, :3]], 1),
+    "split": lambda: tf.split(x2, [1, ROW - 1], axis=1)[1],
+    "gather_table": lambda: tf.gather(table, ids),
+    # Reductions.
+    "sum_all": lambda: tf.reduce_sum(x3),
+    "sum_leading": lambda: tf.reduce_sum(x3, 0),
+    "sum_inner": lambda: tf.reduce_sum(x3, 2),
+    "mean_middle": lambda: tf.reduce_mean(x3, [0, 2]),
+    "max": lambda: tf.reduce_max(x3, 1),
+    "min_all": lambda: tf.reduce_min(x3),
+    "l2_loss": lambda: tf.nn.l2_loss(x3),
+    "bias_add_grad": lambda: tf.raw_ops.BiasAddGrad(out_backprop=img),
+    "bias_add_grad_nchw": lambda: tf.raw_ops.BiasAddGrad(out_backprop=img_nchw, data_format="NCHW"),
+    "argmax": lambda: tf.argmax(x3, 2),
+    # Rows: matmul, softmax, cross-entropy.
+    "matmul": lambda: tf.matmul(x2, weights),
+    "batch_matmul": lambda: tf.matmul(x3, batch_weights),
+    "softmax": lambda: tf.nn.softmax(x2),
+    "log_softmax": lambda: tf.nn.log_softmax(x3),
+    "xent_sparse": lambda: tf.nn.sparse_softmax_cross_entropy_with_logits(labels, x2),
+    "xent_dense": lambda: tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=x2, labels=tf.nn.softmax(x2 * 0.5))[1],
+    # Convolutions, pools, batch norm.
+    "conv2d": lambda: tf.nn.conv2d(img, filt, 1, "SAME"),
+    "conv2d_nchw": lambda: tf.nn.conv2d(img_nchw, filt, 1, "SAME", data_format="NCHW"),
+    "depthwise": lambda: tf.nn.depthwise_conv2d(img, dw, [1, 1, 1, 1], "SAME"),
+    "conv_backprop_input": lambda: tf.raw_ops.Conv2DBackpropInput(
+        input_sizes=img.shape, filter=filt, out_backprop=DY, strides=[1, 1, 1, 1], padding="SAME"),
+    "conv_backprop_filter": lambda: tf.raw_ops.Conv2DBackpropFilter(
+        input=img, filter_sizes=filt.shape, out_backprop=DY, strides=[1, 1, 1, 1], padding="SAME"),
+    "max_pool": lambda: tf.nn.max_pool2d(img, 3, 2, "SAME"),
+    "avg_pool": lambda: tf.nn.avg_pool2d(img, 2, 2, "VALID"),
+    "max_pool_grad": lambda: tf.raw_ops.MaxPoolGrad(orig_input=img, orig_output=POOLED, grad=PDY, ksize=[1, 2, 2, 1],
+                                                    strides=[1, 2, 2, 1], padding="VALID"),
+    "avg_pool_grad": lambda: tf.raw_ops.AvgPoolGrad(orig_input_shape=img.shape, grad=PDY, ksize=[1, 2, 2, 1],
+                                                    strides=[1, 2, 2, 1], padding="VALID"),
+    "batch_norm_training": lambda: tf.compat.v1.nn.fused_batch_norm(img, tf.ones([8]), tf.zeros([8]))[0],
+    "batch_norm_inference": lambda: tf.compat.v1.nn.fused_batch_norm(
+        img, tf.ones([8]), tf.zeros([8]), tf.zeros([8]) + 0.1, tf.ones([8]) * 2, is_training=False)[0],
+    # A Keras training step (Conv2D, BatchNormalization, pooling, Dense, SGD) on a big batch.
+    "keras_train_step": train_step,
+}
+
+# TF-CPU has no NCHW Conv2D: its reference is the NHWC convolution, transposed.
+CPU_TWIN = {"conv2d_nchw": lambda: tf.transpose(tf.nn.conv2d(img, filt, 1, "SAME"), [0, 3, 1, 2])}
+
+# Float tolerance: TF-CPU sums in float32 in another order; scale by the result's magnitude.
+TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_norm_training": 1e-3}
+
+
+def compare(got, want, tol):
+    if got.dtype == bool or np.issubdtype(got.dtype, np.integer):
+        return bool(np.array_equal(got, want)), "exact"
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    scale = max(1.0, float(np.nanmax(np.abs(want)))) if want.size else 1.0
+    err = float(np.nanmax(np.abs(got - want))) / scale if want.size else 0.0
+    same_nan = bool(np.array_equal(np.isnan(got), np.isnan(want)))
+    return same_nan and err <= tol, f"max error {err:.2e} of scale {scale:.2e}"
+
+
+for name, case in CASES.items():
+    if ONLY and name not in ONLY:
+        continue
+    record = {"case": name}
+    try:
+        with tf.device("/GPU:0"):
+            got = case().numpy()
+        with tf.device("/CPU:0"):
+            want = CPU_TWIN.get(name, case)().numpy()
+        record["ok"], record["detail"] = compare(got, want, TOLERANCE.get(name, 2e-5))
+        record["shape"] = list(got.shape)
+    except Exception as e:  # noqa: BLE001 - every failure is a result here
+        record["ok"], record["detail"] = False, f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+    print(json.dumps(record), flush=True)
