@@ -168,13 +168,7 @@ pub fn forward_training(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
     let mut start = 0;
     while start < rows {
         let count = window_rows.min(rows - start);
-        let skip = start as u64 * c as u64 * 4;
-        let part = |t: &TensorRef| TensorRef {
-            address: t.address + skip,
-            dtype: t.dtype,
-            shape: vec![count as i64, c as i64],
-        };
-        let (x_part, y_part) = (part(&x), part(&y));
+        let (x_part, y_part) = (row_window(&x, start, count, c), row_window(&y, start, count, c));
         let slots = Slots {
             x: Some(&x_part),
             aux: Some(&offset),
@@ -210,11 +204,7 @@ fn statistics_in_windows(
     let mut start = 0;
     while start < rows {
         let count = window_rows.min(rows - start);
-        let part = TensorRef {
-            address: x.address + start as u64 * c as u64 * 4,
-            dtype: DType::F32,
-            shape: vec![count as i64, c as i64],
-        };
+        let part = row_window(x, start, count, c);
         let squares = TensorRef { shape: part.shape.clone(), ..squares.clone() };
         let stream = ctx.stream()?;
         binary::launch(stream, BinaryOp::SquaredDifference, &part, mean, &squares)?;
@@ -272,25 +262,67 @@ pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
         epsilon: kernel.attrs.float("epsilon")?,
         ..Default::default()
     };
-    let slots = Slots {
-        x: Some(&x),
-        aux: Some(&dy),
-        mean: Some(&mean),
-        variance: Some(&variance),
-        out_a: Some(&offset_grad),
-        out_b: Some(&scale_grad),
-        ..Default::default()
+    // Windows of rows that fit a storage binding and whose statistics loops stay under llvmpipe's
+    // limit (`launch` allows each thread two strides over the rows); all rows, mostly.
+    let by_binding = binding_limit(stream.device()) / (4 * c as u64);
+    let by_loops = (stream.device().max_loop_iterations.saturating_sub(16) / 2).saturating_mul(256);
+    let window_rows = by_binding.min(by_loops).clamp(1, rows as u64) as u32;
+    let partials = if window_rows < rows {
+        let [a, b] = [0, 1].map(|_| ctx.allocate_temp(DType::F32, &[c as i64]));
+        Some((a?, b?))
+    } else {
+        None
     };
-    launch(stream, "grad_stats", p, slots, Spread::WorkgroupPerChannel)?;
-    let slots = Slots {
-        x: Some(&x),
-        aux: Some(&dy),
-        scale: Some(&scale),
-        mean: Some(&mean),
-        variance: Some(&variance),
-        out_a: Some(&offset_grad),
-        out_b: Some(&scale_grad),
-        out_c: Some(&dx),
-    };
-    launch(stream, "grad_input", p, slots, Spread::Invocations(p.n as u64))
+    let stream = ctx.stream()?;
+    // The gradients' sums add up over the windows: offset's is sum(dy), scale's sum(dy * x_hat).
+    let mut start = 0;
+    while start < rows {
+        let count = window_rows.min(rows - start);
+        let (x_part, dy_part) = (row_window(&x, start, count, c), row_window(&dy, start, count, c));
+        let (sum_a, sum_b) = match &partials {
+            Some((a, b)) if start > 0 => (a, b),
+            _ => (&offset_grad, &scale_grad),
+        };
+        let slots = Slots {
+            x: Some(&x_part),
+            aux: Some(&dy_part),
+            mean: Some(&mean),
+            variance: Some(&variance),
+            out_a: Some(sum_a),
+            out_b: Some(sum_b),
+            ..Default::default()
+        };
+        launch(stream, "grad_stats", Params { n: count * c, rows: count, ..p }, slots, Spread::WorkgroupPerChannel)?;
+        if start > 0 {
+            binary::launch(stream, BinaryOp::Add, &offset_grad, sum_a, &offset_grad)?;
+            binary::launch(stream, BinaryOp::Add, &scale_grad, sum_b, &scale_grad)?;
+        }
+        start += count;
+    }
+    let mut start = 0;
+    while start < rows {
+        let count = window_rows.min(rows - start);
+        let (x_part, dy_part) = (row_window(&x, start, count, c), row_window(&dy, start, count, c));
+        let dx_part = row_window(&dx, start, count, c);
+        let slots = Slots {
+            x: Some(&x_part),
+            aux: Some(&dy_part),
+            scale: Some(&scale),
+            mean: Some(&mean),
+            variance: Some(&variance),
+            out_a: Some(&offset_grad),
+            out_b: Some(&scale_grad),
+            out_c: Some(&dx_part),
+        };
+        // `rows` stays the whole count: the means of the sums divide by it.
+        let n = count * c;
+        launch(stream, "grad_input", Params { n, ..p }, slots, Spread::Invocations(n as u64))?;
+        start += count;
+    }
+    Ok(())
+}
+
+/// Rows `start..start + count` of a `[rows, c]` float32 view of `t`.
+fn row_window(t: &TensorRef, start: u32, count: u32, c: u32) -> TensorRef {
+    TensorRef { address: t.address + start as u64 * c as u64 * 4, dtype: t.dtype, shape: vec![count as i64, c as i64] }
 }

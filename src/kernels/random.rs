@@ -7,6 +7,7 @@
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 
+use super::windows::binding_limit;
 use super::{shader_len, validate, DType, KernelContext, KernelInstance};
 
 pub const SHADER: Shader = Shader {
@@ -130,13 +131,28 @@ fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'static st
     let ([c0, c1], [c2, c3]) = (split(counter[0]), split(counter[1]));
     let stream = ctx.stream()?;
     let device = stream.device();
-    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
-    stream.encode(|core, encoder| {
-        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
-        let params = Params { n, out_off, key: [k0, k1], counter: [c0, c1, c2, c3] };
-        dispatch(core, encoder, entry, &pipeline, &[out_bind], bytemuck::bytes_of(&params), n.div_ceil(4) as u64)
-    })
+    // Outputs larger than a storage binding fill in parts of whole groups of 4 values, each part's
+    // counter advanced past the groups before it (as the shader's skip64 would), so the values are
+    // those of one launch.
+    let counter = u128::from(c0) | u128::from(c1) << 32 | u128::from(c2) << 64 | u128::from(c3) << 96;
+    let blocks_per_group: u128 = if entry == "fill_truncated_normal" { 256 } else { 1 };
+    let per_part = (binding_limit(device) / 4 / 4 * 4).max(4) as u32;
+    let mut start = 0u32;
+    while start < n {
+        let count = per_part.min(n - start);
+        let part = device.memory.resolve(out.address + start as u64 * 4, count as u64 * 4)?;
+        let c = counter.wrapping_add(u128::from(start / 4) * blocks_per_group);
+        let words = [c as u32, (c >> 32) as u32, (c >> 64) as u32, (c >> 96) as u32];
+        stream.encode(|core, encoder| {
+            let (out_bind, out_off) = storage_window(core, &part, 4)?;
+            let params = Params { n: count, out_off, key: [k0, k1], counter: words };
+            let groups = count.div_ceil(4) as u64;
+            dispatch(core, encoder, entry, &pipeline, &[out_bind], bytemuck::bytes_of(&params), groups)
+        })?;
+        start += count;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -138,6 +138,16 @@ CASES = {
     "batch_norm_training": lambda: tf.compat.v1.nn.fused_batch_norm(img, tf.ones([8]), tf.zeros([8]))[0],
     "batch_norm_inference": lambda: tf.compat.v1.nn.fused_batch_norm(
         img, tf.ones([8]), tf.zeros([8]), tf.zeros([8]) + 0.1, tf.ones([8]) * 2, is_training=False)[0],
+    "batch_norm_grad": lambda: tf.raw_ops.FusedBatchNormGradV3(
+        y_backprop=img * 0.5 + 1, x=img, scale=tf.ones([8]) * 2, reserve_space_1=tf.reduce_mean(img, [0, 1, 2]),
+        reserve_space_2=tf.math.reduce_variance(img, [0, 1, 2]), reserve_space_3=tf.zeros([0]), epsilon=1e-3)[0],
+    "batch_norm_grad_sums": lambda: tf.stack(tf.raw_ops.FusedBatchNormGradV3(
+        y_backprop=img * 0.5 + 1, x=img, scale=tf.ones([8]) * 2, reserve_space_1=tf.reduce_mean(img, [0, 1, 2]),
+        reserve_space_2=tf.math.reduce_variance(img, [0, 1, 2]), reserve_space_3=tf.zeros([0]), epsilon=1e-3)[1:3]),
+    # Counter-based random numbers: the same values as in one launch.
+    "random_uniform": lambda: tf.random.stateless_uniform([ROWS, ROW], seed=[3, 4]),
+    "random_normal": lambda: tf.random.stateless_normal([ROWS, ROW], seed=[3, 4]),
+    "random_truncated_normal": lambda: tf.random.stateless_truncated_normal([ROWS, ROW], seed=[3, 4]),
     # A Keras training step (Conv2D, BatchNormalization, pooling, Dense, SGD) on a big batch.
     "keras_train_step": train_step,
 }
@@ -146,7 +156,8 @@ CASES = {
 CPU_TWIN = {"conv2d_nchw": lambda: tf.transpose(tf.nn.conv2d(img, filt, 1, "SAME"), [0, 3, 1, 2])}
 
 # Float tolerance: TF-CPU sums in float32 in another order; scale by the result's magnitude.
-TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_norm_training": 1e-3}
+TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_norm_training": 1e-3,
+             "batch_norm_grad": 1e-4, "batch_norm_grad_sums": 1e-4}
 
 
 def compare(got, want, tol):
