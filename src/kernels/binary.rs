@@ -156,9 +156,6 @@ impl Layout {
             layout.strides.iter_mut().for_each(|s| s[0] = 1);
             return Ok(layout);
         }
-        if out.len() > MAX_RANK {
-            return Err(Error::unimplemented(format!("broadcasting beyond rank {MAX_RANK} is not supported")));
-        }
         let mut strides = Vec::with_capacity(operands.len());
         for shape in operands {
             if shape.len() > out.len() {
@@ -171,6 +168,10 @@ impl Layout {
         // indexes as [n * h * w, c], and fewer dimensions are fewer index splits per element.
         let mut dims: Vec<(u32, Vec<u32>)> = Vec::with_capacity(out.len());
         for (d, &size) in out.iter().enumerate() {
+            if size == 1 {
+                // A dimension of one element indexes nothing.
+                continue;
+            }
             let size = size as u32;
             let steps: Vec<u32> = strides.iter().map(|s| s[d]).collect();
             match dims.last_mut() {
@@ -180,6 +181,16 @@ impl Layout {
                 }
                 _ => dims.push((size, steps)),
             }
+        }
+        // TF broadcasts any rank; what is left after merging must fit the shader's eight.
+        if dims.len() > MAX_RANK {
+            return Err(Error::unimplemented(format!(
+                "broadcasting {out:?} needs {} dimensions after merging, beyond {MAX_RANK}",
+                dims.len()
+            )));
+        }
+        if dims.is_empty() {
+            dims.push((1, vec![0; operands.len()]));
         }
         layout.rank = dims.len() as u32;
         for (d, (size, steps)) in dims.into_iter().enumerate() {

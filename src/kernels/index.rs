@@ -144,11 +144,15 @@ pub fn map(
     dims: &[DimMap],
     fill: Option<&TensorRef>,
 ) -> Result<()> {
-    if dims.len() > MAX_RANK {
-        return Err(Error::unimplemented(format!("index maps beyond rank {MAX_RANK} are not supported")));
-    }
     if out.num_elements() == 0 {
         return Ok(());
+    }
+    let dims = &simplified(dims);
+    if dims.len() > MAX_RANK {
+        return Err(Error::unimplemented(format!(
+            "index map of {} dimensions after merging, beyond {MAX_RANK}",
+            dims.len()
+        )));
     }
     let limit = binding_limit(stream.device());
     if input.byte_len() > limit || out.byte_len() > limit {
@@ -158,6 +162,30 @@ pub fn map(
         return parts.iter().try_for_each(|p| map_launch(stream, &p.input, &p.out, &p.dims, fill));
     }
     map_launch(stream, input, out, dims, fill)
+}
+
+/// `dims` without the dimensions that index nothing (one output element read from index 0) and
+/// with neighbours that read the input as one dimension merged: TF's ops take any rank, the
+/// shader eight.
+fn simplified(dims: &[DimMap]) -> Vec<DimMap> {
+    let mut out: Vec<DimMap> = Vec::with_capacity(dims.len());
+    for d in dims {
+        if d.out == 1 && source_index(d, 0) == Some(0) {
+            continue;
+        }
+        let plain = |d: &DimMap| d.mode == DimMode::Direct && d.offset == 0 && d.out == d.in_dim;
+        match out.last_mut() {
+            Some(outer) if plain(outer) && plain(d) && outer.in_stride == d.in_stride * d.in_dim => {
+                *outer =
+                    DimMap { out: outer.out * d.out, in_dim: outer.in_dim * d.in_dim, in_stride: d.in_stride, ..*d };
+            }
+            _ => out.push(*d),
+        }
+    }
+    if out.is_empty() {
+        out.push(DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct });
+    }
+    out
 }
 
 /// Most parts one index map splits into (each a dispatch) before it refuses the work.

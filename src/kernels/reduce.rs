@@ -389,6 +389,18 @@ fn reduce_parts(
     Ok(())
 }
 
+/// `out` = the float32 sum of `input` over the dimensions `mask` marks, for inputs of any size.
+pub fn sum(ctx: &mut dyn KernelContext, input: &TensorRef, mask: &[bool], out: &TensorRef) -> Result<()> {
+    if input.num_elements() == 0 {
+        return ctx.stream()?.fill(out.address, out.byte_len(), 0);
+    }
+    if input.byte_len() > binding_limit(ctx.stream()?.device()) {
+        return reduce_in_windows(ctx, "Sum", input, mask, out);
+    }
+    let p = params_for(&split_dims(&input.shape, mask))?;
+    launch(ctx.stream()?, "reduce_f32", 0, p, input, out)
+}
+
 /// `out[c] = mean over r of input[r, c]` for a float32 input of any size.
 pub fn mean_over_rows(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef) -> Result<()> {
     reduce_in_windows(ctx, "Mean", input, &[true, false], out)

@@ -699,8 +699,16 @@ def matmul_cases(op, attrs, rng):
         yield (lambda a, b: tf.raw_ops.BatchMatMulV3(x=a, y=b, Tout=out)), [f(2, 4, 5), f(2, 5, 3)]
     elif op == "Einsum":
         for eq, sa, sb in [("ab,bc->ac", (3, 4), (4, 5)), ("aecd,abcd->acbe", (2, 5, 3, 4), (2, 7, 3, 4)),
-                           ("acbe,aecd->abcd", (2, 3, 7, 5), (2, 5, 3, 4)), ("abc,cd->abd", (2, 3, 4), (4, 6))]:
-            yield (lambda a, b, eq=eq: tf.einsum(eq, a, b)), [f(*sa), f(*sb)]
+                           ("acbe,aecd->abcd", (2, 3, 7, 5), (2, 5, 3, 4)), ("abc,cd->abd", (2, 3, 4), (4, 6)),
+                           # Ellipses (broadcast too), diagonals, labels summed from one operand.
+                           ("...ij,...jk->...ik", (2, 1, 4, 5), (3, 5, 6)), ("...,...->...", (3, 1), (1, 1)),
+                           ("iij,jk->ik", (3, 3, 4), (4, 2)), ("ab,cd->ad", (2, 3), (4, 5)),
+                           ("...a,...a->...", (1, 4), (3, 4)), ("i,j->ij", (3,), (4,))]:
+            yield (lambda a, b, eq=eq: tf.raw_ops.Einsum(inputs=[a, b], equation=eq)), [f(*sa), f(*sb)]
+        # One operand: transposes, diagonals, traces and sums.
+        for eq, sa in [("ij->ji", (3, 4)), ("ii->i", (4, 4)), ("ii->", (4, 4)), ("ij->", (3, 4)), ("...ij->...j", (2, 3, 4)),
+                       ("aab->ba", (3, 3, 2))]:
+            yield (lambda a, eq=eq: tf.raw_ops.Einsum(inputs=[a], equation=eq)), [f(*sa)]
 
 
 def nn_cases(op, attrs, rng):
