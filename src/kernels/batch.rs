@@ -53,33 +53,27 @@ pub fn split_batch_on_overflow(
             return Err(error);
         }
     }
+    // Ranges of the batch, each retried at half the size while a tensor of it is too big to bind
+    // (a later range can start off the binding alignment the first one had). Only a range that
+    // ran adds its summed outputs.
     let mut per_part = batch / 2;
-    loop {
+    let mut start = 0;
+    while start < batch {
         if per_part < 1 {
             return Err(error);
         }
-        let mut first = BatchContext::new(ctx, args, Some((0, per_part, batch)));
-        first.allocated = std::mem::take(&mut allocated);
-        let outcome = compute(&mut first, kernel).and_then(|()| first.finish_part());
-        allocated = first.allocated;
+        let count = per_part.min(batch - start);
+        let mut part = BatchContext::new(ctx, args, Some((start, count, batch)));
+        part.allocated = std::mem::take(&mut allocated);
+        let outcome = compute(&mut part, kernel).and_then(|()| part.finish_part());
+        allocated = part.allocated;
         match outcome {
             Err(e) if is_binding_limit(&e) => per_part /= 2,
             Err(e) => return Err(e),
-            Ok(()) => {
-                let mut start = per_part;
-                while start < batch {
-                    let count = per_part.min(batch - start);
-                    let mut part = BatchContext::new(ctx, args, Some((start, count, batch)));
-                    part.allocated = allocated;
-                    compute(&mut part, kernel)?;
-                    part.finish_part()?;
-                    allocated = part.allocated;
-                    start += count;
-                }
-                return Ok(());
-            }
+            Ok(()) => start += count,
         }
     }
+    Ok(())
 }
 
 /// Rows `start..start + count` of `t` along its first dimension.
@@ -169,7 +163,14 @@ impl KernelContext for BatchContext<'_> {
         dtype: DType,
         shape: &[i64],
     ) -> Result<TensorRef> {
-        let _ = candidates;
+        if self.part.is_none() {
+            if let Some((_, t)) = self.allocated.iter().find(|(i, _)| *i == index) {
+                return Ok(t.clone());
+            }
+            let t = self.inner.forward_input_or_allocate_output(candidates, index, dtype, shape)?;
+            self.allocated.push((index, t.clone()));
+            return Ok(t);
+        }
         self.allocate_output(index, dtype, shape)
     }
 

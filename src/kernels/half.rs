@@ -23,9 +23,9 @@ fn f32_twin(def: &KernelDef) -> Result<&'static KernelDef> {
 pub fn via_f32(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let twin = f32_twin(kernel.def)?;
     let instance = KernelInstance { def: twin, attrs: kernel.attrs.clone() };
-    let mut view = F32View { inner: ctx, pending: Vec::new() };
+    let mut view = F32View { inner: ctx, pending: Vec::new(), widened: Vec::new() };
     (twin.compute)(&mut view, &instance)?;
-    let F32View { inner, pending } = view;
+    let F32View { inner, pending, .. } = view;
     let stream = inner.stream()?;
     for (wide, out) in pending {
         cast::launch(stream, &wide, &out)?;
@@ -38,6 +38,8 @@ struct F32View<'a> {
     inner: &'a mut dyn KernelContext,
     /// (float32 temporary the kernel writes, float16 output it is cast into afterwards).
     pending: Vec<(TensorRef, TensorRef)>,
+    /// Inputs already cast, by index: kernels may read an input more than once.
+    widened: Vec<(usize, TensorRef)>,
 }
 
 impl F32View<'_> {
@@ -57,8 +59,13 @@ impl KernelContext for F32View<'_> {
     }
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
+        if let Some((_, wide)) = self.widened.iter().find(|(i, _)| *i == index) {
+            return Ok(wide.clone());
+        }
         let tensor = self.inner.input(index)?;
-        self.widen(tensor)
+        let wide = self.widen(tensor)?;
+        self.widened.push((index, wide.clone()));
+        Ok(wide)
     }
 
     fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {

@@ -209,12 +209,7 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
         return Ok(());
     }
     if d >= part.dims.len() || parts.len() >= MAX_MAP_PARTS {
-        return Err(Error::unimplemented(format!(
-            "index map of {:?} from {} bytes: its parts would exceed the {limit}-byte storage binding \
-             or number more than {MAX_MAP_PARTS}",
-            part.out.shape,
-            part.input.byte_len()
-        )));
+        return Err(too_many_parts(limit, &part));
     }
     let size = part.input.dtype.size();
     let dim = part.dims[d];
@@ -222,17 +217,16 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
     // The input rows this dimension reads can be windowed when the dimensions inside it read
     // within one of its rows (not a transpose) and it reads rows in order.
     let inner_extent: i64 = part.dims[d + 1..].iter().map(|e| (e.in_dim - 1).max(0) * e.in_stride).sum();
-    let windowable =
-        matches!(dim.mode, DimMode::Direct | DimMode::ConstantPad) && dim.in_stride > 0 && inner_extent < dim.in_stride;
+    let windowable = matches!(dim.mode, DimMode::Direct | DimMode::ConstantPad | DimMode::Reverse)
+        && dim.in_stride > 0
+        && inner_extent < dim.in_stride;
     let mut per_part = (limit / out_row_bytes.max(1)) as i64;
     if !fits(&part.input) {
         per_part = if windowable { per_part.min((limit / (dim.in_stride as u64 * size)) as i64) } else { 0 };
     }
-    match dim.mode {
+    if dim.mode == DimMode::Modulo && dim.in_dim > 1 {
         // Tiles: parts start on whole repeats of the input dimension.
-        DimMode::Modulo if dim.in_dim > 1 => per_part -= per_part % dim.in_dim,
-        DimMode::Reverse => per_part = 0,
-        _ => {}
+        per_part -= per_part % dim.in_dim;
     }
     if per_part >= 1 && dim.out > 1 {
         let mut start = 0;
@@ -244,10 +238,19 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
                 dims: part.dims.clone(),
             };
             sub.dims[d].out = count;
-            if dim.mode != DimMode::Modulo {
-                sub.dims[d].offset = dim.offset - start;
+            match dim.mode {
+                DimMode::Modulo => {}
+                // Output row s + o reads input row n - 1 - s - o: a reversal of the first n - s rows.
+                DimMode::Reverse => sub.dims[d].in_dim = dim.in_dim - start,
+                _ => sub.dims[d].offset = dim.offset - start,
             }
-            if !fits(&part.input) {
+            if !fits(&part.input) && dim.mode == DimMode::Reverse {
+                // ... and, windowed, of input rows [n - s - count, n - s).
+                let lo = dim.in_dim - start - count;
+                let reach = (count - 1) * dim.in_stride + inner_extent + 1;
+                sub.input = row_range(&part.input, (lo * dim.in_stride) as u64 * size, reach);
+                sub.dims[d].in_dim = count;
+            } else if !fits(&part.input) {
                 // Input rows [lo, hi) hold every row the part reads (clipped: the rest is padding).
                 let lo = (start - dim.offset).clamp(0, dim.in_dim);
                 let hi = (start + count - dim.offset).clamp(lo, dim.in_dim);
@@ -255,6 +258,9 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
                 sub.input = row_range(&part.input, (lo * dim.in_stride) as u64 * size, reach);
                 sub.dims[d].in_dim = hi - lo;
                 sub.dims[d].offset = dim.offset - start + lo;
+            }
+            if parts.len() >= MAX_MAP_PARTS {
+                return Err(too_many_parts(limit, &part));
             }
             parts.push(sub);
             start += count;
@@ -268,8 +274,11 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
             dims: part.dims.clone(),
         };
         sub.dims[d] = match source_index(&dim, row) {
-            // A padding row: one index that reads outside its dimension.
-            None => DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 1, mode: DimMode::ConstantPad },
+            // A padding row: one index that reads outside its dimension (and nothing of the input).
+            None => {
+                sub.input = row_range(&part.input, 0, 1);
+                DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 1, mode: DimMode::ConstantPad }
+            }
             Some(i) => {
                 // The row reads at most `inner_extent + 1` elements from its start.
                 let skip = (i * dim.in_stride) as u64 * size;
@@ -281,6 +290,15 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
         split_map(limit, sub, d + 1, parts)?;
     }
     Ok(())
+}
+
+fn too_many_parts(limit: u64, part: &MapPart) -> Error {
+    Error::unimplemented(format!(
+        "index map of {:?} from {} bytes: its parts would exceed the {limit}-byte storage binding or number more \
+         than {MAX_MAP_PARTS}",
+        part.out.shape,
+        part.input.byte_len()
+    ))
 }
 
 /// The input index output coordinate `o` of `dim` reads (as `map_step` in index.wgsl), None
@@ -808,8 +826,11 @@ pub fn gather_into(
         let rows = (limit / row_bytes).max(1) as i64;
         let axis_dim = params.shape[axis];
         let index_bytes = indices.dtype.size();
-        // Output rows start on whole words for byte-sized elements.
-        let per_part = ((limit / row_bytes).max(1) as i64).max(4) / 4 * 4;
+        // Output and index ranges that fit; output rows on whole words for byte-sized elements.
+        let mut per_part = (limit / row_bytes.max(index_bytes)).max(1) as i64;
+        if dtype.size() < 4 && per_part >= 4 {
+            per_part -= per_part % 4;
+        }
         let mut first = 0;
         while first < count {
             let picks = per_part.min(count - first);

@@ -6,7 +6,7 @@
 //! a set of smaller tensors (the same device memory, at an offset) that the kernel launches as it
 //! would any other.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::DeviceCore;
 
 use super::TensorRef;
@@ -31,10 +31,10 @@ pub fn elementwise_parts(core: &DeviceCore, out: &TensorRef, operands: &[&Tensor
         // No broadcasting but by single elements: one flat range, in parts that start on whole
         // words even for byte-sized elements.
         let flat = |t: &TensorRef| TensorRef { shape: vec![t.num_elements() as i64], ..t.clone() };
-        split(limit, flat(out), operands.iter().map(|t| flat(t)).collect(), &mut parts);
+        split(limit, flat(out), operands.iter().map(|t| flat(t)).collect(), &mut parts)?;
     } else {
         let operands: Vec<TensorRef> = operands.iter().map(|t| aligned_to(t, out.shape.len())).collect();
-        split(limit, out.clone(), operands, &mut parts);
+        split(limit, out.clone(), operands, &mut parts)?;
     }
     Ok(Some(parts))
 }
@@ -70,18 +70,25 @@ fn row(t: &TensorRef, index: i64) -> TensorRef {
     part
 }
 
-fn split(limit: u64, out: TensorRef, operands: Vec<TensorRef>, parts: &mut Vec<Part>) {
+fn split(limit: u64, out: TensorRef, operands: Vec<TensorRef>, parts: &mut Vec<Part>) -> Result<()> {
     let fits = |t: &TensorRef| t.byte_len() <= limit;
     if fits(&out) && operands.iter().all(fits) {
         parts.push(Part { out, operands });
-        return;
+        return Ok(());
     }
-    let Some(&leading) = out.shape.first() else {
-        // A scalar always fits; an operand larger than the output does not broadcast (the
-        // kernel's own checks refuse it).
-        parts.push(Part { out, operands });
-        return;
+    let refuse = || {
+        Error::invalid_argument(format!(
+            "operands {:?} do not broadcast to {:?} in parts of {limit} bytes",
+            operands.iter().map(|t| t.shape.clone()).collect::<Vec<_>>(),
+            out.shape
+        ))
     };
+    // A scalar output always fits: an operand larger than it does not broadcast; nor does one
+    // whose leading dimension is neither 1 nor the output's.
+    let &leading = out.shape.first().ok_or_else(refuse)?;
+    if operands.iter().any(|t| t.shape.first().is_some_and(|&d| d != 1 && d != leading)) {
+        return Err(refuse());
+    }
     // Operands that run along the leading dimension split with the output; the others repeat.
     let splits = |t: &TensorRef| t.shape[0] == leading && leading != 1;
     let row_bytes = |t: &TensorRef| t.byte_len() / leading.max(1) as u64;
@@ -103,12 +110,13 @@ fn split(limit: u64, out: TensorRef, operands: Vec<TensorRef>, parts: &mut Vec<P
             parts.push(Part { out: rows(&out, start, count), operands: ops });
             start += count;
         }
-        return;
+        return Ok(());
     }
     // One row is too big, or a repeated operand is: split each row along the next dimension.
     for index in 0..leading {
-        split(limit, row(&out, index), operands.iter().map(|t| row(t, index)).collect(), parts);
+        split(limit, row(&out, index), operands.iter().map(|t| row(t, index)).collect(), parts)?;
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -122,7 +130,8 @@ mod tests {
 
     fn parts(limit: u64, out: &TensorRef, operands: &[&TensorRef]) -> Vec<Part> {
         let mut parts = Vec::new();
-        split(limit, out.clone(), operands.iter().map(|t| aligned_to(t, out.shape.len())).collect(), &mut parts);
+        split(limit, out.clone(), operands.iter().map(|t| aligned_to(t, out.shape.len())).collect(), &mut parts)
+            .unwrap();
         parts
     }
 

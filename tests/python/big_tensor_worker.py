@@ -117,6 +117,7 @@ CASES = {
     "pad": lambda: tf.pad(x2, [[2, 1], [0, 3]]),
     "mirror_pad": lambda: tf.pad(x2, [[2, 1], [0, 3]], mode="REFLECT"),
     "reverse": lambda: tf.reverse(x3, [0, 2]),
+    "reverse_rows": lambda: tf.reverse(x2, [0]),
     "slice": lambda: x3[1:, 3:-2, ::2],
     "transpose_batch_leading": lambda: tf.transpose(img, [0, 3, 1, 2]),
     "transpose_tall": lambda: tf.transpose(x2[:, :8]),

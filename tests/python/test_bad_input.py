@@ -133,6 +133,10 @@ CASES = {
         "tf.raw_ops.FusedBatchNormV3(x=tf.reshape(tf.range(40.), [1, 2, 5, 1, 4]), scale=tf.ones([2]), "
         "offset=tf.zeros([2]), mean=tf.zeros([2]), variance=tf.ones([2]), is_training=True, data_format='NCHW')[0]",
         "cpu"),
+    # TF's kernels take any rank; the shaders' eight is what is left after merging dimensions.
+    "broadcast_rank_nine": ("tf.reshape(tf.range(7.), [7, 1, 1, 1, 1, 1, 1, 1, 1]) * tf.range(3.)", "cpu"),
+    "transpose_rank_nine": (
+        "tf.transpose(tf.reshape(tf.range(6.), [1, 2, 1, 1, 3, 1, 1, 1, 1]), [8, 7, 6, 5, 4, 3, 2, 1, 0])", "cpu"),
     "gather_batch_dims": (
         "tf.gather(tf.reshape(tf.range(24.), [2, 3, 4]), tf.constant([[2, 0], [1, 1]]), axis=2, batch_dims=1)", "cpu"),
 }

@@ -2,9 +2,10 @@
 
 A fixed seed runs 5,000 cases (about a minute on two cores); TF_WGPU_FUZZ_CASES=N runs N. Cases
 run in worker processes with soft placement off, so a crash or a hang is pinned to its case and the
-run goes on. The test fails on any crash, hang, caught Rust panic, or silent difference from TF-CPU
+run goes on. The test fails on any crash, hang, caught Rust panic, silent difference from TF-CPU
 (or from TF-GPU's documented answer) outside the known divergences that fuzz_kernels.py names and
-lists; it prints the totals, which are also written to target/fuzz-report.json when target/ exists.
+lists, or `Unimplemented` where TF-CPU runs the op (the registration audit of issue 16: a registered
+kernel must serve its op's whole domain; only the adapter's resource limits may refuse); it prints the totals, which are also written to target/fuzz-report.json when target/ exists.
 
 Heavy: runs on the newest TensorFlow of the CI matrix only (2.21), or anywhere with TF_WGPU_FUZZ=1.
 """
