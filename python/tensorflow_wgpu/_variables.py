@@ -140,8 +140,13 @@ def _as_graph(op):
     """`op` wrapped so that an eager call on a WGPU variable runs in a tf.function."""
     functions = {}
 
+    def key_of(handle):
+        # A tensor's `_id` is never reused; `id()` is, once the handle is freed, and a function
+        # traced for another variable (its shape in the gradient's graph) would then run.
+        return getattr(handle, "_id", None) or id(handle)
+
     def function_for(handle):
-        key = id(handle)
+        key = key_of(handle)
         if key not in functions:
             import tensorflow as tf
 
@@ -167,7 +172,7 @@ def _as_graph(op):
         if not (context.executing_eagerly() and _on_wgpu(handle)):
             return op(*args, **kwargs)
         _check_update_shape(op, handle, args, kwargs)
-        if id(handle) in functions:
+        if key_of(handle) in functions:
             return function_for(handle)(*args, **kwargs)
         # The first call traces. TF counts traces per Python code object, so one trace per
         # variable would read as "excessive retracing" in TF's log: keep that warning out.
