@@ -121,9 +121,7 @@ impl<'a> BatchContext<'a> {
 }
 
 impl KernelContext for BatchContext<'_> {
-    fn num_inputs(&self) -> usize {
-        self.inner.num_inputs()
-    }
+    pass_through_to_inner!(variables);
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         let input = self.inner.input(index)?;
@@ -174,14 +172,6 @@ impl KernelContext for BatchContext<'_> {
         self.allocate_output(index, dtype, shape)
     }
 
-    fn num_outputs(&self) -> usize {
-        self.inner.num_outputs()
-    }
-
-    fn expected_output_dtype(&self, index: usize) -> Result<DType> {
-        self.inner.expected_output_dtype(index)
-    }
-
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
         let (mut values, shape) = self.inner.host_input_values(index)?;
         if let Some((_, count, _)) = self.part {
@@ -191,30 +181,6 @@ impl KernelContext for BatchContext<'_> {
             }
         }
         Ok((values, shape))
-    }
-
-    fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
-        self.inner.write_host_output(index, dtype, shape, bytes)
-    }
-
-    fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
-        self.inner.host_input_floats(index)
-    }
-
-    fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
-        self.inner.allocate_temp(dtype, shape)
-    }
-
-    fn stream(&mut self) -> Result<&Stream> {
-        self.inner.stream()
-    }
-
-    fn variables_accessible(&self) -> bool {
-        self.inner.variables_accessible()
-    }
-
-    fn with_variables(&mut self, resources: &[usize], f: &mut VariableWork) -> Result<()> {
-        self.inner.with_variables(resources, f)
     }
 }
 

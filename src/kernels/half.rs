@@ -54,9 +54,7 @@ impl F32View<'_> {
 }
 
 impl KernelContext for F32View<'_> {
-    fn num_inputs(&self) -> usize {
-        self.inner.num_inputs()
-    }
+    pass_through_to_inner!();
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         if let Some((_, wide)) = self.widened.iter().find(|(i, _)| *i == index) {
@@ -89,34 +87,7 @@ impl KernelContext for F32View<'_> {
         self.allocate_output(index, dtype, shape)
     }
 
-    fn num_outputs(&self) -> usize {
-        self.inner.num_outputs()
-    }
-
-    fn expected_output_dtype(&self, index: usize) -> Result<DType> {
-        match self.inner.expected_output_dtype(index)? {
-            DType::F16 => Ok(DType::F32),
-            other => Ok(other),
-        }
-    }
-
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
         self.inner.host_input_values(index)
-    }
-
-    fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
-        self.inner.write_host_output(index, dtype, shape, bytes)
-    }
-
-    fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
-        self.inner.host_input_floats(index)
-    }
-
-    fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
-        self.inner.allocate_temp(dtype, shape)
-    }
-
-    fn stream(&mut self) -> Result<&Stream> {
-        self.inner.stream()
     }
 }

@@ -119,9 +119,7 @@ impl ChannelsLastContext<'_> {
 }
 
 impl KernelContext for ChannelsLastContext<'_> {
-    fn num_inputs(&self) -> usize {
-        self.inner.num_inputs()
-    }
+    pass_through_to_inner!(variables);
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         let input = self.inner.input(index)?;
@@ -159,44 +157,12 @@ impl KernelContext for ChannelsLastContext<'_> {
         self.inner.forward_input_or_allocate_output(candidates, index, dtype, shape)
     }
 
-    fn num_outputs(&self) -> usize {
-        self.inner.num_outputs()
-    }
-
-    fn expected_output_dtype(&self, index: usize) -> Result<DType> {
-        self.inner.expected_output_dtype(index)
-    }
-
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
         let (values, shape) = self.inner.host_input_values(index)?;
         if self.images.shape_inputs.contains(&index) && values.len() >= 3 {
             return Ok((to_channels_last(&values), shape));
         }
         Ok((values, shape))
-    }
-
-    fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
-        self.inner.write_host_output(index, dtype, shape, bytes)
-    }
-
-    fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
-        self.inner.host_input_floats(index)
-    }
-
-    fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
-        self.inner.allocate_temp(dtype, shape)
-    }
-
-    fn stream(&mut self) -> Result<&Stream> {
-        self.inner.stream()
-    }
-
-    fn variables_accessible(&self) -> bool {
-        self.inner.variables_accessible()
-    }
-
-    fn with_variables(&mut self, resources: &[usize], f: &mut VariableWork) -> Result<()> {
-        self.inner.with_variables(resources, f)
     }
 }
 

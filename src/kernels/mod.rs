@@ -2,6 +2,51 @@
 //! (implemented over TF's `TF_OpKernelContext` by `registration`, and by plain Rust in tests), so no
 //! kernel touches an FFI struct. Adding an op is a table line plus a WGSL function.
 
+/// The `KernelContext` methods an adapter context (`layout`, `batch`, `half`) passes straight to
+/// the context it wraps, `self.inner`; `variables` adds the resource-variable ones.
+macro_rules! pass_through_to_inner {
+    () => {
+        fn num_inputs(&self) -> usize {
+            self.inner.num_inputs()
+        }
+
+        fn num_outputs(&self) -> usize {
+            self.inner.num_outputs()
+        }
+
+        fn expected_output_dtype(&self, index: usize) -> Result<DType> {
+            self.inner.expected_output_dtype(index)
+        }
+
+        fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
+            self.inner.write_host_output(index, dtype, shape, bytes)
+        }
+
+        fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
+            self.inner.host_input_floats(index)
+        }
+
+        fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+            self.inner.allocate_temp(dtype, shape)
+        }
+
+        fn stream(&mut self) -> Result<&Stream> {
+            self.inner.stream()
+        }
+    };
+    (variables) => {
+        pass_through_to_inner!();
+
+        fn variables_accessible(&self) -> bool {
+            self.inner.variables_accessible()
+        }
+
+        fn with_variables(&mut self, resources: &[usize], f: &mut VariableWork) -> Result<()> {
+            self.inner.with_variables(resources, f)
+        }
+    };
+}
+
 pub mod batch;
 pub mod batch_norm;
 pub mod binary;
