@@ -12,6 +12,7 @@ use crate::runtime::pipeline::BINDING_LIMIT_ERROR;
 use crate::runtime::Stream;
 
 use super::binary::{self, BinaryOp};
+use super::windows::rows;
 use super::{ComputeFn, DType, KernelContext, KernelInstance, TensorRef, VariableWork};
 
 /// Whether `e` is the error of a tensor too big for a storage binding.
@@ -76,14 +77,6 @@ pub fn split_batch_on_overflow(
     Ok(())
 }
 
-/// Rows `start..start + count` of `t` along its first dimension.
-fn rows_of(t: &TensorRef, start: i64, count: i64) -> TensorRef {
-    let row_bytes = t.byte_len() / t.shape[0].max(1) as u64;
-    let mut shape = t.shape.clone();
-    shape[0] = count;
-    TensorRef { address: t.address + start as u64 * row_bytes, dtype: t.dtype, shape }
-}
-
 /// The context a kernel sees: the whole node (`part` None), or rows `start..start + count` of a
 /// batch of `batch` (`part` Some).
 struct BatchContext<'a> {
@@ -126,7 +119,7 @@ impl KernelContext for BatchContext<'_> {
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         let input = self.inner.input(index)?;
         match self.part {
-            Some((start, count, _)) if self.args.inputs.contains(&index) => Ok(rows_of(&input, start, count)),
+            Some((start, count, _)) if self.args.inputs.contains(&index) => Ok(rows(&input, start, count)),
             _ => Ok(input),
         }
     }
@@ -138,7 +131,7 @@ impl KernelContext for BatchContext<'_> {
         if self.args.outputs.contains(&index) && !shape.is_empty() {
             let mut whole = shape.to_vec();
             whole[0] = batch;
-            return Ok(rows_of(&self.output(index, dtype, &whole)?, start, count));
+            return Ok(rows(&self.output(index, dtype, &whole)?, start, count));
         }
         let first = start == 0;
         if first {
@@ -191,7 +184,7 @@ mod tests {
     #[test]
     fn rows_are_ranges_of_the_same_memory() {
         let t = TensorRef { address: 4096, dtype: DType::F32, shape: vec![6, 2, 3] };
-        let part = rows_of(&t, 2, 3);
+        let part = rows(&t, 2, 3);
         assert_eq!(part.address, 4096 + 2 * 24);
         assert_eq!(part.shape, vec![3, 2, 3]);
     }

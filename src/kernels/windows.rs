@@ -55,7 +55,7 @@ fn aligned_to(t: &TensorRef, rank: usize) -> TensorRef {
 }
 
 /// Rows `start..start + count` of `t` along its first dimension.
-fn rows(t: &TensorRef, start: i64, count: i64) -> TensorRef {
+pub fn rows(t: &TensorRef, start: i64, count: i64) -> TensorRef {
     let row_bytes = t.byte_len() / t.shape[0].max(1) as u64;
     let mut shape = t.shape.clone();
     shape[0] = count;
