@@ -278,6 +278,89 @@ fn conv2d_grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
     out[p.out_off + i] = acc;
 }
 
+// Conv2DBackpropInput of a strided convolution (`grad_input_by_columns`): the im2col columns,
+// [batch * oh * ow, kh * kw * c] = dy x filter^T (bound as `weights4`), summed back onto the input
+// (col2im). Invocation `i` sums input channels 4i..4i+4 of one pixel: the column entry of every
+// (output pixel, tap) that reads them (c is a multiple of 4).
+@compute @workgroup_size(256)
+fn col2im_c4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i * 4u >= p.n) {
+        return;
+    }
+    let pos = input_position(i * 4u);
+    let row = p.kh * p.kw * p.c;
+    let y = first_tap(pos.y, p.sh, p.dh, p.pad_top);
+    let x = first_tap(pos.x, p.sw, p.dw, p.pad_left);
+    var acc = vec4<f32>();
+    // Tap k reads this pixel from output coordinate o; the next tap that does, k + step, from
+    // o - step * dilation / stride. Taps whose output lies past the last are skipped.
+    var oy = i32(y.y);
+    for (var ky = y.x; ky < p.kh && oy >= 0; ky += y.z) {
+        if (u32(oy) < p.oh) {
+            let base = p.f_off + (pos.b * p.oh + u32(oy)) * p.ow * row + ky * p.kw * p.c + pos.ch;
+            var ox = i32(x.y);
+            for (var kx = x.x; kx < p.kw && ox >= 0; kx += x.z) {
+                if (u32(ox) < p.ow) {
+                    acc += weights4[(base + u32(ox) * row + kx * p.c) / 4u];
+                }
+                ox -= i32(x.w);
+            }
+        }
+        oy -= i32(y.w);
+    }
+    out4[p.out_off / 4u + i] = acc;
+}
+
+// For input coordinate `at` of a window dimension: the first tap that reads it, the output
+// coordinate it reads it from, the step to the next such tap and the output step that goes with it
+// (the first tap is past the window where none reads it). At dilation 1 the taps that read `at`
+// are those congruent to at + pad modulo the stride; in general the step is stride / gcd(stride,
+// dilation), found by trying the first `stride` taps.
+fn first_tap(at: u32, stride: u32, dilation: u32, pad: u32) -> vec4<u32> {
+    let t = at + pad;
+    if (dilation == 1u) {
+        let q = quot_rem(t, stride);
+        return vec4<u32>(q.y, q.x, stride, 1u);
+    }
+    var g = dilation;
+    var r = stride;
+    while (r != 0u) {
+        let next = g % r;
+        g = r;
+        r = next;
+    }
+    let step = stride / g;
+    for (var k = 0u; k < step; k++) {
+        let reach = k * dilation;
+        if (reach > t) {
+            break;
+        }
+        let q = quot_rem(t - reach, stride);
+        if (q.y == 0u) {
+            return vec4<u32>(k, q.x, step, step * dilation / stride);
+        }
+    }
+    return vec4<u32>(0xffffffffu, 0u, 1u, 0u);
+}
+
+// Conv2DBackpropInput's output gradient spread out by the strides, zeros between: the input
+// gradient of a strided convolution is then a stride-1 convolution of it (`conv2d_grad_input_as_conv`).
+// Here (h, w, c) is the spread shape and (oh, ow, oc) the gradient's.
+@compute @workgroup_size(256)
+fn spread_by_strides(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let pos = input_position(i);
+    var v = 0.0;
+    if (pos.y % p.sh == 0u && pos.x % p.sw == 0u) {
+        v = input[p.in_off + dy_index(pos.b, pos.y / p.sh, pos.x / p.sw, pos.ch)];
+    }
+    out[p.out_off + i] = v;
+}
+
 // Filter element `f` of conv2d_grad_filter, as (ky, kx, input channel, output channel).
 fn grad_filter_element(f: u32) -> vec4<u32> {
     let tap_channel = quot(f, p.oc);

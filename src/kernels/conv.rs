@@ -11,7 +11,11 @@ use crate::runtime::pipeline::{
 use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{self, BatchArgs};
+use super::binary::BinaryOp;
+use super::im2col::{self, Im2col};
+use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
+use super::windows::{self, binding_limit};
 use super::{fast_div, shader_len, validate, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -352,23 +356,8 @@ pub fn launch_conv(
             false,
         );
     }
-    if !plan.depthwise && p.fc == p.c {
-        let geometry = super::im2col::Im2col {
-            batch: p.batch,
-            h: p.h,
-            w: p.w,
-            c: p.c,
-            oh: p.oh,
-            ow: p.ow,
-            kh: p.kh,
-            kw: p.kw,
-            strides: [p.sh, p.sw],
-            dilations: [p.dh, p.dw],
-            pads: [p.pad_top, p.pad_left],
-        };
-        if super::im2col::launch_conv_tiles(stream, &geometry, input, filter, out)? {
-            return Ok(());
-        }
+    if !plan.depthwise && p.fc == p.c && im2col::launch_conv_tiles(stream, &geometry(p), input, filter, out)? {
+        return Ok(());
     }
     if plan.depthwise {
         return launch(stream, "depthwise", plan.params, &[input, filter], out);
@@ -380,14 +369,33 @@ pub fn launch_conv(
     launch(stream, "conv2d", plan.params, &[input, filter], out)
 }
 
+/// The implicit GEMM's view of an ungrouped convolution.
+fn geometry(p: &Params) -> Im2col {
+    Im2col {
+        batch: p.batch,
+        h: p.h,
+        w: p.w,
+        c: p.c,
+        oh: p.oh,
+        ow: p.ow,
+        kh: p.kh,
+        kw: p.kw,
+        strides: [p.sh, p.sw],
+        dilations: [p.dh, p.dw],
+        pads: [p.pad_top, p.pad_left],
+    }
+}
+
 /// Whether `conv2d_oc4` applies: an ungrouped convolution with a multiple of 4 output channels whose
 /// filter and output windows start on a vec4.
 fn four_channels_fit(stream: &Stream, p: &Params, filter: &TensorRef, out: &TensorRef) -> Result<bool> {
-    if p.c != p.fc || !p.oc.is_multiple_of(4) {
-        return Ok(false);
-    }
+    Ok(p.c == p.fc && p.oc.is_multiple_of(4) && on_vec4s(stream, &[filter, out])?)
+}
+
+/// Whether each of `tensors` starts on a vec4 of its storage binding.
+fn on_vec4s(stream: &Stream, tensors: &[&TensorRef]) -> Result<bool> {
     let device = stream.device();
-    for t in [filter, out] {
+    for t in tensors {
         let mem = device.memory.resolve(t.address, t.byte_len())?;
         if !storage_window(device, &mem, 4)?.1.is_multiple_of(4) {
             return Ok(false);
@@ -589,12 +597,6 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let plan = plan(kernel, input, filter, depthwise)?;
     check_gradient_shape(op, &dy, &plan.out_shape)?;
     let out = ctx.allocate_output(0, dy.dtype, &sizes)?;
-    let entry = match (depthwise, for_filter) {
-        (false, false) => "conv2d_grad_input",
-        (false, true) => "conv2d_grad_filter",
-        (true, false) => "depthwise_grad_input",
-        (true, true) => "depthwise_grad_filter",
-    };
     if out.num_elements() == 0 {
         return Ok(());
     }
@@ -603,11 +605,286 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         return ctx.stream()?.fill(out.address, out.byte_len(), 0);
     }
     if for_filter {
+        if !depthwise && grad_filter_tiles(ctx, &plan.params, &known, &dy, &out)? {
+            return Ok(());
+        }
+        if !depthwise && grad_filter_as_matmul(ctx, &plan.params, &known, &dy, &out)? {
+            return Ok(());
+        }
         return launch_grad_filter(ctx.stream()?, plan.params, depthwise, &known, &dy, &out);
     }
-    // grad_input reads (dy, filter); grad_filter reads (x, dy).
-    let operands = if for_filter { [&known, &dy] } else { [&dy, &known] };
-    launch(ctx.stream()?, entry, plan.params, &operands, &out)
+    if !depthwise && grad_input_by_columns(ctx, &plan.params, &dy, &known, &out)? {
+        return Ok(());
+    }
+    if !depthwise && grad_input_as_conv(ctx, &plan.params, &dy, &known, &out)? {
+        return Ok(());
+    }
+    let entry = if depthwise { "depthwise_grad_input" } else { "conv2d_grad_input" };
+    launch(ctx.stream()?, entry, plan.params, &[&dy, &known], &out)
+}
+
+/// Elements of im2col columns one step of `grad_input_by_columns` writes, at most.
+const GRAD_INPUT_COLUMNS_BYTES: u64 = 64 << 20;
+
+/// Conv2DBackpropInput of a strided convolution: the im2col columns dy x filter^T, a matmul,
+/// summed back onto the input (`conv.wgsl`'s `col2im_c4`), a chunk of whole images at a time. (At
+/// stride 1, `grad_input_as_conv` does the same work without the columns.) Returns false where it
+/// does not apply: stride 1, grouped convolutions, input channels not a multiple of 4, and an image
+/// whose columns do not fit a chunk.
+fn grad_input_by_columns(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    dy: &TensorRef,
+    filter: &TensorRef,
+    dx: &TensorRef,
+) -> Result<bool> {
+    if (p.sh, p.sw) == (1, 1) || p.fc != p.c || !p.c.is_multiple_of(4) || !on_vec4s(ctx.stream()?, &[dx])? {
+        return Ok(false);
+    }
+    let [batch, h, w, c, oh, ow, oc, kh, kw] = [p.batch, p.h, p.w, p.c, p.oh, p.ow, p.oc, p.kh, p.kw].map(i64::from);
+    let row = kh * kw * c;
+    let elem = dy.dtype.size() as i64;
+    let budget = GRAD_INPUT_COLUMNS_BYTES.min(binding_limit(ctx.stream()?.device())) as i64 / elem;
+    let per_image = (oh * ow * row).max(h * w * c).max(oh * ow * oc);
+    if per_image > budget {
+        return Ok(false);
+    }
+    let images = (budget / per_image).min(batch);
+    let columns = ctx.allocate_temp(dy.dtype, &[images * oh * ow, row])?;
+    let stream = ctx.stream()?;
+    let filter_matrix = TensorRef { shape: vec![row, oc], ..filter.clone() };
+    for n0 in (0..batch).step_by(images as usize) {
+        let n = images.min(batch - n0);
+        let dy_rows = TensorRef {
+            address: dy.address + (n0 * oh * ow * oc * elem) as u64,
+            dtype: dy.dtype,
+            shape: vec![n * oh * ow, oc],
+        };
+        let chunk_columns = TensorRef { shape: vec![n * oh * ow, row], ..columns.clone() };
+        super::matmul::launch(stream, &dy_rows, &filter_matrix, &chunk_columns, false, true)?;
+        let dx_rows = windows::rows(dx, n0, n);
+        if !on_vec4s(stream, &[&chunk_columns, &dx_rows])? {
+            return Err(Error::internal("col2im's columns or gradient lost their vec4 alignment"));
+        }
+        let chunk = Params { batch: n as u32, ..*p };
+        let invocations = dx_rows.num_elements() / 4;
+        launch_with(stream, "col2im_c4", chunk, &[&chunk_columns, &chunk_columns], &dx_rows, Some(invocations))?;
+    }
+    Ok(true)
+}
+
+/// Conv2DBackpropInput as the forward convolution it is: the output gradient, spread out by the
+/// strides (zeros between), convolved at stride 1 with the filter turned half a turn and its
+/// channels swapped, padded by the window's span less the forward padding. That runs on the
+/// implicit GEMM (`launch_conv`) instead of `conv2d_grad_input`'s one sum per input element,
+/// hundreds of times slower. Returns false where it does not apply: grouped convolutions, and
+/// forward padding wider than the window's span (the convolution would need negative padding).
+fn grad_input_as_conv(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    dy: &TensorRef,
+    filter: &TensorRef,
+    dx: &TensorRef,
+) -> Result<bool> {
+    let span = |k: u32, d: u32| i64::from(k - 1) * i64::from(d);
+    let (pad_top, pad_left) = (span(p.kh, p.dh) - i64::from(p.pad_top), span(p.kw, p.dw) - i64::from(p.pad_left));
+    if p.fc != p.c || pad_top < 0 || pad_left < 0 {
+        return Ok(false);
+    }
+    let (kh, kw, c, oc) = (i64::from(p.kh), i64::from(p.kw), i64::from(p.c), i64::from(p.oc));
+    let (spread_h, spread_w) = ((p.oh - 1) * p.sh + 1, (p.ow - 1) * p.sw + 1);
+    // One image's spread gradient must fit a binding (more images split the batch on overflow).
+    let spread_image = u64::from(spread_h) * u64::from(spread_w) * u64::from(p.oc) * dy.dtype.size();
+    if spread_image > binding_limit(ctx.stream()?.device()) {
+        return Ok(false);
+    }
+    // turned[ky, kx, o, i] = filter[kh - 1 - ky, kw - 1 - kx, i, o].
+    let turned = ctx.allocate_temp(filter.dtype, &[kh, kw, oc, c])?;
+    let dims = [
+        DimMap { out: kh, in_dim: kh, in_stride: kw * c * oc, offset: 0, mode: DimMode::Reverse },
+        DimMap { out: kw, in_dim: kw, in_stride: c * oc, offset: 0, mode: DimMode::Reverse },
+        DimMap { out: oc, in_dim: oc, in_stride: 1, offset: 0, mode: DimMode::Direct },
+        DimMap { out: c, in_dim: c, in_stride: oc, offset: 0, mode: DimMode::Direct },
+    ];
+    let spread = if (p.sh, p.sw) == (1, 1) {
+        dy.clone()
+    } else {
+        let shape = [i64::from(p.batch), i64::from(spread_h), i64::from(spread_w), oc];
+        ctx.allocate_temp(dy.dtype, &shape)?
+    };
+    let stream = ctx.stream()?;
+    index::map(stream, filter, &turned, &dims, None)?;
+    if (p.sh, p.sw) != (1, 1) {
+        let spread_params = Params { h: spread_h, w: spread_w, c: p.oc, ..*p };
+        launch(stream, "spread_by_strides", spread_params, &[dy, dy], &spread)?;
+    }
+    let params = Params {
+        h: spread_h,
+        w: spread_w,
+        c: p.oc,
+        oh: p.h,
+        ow: p.w,
+        oc: p.c,
+        fc: p.oc,
+        sh: 1,
+        sw: 1,
+        pad_top: pad_top as u32,
+        pad_left: pad_left as u32,
+        ..*p
+    };
+    let plan = ConvPlan { out_shape: dx.shape.clone(), depthwise: false, params };
+    launch_conv(stream, &plan, &spread, &turned, dx)?;
+    Ok(true)
+}
+
+/// Conv2DBackpropFilter on the tiled product of CPU adapters (`im2col::launch_grad_filter_tiles`),
+/// which packs the im2col rows as it goes: the gradient's transpose, then transposed into place.
+/// Returns false where that kernel does not apply (grouped convolutions, GPUs, small products).
+fn grad_filter_tiles(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    x: &TensorRef,
+    dy: &TensorRef,
+    df: &TensorRef,
+) -> Result<bool> {
+    if p.fc != p.c {
+        return Ok(false);
+    }
+    let taps = i64::from(p.kh) * i64::from(p.kw) * i64::from(p.c);
+    let transposed = ctx.allocate_temp(df.dtype, &[i64::from(p.oc), taps])?;
+    let stream = ctx.stream()?;
+    if !im2col::launch_grad_filter_tiles(stream, &geometry(p), x, dy, &transposed)? {
+        return Ok(false);
+    }
+    index::permute(stream, &transposed, &TensorRef { shape: vec![taps, i64::from(p.oc)], ..df.clone() }, &[1, 0])?;
+    Ok(true)
+}
+
+/// Elements of the im2col rows (and of the input and output gradient they come from) one step of
+/// `grad_filter_as_matmul` binds, at most.
+const GRAD_FILTER_CHUNK_BYTES: u64 = 64 << 20;
+
+/// Conv2DBackpropFilter as the matmul it is: the gradient, as a [kh * kw * c, oc] matrix, is
+/// im2col(x)^T x dy, summed over chunks of whole images (or of an image's output rows) whose
+/// im2col rows are written out by an index map. Returns false where it does not apply: grouped
+/// convolutions, and an output row whose im2col row does not fit a chunk.
+fn grad_filter_as_matmul(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    x: &TensorRef,
+    dy: &TensorRef,
+    df: &TensorRef,
+) -> Result<bool> {
+    if p.fc != p.c {
+        return Ok(false);
+    }
+    let [batch, h, w, c, oh, ow, oc, kh, kw, sh, sw, dh, dw, top, left] =
+        [p.batch, p.h, p.w, p.c, p.oh, p.ow, p.oc, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.pad_top, p.pad_left]
+            .map(i64::from);
+    // The rows and columns the windows reach, from the first (padding) one.
+    let (reach_h, reach_w) = ((oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1);
+    let padded = top > 0 || left > 0 || reach_h > h || reach_w > w;
+    let (hp, wp) = if padded { (reach_h, reach_w) } else { (h, w) };
+    let taps = kh * kw * c;
+    let elem = x.dtype.size() as i64;
+    let device = ctx.stream()?.device();
+    let budget = GRAD_FILTER_CHUNK_BYTES.min(binding_limit(device)) as i64 / elem;
+    // The matmul's contraction (a chunk's pixels) is one loop of the direct kernel.
+    let most_pixels = loop_budget(device, 64) as i64;
+    // Elements a chunk of `rows` output rows binds: its im2col rows, the input they read, its dy.
+    let chunk_size =
+        |rows: i64| (rows * ow * taps).max(((rows - 1) * sh + (kh - 1) * dh + 1) * wp * c).max(rows * ow * oc);
+    let per_image = (oh * ow * taps).max(hp * wp * c).max(oh * ow * oc);
+    let (images, rows) = if per_image <= budget && oh * ow <= most_pixels {
+        ((budget / per_image).min(most_pixels / (oh * ow)), oh)
+    } else {
+        let fits = |r: i64| chunk_size(r) <= budget && r * ow <= most_pixels;
+        let rows = (1..=oh).take_while(|&r| fits(r)).last().unwrap_or(0);
+        if rows == 0 {
+            return Ok(false);
+        }
+        (1, rows)
+    };
+    let images = images.min(batch);
+    // A 1x1 window at stride 1 reads x as it is.
+    let direct = (kh, kw, sh, sw) == (1, 1, 1, 1) && !padded;
+    let padded_x = if padded { Some(ctx.allocate_temp(x.dtype, &[batch, hp, wp, c])?) } else { None };
+    let im2col = if direct { None } else { Some(ctx.allocate_temp(x.dtype, &[images * rows * ow, taps])?) };
+    let chunks = (batch + images - 1) / images * ((oh + rows - 1) / rows);
+    let partial = if chunks > 1 { Some(ctx.allocate_temp(df.dtype, &[taps, oc])?) } else { None };
+    let stream = ctx.stream()?;
+    let source = match &padded_x {
+        Some(padded_x) => {
+            let dims = [
+                DimMap { out: batch, in_dim: batch, in_stride: h * w * c, offset: 0, mode: DimMode::Direct },
+                DimMap { out: hp, in_dim: h, in_stride: w * c, offset: top, mode: DimMode::ConstantPad },
+                DimMap { out: wp, in_dim: w, in_stride: c, offset: left, mode: DimMode::ConstantPad },
+                DimMap { out: c, in_dim: c, in_stride: 1, offset: 0, mode: DimMode::Direct },
+            ];
+            index::map(stream, x, padded_x, &dims, None)?;
+            padded_x
+        }
+        None => x,
+    };
+    let df_matrix = TensorRef { shape: vec![taps, oc], ..df.clone() };
+    let mut first_chunk = true;
+    for n0 in (0..batch).step_by(images as usize) {
+        for oy0 in (0..oh).step_by(rows as usize) {
+            let (n, r) = (images.min(batch - n0), rows.min(oh - oy0));
+            let pixels = n * r * ow;
+            let first_pixel = (n0 * oh + oy0) * ow;
+            let a = match &im2col {
+                None => TensorRef {
+                    address: x.address + (first_pixel * c * elem) as u64,
+                    dtype: x.dtype,
+                    shape: vec![pixels, taps],
+                },
+                Some(im2col) => {
+                    let start = (n0 * hp * wp + oy0 * sh * wp) * c;
+                    let reach =
+                        ((n - 1) * hp * wp + ((r - 1) * sh + (kh - 1) * dh) * wp + (ow - 1) * sw + (kw - 1) * dw + 1)
+                            * c;
+                    let view = TensorRef {
+                        address: source.address + (start * elem) as u64,
+                        dtype: source.dtype,
+                        shape: vec![reach],
+                    };
+                    let direct = |out: i64, in_stride: i64| DimMap {
+                        out,
+                        in_dim: out,
+                        in_stride,
+                        offset: 0,
+                        mode: DimMode::Direct,
+                    };
+                    let dims = [
+                        direct(n, hp * wp * c),
+                        direct(r, sh * wp * c),
+                        direct(ow, sw * c),
+                        direct(kh, dh * wp * c),
+                        direct(kw, dw * c),
+                        direct(c, 1),
+                    ];
+                    let a = TensorRef { shape: vec![pixels, taps], ..im2col.clone() };
+                    index::map(stream, &view, &a, &dims, None)?;
+                    a
+                }
+            };
+            let b = TensorRef {
+                address: dy.address + (first_pixel * oc * elem) as u64,
+                dtype: dy.dtype,
+                shape: vec![pixels, oc],
+            };
+            match (&partial, first_chunk) {
+                (Some(partial), false) => {
+                    super::matmul::launch(stream, &a, &b, partial, true, false)?;
+                    super::binary::launch(stream, BinaryOp::Add, &df_matrix, partial, &df_matrix)?;
+                }
+                _ => super::matmul::launch(stream, &a, &b, &df_matrix, true, false)?,
+            }
+            first_chunk = false;
+        }
+    }
+    Ok(true)
 }
 
 /// Output pixels one invocation of `conv2d_grad_filter` sums.

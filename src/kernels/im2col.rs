@@ -17,6 +17,7 @@ use super::matmul::{
     choose_kernel, encode_pack, encode_products, pack, pack_pipeline, subgroup_tiles, Kernel, Operand, PackParams,
     TileShape, PACK_SHADER, TILE, TILE_BYTES,
 };
+use super::windows::binding_limit;
 use super::{DType, TensorRef};
 
 /// `pack_im2col_window`'s layout: the packed tiles (storage), then the input window (uniform).
@@ -391,38 +392,107 @@ pub fn launch_conv_tiles(
     let b = Operand { tensor: filter, rows: k, cols: n, rs: n, cs: 1, batch_strides: Vec::new() };
     let (row_tiles, k_tiles) = (m.div_ceil(TILE), k.div_ceil(TILE));
     let chunk = ((CHUNK_BYTES / (k_tiles as u64 * TILE_BYTES)).max(1) as u32).min(row_tiles);
-    let shape = TileShape { m, n, k, batches: 1 };
+    let shape = TileShape { m, n, k, batches: 1, accumulate: false };
     let mut packer = choose_packer(device, g, input)?;
-    let align = device.limits.min_uniform_buffer_offset_alignment as u64;
-    let mut p: PackParams = bytemuck::Zeroable::zeroed();
-    (p.cols, p.col_tiles, p.batches) = (k, k_tiles, 1);
-    p.image = [g.h, g.w, g.c, g.ow];
-    p.window = [g.kw, g.strides[0], g.strides[1], g.oh];
-    p.dilation_pad = [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]];
+    let mut p = im2col_pack_params(g, k);
     // One `encode` call for all of it: the packed operands live in device-wide scratch, so no other
     // launch (another thread on this stream) may come between packing and products.
     stream.encode(|core, encoder| {
         let b_tiles = pack(core, encoder, "matmul packed B", &b, &[])?;
         for first in (0..row_tiles).step_by(chunk as usize) {
             let tiles = chunk.min(row_tiles - first);
-            p.row0 = first * TILE;
-            p.rows = (m - p.row0).min(tiles * TILE);
-            p.row_tiles = tiles;
-            let packed = (tiles * k_tiles) as u64;
-            let a_tiles = device.scratch.get(device, "matmul packed A", packed * TILE_BYTES)?;
-            if let Packer::Windows(mem) = &packer {
-                let rows = p.row0 as u64..(p.row0 + p.rows) as u64;
-                match plan_windows(g, mem, align, rows, (p.row0 + tiles * TILE) as u64) {
-                    Some(windows) => encode_taps(core, encoder, mem, p, Some(&windows), &a_tiles, packed)?,
-                    None => packer = Packer::Vec4s(mem.clone()),
-                }
-            }
-            match &packer {
-                Packer::Windows(_) => {}
-                Packer::Vec4s(mem) => encode_taps(core, encoder, mem, p, None, &a_tiles, packed)?,
-                Packer::Elements => encode_pack(core, encoder, "pack_im2col", input, p, &a_tiles, packed)?,
-            }
+            (p.row0, p.rows, p.row_tiles) = (first * TILE, (m - first * TILE).min(tiles * TILE), tiles);
+            let a_tiles = device.scratch.get(device, "matmul packed A", (tiles * k_tiles) as u64 * TILE_BYTES)?;
+            encode_im2col_rows(core, encoder, g, input, &mut packer, p, &a_tiles)?;
             encode_products(core, encoder, &a_tiles, &b_tiles, &shape, first..first + tiles, out)?;
+        }
+        Ok(true)
+    })
+}
+
+/// The packing parameters of im2col rows `cols` wide (`row0`, `rows` and `row_tiles` per chunk).
+fn im2col_pack_params(g: &Im2col, cols: u32) -> PackParams {
+    let mut p: PackParams = bytemuck::Zeroable::zeroed();
+    (p.cols, p.col_tiles, p.batches) = (cols, cols.div_ceil(TILE), 1);
+    p.image = [g.h, g.w, g.c, g.ow];
+    p.window = [g.kw, g.strides[0], g.strides[1], g.oh];
+    p.dilation_pad = [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]];
+    p
+}
+
+/// Packs im2col rows `p.row0..p.row0 + p.rows` (padded to `p.row_tiles` tiles) into `dst` with the
+/// packer `packer` names, falling back to the storage packer where the windows do not fit.
+fn encode_im2col_rows(
+    core: &DeviceCore,
+    encoder: &mut Encoder,
+    g: &Im2col,
+    input: &TensorRef,
+    packer: &mut Packer,
+    p: PackParams,
+    dst: &wgpu::Buffer,
+) -> Result<()> {
+    let packed = u64::from(p.row_tiles) * u64::from(p.col_tiles);
+    if let Packer::Windows(mem) = &*packer {
+        let align = u64::from(core.limits.min_uniform_buffer_offset_alignment);
+        let rows = u64::from(p.row0)..u64::from(p.row0 + p.rows);
+        match plan_windows(g, mem, align, rows, u64::from(p.row0 + p.row_tiles * TILE)) {
+            Some(windows) => return encode_taps(core, encoder, mem, p, Some(&windows), dst, packed),
+            None => *packer = Packer::Vec4s(mem.clone()),
+        }
+    }
+    match &*packer {
+        Packer::Windows(_) => Ok(()),
+        Packer::Vec4s(mem) => encode_taps(core, encoder, mem, p, None, dst, packed),
+        Packer::Elements => encode_pack(core, encoder, "pack_im2col", input, p, dst, packed),
+    }
+}
+
+/// Conv2DBackpropFilter as a tiled product: the gradient's transpose, dW^T[oc, kh * kw * c] =
+/// dy^T x im2col(x), into `out_t`. The contraction runs over the output pixels, in chunks of packed
+/// im2col rows, each chunk's products added to the last. Returns false, encoding nothing, where
+/// the tiled kernel is not the better one (see `choose_kernel`).
+pub fn launch_grad_filter_tiles(
+    stream: &Stream,
+    g: &Im2col,
+    x: &TensorRef,
+    dy: &TensorRef,
+    out_t: &TensorRef,
+) -> Result<bool> {
+    let device = stream.device();
+    let pixels = u64::from(g.batch) * u64::from(g.oh) * u64::from(g.ow);
+    let taps = u64::from(g.kh) * u64::from(g.kw) * u64::from(g.c);
+    let oc = *dy.shape.last().unwrap_or(&0) as u64;
+    if [pixels, taps, oc, x.num_elements(), dy.num_elements()].iter().any(|&v| v > u64::from(u32::MAX / 2)) {
+        return Ok(false);
+    }
+    let (k, n, m) = (pixels as u32, taps as u32, oc as u32);
+    let (pixel_tiles, col_tiles) = (k.div_ceil(TILE), n.div_ceil(TILE));
+    // Within the binding limit too, so that a lowered one (tests) runs several chunks.
+    let chunk_bytes = CHUNK_BYTES.min(binding_limit(device));
+    let chunk = ((chunk_bytes / (u64::from(col_tiles) * TILE_BYTES)).max(1) as u32).min(pixel_tiles);
+    // Judge the kernel by a chunk (scratch and dispatch count), as chunks run one by one.
+    if choose_kernel(device, out_t.dtype, 1, m, n, (chunk * TILE).min(k)) != Kernel::Tiles {
+        return Ok(false);
+    }
+    let mut packer = choose_packer(device, g, x)?;
+    let mut p = im2col_pack_params(g, n);
+    let elem = dy.dtype.size();
+    // One `encode` call, as in `launch_conv_tiles`.
+    stream.encode(|core, encoder| {
+        for first in (0..pixel_tiles).step_by(chunk as usize) {
+            let tiles = chunk.min(pixel_tiles - first);
+            (p.row0, p.rows, p.row_tiles) = (first * TILE, (k - first * TILE).min(tiles * TILE), tiles);
+            let b_tiles = device.scratch.get(device, "matmul packed B", u64::from(tiles * col_tiles) * TILE_BYTES)?;
+            encode_im2col_rows(core, encoder, g, x, &mut packer, p, &b_tiles)?;
+            let dy_rows = TensorRef {
+                address: dy.address + u64::from(p.row0) * oc * elem,
+                dtype: dy.dtype,
+                shape: vec![i64::from(p.rows), oc as i64],
+            };
+            let a = Operand { tensor: &dy_rows, rows: m, cols: p.rows, rs: 1, cs: m, batch_strides: Vec::new() };
+            let a_tiles = pack(core, encoder, "matmul packed A", &a, &[])?;
+            let shape = TileShape { m, n, k: p.rows, batches: 1, accumulate: first > 0 };
+            encode_products(core, encoder, &a_tiles, &b_tiles, &shape, 0..m.div_ceil(TILE), out_t)?;
         }
         Ok(true)
     })

@@ -414,7 +414,7 @@ pub(super) fn encode_pack(
 fn launch_tiles(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batch_shape: &[u32]) -> Result<()> {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let batches: u32 = batch_shape.iter().product();
-    let shape = TileShape { m, n, k, batches };
+    let shape = TileShape { m, n, k, batches, accumulate: false };
     stream.encode(|core, encoder| {
         let a_tiles = pack(core, encoder, "matmul packed A", a, batch_shape)?;
         let b_tiles = pack(core, encoder, "matmul packed B", b, batch_shape)?;
@@ -428,6 +428,8 @@ pub(super) struct TileShape {
     pub n: u32,
     pub k: u32,
     pub batches: u32,
+    /// Add to C as stored from the first k-tile (a product over k in several calls).
+    pub accumulate: bool,
 }
 
 /// One dispatch per (batch, row tile in `row_tiles`, column tile, group of `TILE_PAIRS` k-tiles),
@@ -443,7 +445,7 @@ pub(super) fn encode_products(
     out: &TensorRef,
 ) -> Result<()> {
     let device = core;
-    let TileShape { m, n, k, batches } = *shape;
+    let TileShape { m, n, k, batches, accumulate } = *shape;
     let (k_tiles, col_tiles) = (k.div_ceil(TILE), n.div_ceil(TILE));
     let chunk_tiles = row_tiles.len() as u32;
     let aliases = [("T", out.dtype.wgsl())];
@@ -474,7 +476,7 @@ pub(super) fn encode_products(
                             col0: tj * TILE,
                             c_off: c_off + z * m * n,
                             pairs,
-                            accumulate: (first > 0) as u32,
+                            accumulate: (accumulate || first > 0) as u32,
                             _pad: 0,
                         };
                         let cols = (n - tj * TILE).min(TILE);

@@ -1,0 +1,148 @@
+"""Convolution gradients over a sweep of geometries we did not pick by hand (issue 18): seeded random
+kernel sizes, strides, dilations, SAME/VALID/EXPLICIT padding (one-sided and wider than the window),
+odd and vec4-friendly channel counts, and sizes from a few pixels to ones that take the implicit
+GEMM. The reference is the definition itself, summed in float64 with NumPy, so it covers the
+dilated and strided cases TF-CPU's own kernels refuse.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+GPU = "/GPU:0"
+
+
+def window(size, k, stride, dilation, padding, explicit):
+    """TF's output size and leading padding of one spatial dimension."""
+    span = (k - 1) * dilation + 1
+    if padding == "VALID":
+        return (size - span + stride) // stride, 0
+    if padding == "SAME":
+        out = (size + stride - 1) // stride
+        return out, max((out - 1) * stride + span - size, 0) // 2
+    before, after = explicit
+    return (size + before + after - span + stride) // stride, before
+
+
+def geometry(rng, big):
+    """A random convolution whose output is not empty."""
+    while True:
+        kh, kw = (int(v) for v in rng.integers(1, 6, 2))
+        sh, sw = (int(v) for v in rng.integers(1, 4, 2))
+        dh, dw = (int(v) for v in rng.integers(1, 3, 2)) if rng.random() < 0.3 else (1, 1)
+        padding = str(rng.choice(["SAME", "VALID", "EXPLICIT"]))
+        explicit = [(int(rng.integers(0, 5)), int(rng.integers(0, 5))) for _ in range(2)]
+        h, w = (int(v) for v in rng.integers(12, 40, 2)) if big else (int(v) for v in rng.integers(1, 12, 2))
+        batch = int(rng.integers(1, 4))
+        c, oc = ((int(rng.choice([4, 8, 16, 32])) for _ in range(2)) if big or rng.random() < 0.5
+                 else (int(v) for v in rng.integers(1, 7, 2)))
+        oh, top = window(h, kh, sh, dh, padding, explicit[0])
+        ow, left = window(w, kw, sw, dw, padding, explicit[1])
+        if oh > 0 and ow > 0:
+            return dict(batch=batch, h=h, w=w, c=c, oc=oc, kh=kh, kw=kw, strides=(sh, sw), dilations=(dh, dw),
+                        padding=padding, explicit=explicit, oh=oh, ow=ow, pads=(top, left))
+
+
+def reference(g, x, f, dy):
+    """(dx, df) of the convolution `g` by its definition, in float64."""
+    (sh, sw), (dh, dw), (top, left) = g["strides"], g["dilations"], g["pads"]
+    x, f, dy = (a.astype(np.float64) for a in (x, f, dy))
+    rows = top + g["h"] + g["kh"] * dh + g["oh"] * sh
+    cols = left + g["w"] + g["kw"] * dw + g["ow"] * sw
+    padded_dx = np.zeros((g["batch"], rows, cols, g["c"]))
+    padded_x = np.zeros_like(padded_dx)
+    padded_x[:, top:top + g["h"], left:left + g["w"]] = x
+    df = np.zeros_like(f)
+    for ky in range(g["kh"]):
+        for kx in range(g["kw"]):
+            ys = slice(ky * dh, ky * dh + (g["oh"] - 1) * sh + 1, sh)
+            xs = slice(kx * dw, kx * dw + (g["ow"] - 1) * sw + 1, sw)
+            padded_dx[:, ys, xs] += np.einsum("nhwo,io->nhwi", dy, f[ky, kx])
+            df[ky, kx] = np.einsum("nhwi,nhwo->io", padded_x[:, ys, xs], dy)
+    return padded_dx[:, top:top + g["h"], left:left + g["w"]], df
+
+
+def attrs(g):
+    explicit = [0, 0, *g["explicit"][0], *g["explicit"][1], 0, 0] if g["padding"] == "EXPLICIT" else []
+    return dict(strides=[1, *g["strides"], 1], dilations=[1, *g["dilations"], 1], padding=g["padding"],
+                explicit_paddings=explicit)
+
+
+def check(g, rng):
+    x = rng.standard_normal((g["batch"], g["h"], g["w"], g["c"])).astype(np.float32)
+    f = rng.standard_normal((g["kh"], g["kw"], g["c"], g["oc"])).astype(np.float32)
+    dy = rng.standard_normal((g["batch"], g["oh"], g["ow"], g["oc"])).astype(np.float32)
+    want_dx, want_df = reference(g, x, f, dy)
+    with tf.device(GPU):
+        dx = tf.raw_ops.Conv2DBackpropInput(input_sizes=tf.constant(x.shape, tf.int32), filter=tf.constant(f),
+                                            out_backprop=tf.constant(dy), **attrs(g)).numpy()
+        df = tf.raw_ops.Conv2DBackpropFilter(input=tf.constant(x), filter_sizes=tf.constant(f.shape, tf.int32),
+                                             out_backprop=tf.constant(dy), **attrs(g)).numpy()
+    # float32 sums of up to kh * kw * oc (or batch * oh * ow) unit-variance products.
+    for name, got, want, terms in (("input", dx, want_dx, g["kh"] * g["kw"] * g["oc"]),
+                                   ("filter", df, want_df, g["batch"] * g["oh"] * g["ow"])):
+        tol = 2e-6 * np.sqrt(terms) * 8
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{name} gradient of {g}")
+
+
+def fixed(batch, h, w, c, oc, k, stride, padding, dilation=1, explicit=((0, 0), (0, 0))):
+    oh, top = window(h, k, stride, dilation, padding, explicit[0])
+    ow, left = window(w, k, stride, dilation, padding, explicit[1])
+    return dict(batch=batch, h=h, w=w, c=c, oc=oc, kh=k, kw=k, strides=(stride, stride),
+                dilations=(dilation, dilation), padding=padding, explicit=list(explicit), oh=oh, ow=ow,
+                pads=(top, left))
+
+
+# Layer shapes that take the tiled products, the columns path and their chunks: ResNet's stem (3
+# channels, 7x7 stride 2), 3x3 at strides 1 and 2, a 1x1 stride-2 shortcut, dilation, stride 3
+# with one-sided explicit padding, and channels that are not a multiple of 4.
+LAYERS = {
+    "stem": fixed(2, 30, 30, 3, 32, 7, 2, "SAME"),
+    "3x3": fixed(2, 24, 24, 32, 64, 3, 1, "SAME"),
+    "3x3-stride2": fixed(2, 24, 24, 32, 64, 3, 2, "SAME"),
+    "5x5-valid-stride2": fixed(3, 17, 19, 16, 48, 5, 2, "VALID"),
+    "1x1-stride2": fixed(2, 20, 20, 64, 32, 1, 2, "VALID"),
+    "dilated": fixed(2, 16, 16, 32, 32, 3, 1, "SAME", dilation=2),
+    "stride3-explicit": fixed(2, 15, 15, 12, 40, 3, 3, "EXPLICIT", explicit=((2, 0), (1, 3))),
+    "odd-channels": fixed(2, 18, 18, 33, 35, 3, 2, "SAME"),
+}
+
+CASES = [(seed, big) for seed in range(40) for big in (False, True)]
+
+
+@pytest.mark.parametrize("seed,big", CASES, ids=[f"{'big' if b else 'small'}-{s}" for s, b in CASES])
+def test_conv2d_gradients_match_their_definition(seed, big):
+    rng = np.random.default_rng(1000 + seed)
+    check(geometry(rng, big), rng)
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_layer_shapes(name):
+    check(LAYERS[name], np.random.default_rng(7))
+
+
+CONFIGURATIONS = {
+    # Bindings capped at 256 KiB: one image of each layer fits, two do not. The batch splits, the
+    # filter gradient's tiled product runs a tile of pixels per chunk, added up, and paths whose
+    # temporaries do not fit give way to others.
+    "small-bindings": {"TF_WGPU_MAX_BINDING_BYTES": str(256 << 10)},
+    # The direct matmul, as on GPUs: the filter gradient through im2col rows and a matmul.
+    "direct-matmul": {"TF_WGPU_MATMUL": "direct"},
+}
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_layer_shapes_under(configuration):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **CONFIGURATIONS[configuration])
+    run = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "all layers match" in run.stdout
+
+
+if __name__ == "__main__":
+    for name, g in LAYERS.items():
+        check(g, np.random.default_rng(7))
+    print("all layers match")
