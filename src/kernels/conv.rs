@@ -417,7 +417,44 @@ fn conv_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let filter = ctx.input(1)?;
     let plan = plan(kernel, &input, &filter, kernel.def.op == "DepthwiseConv2dNative")?;
     let out = ctx.allocate_output(0, input.dtype, &plan.out_shape)?;
+    if conv_with_channels_padded(ctx, &plan, &input, &filter, &out)? {
+        return Ok(());
+    }
     launch_conv(ctx.stream()?, &plan, &input, &filter, &out)
+}
+
+/// An ungrouped convolution whose input channels are not a multiple of 4 (RGB images: 3), run with
+/// the channels padded by zeros to the next multiple: the implicit GEMM then reads the input as
+/// vec4s through uniform windows, where the direct kernels take 40-60x TF-CPU's time on 3
+/// channels. Returns false where it does not apply (or the input is empty).
+fn conv_with_channels_padded(
+    ctx: &mut dyn KernelContext,
+    plan: &ConvPlan,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+) -> Result<bool> {
+    let p = &plan.params;
+    if plan.depthwise || p.fc != p.c || p.c.is_multiple_of(4) || input.num_elements() == 0 || out.num_elements() == 0
+    {
+        return Ok(false);
+    }
+    let c4 = i64::from(p.c.next_multiple_of(4));
+    let mut padded_shape = input.shape.clone();
+    padded_shape[3] = c4;
+    let padded_input = ctx.allocate_temp(input.dtype, &padded_shape)?;
+    let padded_filter = ctx.allocate_temp(filter.dtype, &[filter.shape[0], filter.shape[1], c4, filter.shape[3]])?;
+    let stream = ctx.stream()?;
+    // Input channels are NHWC's axis 3 and HWIO's axis 2.
+    for (from, to, channels) in [(input, &padded_input, 3), (filter, &padded_filter, 2)] {
+        let mut dims = index::direct_dims(&from.shape);
+        dims[channels] = DimMap { out: c4, mode: DimMode::ConstantPad, ..dims[channels] };
+        index::map(stream, from, to, &dims, None)?;
+    }
+    let params = Params { c: c4 as u32, fc: c4 as u32, ..*p };
+    let padded_plan = ConvPlan { out_shape: plan.out_shape.clone(), depthwise: false, params };
+    launch_conv(stream, &padded_plan, &padded_input, &padded_filter, out)?;
+    Ok(true)
 }
 
 /// Normalises `x` into `y` per channel with population statistics (inference batch norm).
@@ -605,6 +642,9 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         return ctx.stream()?.fill(out.address, out.byte_len(), 0);
     }
     if for_filter {
+        if !depthwise && grad_filter_with_channels_padded(ctx, &plan.params, &known, &dy, &out)? {
+            return Ok(());
+        }
         if !depthwise && grad_filter_tiles(ctx, &plan.params, &known, &dy, &out)? {
             return Ok(());
         }
@@ -757,6 +797,38 @@ fn grad_filter_tiles(
         return Ok(false);
     }
     index::permute(stream, &transposed, &TensorRef { shape: vec![taps, i64::from(p.oc)], ..df.clone() }, &[1, 0])?;
+    Ok(true)
+}
+
+/// Conv2DBackpropFilter of an input whose channels are not a multiple of 4 (RGB: 3), as
+/// `conv_with_channels_padded` runs the forward convolution: the input padded with zero channels
+/// to the next multiple of 4, the gradient of the padded filter on the tiled product, then its
+/// real channels. Returns false where the tiled product does not take it.
+fn grad_filter_with_channels_padded(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    x: &TensorRef,
+    dy: &TensorRef,
+    df: &TensorRef,
+) -> Result<bool> {
+    if p.fc != p.c || p.c.is_multiple_of(4) {
+        return Ok(false);
+    }
+    let c4 = p.c.next_multiple_of(4);
+    let mut padded_shape = x.shape.clone();
+    padded_shape[3] = i64::from(c4);
+    let padded_x = ctx.allocate_temp(x.dtype, &padded_shape)?;
+    let padded_df = ctx.allocate_temp(df.dtype, &[df.shape[0], df.shape[1], i64::from(c4), df.shape[3]])?;
+    let mut dims = index::direct_dims(&x.shape);
+    dims[3] = DimMap { out: i64::from(c4), mode: DimMode::ConstantPad, ..dims[3] };
+    index::map(ctx.stream()?, x, &padded_x, &dims, None)?;
+    if !grad_filter_tiles(ctx, &Params { c: c4, fc: c4, ..*p }, &padded_x, dy, &padded_df)? {
+        return Ok(false);
+    }
+    // The first c of the padded filter's c4 input channels (HWIO's axis 2).
+    let mut dims = index::direct_dims(&padded_df.shape);
+    dims[2].out = i64::from(p.c);
+    index::map(ctx.stream()?, &padded_df, df, &dims, None)?;
     Ok(true)
 }
 

@@ -456,7 +456,7 @@ fn copy_rows_within(
     Launch { stream, entry, params, tensors, units: [unit_bytes; 4], threads, constants: Vec::new() }.run()
 }
 
-fn direct_dims(shape: &[i64]) -> Vec<DimMap> {
+pub fn direct_dims(shape: &[i64]) -> Vec<DimMap> {
     let strides = contiguous_strides(shape);
     shape
         .iter()

@@ -1,4 +1,4 @@
-"""Convolution gradients over a sweep of geometries we did not pick by hand (issue 18): seeded random
+"""Convolutions and their gradients over a sweep of geometries we did not pick by hand (issue 18): seeded random
 kernel sizes, strides, dilations, SAME/VALID/EXPLICIT padding (one-sided and wider than the window),
 odd and vec4-friendly channel counts, and sizes from a few pixels to ones that take the implicit
 GEMM. The reference is the definition itself, summed in float64 with NumPy, so it covers the
@@ -44,7 +44,7 @@ def geometry(rng, big):
 
 
 def reference(g, x, f, dy):
-    """(dx, df) of the convolution `g` by its definition, in float64."""
+    """(y, dx, df) of the convolution `g` by its definition, in float64."""
     (sh, sw), (dh, dw), (top, left) = g["strides"], g["dilations"], g["pads"]
     x, f, dy = (a.astype(np.float64) for a in (x, f, dy))
     rows = top + g["h"] + g["kh"] * dh + g["oh"] * sh
@@ -53,13 +53,15 @@ def reference(g, x, f, dy):
     padded_x = np.zeros_like(padded_dx)
     padded_x[:, top:top + g["h"], left:left + g["w"]] = x
     df = np.zeros_like(f)
+    y = np.zeros_like(dy)
     for ky in range(g["kh"]):
         for kx in range(g["kw"]):
             ys = slice(ky * dh, ky * dh + (g["oh"] - 1) * sh + 1, sh)
             xs = slice(kx * dw, kx * dw + (g["ow"] - 1) * sw + 1, sw)
             padded_dx[:, ys, xs] += np.einsum("nhwo,io->nhwi", dy, f[ky, kx])
             df[ky, kx] = np.einsum("nhwi,nhwo->io", padded_x[:, ys, xs], dy)
-    return padded_dx[:, top:top + g["h"], left:left + g["w"]], df
+            y += np.einsum("nhwi,io->nhwo", padded_x[:, ys, xs], f[ky, kx])
+    return y, padded_dx[:, top:top + g["h"], left:left + g["w"]], df
 
 
 def attrs(g):
@@ -72,14 +74,16 @@ def check(g, rng):
     x = rng.standard_normal((g["batch"], g["h"], g["w"], g["c"])).astype(np.float32)
     f = rng.standard_normal((g["kh"], g["kw"], g["c"], g["oc"])).astype(np.float32)
     dy = rng.standard_normal((g["batch"], g["oh"], g["ow"], g["oc"])).astype(np.float32)
-    want_dx, want_df = reference(g, x, f, dy)
+    want_y, want_dx, want_df = reference(g, x, f, dy)
     with tf.device(GPU):
+        y = tf.raw_ops.Conv2D(input=tf.constant(x), filter=tf.constant(f), **attrs(g)).numpy()
         dx = tf.raw_ops.Conv2DBackpropInput(input_sizes=tf.constant(x.shape, tf.int32), filter=tf.constant(f),
                                             out_backprop=tf.constant(dy), **attrs(g)).numpy()
         df = tf.raw_ops.Conv2DBackpropFilter(input=tf.constant(x), filter_sizes=tf.constant(f.shape, tf.int32),
                                              out_backprop=tf.constant(dy), **attrs(g)).numpy()
     # float32 sums of up to kh * kw * oc (or batch * oh * ow) unit-variance products.
-    for name, got, want, terms in (("input", dx, want_dx, g["kh"] * g["kw"] * g["oc"]),
+    for name, got, want, terms in (("output", y, want_y, g["kh"] * g["kw"] * g["c"]),
+                                   ("input", dx, want_dx, g["kh"] * g["kw"] * g["oc"]),
                                    ("filter", df, want_df, g["batch"] * g["oh"] * g["ow"])):
         tol = 2e-6 * np.sqrt(terms) * 8
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{name} gradient of {g}")
@@ -111,7 +115,7 @@ CASES = [(seed, big) for seed in range(40) for big in (False, True)]
 
 
 @pytest.mark.parametrize("seed,big", CASES, ids=[f"{'big' if b else 'small'}-{s}" for s, b in CASES])
-def test_conv2d_gradients_match_their_definition(seed, big):
+def test_conv2d_and_gradients_match_their_definition(seed, big):
     rng = np.random.default_rng(1000 + seed)
     check(geometry(rng, big), rng)
 
