@@ -435,8 +435,7 @@ fn conv_with_channels_padded(
     out: &TensorRef,
 ) -> Result<bool> {
     let p = &plan.params;
-    if plan.depthwise || p.fc != p.c || p.c.is_multiple_of(4) || input.num_elements() == 0 || out.num_elements() == 0
-    {
+    if plan.depthwise || p.fc != p.c || p.c.is_multiple_of(4) || input.num_elements() == 0 || out.num_elements() == 0 {
         return Ok(false);
     }
     let c4 = i64::from(p.c.next_multiple_of(4));

@@ -129,6 +129,11 @@ fn params_for(split: &Split) -> Result<Params> {
     Ok(p)
 }
 
+/// Float reductions to fewer outputs than this split each output's elements over slices reduced
+/// by workgroups of their own (`launch_in_slices`), slices of at least `MIN_PARALLEL_SLICE`.
+const PARALLEL_WORKGROUPS: u32 = 64;
+const MIN_PARALLEL_SLICE: u64 = 1 << 14;
+
 /// Column reductions with at least this many elements split their rows over slices.
 const COLUMN_SLICE_MIN_ELEMENTS: u64 = 1 << 16;
 /// Slices hold at least this many rows, and there are enough of them for about this many invocations.
@@ -223,6 +228,14 @@ fn launch(
     let per_thread = loop_budget(device, 16);
     if entry == "reduce_f32" && (p.count as u64).div_ceil(256) > per_thread {
         return launch_in_slices(stream, op, p, per_thread * 256, input, out);
+    }
+    // A few outputs over many elements: one workgroup per output would leave the other threads
+    // idle (a Sum over all elements ran on one of lavapipe's threads, 100x TF-CPU's time), so
+    // slices of each output's elements reduce in parallel first.
+    if entry == "reduce_f32" && p.outputs < PARALLEL_WORKGROUPS && p.count as u64 >= 2 * MIN_PARALLEL_SLICE {
+        let slices = u64::from(PARALLEL_WORKGROUPS / p.outputs).max(2);
+        let slice_len = (p.count as u64).div_ceil(slices).max(MIN_PARALLEL_SLICE);
+        return launch_in_slices(stream, op, p, slice_len, input, out);
     }
     let iterations = if serial { p.count as u64 } else { (p.count as u64).div_ceil(256) + 8 };
     check_loop_iterations(device, iterations, "reduction")?;
