@@ -151,7 +151,7 @@ def reduction_rows():
     ]
 
 
-def layer_row(model, name, make_layer, input_shape):
+def layer_row(model, name, make_layer, input_shape, call=lambda layer, x: layer(x)):
     """A Keras layer's forward and backward pass (gradients of the sum of its output)."""
     x = normal(*input_shape)
     layers = {}
@@ -162,7 +162,7 @@ def layer_row(model, name, make_layer, input_shape):
             layers[device] = make_layer()
         with tf.GradientTape() as tape:
             tape.watch(x)
-            y = layers[device](x)
+            y = call(layers[device], x)
             loss = tf.reduce_sum(y)
         return tape.gradient(loss, [x] + layers[device].trainable_variables)
 
@@ -194,7 +194,8 @@ def rows():
     out += softmax_rows("Transformer", "scores", [32, 128, 128])
     out += matmul_rows("Transformer", "FFN", 1024, 256, 1024)
     out.append(layer_row("Transformer", "MultiHeadAttention fwd+bwd 8x128x256",
-                         lambda: keras.layers.MultiHeadAttention(4, 64), [8, 128, 256]))
+                         lambda: keras.layers.MultiHeadAttention(4, 64), [8, 128, 256],
+                         call=lambda layer, x: layer(x, x)))
     out.append(layer_row("Transformer", "LayerNormalization fwd+bwd 8x128x256",
                          keras.layers.LayerNormalization, [8, 128, 256]))
     # An LSTM: batch 32, 50 steps, 64 features, 128 units.

@@ -142,6 +142,63 @@ fn conv2d_oc4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     out4[p.out_off / 4u + q] = acc;
 }
 
+// Vec4 view of the input binding, for the `_c4` depthwise entries.
+@group(0) @binding(0) var<storage, read_write> input4: array<vec4<f32>>;
+
+// DepthwiseConv2dNative with a channel multiplier of 1, four channels per invocation: input,
+// filter and output (channels innermost in all three) move as vec4s, a quarter of `depthwise`'s
+// per-lane accesses on llvmpipe. c a multiple of 4, every offset on a vec4; p.n / 4 invocations.
+@compute @workgroup_size(256)
+fn depthwise_c4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let q = linear_id(gid, nwg);
+    if (q >= p.n / 4u) {
+        return;
+    }
+    let pos = position(q * 4u);
+    var acc = vec4<f32>();
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let iy = i32(pos.y * p.sh + ky * p.dh) - i32(p.pad_top);
+        if (iy < 0 || iy >= i32(p.h)) { continue; }
+        for (var kx = 0u; kx < p.kw; kx++) {
+            let ix = i32(pos.x * p.sw + kx * p.dw) - i32(p.pad_left);
+            if (ix < 0 || ix >= i32(p.w)) { continue; }
+            let at = p.in_off + ((pos.b * p.h + u32(iy)) * p.w + u32(ix)) * p.c + pos.ch;
+            acc += input4[at / 4u] * weights4[(p.f_off + (ky * p.kw + kx) * p.c + pos.ch) / 4u];
+        }
+    }
+    out4[p.out_off / 4u + q] = acc;
+}
+
+// DepthwiseConv2dNativeBackpropInput with a channel multiplier of 1, four channels per invocation
+// (as `depthwise_c4`), stepping from one tap that reads the pixel to the next (`first_tap`) instead
+// of testing every tap with a division.
+@compute @workgroup_size(256)
+fn depthwise_grad_input_c4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let q = linear_id(gid, nwg);
+    if (q >= p.n / 4u) {
+        return;
+    }
+    let pos = input_position(q * 4u);
+    let y = first_tap(pos.y, p.sh, p.dh, p.pad_top);
+    let x = first_tap(pos.x, p.sw, p.dw, p.pad_left);
+    var acc = vec4<f32>();
+    var oy = i32(y.y);
+    for (var ky = y.x; ky < p.kh && oy >= 0; ky += y.z) {
+        if (u32(oy) < p.oh) {
+            var ox = i32(x.y);
+            for (var kx = x.x; kx < p.kw && ox >= 0; kx += x.z) {
+                if (u32(ox) < p.ow) {
+                    let dy = input4[(p.in_off + dy_index(pos.b, u32(oy), u32(ox), pos.ch)) / 4u];
+                    acc += dy * weights4[(p.f_off + (ky * p.kw + kx) * p.c + pos.ch) / 4u];
+                }
+                ox -= i32(x.w);
+            }
+        }
+        oy -= i32(y.w);
+    }
+    out4[p.out_off / 4u + q] = acc;
+}
+
 @compute @workgroup_size(256)
 fn depthwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);

@@ -360,6 +360,9 @@ pub fn launch_conv(
         return Ok(());
     }
     if plan.depthwise {
+        if p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[input, filter, out])? {
+            return launch_with(stream, "depthwise_c4", *p, &[input, filter], out, Some(out.num_elements() / 4));
+        }
         return launch(stream, "depthwise", plan.params, &[input, filter], out);
     }
     if four_channels_fit(stream, &plan.params, filter, out)? {
@@ -652,24 +655,69 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         }
         return launch_grad_filter(ctx.stream()?, plan.params, depthwise, &known, &dy, &out);
     }
+    if !depthwise && grad_input_with_channels_padded(ctx, &plan.params, &dy, &known, &out)? {
+        return Ok(());
+    }
     if !depthwise && grad_input_by_columns(ctx, &plan.params, &dy, &known, &out)? {
         return Ok(());
     }
     if !depthwise && grad_input_as_conv(ctx, &plan.params, &dy, &known, &out)? {
         return Ok(());
     }
+    let stream = ctx.stream()?;
+    let p = &plan.params;
+    if depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[&dy, &known, &out])? {
+        let invocations = Some(out.num_elements() / 4);
+        return launch_with(stream, "depthwise_grad_input_c4", *p, &[&dy, &known], &out, invocations);
+    }
     let entry = if depthwise { "depthwise_grad_input" } else { "conv2d_grad_input" };
-    launch(ctx.stream()?, entry, plan.params, &[&dy, &known], &out)
+    launch(stream, entry, plan.params, &[&dy, &known], &out)
+}
+
+/// Conv2DBackpropInput onto channels that are not a multiple of 4 (an RGB input's gradient:
+/// saliency maps, adversarial examples): the filter padded with zero input channels to the next
+/// multiple of 4, the padded input's gradient by `grad_input_by_columns` or `grad_input_as_conv`
+/// (whose vec4 kernels need such channels), then its real channels. Returns false where neither
+/// applies.
+fn grad_input_with_channels_padded(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    dy: &TensorRef,
+    filter: &TensorRef,
+    dx: &TensorRef,
+) -> Result<bool> {
+    if p.fc != p.c || p.c.is_multiple_of(4) {
+        return Ok(false);
+    }
+    let c4 = p.c.next_multiple_of(4);
+    let padded_filter =
+        ctx.allocate_temp(filter.dtype, &[filter.shape[0], filter.shape[1], i64::from(c4), filter.shape[3]])?;
+    let mut padded_shape = dx.shape.clone();
+    padded_shape[3] = i64::from(c4);
+    let padded_dx = ctx.allocate_temp(dx.dtype, &padded_shape)?;
+    // Input channels are HWIO's axis 2.
+    let mut dims = index::direct_dims(&filter.shape);
+    dims[2] = DimMap { out: i64::from(c4), mode: DimMode::ConstantPad, ..dims[2] };
+    index::map(ctx.stream()?, filter, &padded_filter, &dims, None)?;
+    let padded = Params { c: c4, fc: c4, ..*p };
+    if !grad_input_by_columns(ctx, &padded, dy, &padded_filter, &padded_dx)?
+        && !grad_input_as_conv(ctx, &padded, dy, &padded_filter, &padded_dx)?
+    {
+        return Ok(false);
+    }
+    let mut dims = index::direct_dims(&padded_dx.shape);
+    dims[3].out = i64::from(p.c);
+    index::map(ctx.stream()?, &padded_dx, dx, &dims, None)?;
+    Ok(true)
 }
 
 /// Elements of im2col columns one step of `grad_input_by_columns` writes, at most.
 const GRAD_INPUT_COLUMNS_BYTES: u64 = 64 << 20;
 
-/// Conv2DBackpropInput of a strided convolution: the im2col columns dy x filter^T, a matmul,
-/// summed back onto the input (`conv.wgsl`'s `col2im_c4`), a chunk of whole images at a time. (At
-/// stride 1, `grad_input_as_conv` does the same work without the columns.) Returns false where it
-/// does not apply: stride 1, grouped convolutions, input channels not a multiple of 4, and an image
-/// whose columns do not fit a chunk.
+/// Conv2DBackpropInput of a strided convolution, or one onto few channels: the im2col columns dy x filter^T, a matmul,
+/// summed back onto the input (`conv.wgsl`'s `col2im_c4`), a chunk of whole images at a time.
+/// Returns false where it does not apply: stride 1 onto 16 channels or more, grouped convolutions,
+/// input channels not a multiple of 4, and an image whose columns do not fit a chunk.
 fn grad_input_by_columns(
     ctx: &mut dyn KernelContext,
     p: &Params,
@@ -677,7 +725,10 @@ fn grad_input_by_columns(
     filter: &TensorRef,
     dx: &TensorRef,
 ) -> Result<bool> {
-    if (p.sh, p.sw) == (1, 1) || p.fc != p.c || !p.c.is_multiple_of(4) || !on_vec4s(ctx.stream()?, &[dx])? {
+    // At stride 1 the forward convolution does the same work without the columns, unless it has
+    // few output channels (the input's), where its kernels are slow.
+    let stride_one = (p.sh, p.sw) == (1, 1);
+    if (stride_one && p.c >= 16) || p.fc != p.c || !p.c.is_multiple_of(4) || !on_vec4s(ctx.stream()?, &[dx])? {
         return Ok(false);
     }
     let [batch, h, w, c, oh, ow, oc, kh, kw] = [p.batch, p.h, p.w, p.c, p.oh, p.ow, p.oc, p.kh, p.kw].map(i64::from);

@@ -382,9 +382,7 @@ pub fn launch_conv_tiles(
     }
     let (m, k, n) = (m as u32, k as u32, n as u32);
     // Judge the kernel by a chunk of rows (scratch and dispatch count), as chunks run one by one.
-    // Rows of a few input channels (k = 27 for a 3x3 window on RGB) are below the 32 that pays for
-    // a tile of matmul, but the direct convolution is slower still on them.
-    if choose_kernel(device, out.dtype, 1, m.min(16 * TILE), n, k.max(32)) != Kernel::Tiles {
+    if choose_kernel(device, out.dtype, 1, m.min(16 * TILE), n, k) != Kernel::Tiles {
         return Ok(false);
     }
     if launch_conv_windows(stream, g, input, filter, out)? {
@@ -473,8 +471,7 @@ pub fn launch_grad_filter_tiles(
     let chunk_bytes = CHUNK_BYTES.min(binding_limit(device));
     let chunk = ((chunk_bytes / (u64::from(col_tiles) * TILE_BYTES)).max(1) as u32).min(pixel_tiles);
     // Judge the kernel by a chunk (scratch and dispatch count), as chunks run one by one.
-    // As in `launch_conv_tiles`, a short im2col row (few input channels) still takes the tiles.
-    if choose_kernel(device, out_t.dtype, 1, m, n.max(32), (chunk * TILE).min(k)) != Kernel::Tiles {
+    if choose_kernel(device, out_t.dtype, 1, m, n, (chunk * TILE).min(k)) != Kernel::Tiles {
         return Ok(false);
     }
     let mut packer = choose_packer(device, g, x)?;

@@ -89,6 +89,29 @@ def check(g, rng):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{name} gradient of {g}")
 
 
+def depthwise_reference(g, x, f, dy):
+    """(y, dx, df) of a depthwise convolution with filter [kh, kw, c, multiplier], in float64."""
+    (sh, sw), (dh, dw), (top, left) = g["strides"], g["dilations"], g["pads"]
+    x, f, dy = (a.astype(np.float64) for a in (x, f, dy))
+    mult = f.shape[3]
+    dy = dy.reshape(dy.shape[:3] + (g["c"], mult))
+    rows = top + g["h"] + g["kh"] * dh + g["oh"] * sh
+    cols = left + g["w"] + g["kw"] * dw + g["ow"] * sw
+    padded_dx = np.zeros((g["batch"], rows, cols, g["c"]))
+    padded_x = np.zeros_like(padded_dx)
+    padded_x[:, top:top + g["h"], left:left + g["w"]] = x
+    df, y = np.zeros_like(f), np.zeros_like(dy)
+    for ky in range(g["kh"]):
+        for kx in range(g["kw"]):
+            ys = slice(ky * dh, ky * dh + (g["oh"] - 1) * sh + 1, sh)
+            xs = slice(kx * dw, kx * dw + (g["ow"] - 1) * sw + 1, sw)
+            padded_dx[:, ys, xs] += np.einsum("nhwcm,cm->nhwc", dy, f[ky, kx])
+            df[ky, kx] = np.einsum("nhwc,nhwcm->cm", padded_x[:, ys, xs], dy)
+            y += np.einsum("nhwc,cm->nhwcm", padded_x[:, ys, xs], f[ky, kx])
+    flat = y.shape[:3] + (g["c"] * mult,)
+    return y.reshape(flat), padded_dx[:, top:top + g["h"], left:left + g["w"]], df
+
+
 def fixed(batch, h, w, c, oc, k, stride, padding, dilation=1, explicit=((0, 0), (0, 0))):
     oh, top = window(h, k, stride, dilation, padding, explicit[0])
     ow, left = window(w, k, stride, dilation, padding, explicit[1])
@@ -118,6 +141,33 @@ CASES = [(seed, big) for seed in range(40) for big in (False, True)]
 def test_conv2d_and_gradients_match_their_definition(seed, big):
     rng = np.random.default_rng(1000 + seed)
     check(geometry(rng, big), rng)
+
+
+@pytest.mark.parametrize("seed,multiplier", [(s, m) for s in range(20) for m in (1, 2)])
+def test_depthwise_and_gradients_match_their_definition(seed, multiplier):
+    rng = np.random.default_rng(2000 + seed)
+    r = geometry(rng, big=seed % 2 == 1)
+    # TF's depthwise kernels take equal strides and square windows here.
+    g = fixed(r["batch"], r["h"], r["w"], r["c"], r["c"] * multiplier, r["kh"], r["strides"][0], r["padding"],
+              explicit=r["explicit"])
+    if g["oh"] <= 0 or g["ow"] <= 0:
+        pytest.skip("empty output")
+    x = rng.standard_normal((g["batch"], g["h"], g["w"], g["c"])).astype(np.float32)
+    f = rng.standard_normal((g["kh"], g["kw"], g["c"], multiplier)).astype(np.float32)
+    dy = rng.standard_normal((g["batch"], g["oh"], g["ow"], g["c"] * multiplier)).astype(np.float32)
+    want_y, want_dx, want_df = depthwise_reference(g, x, f, dy)
+    with tf.device(GPU):
+        y = tf.raw_ops.DepthwiseConv2dNative(input=tf.constant(x), filter=tf.constant(f), **attrs(g)).numpy()
+        dx = tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
+            input_sizes=tf.constant(x.shape, tf.int32), filter=tf.constant(f), out_backprop=tf.constant(dy),
+            **attrs(g)).numpy()
+        df = tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
+            input=tf.constant(x), filter_sizes=tf.constant(f.shape, tf.int32), out_backprop=tf.constant(dy),
+            **attrs(g)).numpy()
+    for name, got, want, terms in (("output", y, want_y, g["kh"] * g["kw"]), ("input", dx, want_dx, g["kh"] * g["kw"]),
+                                   ("filter", df, want_df, g["batch"] * g["oh"] * g["ow"])):
+        tol = 2e-6 * np.sqrt(terms) * 8
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"depthwise {name} gradient of {g}")
 
 
 @pytest.mark.parametrize("name", LAYERS)
