@@ -430,7 +430,7 @@ fn conv_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
 /// the channels padded by zeros to the next multiple: the implicit GEMM then reads the input as
 /// vec4s through uniform windows, where the direct kernels take 40-60x TF-CPU's time on 3
 /// channels. Returns false where it does not apply (or the input is empty).
-fn conv_with_channels_padded(
+pub fn conv_with_channels_padded(
     ctx: &mut dyn KernelContext,
     plan: &ConvPlan,
     input: &TensorRef,

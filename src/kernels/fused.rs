@@ -107,9 +107,10 @@ fn conv2d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
     let plan = conv::plan(kernel, &input, &filter, false)?;
     let fused = check_fused(kernel, &fused_ops, &extra, plan.out_shape[3], true)?;
     let out = ctx.allocate_output(0, input.dtype, &plan.out_shape)?;
-    let stream = ctx.stream()?;
-    conv::launch_conv(stream, &plan, &input, &filter, &out)?;
-    fused.apply(stream, kernel, &out)
+    if !conv::conv_with_channels_padded(ctx, &plan, &input, &filter, &out)? {
+        conv::launch_conv(ctx.stream()?, &plan, &input, &filter, &out)?;
+    }
+    fused.apply(ctx.stream()?, kernel, &out)
 }
 
 pub fn matmul(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
