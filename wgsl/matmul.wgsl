@@ -18,7 +18,8 @@ struct Params {
     a_off: u32,
     b_off: u32,
     c_off: u32,
-    _pad: u32,
+    // Add to C as stored: a contraction longer than the adapter's loop limit runs in parts.
+    accumulate: u32,
     // Element strides of A's rows and columns, and of B's.
     a_rs: u32,
     a_cs: u32,
@@ -85,7 +86,7 @@ fn small(
     let cols = min(SMALL, p.n - col0);
     for (var r = 0u; r < rows; r++) {
         for (var j = 0u; j < cols; j++) {
-            c[out + r * p.n + j] = T(acc[r][j]);
+            c[out + r * p.n + j] = T(acc[r][j] + select(0.0, f32(c[out + r * p.n + j]), p.accumulate != 0u));
         }
     }
 }
@@ -129,7 +130,7 @@ fn main(
     let cols = min(COLS, p.n - col0);
     for (var r = 0u; r < rows; r++) {
         for (var j = 0u; j < cols; j++) {
-            c[out + r * p.n + j] = T(acc[r][j]);
+            c[out + r * p.n + j] = T(acc[r][j] + select(0.0, f32(c[out + r * p.n + j]), p.accumulate != 0u));
         }
     }
 }

@@ -3,7 +3,8 @@
 use crate::error::{Error, Result};
 use crate::runtime::encoder::Encoder;
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, dispatch_workgroups, storage_window, Binding, Pipeline, PipelineSpec, Shader,
+    check_loop_iterations, dispatch, dispatch_workgroups, loop_budget, storage_window, Binding, Pipeline, PipelineSpec,
+    Shader,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -82,7 +83,7 @@ struct Params {
     a_off: u32,
     b_off: u32,
     c_off: u32,
-    _pad: u32,
+    accumulate: u32,
     a_rs: u32,
     a_cs: u32,
     b_rs: u32,
@@ -299,24 +300,26 @@ pub fn launch(
     } else {
         ("main", [n.div_ceil(COLUMNS_PER_GROUP), m.div_ceil(ROWS_PER_GROUP), batch_count as u32])
     };
-    // Each invocation loops over the whole of k.
-    check_loop_iterations(device, u64::from(p.k) + 64, "MatMul")?;
+    // Each invocation loops over a part of k that stays within the adapter's loop limit, the parts
+    // after the first adding to C (in f32: a half-precision C would round each part's sum).
+    let part = loop_budget(device, 64).min(u64::from(p.k)) as u32;
+    if part < p.k && out.dtype != DType::F32 {
+        check_loop_iterations(device, u64::from(p.k) + 64, "MatMul")?;
+    }
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
     let size = out.dtype.size();
+    let k = p.k;
     stream.encode(|core, encoder| {
         let (a_bind, a_off) = storage_window(core, &a_mem, size)?;
         let (b_bind, b_off) = storage_window(core, &b_mem, size)?;
         let (c_bind, c_off) = storage_window(core, &c_mem, size)?;
-        (p.a_off, p.b_off, p.c_off) = (a_off, b_off, c_off);
-        dispatch_workgroups(
-            core,
-            encoder,
-            "matmul",
-            &pipeline,
-            &[a_bind, b_bind, c_bind],
-            bytemuck::bytes_of(&p),
-            groups,
-        )
+        for k0 in (0..k).step_by(part as usize) {
+            (p.a_off, p.b_off, p.c_off) = (a_off + k0 * p.a_cs, b_off + k0 * p.b_rs, c_off);
+            (p.k, p.accumulate) = (part.min(k - k0), u32::from(k0 > 0));
+            let bindings = [a_bind, b_bind, c_bind];
+            dispatch_workgroups(core, encoder, "matmul", &pipeline, &bindings, bytemuck::bytes_of(&p), groups)?;
+        }
+        Ok(())
     })
 }
 

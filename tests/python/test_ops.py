@@ -1458,3 +1458,22 @@ def test_kernels_consume_split_and_unstacked_device_tensors(strict_placement):
         np.testing.assert_array_equal(g.numpy(), big[i:i + 1] + 1.0)
     for i, g in enumerate(got[4:]):
         np.testing.assert_array_equal(g.numpy(), big[i] * 2.0)
+
+
+@pytest.mark.parametrize("m,k,n,transpose_a,transpose_b", [(2, 70000, 3, False, False), (1, 200000, 1, True, False),
+                                                           (5, 140000, 7, False, True), (3, 66000, 2, True, True)])
+def test_matmul_longer_than_the_loop_limit(m, k, n, transpose_a, transpose_b):
+    """A contraction longer than llvmpipe's 65535 loop iterations, on the direct kernel (a row or
+    two of output): the kernel runs it in parts that add to C, where it answered Unimplemented."""
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((k, m) if transpose_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if transpose_b else (k, n)).astype(np.float32)
+    with tf.device("/GPU:0"):
+        got = tf.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b).numpy()
+        batched = tf.matmul(np.stack([a, 2 * a]), b, transpose_a=transpose_a, transpose_b=transpose_b).numpy()
+    want = (a.T if transpose_a else a).astype(np.float64) @ (b.T if transpose_b else b).astype(np.float64)
+    # Plain f32 sums of k unit products (as TF-CPU's): rounding grows with k; a lost part would be
+    # off by about the square root of its length, hundreds.
+    tol = 1e-6 * k
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+    np.testing.assert_allclose(batched, np.stack([want, 2 * want]), rtol=0, atol=2 * tol)
