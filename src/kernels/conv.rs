@@ -441,22 +441,40 @@ pub fn conv_with_channels_padded(
     if plan.depthwise || p.fc != p.c || p.c.is_multiple_of(4) || input.num_elements() == 0 || out.num_elements() == 0 {
         return Ok(false);
     }
-    let c4 = i64::from(p.c.next_multiple_of(4));
-    let mut padded_shape = input.shape.clone();
-    padded_shape[3] = c4;
-    let padded_input = ctx.allocate_temp(input.dtype, &padded_shape)?;
-    let padded_filter = ctx.allocate_temp(filter.dtype, &[filter.shape[0], filter.shape[1], c4, filter.shape[3]])?;
-    let stream = ctx.stream()?;
-    // Input channels are NHWC's axis 3 and HWIO's axis 2.
-    for (from, to, channels) in [(input, &padded_input, 3), (filter, &padded_filter, 2)] {
-        let mut dims = index::direct_dims(&from.shape);
-        dims[channels] = DimMap { out: c4, mode: DimMode::ConstantPad, ..dims[channels] };
-        index::map(stream, from, to, &dims, None)?;
-    }
-    let params = Params { c: c4 as u32, fc: c4 as u32, ..*p };
+    let c4 = p.c.next_multiple_of(4);
+    let padded_input = with_channels(ctx, input, IMAGE_CHANNELS, c4)?;
+    let padded_filter = with_channels(ctx, filter, FILTER_IN_CHANNELS, c4)?;
+    let params = Params { c: c4, fc: c4, ..*p };
     let padded_plan = ConvPlan { out_shape: plan.out_shape.clone(), depthwise: false, params };
-    launch_conv(stream, &padded_plan, &padded_input, &padded_filter, out)?;
+    launch_conv(ctx.stream()?, &padded_plan, &padded_input, &padded_filter, out)?;
     Ok(true)
+}
+
+/// The input-channel axes of an NHWC image and of an HWIO filter.
+const IMAGE_CHANNELS: usize = 3;
+const FILTER_IN_CHANNELS: usize = 2;
+
+/// `shape` with `size` along `axis`.
+fn with_size(shape: &[i64], axis: usize, size: u32) -> Vec<i64> {
+    let mut shape = shape.to_vec();
+    shape[axis] = i64::from(size);
+    shape
+}
+
+/// A copy of `t` with `channels` along `axis`, those past its own zeros.
+fn with_channels(ctx: &mut dyn KernelContext, t: &TensorRef, axis: usize, channels: u32) -> Result<TensorRef> {
+    let padded = ctx.allocate_temp(t.dtype, &with_size(&t.shape, axis, channels))?;
+    let mut dims = index::direct_dims(&t.shape);
+    dims[axis] = DimMap { out: i64::from(channels), mode: DimMode::ConstantPad, ..dims[axis] };
+    index::map(ctx.stream()?, t, &padded, &dims, None)?;
+    Ok(padded)
+}
+
+/// Writes into `to` the first of `from`'s channels along `axis`, as many as `to` has.
+fn first_channels(stream: &Stream, from: &TensorRef, to: &TensorRef, axis: usize) -> Result<()> {
+    let mut dims = index::direct_dims(&from.shape);
+    dims[axis].out = to.shape[axis];
+    index::map(stream, from, to, &dims, None)
 }
 
 /// Normalises `x` into `y` per channel with population statistics (inference batch norm).
@@ -643,29 +661,26 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         // A gradient summed over no terms.
         return ctx.stream()?.fill(out.address, out.byte_len(), 0);
     }
+    // The ungrouped gradients as convolutions and matmuls, each where it applies, in order of
+    // preference; else the direct kernels.
+    let p = &plan.params;
+    let as_products: [GradRoute; 3] = if for_filter {
+        [grad_filter_with_channels_padded, grad_filter_tiles, grad_filter_as_matmul]
+    } else {
+        [grad_input_with_channels_padded, grad_input_by_columns, grad_input_as_conv]
+    };
+    let (first, second) = if for_filter { (&known, &dy) } else { (&dy, &known) };
+    if !depthwise {
+        for route in as_products {
+            if route(ctx, p, first, second, &out)? {
+                return Ok(());
+            }
+        }
+    }
     if for_filter {
-        if !depthwise && grad_filter_with_channels_padded(ctx, &plan.params, &known, &dy, &out)? {
-            return Ok(());
-        }
-        if !depthwise && grad_filter_tiles(ctx, &plan.params, &known, &dy, &out)? {
-            return Ok(());
-        }
-        if !depthwise && grad_filter_as_matmul(ctx, &plan.params, &known, &dy, &out)? {
-            return Ok(());
-        }
         return launch_grad_filter(ctx.stream()?, plan.params, depthwise, &known, &dy, &out);
     }
-    if !depthwise && grad_input_with_channels_padded(ctx, &plan.params, &dy, &known, &out)? {
-        return Ok(());
-    }
-    if !depthwise && grad_input_by_columns(ctx, &plan.params, &dy, &known, &out)? {
-        return Ok(());
-    }
-    if !depthwise && grad_input_as_conv(ctx, &plan.params, &dy, &known, &out)? {
-        return Ok(());
-    }
     let stream = ctx.stream()?;
-    let p = &plan.params;
     if depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[&dy, &known, &out])? {
         let invocations = Some(out.num_elements() / 4);
         return launch_with(stream, "depthwise_grad_input_c4", *p, &[&dy, &known], &out, invocations);
@@ -673,6 +688,10 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let entry = if depthwise { "depthwise_grad_input" } else { "conv2d_grad_input" };
     launch(stream, entry, plan.params, &[&dy, &known], &out)
 }
+
+/// A way to compute a convolution gradient: (ctx, params, x or dy, dy or filter, gradient) for the
+/// filter's and the input's; false where it does not apply.
+type GradRoute = fn(&mut dyn KernelContext, &Params, &TensorRef, &TensorRef, &TensorRef) -> Result<bool>;
 
 /// Conv2DBackpropInput onto channels that are not a multiple of 4 (an RGB input's gradient:
 /// saliency maps, adversarial examples): the filter padded with zero input channels to the next
@@ -690,24 +709,15 @@ fn grad_input_with_channels_padded(
         return Ok(false);
     }
     let c4 = p.c.next_multiple_of(4);
-    let padded_filter =
-        ctx.allocate_temp(filter.dtype, &[filter.shape[0], filter.shape[1], i64::from(c4), filter.shape[3]])?;
-    let mut padded_shape = dx.shape.clone();
-    padded_shape[3] = i64::from(c4);
-    let padded_dx = ctx.allocate_temp(dx.dtype, &padded_shape)?;
-    // Input channels are HWIO's axis 2.
-    let mut dims = index::direct_dims(&filter.shape);
-    dims[2] = DimMap { out: i64::from(c4), mode: DimMode::ConstantPad, ..dims[2] };
-    index::map(ctx.stream()?, filter, &padded_filter, &dims, None)?;
+    let padded_dx = ctx.allocate_temp(dx.dtype, &with_size(&dx.shape, IMAGE_CHANNELS, c4))?;
+    let padded_filter = with_channels(ctx, filter, FILTER_IN_CHANNELS, c4)?;
     let padded = Params { c: c4, fc: c4, ..*p };
     if !grad_input_by_columns(ctx, &padded, dy, &padded_filter, &padded_dx)?
         && !grad_input_as_conv(ctx, &padded, dy, &padded_filter, &padded_dx)?
     {
         return Ok(false);
     }
-    let mut dims = index::direct_dims(&padded_dx.shape);
-    dims[3].out = i64::from(p.c);
-    index::map(ctx.stream()?, &padded_dx, dx, &dims, None)?;
+    first_channels(ctx.stream()?, &padded_dx, dx, IMAGE_CHANNELS)?;
     Ok(true)
 }
 
@@ -865,20 +875,12 @@ fn grad_filter_with_channels_padded(
         return Ok(false);
     }
     let c4 = p.c.next_multiple_of(4);
-    let mut padded_shape = x.shape.clone();
-    padded_shape[3] = i64::from(c4);
-    let padded_x = ctx.allocate_temp(x.dtype, &padded_shape)?;
-    let padded_df = ctx.allocate_temp(df.dtype, &[df.shape[0], df.shape[1], i64::from(c4), df.shape[3]])?;
-    let mut dims = index::direct_dims(&x.shape);
-    dims[3] = DimMap { out: i64::from(c4), mode: DimMode::ConstantPad, ..dims[3] };
-    index::map(ctx.stream()?, x, &padded_x, &dims, None)?;
+    let padded_df = ctx.allocate_temp(df.dtype, &with_size(&df.shape, FILTER_IN_CHANNELS, c4))?;
+    let padded_x = with_channels(ctx, x, IMAGE_CHANNELS, c4)?;
     if !grad_filter_tiles(ctx, &Params { c: c4, fc: c4, ..*p }, &padded_x, dy, &padded_df)? {
         return Ok(false);
     }
-    // The first c of the padded filter's c4 input channels (HWIO's axis 2).
-    let mut dims = index::direct_dims(&padded_df.shape);
-    dims[2].out = i64::from(p.c);
-    index::map(ctx.stream()?, &padded_df, df, &dims, None)?;
+    first_channels(ctx.stream()?, &padded_df, df, FILTER_IN_CHANNELS)?;
     Ok(true)
 }
 
@@ -929,9 +931,9 @@ fn grad_filter_as_matmul(
     };
     let images = images.min(batch);
     // A 1x1 window at stride 1 reads x as it is.
-    let direct = (kh, kw, sh, sw) == (1, 1, 1, 1) && !padded;
+    let x_is_im2col = (kh, kw, sh, sw) == (1, 1, 1, 1) && !padded;
     let padded_x = if padded { Some(ctx.allocate_temp(x.dtype, &[batch, hp, wp, c])?) } else { None };
-    let im2col = if direct { None } else { Some(ctx.allocate_temp(x.dtype, &[images * rows * ow, taps])?) };
+    let im2col = if x_is_im2col { None } else { Some(ctx.allocate_temp(x.dtype, &[images * rows * ow, taps])?) };
     let chunks = (batch + images - 1) / images * ((oh + rows - 1) / rows);
     let partial = if chunks > 1 { Some(ctx.allocate_temp(df.dtype, &[taps, oc])?) } else { None };
     let stream = ctx.stream()?;
