@@ -197,6 +197,8 @@ def test_layer_shapes_under(configuration):
 
 
 if __name__ == "__main__":
+    # As conftest.py does for the suite: an op without a WGPU kernel fails instead of running on the CPU.
+    tf.config.set_soft_device_placement(False)
     for name, g in LAYERS.items():
         check(g, np.random.default_rng(7))
     print("all layers match")
