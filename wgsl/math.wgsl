@@ -701,3 +701,317 @@ fn math_acos(x: f32) -> f32 {
     if (x == -1.0) { return 3.141592653589793; }
     return 2.0 * math_atan(math_sqrt((1.0 - x) / (1.0 + x)));
 }
+
+// --- Two-part ("double-float") values for lgamma: hi + lo, |lo| <= ulp(hi) / 2, about 2^-44
+// relative. lgamma near its negative zeros is the difference of two terms that agree to many bits,
+// so each must be known far past float32's precision for the difference to be right.
+
+// a + b as hi + lo, the rounding error recovered exactly whichever operand is larger.
+fn math_two_sum(a: f32, b: f32) -> vec2<f32> {
+    let a_larger = abs(a) >= abs(b);
+    let big = select(b, a, a_larger);
+    let small = select(a, b, a_larger);
+    let sum = big + small;
+    return vec2<f32>(sum, math_sum_error(big, small, sum));
+}
+
+fn math_two_add(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let head = math_two_sum(a.x, b.x);
+    return math_two_sum(head.x, head.y + (a.y + b.y));
+}
+
+fn math_two_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let product = a.x * b.x;
+    let error = math_product_error(a.x, b.x, product) + (a.x * b.y + a.y * b.x);
+    return math_two_sum(product, error);
+}
+
+// log of a positive two-part value, to about 2^-45 absolute near 1 (math_log_two_part's cubic term
+// is float32, 2^-36 there): log(hi) = k ln 2 + 2 atanh(s), s = f / (2 + f), with s, s^2 and the
+// series' first two coefficients in two parts; then + lo / hi.
+fn math_two_log(a: vec2<f32>) -> vec2<f32> {
+    let reduced = math_log_reduce(a.x);
+    let f = reduced.x;
+    let k = reduced.y;
+    let d = math_two_sum(2.0, f);
+    let s_hi = f / d.x;
+    let sd = s_hi * d.x;
+    let s_lo = (((f - sd) - math_product_error(s_hi, d.x, sd)) - s_hi * d.y) / d.x;
+    let s = vec2<f32>(s_hi, s_lo);
+    let z = math_two_mul(s, s);
+    // 2 atanh(s) = 2 s + s^3 (2/3 + z (2/5 + z R(z))); z <= 0.0295.
+    var r = fma(z.x, 2.0 / 15.0, 2.0 / 13.0);
+    r = fma(r, z.x, 2.0 / 11.0);
+    r = fma(r, z.x, 2.0 / 9.0);
+    r = fma(r, z.x, 2.0 / 7.0);
+    var q = math_two_add(vec2<f32>(0.4000000059604645, -5.9604645663569045e-09), vec2<f32>(z.x * r, 0.0));
+    q = math_two_add(vec2<f32>(0.6666666865348816, -1.9868215517249155e-08), math_two_mul(z, q));
+    let cubic = math_two_mul(math_two_mul(s, z), q);
+    var sum = math_two_add(vec2<f32>(2.0 * s.x, 2.0 * s.y), cubic);
+    sum = math_two_add(sum, math_two_sum(k * MATH_LN2_HI, k * MATH_LN2_LO));
+    return math_two_add(sum, vec2<f32>(a.y / a.x, 0.0));
+}
+
+// sin(pi r) for |r| <= 1/2, r exact: pi r with pi in two parts, and cos(pi (1/2 - |r|)) past 1/4
+// (1/2 - |r| is exact there).
+fn math_sin_pi(r: f32) -> f32 {
+    let a = abs(r);
+    if (a <= 0.25) {
+        return math_sin_kernel(a * 3.1415927410125732 + a * -8.742278e-08) * sign(r);
+    }
+    let q = 0.5 - a;
+    return math_cos_kernel(q * 3.1415927410125732 + q * -8.742278e-08) * sign(r);
+}
+
+// lgamma(2 + t) for |t| <= 1/2, two parts: its Taylor series, a_1 = 1 - Euler's gamma and a_k =
+// (-1)^k (zeta(k) - 1) / k, whose terms fall like 4^-k; past t^8 float32 is enough.
+fn math_lgamma_near_two(t: f32) -> vec2<f32> {
+    var tail = -2.2711095226668476e-08;
+    tail = fma(tail, t, 4.76981014685407e-08);
+    tail = fma(tail, t, -1.0043224563105468e-07);
+    tail = fma(tail, t, 2.12071853411544e-07);
+    tail = fma(tail, t, -4.4924692588210746e-07);
+    tail = fma(tail, t, 9.55141217673372e-07);
+    tail = fma(tail, t, -2.039215814875206e-06);
+    tail = fma(tail, t, 4.3748668758780695e-06);
+    tail = fma(tail, t, -9.439488167117815e-06);
+    tail = fma(tail, t, 2.050721195701044e-05);
+    tail = fma(tail, t, -4.4926237023901194e-05);
+    tail = fma(tail, t, 9.945750935003161e-05);
+    tail = fma(tail, t, -0.00022315475507639349);
+    let head = array<vec2<f32>, 8>(
+        vec2<f32>(0.42278432846069336, 6.637773886097875e-09),
+        vec2<f32>(0.32246702909469604, 4.329417269133273e-09),
+        vec2<f32>(-0.0673523023724556, 1.319257481036118e-09),
+        vec2<f32>(0.020580807700753212, 7.270313240326232e-10),
+        vec2<f32>(-0.007385550998151302, -3.0522681604416846e-11),
+        vec2<f32>(0.0028905102517455816, 7.89959417324404e-11),
+        vec2<f32>(-0.0011927539017051458, -9.998115182985323e-12),
+        vec2<f32>(0.0005096695385873318, -1.3844289430131607e-11));
+    let t2 = vec2<f32>(t, 0.0);
+    var acc = vec2<f32>(tail, 0.0);
+    for (var k = 7; k >= 0; k--) {
+        acc = math_two_add(math_two_mul(acc, t2), head[k]);
+    }
+    return math_two_mul(acc, t2);
+}
+
+// lgamma(x) for x >= 16, two parts: Stirling's series, (x - 1/2)(log x - 1) + log(2 pi)/2 - 1/2 +
+// 1/(12x) - 1/(360x^3) + 1/(1260x^5). Past 2^100 the product is all that counts.
+fn math_lgamma_stirling(x: f32) -> vec2<f32> {
+    let log_x = math_log_two_part(x);
+    if (x > 1.0e30) {
+        return vec2<f32>(x * (log_x.x - 1.0), 0.0);
+    }
+    let log_minus_one = math_two_add(log_x, vec2<f32>(-1.0, 0.0));
+    let main = math_two_mul(math_two_sum(x, -0.5), log_minus_one);
+    let z = 1.0 / x;
+    let z2 = z * z;
+    let series = z * fma(z2, fma(z2, 1.0 / 1260.0, -1.0 / 360.0), 1.0 / 12.0);
+    return math_two_add(main, math_two_sum(0.418938547372818, series + -1.4168145767712303e-08));
+}
+
+// log|Gamma(x)| (TF's Lgamma): +inf at the poles (x = 0, -1, -2, ...) and at +-inf. Below 16 in
+// magnitude, lgamma(x) = lgamma(2 + t) -+ log|(x + k)...| with t = x - round(x) exact and the
+// product of the (exact, two-part) factors carried in two parts: that is what keeps the result
+// right near the zeros on the negative axis, where the two terms cancel. Past -16 the reflection
+// log(pi / |x sin(pi x)|) - lgamma(-x) has no such cancellation (no float comes near those zeros).
+fn math_lgamma(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    let a = abs(x);
+    if (math_is_inf(x)) { return math_inf(); }
+    let nearest = round(x);
+    if (x <= 0.0 && nearest == x) { return math_inf(); }
+    if (x >= 16.0) {
+        let r = math_lgamma_stirling(x);
+        return r.x + r.y;
+    }
+    if (x <= -16.0) {
+        let r = x - nearest;
+        let reflected = math_log_two_part(a);
+        let log_sin = math_log(abs(math_sin_pi(r)));
+        // log(pi) - log|x| - log|sin(pi x)| - lgamma(-x)
+        var sum = math_two_add(vec2<f32>(1.1447298526763916, 3.317300922844879e-08), -reflected);
+        sum = math_two_add(sum, vec2<f32>(-log_sin, 0.0));
+        sum = math_two_add(sum, -math_lgamma_stirling(a));
+        return sum.x + sum.y;
+    }
+    let t = x - nearest;
+    let steps = i32(nearest) - 2;
+    var product = vec2<f32>(1.0, 0.0);
+    // Up (x < 1.5): Gamma(x) = Gamma(2 + t) / (x (x + 1) ... (x - steps - 1)); down (x >= 2.5):
+    // Gamma(x) = (x - 1) ... (x - steps) Gamma(2 + t).
+    for (var k = 1; k <= abs(steps); k++) {
+        let offset = select(f32(k - 1), -f32(k), steps > 0);
+        product = math_two_mul(product, math_two_sum(x, offset));
+    }
+    if (product.x < 0.0) {
+        product = -product;
+    }
+    var log_product = math_two_log(product);
+    if (steps < 0) {
+        log_product = -log_product;
+    }
+    let r = math_two_add(math_lgamma_near_two(t), log_product);
+    return r.x + r.y;
+}
+
+// digamma(2 + t) for |t| <= 1/2, two parts: the derivative of math_lgamma_near_two's series,
+// b_j = (j + 1) a_(j+1); float32 past t^8.
+fn math_digamma_near_two(t: f32) -> vec2<f32> {
+    var tail = -1.1921991927010822e-07;
+    tail = fma(tail, t, 2.3845049668125284e-07);
+    tail = fma(tail, t, -4.769329962073243e-07);
+    tail = fma(tail, t, 9.539620577925234e-07);
+    tail = fma(tail, t, -1.9082126527791843e-06);
+    tail = fma(tail, t, 3.817293418251211e-06);
+    tail = fma(tail, t, -7.637197995791212e-06);
+    tail = fma(tail, t, 1.5282259482773952e-05);
+    tail = fma(tail, t, -3.0588234949391335e-05);
+    tail = fma(tail, t, 6.124813808128238e-05);
+    tail = fma(tail, t, -0.0001227133470820263);
+    tail = fma(tail, t, 0.00024608656531199813);
+    tail = fma(tail, t, -0.000494188629090786);
+    tail = fma(tail, t, 0.0009945750935003161);
+    let head = array<vec2<f32>, 9>(
+        vec2<f32>(0.42278432846069336, 6.637773886097875e-09),
+        vec2<f32>(0.6449340581893921, 8.658834538266547e-09),
+        vec2<f32>(-0.2020568996667862, -3.492808042793172e-09),
+        vec2<f32>(0.08232323080301285, 2.9081252961304926e-09),
+        vec2<f32>(-0.036927755922079086, 7.787091527156065e-10),
+        vec2<f32>(0.01734306290745735, -9.230082254063632e-10),
+        vec2<f32>(-0.008349277079105377, -3.0281743779170256e-10),
+        vec2<f32>(0.004077356308698654, -1.1075431544105285e-10),
+        vec2<f32>(-0.0020083929412066936, 1.1512447939399095e-10));
+    let t2 = vec2<f32>(t, 0.0);
+    var acc = vec2<f32>(tail, 0.0);
+    for (var k = 8; k >= 0; k--) {
+        acc = math_two_add(math_two_mul(acc, t2), head[k]);
+    }
+    return acc;
+}
+
+// 1 / a for a two-part a: the quotient of the high parts, corrected by the exact residual.
+fn math_two_recip(a: vec2<f32>) -> vec2<f32> {
+    let q = 1.0 / a.x;
+    let p = q * a.x;
+    let residual = ((1.0 - p) - math_product_error(q, a.x, p)) - q * a.y;
+    return math_two_sum(q, residual / a.x);
+}
+
+// pi cot(pi r) for 0 < |r| <= 1/4, r exact, two parts: 1/r - r (2 zeta(2) + 2 zeta(4) r^2 + ...),
+// whose terms fall like 16^-k; float32 past the sixth.
+fn math_two_pi_cot_pi_quarter(r: f32) -> vec2<f32> {
+    let r2 = vec2<f32>(r, 0.0);
+    let u = math_two_mul(r2, r2);
+    var tail = 2.0;
+    tail = fma(tail, u.x, 2.000000238418579);
+    tail = fma(tail, u.x, 2.000000476837158);
+    tail = fma(tail, u.x, 2.000001907348633);
+    tail = fma(tail, u.x, 2.0000076293945312);
+    tail = fma(tail, u.x, 2.000030517578125);
+    tail = fma(tail, u.x, 2.000122547149658);
+    let head = array<vec2<f32>, 6>(
+        vec2<f32>(3.289868116378784, 1.7317669076533093e-08),
+        vec2<f32>(2.1646463871002197, 8.032205300878559e-08),
+        vec2<f32>(2.0346860885620117, 3.540688808811865e-08),
+        vec2<f32>(2.0081546306610107, 8.17348748682889e-08),
+        vec2<f32>(2.0019891262054443, 2.405019117190932e-08),
+        vec2<f32>(2.0004920959472656, 7.715934913221645e-08));
+    var acc = vec2<f32>(tail, 0.0);
+    for (var k = 5; k >= 0; k--) {
+        acc = math_two_add(math_two_mul(acc, u), head[k]);
+    }
+    return math_two_add(math_two_recip(r2), -math_two_mul(acc, r2));
+}
+
+// pi cot(pi r) for 0 < |r| <= 1/2, r exact, two parts; past 1/4 from the half angle:
+// pi cot(pi r) = (w^2 - pi^2) / (2 w), w = pi cot(pi r / 2).
+fn math_two_pi_cot_pi(r: f32) -> vec2<f32> {
+    if (abs(r) <= 0.25) {
+        return math_two_pi_cot_pi_quarter(r);
+    }
+    let w = math_two_pi_cot_pi_quarter(0.5 * r);
+    let numerator = math_two_add(math_two_mul(w, w), vec2<f32>(-9.869604110717773, -2.903715881075186e-07));
+    return math_two_mul(numerator, math_two_recip(2.0 * w));
+}
+
+// digamma(1 + t) for t in [0, 2]: (t - t0) R(t), t0 = 0.46163... (digamma's positive zero, less 1)
+// in two parts so that the result keeps its relative precision near the zero; R a least-squares
+// fit in t - 1 (about 2 ulp).
+fn math_digamma_one_to_three(t: f32) -> f32 {
+    let u = t - 1.0;
+    var r = 5.7658118748804554e-05;
+    r = fma(r, u, -0.00011794563033618033);
+    r = fma(r, u, 2.005177339015063e-05);
+    r = fma(r, u, -3.132429628749378e-05);
+    r = fma(r, u, 0.00038691089139319956);
+    r = fma(r, u, -0.0007886416860856116);
+    r = fma(r, u, 0.0013380919117480516);
+    r = fma(r, u, -0.0026910798624157906);
+    r = fma(r, u, 0.0055560097098350525);
+    r = fma(r, u, -0.011348864063620567);
+    r = fma(r, u, 0.02344706282019615);
+    r = fma(r, u, -0.04955005645751953);
+    r = fma(r, u, 0.10899991542100906);
+    r = fma(r, u, -0.26073896884918213);
+    r = fma(r, u, 0.7853075265884399);
+    return (t - 0.4616321325302124) * r - 1.243815006546356e-08 * r;
+}
+
+// digamma(x) for x >= 1: the fit below 3, the recurrence digamma(x) = digamma(x - n) + 1/(x - 1)
+// + ... + 1/(x - n) down to [2, 3) below 10 (every term positive), the asymptotic series above.
+fn math_digamma_positive(x: f32) -> f32 {
+    if (x < 3.0) {
+        return math_digamma_one_to_three(x - 1.0);
+    }
+    if (x < 10.0) {
+        let n = floor(x) - 2.0;
+        var sum = 0.0;
+        for (var k = 1.0; k <= n; k += 1.0) {
+            sum += 1.0 / (x - k);
+        }
+        return math_digamma_one_to_three(x - n - 1.0) + sum;
+    }
+    let z = 1.0 / (x * x);
+    let series = z * (1.0 / 12.0 - z * (1.0 / 120.0 - z * (1.0 / 252.0 - z * (1.0 / 240.0))));
+    return math_log(x) - 0.5 / x - series;
+}
+
+// digamma(x) (TF's Digamma): NaN at the poles (0, -1, -2, ...) and at -inf, as Eigen gives. Below
+// 1: digamma(x) = digamma(1 + x) - 1/x; below 0 the recurrence up to [1.5, 2.5) in two parts, and
+// past -16 the reflection digamma(1 - x) - pi cot(pi x).
+fn math_digamma(x: f32) -> f32 {
+    if (math_is_nan(x)) { return x; }
+    if (math_is_inf(x)) { return select(math_nan(), x, x > 0.0); }
+    if (x >= 1.0) { return math_digamma_positive(x); }
+    if (x > 0.0) { return math_digamma_one_to_three(x) - 1.0 / x; }
+    let nearest = round(x);
+    if (nearest == x) { return math_nan(); }
+    if (x > -1.0e-20) {
+        // -1/x - Euler's gamma; the next term (zeta(2) x) is past float32's precision.
+        return -1.0 / x - 0.5772156649015329;
+    }
+    if (x > -16.0) {
+        // digamma(x) = digamma(2 + t) - 1/x - 1/(x + 1) - ... in two parts: the terms cancel near
+        // digamma's negative zeros.
+        var sum = math_digamma_near_two(x - nearest);
+        for (var k = 0.0; k < 2.0 - nearest; k += 1.0) {
+            sum = math_two_add(sum, -math_two_recip(math_two_sum(x, k)));
+        }
+        return sum.x + sum.y;
+    }
+    // Past -16: digamma(x) = digamma(y) + 1/y - pi cot(pi x), y = -x, with digamma(y)'s asymptotic
+    // series log y - 1/(2y) - 1/(12y^2) + 1/(120y^4) - ..., all in two parts: the terms cancel near
+    // the zeros, which lie between every pair of poles.
+    let y = -x;
+    let inverse = math_two_recip(vec2<f32>(y, 0.0));
+    let inverse_square = math_two_mul(inverse, inverse);
+    let u = inverse_square.x;
+    let small_terms = u * u * (1.0 / 120.0 - u * (1.0 / 252.0 - u * (1.0 / 240.0)));
+    var sum = math_two_add(math_two_log(vec2<f32>(y, 0.0)), 0.5 * inverse);
+    sum = math_two_add(sum, -math_two_mul(inverse_square, vec2<f32>(0.0833333358168602, -2.4835269396561444e-09)));
+    sum = math_two_add(sum, vec2<f32>(small_terms, 0.0));
+    sum = math_two_add(sum, -math_two_pi_cot_pi(x - nearest));
+    return sum.x + sum.y;
+}

@@ -63,6 +63,8 @@ fn apply(v: f32) -> f32 {
         case 38u: { return math_atan(v); }
         case 39u: { return math_asin(v); }
         case 40u: { return math_acos(v); }
+        case 41u: { return math_lgamma(v); }
+        case 42u: { return math_digamma(v); }
         case 28u: { return 0.0; }
         case 29u: { return 1.0; }
         default: { return v; }

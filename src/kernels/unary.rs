@@ -65,11 +65,13 @@ pub enum UnaryOp {
     Atan = 38,
     Asin = 39,
     Acos = 40,
+    Lgamma = 41,
+    Digamma = 42,
 }
 
 impl UnaryOp {
     /// The TF op name of each unary op.
-    pub const ALL: [(&'static str, UnaryOp); 40] = [
+    pub const ALL: [(&'static str, UnaryOp); 42] = [
         ("Abs", UnaryOp::Abs),
         ("Neg", UnaryOp::Neg),
         ("Sign", UnaryOp::Sign),
@@ -97,6 +99,8 @@ impl UnaryOp {
         ("Atan", UnaryOp::Atan),
         ("Asin", UnaryOp::Asin),
         ("Acos", UnaryOp::Acos),
+        ("Lgamma", UnaryOp::Lgamma),
+        ("Digamma", UnaryOp::Digamma),
         ("Floor", UnaryOp::Floor),
         ("Ceil", UnaryOp::Ceil),
         ("Round", UnaryOp::Round),

@@ -80,7 +80,7 @@ GRADS = {
     "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"),
 }
 UNARY = set("Abs Neg Sign Square Sqrt Rsqrt Reciprocal Inv Exp Expm1 Log Log1p Sin Cos Tan Tanh Sigmoid Erf Erfc "
-            "Sinh Cosh Asinh Acosh Atanh Atan Asin Acos "
+            "Sinh Cosh Asinh Acosh Atanh Atan Asin Acos Lgamma Digamma "
             "Floor Ceil Round Rint Relu Relu6 Elu Selu LeakyRelu Softplus Softsign ZerosLike OnesLike IsNan IsInf "
             "IsFinite LogicalNot".split())
 BINARY = set("AddV2 Add Mul Sub RealDiv Div DivNoNan FloorDiv FloorMod Maximum Minimum Pow SquaredDifference Equal "

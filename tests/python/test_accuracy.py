@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.special  # scikit-learn's dependency: float64 lgamma and digamma
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
@@ -51,6 +52,19 @@ def erf64(x):
 
 def erfc64(x):
     return np.where(np.isnan(x), np.nan, np.where(np.isinf(x), 1.0 - np.sign(x), vectorize(math.erfc)(x)))
+
+
+def lgamma64(x):
+    # log|Gamma|: +inf at the poles and at both infinities, as TF (glibc) answers.
+    with np.errstate(all="ignore"):
+        return np.where(np.isinf(x), np.inf, scipy.special.gammaln(x))
+
+
+def digamma64(x):
+    # NaN at the poles (0, -1, ...) and at -inf, as TF (Eigen) answers.
+    with np.errstate(all="ignore"):
+        pole = ((x <= 0) & (x == np.round(x))) | np.isneginf(x)
+        return np.where(pole, np.nan, scipy.special.psi(x))
 
 
 def sigmoid64(x):
@@ -88,6 +102,13 @@ UNARY = {
     "Atan": (tf.raw_ops.Atan, np.arctan, -F32_MAX, F32_MAX),
     "Asin": (tf.raw_ops.Asin, np.arcsin, -1.0, 1.0),
     "Acos": (tf.raw_ops.Acos, np.arccos, -1.0, 1.0),
+    # Over the whole line, and again where the zeros and poles are (the negative zeros are where
+    # the terms of the usual formulas cancel).
+    "Lgamma": (tf.raw_ops.Lgamma, lgamma64, -F32_MAX, F32_MAX),
+    "Lgamma on [-20, -1]": (tf.raw_ops.Lgamma, lgamma64, -20.0, -1.0),
+    "Digamma": (tf.raw_ops.Digamma, digamma64, -F32_MAX, F32_MAX),
+    "Digamma on [-20, -1]": (tf.raw_ops.Digamma, digamma64, -20.0, -1.0),
+    "Digamma on [1, 2]": (tf.raw_ops.Digamma, digamma64, 1.0, 2.0),
 }
 
 
