@@ -301,8 +301,12 @@ pub fn launch(
         ("main", [n.div_ceil(COLUMNS_PER_GROUP), m.div_ceil(ROWS_PER_GROUP), batch_count as u32])
     };
     // Each invocation loops over a part of k that stays within the adapter's loop limit, the parts
-    // after the first adding to C (in f32: a half-precision C would round each part's sum).
-    let part = loop_budget(device, 64).min(u64::from(p.k)) as u32;
+    // after the first adding to C (in f32: a half-precision C would round each part's sum). f32
+    // contractions also run in blocks (`direct_k_block`), so that no running sum is longer than
+    // that: its error grows with its length (the tiled kernel sums in blocks of 384 likewise).
+    let budget = loop_budget(device, 64);
+    let block = if out.dtype == DType::F32 { budget.min(direct_k_block(u64::from(p.k))) } else { budget };
+    let part = block.min(u64::from(p.k)) as u32;
     if part < p.k && out.dtype != DType::F32 {
         check_loop_iterations(device, u64::from(p.k) + 64, "MatMul")?;
     }
@@ -321,6 +325,14 @@ pub fn launch(
         }
         Ok(())
     })
+}
+
+/// The running sums of an f32 direct matmul: a contraction of k runs in blocks of about sqrt(k)
+/// (at least 512, so that a GPU's C is not re-read more than k / 512 times), each block's sum added
+/// to C. The error then grows like sqrt(k), not like k.
+fn direct_k_block(k: u64) -> u64 {
+    let root = (k as f64).sqrt() as u64;
+    root.next_power_of_two().max(512)
 }
 
 /// One matmul operand as a batch of logical matrices: `rows x cols`, element strides, batch strides

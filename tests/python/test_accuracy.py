@@ -14,8 +14,10 @@ result is subnormal; the plugin's column keeps them. `python tests/python/test_a
 the table that the README shows. A heavy suite: TF 2.21 only, or TF_WGPU_HEAVY=1.
 """
 
+import json
 import math
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -287,6 +289,45 @@ def test_softmax_denominators_do_not_drift(cols):
     assert not over, over
 
 
+MATMUL_DEPTHS = [1_200, 100_000, 300_000]
+# Blocked sums' error grows like sqrt(k) (TF-CPU's too): the bound is 4 x 2^-22, or twice TF-CPU's.
+MATMUL_BOUND = 4 * REDUCTION_BOUND
+
+
+def matmul_errors(depths=MATMUL_DEPTHS):
+    """Relative error (worst output) of a [32, k] x [k, 32] MatMul of values in [1, 2) against
+    float64, on WGPU and TF-CPU, per k."""
+    rng = np.random.default_rng(5)
+    rows = {}
+    for k in depths:
+        a = rng.uniform(1, 2, (32, k)).astype(np.float32)
+        b = rng.uniform(1, 2, (k, 32)).astype(np.float32)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        for device in ("/GPU:0", "/CPU:0"):
+            with tf.device(device):
+                got = tf.matmul(a, b).numpy().astype(np.float64)
+            rows.setdefault(k, []).append(float(np.max(np.abs(got - exact) / exact)))
+    return rows
+
+
+@pytest.mark.parametrize("kernel", ["default", "direct"])
+def test_matmul_contractions_do_not_drift(kernel):
+    """The matmul's k loop sums in blocks on both kernels: the tiled one (this adapter's default)
+    and the direct one that GPUs take (forced in a subprocess). A single running sum over k = 10^5
+    was 16x over the bound."""
+    if kernel == "default":
+        rows = matmul_errors()
+    else:
+        env = dict(os.environ, TF_WGPU_MATMUL="direct")
+        done = subprocess.run([sys.executable, __file__, "--matmul"], env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-4000:]
+        rows = {int(k): v for k, v in json.loads(done.stdout.splitlines()[-1]).items()}
+    print(f"{kernel}: " + ", ".join(f"k={k} {v[0]:.1e} (TF-CPU {v[1]:.1e})" for k, v in rows.items()))
+    over = {k: v for k, v in rows.items() if v[0] > max(MATMUL_BOUND, 2 * v[1])}
+    assert not over, over
+
+
 def test_ulp_measure_is_not_vacuous():
     """The measure itself: one ulp off reads as 1, a float16-grade answer as thousands."""
     exact = np.array([1.0, 3.0, 1e-42, 1e30])
@@ -297,6 +338,9 @@ def test_ulp_measure_is_not_vacuous():
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--matmul"]:
+        print(json.dumps(matmul_errors()))
+        sys.exit(0)
     names = sys.argv[1:] or NAMES
     print("| function | max ulp, plugin | max ulp, TF-CPU |")
     print("|---|---|---|")
