@@ -1,4 +1,4 @@
-//! Loads the built plugin with `dlopen` and walks the registration sequence as TensorFlow core does:
+//! Loads the built plugin (dlopen, or LoadLibrary on Windows) and walks the registration sequence as TensorFlow core does:
 //! SE_InitPlugin → device → stream executor → stream → H2D copy → round trip → event → D2H.
 //!
 //!     cargo build --lib && cargo run --example registration [path/to/libtensorflow_wgpu.so]
@@ -6,8 +6,10 @@
 //! The plugin falls back to its own TF_Status stand-in when TensorFlow is not loaded; this example
 //! makes its statuses with the same crate's `OwnedStatus`, which uses that stand-in.
 
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CStr};
+use std::path::Path;
 
+use tensorflow_wgpu::ffi::loader;
 use tensorflow_wgpu::ffi::se::*;
 use tensorflow_wgpu::ffi::tf::{OwnedStatus, TF_Status};
 
@@ -28,21 +30,18 @@ fn zeroed<T>() -> Box<T> {
 fn main() {
     let path = std::env::args().nth(1).unwrap_or_else(|| {
         let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
-        format!("{}/target/{profile}/libtensorflow_wgpu.so", env!("CARGO_MANIFEST_DIR"))
+        format!("{}/target/{profile}/{}", env!("CARGO_MANIFEST_DIR"), loader::plugin_file_name())
     });
-    println!("dlopen {path}");
-    let c_path = CString::new(path.clone()).unwrap();
-    // SAFETY: loading the plugin library, as TF's LoadLibrary does.
-    let lib = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    assert!(!lib.is_null(), "cannot load {path}: build it first with `cargo build --lib`");
+    println!("load {path}");
+    // Loading the plugin library, as TF's LoadLibrary does.
+    let lib = loader::Library::open(Path::new(&path))
+        .unwrap_or_else(|e| panic!("{e}: build it first with `cargo build --lib`"));
+    let sym = lib.symbol(c"SE_InitPlugin");
+    assert!(!sym.is_null(), "SE_InitPlugin not exported");
     // SAFETY: SE_InitPlugin has the signature of stream_executor.h.
-    let init: InitPlugin = unsafe {
-        let sym = libc::dlsym(lib, c"SE_InitPlugin".as_ptr());
-        assert!(!sym.is_null(), "SE_InitPlugin not exported");
-        std::mem::transmute::<*mut c_void, InitPlugin>(sym)
-    };
-    // SAFETY: TF_InitKernel is exported too; only its presence is checked here.
-    assert!(!unsafe { libc::dlsym(lib, c"TF_InitKernel".as_ptr()) }.is_null(), "TF_InitKernel not exported");
+    let init: InitPlugin = unsafe { std::mem::transmute::<*mut c_void, InitPlugin>(sym) };
+    // TF_InitKernel is exported too; only its presence is checked here.
+    assert!(!lib.symbol(c"TF_InitKernel").is_null(), "TF_InitKernel not exported");
 
     let status = OwnedStatus::new();
     let (mut platform, mut fns) = (zeroed::<SP_Platform>(), zeroed::<SP_PlatformFns>());

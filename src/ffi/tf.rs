@@ -1,10 +1,8 @@
 //! TensorFlow's C types (`tf_status.h`, `tf_tensor.h`, `tf_datatype.h`, `kernels.h`) and the run-time
 //! resolution of the `TF_*` functions.
 //!
-//! The cdylib never links against TensorFlow: every `TF_*` function is looked up with `dlsym` in the
-//! process (TF 2.19 and later load `libtensorflow_framework.so.2` and `_pywrap_tensorflow_internal`
-//! with RTLD_GLOBAL), then in `libtensorflow_framework.so.2` itself (TF 2.16 loads it locally).
-//! That keeps `cargo test` free of TensorFlow and lets one binary run on several TF versions. When no
+//! The cdylib never links against TensorFlow: every `TF_*` function is looked up in the process at
+//! run time (`loader::tf_symbol`, per OS). That keeps `cargo test` free of TensorFlow and lets one binary run on several TF versions. When no
 //! TF status functions are present (Rust tests, the dlopen example), a small built-in `TF_Status`
 //! stand-in is used instead; it is all-or-nothing so that a real TF status is never handled by it.
 
@@ -132,37 +130,8 @@ tf_api! {
     TF_TensorData: fn(*const TF_Tensor) -> *mut c_void;
 }
 
-/// The already-loaded TF library that defines the C API, for TF versions (2.16) that load it
-/// without putting it in the global scope. Null when it is not loaded.
-fn framework_handle() -> *mut c_void {
-    struct Handle(*mut c_void);
-    // SAFETY: a dlopen handle is a process-wide token, usable from any thread.
-    unsafe impl Send for Handle {}
-    unsafe impl Sync for Handle {}
-    static HANDLE: OnceLock<Handle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            // SAFETY: RTLD_NOLOAD only returns a library that is already loaded (taking a reference
-            // that is kept for the life of the process); it never loads one.
-            Handle(unsafe {
-                libc::dlopen(c"libtensorflow_framework.so.2".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD)
-            })
-        })
-        .0
-}
-
 fn lookup(name_nul: &str) -> *mut c_void {
-    // SAFETY: `name_nul` is a NUL-terminated literal; RTLD_DEFAULT searches the global scope.
-    let global = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name_nul.as_ptr() as *const c_char) };
-    if !global.is_null() {
-        return global;
-    }
-    let framework = framework_handle();
-    if framework.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: `framework` is a live handle from dlopen; `name_nul` is NUL-terminated.
-    unsafe { libc::dlsym(framework, name_nul.as_ptr() as *const c_char) }
+    super::loader::tf_symbol(name_nul)
 }
 
 /// The resolved `TF_*` functions of this process (resolved once).
@@ -275,29 +244,10 @@ fn status_fns() -> &'static StatusFns {
     })
 }
 
-/// The directory of the library that defines TF's C API (`libtensorflow_framework.so.2` or
-/// `_pywrap_tensorflow_internal.so`, inside the `tensorflow` package), where one is loaded.
-fn tensorflow_library_dir() -> Option<std::path::PathBuf> {
-    let symbol = lookup("TF_NewStatus\0");
-    if symbol.is_null() {
-        return None;
-    }
-    // SAFETY: dladdr only reads the loader's tables for an address inside a loaded library and
-    // fills `info`; `dli_fname` then points at a NUL-terminated path owned by the loader.
-    let path = unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(symbol, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned()
-    };
-    std::path::Path::new(&path).parent().map(|p| p.to_path_buf())
-}
-
 /// Whether the loaded TensorFlow is a CUDA build, as `tf.sysconfig.get_build_info()` tells Python
 /// (read from the package's `python/platform/build_info.py`). None where that cannot be found.
 pub fn is_cuda_build() -> Option<bool> {
-    let dir = tensorflow_library_dir()?;
+    let dir = super::loader::tf_library_dir()?;
     let info = dir
         .ancestors()
         .take(3)

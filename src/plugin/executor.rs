@@ -213,21 +213,45 @@ unsafe extern "C" fn deallocate(dev: *const SP_Device, mem: *mut SP_DeviceMemory
 
 const HOST_ALIGNMENT: usize = 64;
 
+/// The layout of a host buffer of `size` bytes: a header of HOST_ALIGNMENT bytes that records the
+/// size (TF frees host memory by pointer alone, and `std::alloc` needs the layout back), then the
+/// buffer, aligned.
+fn host_layout(size: usize) -> Option<std::alloc::Layout> {
+    std::alloc::Layout::from_size_align(size.checked_add(HOST_ALIGNMENT)?, HOST_ALIGNMENT).ok()
+}
+
 unsafe extern "C" fn host_memory_allocate(_dev: *const SP_Device, size: u64) -> *mut c_void {
     // Plain aligned host memory: wgpu has no pinned host memory to offer.
-    let mut ptr = std::ptr::null_mut();
-    // SAFETY: posix_memalign writes a pointer or fails; the alignment is a power of two.
-    let rc = unsafe { libc::posix_memalign(&mut ptr, HOST_ALIGNMENT, size.max(1) as usize) };
-    if rc != 0 {
+    let Some(layout) = usize::try_from(size).ok().and_then(host_layout) else {
+        log::warn!("tensorflow-wgpu: host allocation of {size} bytes is too large");
+        return std::ptr::null_mut();
+    };
+    // SAFETY: the layout's size is at least HOST_ALIGNMENT, never zero.
+    let base = unsafe { std::alloc::alloc(layout) };
+    if base.is_null() {
         log::warn!("tensorflow-wgpu: host allocation of {size} bytes failed");
         return std::ptr::null_mut();
     }
-    ptr
+    // SAFETY: `base` is valid for layout.size() >= HOST_ALIGNMENT bytes and aligned for usize; the
+    // buffer starts HOST_ALIGNMENT bytes in, inside the same allocation.
+    unsafe {
+        base.cast::<usize>().write(size as usize);
+        base.add(HOST_ALIGNMENT).cast()
+    }
 }
 
 unsafe extern "C" fn host_memory_deallocate(_dev: *const SP_Device, mem: *mut c_void) {
-    // SAFETY: `mem` came from posix_memalign in `host_memory_allocate` (or is null).
-    unsafe { libc::free(mem) }
+    if mem.is_null() {
+        return;
+    }
+    // SAFETY: `mem` came from `host_memory_allocate`, so its header, which holds the size it was
+    // allocated with, starts HOST_ALIGNMENT bytes before it.
+    unsafe {
+        let base = mem.cast::<u8>().sub(HOST_ALIGNMENT);
+        if let Some(layout) = host_layout(base.cast::<usize>().read()) {
+            std::alloc::dealloc(base, layout);
+        }
+    }
 }
 
 unsafe extern "C" fn unified_memory_allocate(_dev: *const SP_Device, _bytes: u64) -> *mut c_void {

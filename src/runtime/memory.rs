@@ -87,10 +87,8 @@ fn default_limit(info: &wgpu::AdapterInfo) -> u64 {
     }
     if info.device_type == wgpu::DeviceType::Cpu {
         // A software adapter allocates from system RAM: allow half of it.
-        // SAFETY: sysconf has no preconditions.
-        let (pages, page_size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
-        if pages > 0 && page_size > 0 {
-            return (pages as u64 * page_size as u64) / 2;
+        if let Some(bytes) = crate::ffi::loader::physical_memory_bytes() {
+            return bytes / 2;
         }
     }
     DEFAULT_GPU_LIMIT
