@@ -1,7 +1,8 @@
 """tensorflow-wgpu: TensorFlow on any Vulkan, Metal or DX12 GPU.
 
 Installing the package is enough: TensorFlow loads ``tensorflow-plugins/libtensorflow_wgpu.so``
-from site-packages at import time. This module only helps to find the library.
+(``.dylib`` on macOS, ``tensorflow_wgpu.dll`` on Windows) from site-packages at import time. This
+module helps to find the library; ``python -m tensorflow_wgpu`` prints it with the adapters found.
 """
 
 import glob
@@ -44,8 +45,14 @@ def memory_stats(device=0):
     if path is None:
         return None
     try:
-        # RTLD_NOLOAD: only the copy TensorFlow loaded, never a second one.
-        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        if os.name == "nt":
+            # Only the module TensorFlow loaded: LoadLibrary would load one that is not.
+            if not ctypes.windll.kernel32.GetModuleHandleW(ctypes.c_wchar_p(path)):
+                return None
+            lib = ctypes.CDLL(path)
+        else:
+            # RTLD_NOLOAD: only the copy TensorFlow loaded, never a second one.
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     except OSError:
         return None
 

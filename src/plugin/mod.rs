@@ -2,6 +2,7 @@
 //! SP_StreamExecutor / SP_TimerFns callback. Each one checks its pointers, catches panics and turns
 //! errors into a `TF_Status`; the work itself is done by `runtime`.
 
+mod describe;
 mod executor;
 mod graph;
 mod platform;
@@ -12,6 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{from_panic, Error, Result};
 use crate::ffi::tf::{set_status, TF_Status};
 
+pub use describe::tf_wgpu_describe;
 pub use graph::TF_InitGraph;
 pub use platform::SE_InitPlugin;
 pub use stats::{tf_wgpu_memory_stats, TfWgpuMemoryStats};

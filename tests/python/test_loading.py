@@ -103,3 +103,23 @@ with tf.device("/GPU:0"):
     assert "RESOURCE-EXHAUSTED True" in out.stdout, out.stdout + out.stderr[-3000:]
     assert "COPY-FAILED True" in out.stdout, out.stdout + out.stderr[-3000:]
     assert "STILL-WORKS [4.]" in out.stdout, out.stdout + out.stderr[-3000:]
+
+
+def test_module_main_prints_the_library_and_the_adapters(library):
+    """`python -m tensorflow_wgpu`, as the README's install steps run it on every OS."""
+    out = subprocess.run([sys.executable, "-m", "tensorflow_wgpu"], capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in os.environ.items() if k != "TF_PLUGGABLE_DEVICE_LIBRARY_PATH"})
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    assert f"library: {library}" in out.stdout, out.stdout
+    assert "GPU:0:" in out.stdout and "backend Vulkan" in out.stdout, out.stdout
+
+
+def test_plugin_file_is_named_for_tf_s_loader(library):
+    """TF's loader takes `.so` (Linux), `.dylib` (macOS) and `.dll` (Windows) files from
+    `site-packages/tensorflow-plugins` (`load_library._is_shared_object`); setup.py names the
+    library for the OS it builds on."""
+    from tensorflow.python.framework import load_library
+
+    name = os.path.basename(library)
+    assert os.path.basename(os.path.dirname(library)) == "tensorflow-plugins"
+    assert load_library._is_shared_object(name), name
