@@ -306,6 +306,14 @@ struct BatchRecord {
     _pad: [u32; 2],
 }
 
+/// Whether `BATCH_SHADER` (`BATCH_SLOTS` storage buffers and its uniform block) binds on a device
+/// with `limits`: not under DX12's 16 storage buffers nor the portable floor's 8.
+pub fn batch_fits(limits: &wgpu::Limits) -> bool {
+    let buffers = BATCH_SLOTS as u32;
+    limits.max_storage_buffers_per_shader_stage >= buffers
+        && limits.max_buffers_and_acceleration_structures_per_shader_stage > buffers
+}
+
 static BATCH_KIND: BatchKind = BatchKind {
     label: "binary batch",
     slots: BATCH_SLOTS,
@@ -334,7 +342,7 @@ fn launch_batched(
     };
     let operand_fits = |t: &TensorRef| t.dtype == DType::F32 && (t.num_elements() == 1 || t.num_elements() == n);
     let fits = device.info.device_type == wgpu::DeviceType::Cpu
-        && device.limits.max_storage_buffers_per_shader_stage as usize >= BATCH_SLOTS
+        && batch_fits(&device.limits)
         && out.dtype == DType::F32
         && (1..=BATCH_ELEMENTS).contains(&n)
         && operand_fits(a)

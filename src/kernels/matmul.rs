@@ -155,9 +155,13 @@ struct TileKernel {
 /// Whether this device runs the subgroup tile kernels (`matmul_tiles_subgroup.wgsl`,
 /// `conv_tiles_subgroup.wgsl`): subgroups of at least 8 invocations, and `tiles-plain` not forced.
 pub(super) fn subgroup_tiles(core: &DeviceCore) -> bool {
-    core.features.contains(wgpu::Features::SUBGROUP)
-        && core.info.subgroup_min_size >= SUBGROUP_TILE_LANES
-        && forced_kernel() != Some("tiles-plain")
+    subgroup_tiles_fit(core.features, core.info.subgroup_min_size) && forced_kernel() != Some("tiles-plain")
+}
+
+/// Whether a device with `features` and subgroups of at least `subgroup_min_size` invocations
+/// creates and runs `TILES_SUBGROUP_SHADER` and `im2col::CONV_TILES_SHADER` (they need SUBGROUP).
+pub fn subgroup_tiles_fit(features: wgpu::Features, subgroup_min_size: u32) -> bool {
+    features.contains(wgpu::Features::SUBGROUP) && subgroup_min_size >= SUBGROUP_TILE_LANES
 }
 
 /// The tile-product kernel for this device: the subgroup variant where a workgroup of 8 fits one

@@ -119,14 +119,125 @@ fn with_binding_cap(mut limits: wgpu::Limits) -> wgpu::Limits {
     limits
 }
 
+/// Environment variable: `1` opens every device with `portable_limits` and without SUBGROUP and
+/// SHADER_F16, so that a run here shows what a Metal, DX12 or Vulkan GPU with the fewest resources
+/// would refuse (the kernels' guards and non-subgroup fallbacks run; float16 kernels do not register).
+pub const ENV_PORTABLE_LIMITS: &str = "TF_WGPU_PORTABLE_LIMITS";
+
+/// Which limits and features `Device::open_with` asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LimitsProfile {
+    /// Everything the adapter offers.
+    #[default]
+    Adapter,
+    /// `portable_limits`, no SUBGROUP or SHADER_F16.
+    Portable,
+}
+
+impl LimitsProfile {
+    /// `Portable` where `TF_WGPU_PORTABLE_LIMITS=1`.
+    pub fn from_env() -> LimitsProfile {
+        match std::env::var(ENV_PORTABLE_LIMITS).as_deref().map(str::trim) {
+            Ok("1") => LimitsProfile::Portable,
+            Ok("" | "0") | Err(_) => LimitsProfile::Adapter,
+            Ok(other) => {
+                log::warn!("tensorflow-wgpu: {ENV_PORTABLE_LIMITS}={other} ignored (1 or 0)");
+                LimitsProfile::Adapter
+            }
+        }
+    }
+}
+
+/// The features a device opened with `profile` asks of an adapter offering `adapter`.
+/// SUBGROUP: the tiled matmul and convolution for CPU adapters share rows across a subgroup.
+pub fn requested_features(adapter: wgpu::Features, profile: LimitsProfile) -> wgpu::Features {
+    let wanted = match profile {
+        LimitsProfile::Adapter => {
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP
+        }
+        // dx12/adapter.rs: SUBGROUP needs shader model 6.0, SHADER_F16 6.2 and native 16-bit ops;
+        // Vulkan GPUs such as the GTX 1050 lack float16.
+        LimitsProfile::Portable => wgpu::Features::TIMESTAMP_QUERY,
+    };
+    adapter & wanted
+}
+
+/// `adapter` lowered, field by field, to the smallest value wgpu-hal 30 reports for any Metal
+/// (macOS), DX12 (resource binding tier 2 or better) or Vulkan (desktop) GPU, for every limit a
+/// compute pipeline or its dispatch meets. Vulkan's spec minima are lower than any such GPU in some
+/// places; there the WebGPU default (`wgpu::Limits::defaults()`), which every one of them meets,
+/// is taken. Alignments are raised to the largest any backend asks. Paths are in wgpu-hal 30's src/.
+pub fn portable_limits(adapter: &wgpu::Limits) -> wgpu::Limits {
+    let mut l = adapter.clone();
+    // Vulkan maxBoundDescriptorSets: spec minimum and WebGPU default 4; metal and dx12: 8 (the
+    // hal's MAX_BIND_GROUPS, dx12/adapter.rs max_bind_groups). The kernels use one.
+    l.max_bind_groups = l.max_bind_groups.min(4);
+    // vulkan/adapter.rs: 1000.max(maxPerSetDescriptors); metal and dx12: u32::MAX.
+    l.max_bindings_per_bind_group = l.max_bindings_per_bind_group.min(1000);
+    // vulkan/adapter.rs maxPerStageDescriptorStorageBuffers: spec minimum 4, WebGPU default 8;
+    // dx12/adapter.rs tier 2: 64 UAVs across stages / 2 stages / 2 (buffers, textures) = 16;
+    // metal/adapter.rs: MAX_BUFFERS - 2 = 29, shared with uniform buffers.
+    l.max_storage_buffers_per_shader_stage = l.max_storage_buffers_per_shader_stage.min(8);
+    // vulkan/adapter.rs maxPerStageDescriptorUniformBuffers: spec minimum and WebGPU default 12;
+    // dx12/adapter.rs tier 1-2: 14 CBVs per stage; metal: 29, shared with storage buffers.
+    l.max_uniform_buffers_per_shader_stage = l.max_uniform_buffers_per_shader_stage.min(12);
+    // metal/adapter.rs: MAX_BUFFERS (31) less one buffer for immediates and one for buffer sizes,
+    // for storage and uniform buffers together (dx12, vulkan: u32::MAX).
+    l.max_buffers_and_acceleration_structures_per_shader_stage =
+        l.max_buffers_and_acceleration_structures_per_shader_stage.min(29);
+    // dx12/adapter.rs: 8 and 4, the root signature's 64 DWORDs; Vulkan's spec minima are 8 and 4.
+    l.max_dynamic_uniform_buffers_per_pipeline_layout = l.max_dynamic_uniform_buffers_per_pipeline_layout.min(8);
+    l.max_dynamic_storage_buffers_per_pipeline_layout = l.max_dynamic_storage_buffers_per_pipeline_layout.min(4);
+    // dx12/adapter.rs: D3D12_REQ_CONSTANT_BUFFER_ELEMENT_COUNT (4096) x 16 bytes; vulkan
+    // maxUniformBufferRange: spec minimum 16 KiB, WebGPU default and NVIDIA 64 KiB; metal: max_buffer_size.
+    l.max_uniform_buffer_binding_size = l.max_uniform_buffer_binding_size.min(64 << 10);
+    // vulkan/adapter.rs maxStorageBufferRange: spec minimum 2^27 (lavapipe reports it); dx12:
+    // MAX_I32_BINDING_SIZE (2^31 - 1); metal: max_buffer_size.
+    l.max_storage_buffer_binding_size = l.max_storage_buffer_binding_size.min(128 << 20);
+    // metal/adapter.rs: maxBufferLength, at least 1 GiB on Macs (1 << 30 before macOS 10.14);
+    // vulkan maxMemoryAllocationSize: spec minimum 2^30; dx12: i32::MAX.
+    l.max_buffer_size = l.max_buffer_size.min(1 << 30);
+    // vulkan maxComputeSharedMemorySize: spec minimum and WebGPU default 16 KiB; metal/adapter.rs
+    // (macOS) and dx12/adapter.rs: 32 KiB.
+    l.max_compute_workgroup_storage_size = l.max_compute_workgroup_storage_size.min(16 << 10);
+    // vulkan maxComputeWorkGroupInvocations and Size: spec minima 128 and 128 x 128 x 64, WebGPU
+    // defaults 256 and 256 x 256 x 64; metal/adapter.rs (macOS): 1024 each; dx12: D3D12_CS_THREAD_
+    // GROUP_MAX_THREADS_PER_GROUP 1024, D3D12_CS_THREAD_GROUP_MAX_X/Y/Z 1024 x 1024 x 64.
+    l.max_compute_invocations_per_workgroup = l.max_compute_invocations_per_workgroup.min(256);
+    l.max_compute_workgroup_size_x = l.max_compute_workgroup_size_x.min(256);
+    l.max_compute_workgroup_size_y = l.max_compute_workgroup_size_y.min(256);
+    l.max_compute_workgroup_size_z = l.max_compute_workgroup_size_z.min(64);
+    // 65535 on all three: metal/adapter.rs, D3D12_CS_DISPATCH_MAX_THREAD_GROUPS_PER_DIMENSION,
+    // Vulkan's spec minimum maxComputeWorkGroupCount.
+    l.max_compute_workgroups_per_dimension = l.max_compute_workgroups_per_dimension.min(65535);
+    // Vulkan allows minUniform/StorageBufferOffsetAlignment up to 256; dx12: 256 (constant buffers)
+    // and 16; metal: 32 (storage). Kernels bind windows at these alignments.
+    l.min_uniform_buffer_offset_alignment = l.min_uniform_buffer_offset_alignment.max(256);
+    l.min_storage_buffer_offset_alignment = l.min_storage_buffer_offset_alignment.max(256);
+    l
+}
+
+/// `portable_limits` of an adapter without limits: the floor itself in every field it lowers.
+pub fn portable_floor() -> wgpu::Limits {
+    portable_limits(&wgpu::Limits::unlimited())
+}
+
 impl Device {
+    /// Opens the device with the limits and features `TF_WGPU_PORTABLE_LIMITS` selects.
     pub fn open(ordinal: usize, adapter: &wgpu::Adapter) -> Result<Device> {
+        Device::open_with(ordinal, adapter, LimitsProfile::from_env())
+    }
+
+    /// Opens the device with the limits and features of `profile`.
+    pub fn open_with(ordinal: usize, adapter: &wgpu::Adapter, profile: LimitsProfile) -> Result<Device> {
         let info = adapter.get_info();
-        // Ask for everything the adapter offers: big buffers and bindings matter for tensors.
-        let limits = adapter.limits();
-        // SUBGROUP: the tiled matmul for CPU adapters shares rows of A across a subgroup.
-        let wanted = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP;
-        let features = adapter.features() & wanted;
+        // Ask for everything the adapter offers (big buffers and bindings matter for tensors), or
+        // for what every backend offers under `LimitsProfile::Portable`.
+        let limits = match profile {
+            LimitsProfile::Adapter => adapter.limits(),
+            LimitsProfile::Portable => portable_limits(&adapter.limits()),
+        };
+        let features = requested_features(adapter.features(), profile);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("tensorflow-wgpu device"),
             required_features: features,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 
-use super::device::Device;
+use super::device::{requested_features, Device, LimitsProfile};
 
 /// Environment variable: comma list of backends (`vulkan`, `metal`, `dx12`); default all native ones.
 pub const ENV_BACKENDS: &str = "TF_WGPU_BACKENDS";
@@ -104,10 +104,13 @@ pub fn device_count() -> usize {
     registry().adapters.len()
 }
 
-/// Whether every exposed adapter offers `features` (kernels that need them register only then).
+/// Whether every exposed adapter's device gets `features` (kernels that need them register only
+/// then): what the adapter offers, less what `TF_WGPU_PORTABLE_LIMITS` drops.
 pub fn all_adapters_support(features: wgpu::Features) -> bool {
     let adapters = &registry().adapters;
-    !adapters.is_empty() && adapters.iter().all(|s| s.adapter.features().contains(features))
+    let profile = LimitsProfile::from_env();
+    !adapters.is_empty()
+        && adapters.iter().all(|s| requested_features(s.adapter.features(), profile).contains(features))
 }
 
 /// Adapter information for `ordinal`.
@@ -143,11 +146,16 @@ pub fn opened_device(ordinal: usize) -> Option<Arc<Device>> {
 
 /// Opens a fresh device that is not shared (tests use it to check shutdown).
 pub fn open_private_device(ordinal: usize) -> Result<Device> {
+    open_private_device_with(ordinal, LimitsProfile::from_env())
+}
+
+/// `open_private_device` with the limits of `profile`, whatever the environment says.
+pub fn open_private_device_with(ordinal: usize, profile: LimitsProfile) -> Result<Device> {
     let slot = registry()
         .adapters
         .get(ordinal)
         .ok_or_else(|| Error::invalid_argument(format!("no WGPU device with ordinal {ordinal}")))?;
-    Device::open(ordinal, &slot.adapter)
+    Device::open_with(ordinal, &slot.adapter, profile)
 }
 
 /// Keeps the instance alive (adapters hold it too); exposed for diagnostics.
