@@ -761,8 +761,9 @@ fn build_table() -> Vec<KernelDef> {
         }
     }
     // TF core's DEVICE_DEFAULT kernels for these crash on device memory. Every dtype a variable
-    // on the device can have (int32 variables live in host memory, bool has no AssignAdd).
-    for dtype in MOVABLE_DTYPES.into_iter().filter(|&d| d != DType::Bool) {
+    // on the device can have (int32 variables live in host memory, bool has no AssignAdd); float16
+    // only where its arithmetic compiles (SHADER_F16), like every float16 kernel.
+    for dtype in MOVABLE_DTYPES.into_iter().filter(|&d| d != DType::Bool && (d != DType::F16 || with_f16)) {
         for op in ["AssignAddVariableOp", "AssignSubVariableOp"] {
             table.push(kernel(op, leak(vec![("dtype", dtype)]), &[], &[], variables::compute));
         }

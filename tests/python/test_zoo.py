@@ -37,10 +37,12 @@ CI_MODELS = [m for m in ALL_MODELS if m not in ("ResNet50", "DenseNet121", "Conv
 FAST_MODELS = ["LSTM-masked", "Embedding-SGD", "U-Net", "ViT-encoder"]
 # Eigen has no grouped convolution: the second TF-CPU reference is oneDNN without Grappler's fusions.
 NO_EIGEN = {"ConvNeXtTiny"}
-# Known differences, kept visible:
-# - ResNet50's gradients were 4.6x TF-CPU's oneDNN-on/off difference (2.0e-2 against 4.5e-3, median
-#   relative), over the 3x bound: its reductions (issue 15) are the first suspect.
-GRADIENTS_OVER_BOUND = {"ResNet50"}
+# TF-CPU's two float32 paths can share most of their error: in ResNet50 (64x64, batch 4) both are
+# 2.3e-2 from the exact gradient (median relative) but only 4.5e-3 from each other, so their
+# difference understates the noise and our 2.2e-2 read as 5.9x it. Where the oneDNN-on/off bound
+# fails, the exact gradient (TF-CPU in float64, zoo_worker.py MODE `exact`) decides: our error
+# against it must be at most 3x TF-CPU's own (the worse of its two paths).
+GRADIENTS_OVER_BOUND = set()
 
 
 def selected_models():
@@ -129,6 +131,17 @@ def gradient_errors(got, ref):
     return [relative(g, r) for g, r in zip(got["grads"], ref["grads"])]
 
 
+def exact_gradients(model):
+    """The training step's gradients computed by TF-CPU in float64 (zoo_worker.py MODE `exact`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "exact.json")
+        worker = start_worker(model, "exact", "1", out)
+        stdout, stderr = worker.communicate(timeout=1800)
+        assert worker.returncode == 0 and os.path.exists(out), f"{model} exact run failed:\n{stderr[-8000:]}"
+        with open(out) as f:
+            return json.load(f)["cpu"]
+
+
 # TF-CPU's two paths can agree exactly (no convolution or matmul that oneDNN changes); the noise
 # is then floored at a few float32 roundings.
 NOISE_FLOOR = 1e-6
@@ -147,6 +160,9 @@ def report():
         print(f"{name} | {row['logits_error']:.2e} | {row['logits_noise']:.2e} | {row['grad_error']:.2e} | "
               f"{row['grad_noise']:.2e} | {row['grad_ratio']:.2f} | {','.join(row['cpu_ops']) or '-'} "
               f"({row['cpu_nodes']} of {row['placed_nodes']})")
+        if "exact_ratio" in row:
+            print(f"  {name} against the float64 gradient: ours {row['exact_grad_error']:.2e}, TF-CPU "
+                  f"{row['exact_cpu_error']:.2e}, ratio {row['exact_ratio']:.2f}")
 
 
 def marked(models, known, reason, strict):
@@ -189,8 +205,13 @@ def test_zoo_model_matches_tf_cpu(model, report):
         "placed_nodes": len(placed),
     }
     row = report[model]
+    if row["grad_ratio"] > 3:
+        exact = exact_gradients(model)
+        ours = max(float(np.median(gradient_errors(wgpu[run], exact))) for run in ("scoped", "unscoped"))
+        theirs = max(float(np.median(gradient_errors(ref, exact))) for ref in (cpu, plain))
+        row.update(exact_grad_error=ours, exact_cpu_error=theirs, exact_ratio=ours / max(theirs, NOISE_FLOOR))
     assert placed, "the placement audit saw no node of the training step"
-    assert row["grad_ratio"] <= 3, row
+    assert row["grad_ratio"] <= 3 or row["exact_ratio"] <= 3, row
     assert not off_device, f"training-step work on the CPU: {off_device}"
 
 

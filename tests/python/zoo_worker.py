@@ -9,7 +9,9 @@ with `compile()`'s defaults (no `jit_compile` argument) and SGD at a learning ra
 the gradient is the weights' change divided by it (exact scaling; the step's own graph, not a
 copy of it). TF's placer logs every node of that step (stdout), which test_zoo.py reads for the
 placement audit. MODE `cpu` hides the GPU (TF-CPU, Keras's generic paths); the parent sets
-`TF_ENABLE_ONEDNN_OPTS` to measure TF-CPU's own implementation noise. `--time` then restores the
+`TF_ENABLE_ONEDNN_OPTS` to measure TF-CPU's own implementation noise. MODE `exact` is TF-CPU in
+float64 (the same float32 initial weights and data, cast): the exact gradients, where TF-CPU's two
+float32 paths share an error and so understate the noise (test_zoo.py). `--time` then restores the
 weights and times three more steps at a learning rate of 0.01 (the benchmark; tests do not time).
 Models are built with default arguments and a fixed seed, so every process builds the same weights.
 """
@@ -32,7 +34,7 @@ import tensorflow as tf  # noqa: E402
 # Functions' placement is logged only when the setting precedes the context's start; the step's
 # nodes are told apart by the markers around it.
 tf.debugging.set_log_device_placement(MODE == "wgpu" and not TIMED)
-if MODE == "cpu":
+if MODE in ("cpu", "exact"):
     tf.config.set_visible_devices([], "GPU")
     if os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0" or os.environ.get("TF_WGPU_ZOO_UNFUSED") == "1":
         # Eigen's fused convolution takes no groups: the oneDNN-off reference runs its convolutions
@@ -194,10 +196,22 @@ def function_node_types():
     return {name: sorted(found) for name, found in types.items()}
 
 
-def run():
+def seeded_model():
+    """The model with its seeded initial weights, and its data; in float64 for MODE `exact`."""
     keras.utils.set_random_seed(0)
     model = MODELS[MODEL]()
     x, y = data(model)
+    if MODE == "exact":
+        weights = model.get_weights()
+        keras.config.set_dtype_policy("float64")
+        model = MODELS[MODEL]()
+        model.set_weights([w.astype(np.float64) if w.dtype == np.float32 else w for w in weights])
+        x = x.astype(np.float64) if x.dtype == np.float32 else x
+    return model, x, y
+
+
+def run():
+    model, x, y = seeded_model()
     logits = model(x, training=False)
     # Also in a graph, as predict runs it (test_zoo.py compares both).
     graph_logits = model.predict_on_batch(x)
@@ -219,7 +233,7 @@ def run():
     }
     if TIMED:
         for v, b in zip(model.trainable_variables, before):
-            v.assign(b.astype(np.float32))
+            v.assign(b.astype(v.dtype))
         optimizer.learning_rate.assign(0.01)
         times = []
         for _ in range(3):
