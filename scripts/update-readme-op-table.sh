@@ -3,7 +3,7 @@
 # registration table; tests/readme_op_table.rs fails until this has been run after a table change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-table="$(cargo run -q --example op_table 2>/dev/null)"
+table="$(cargo run -q --release --example op_table 2>/dev/null)"
 TABLE="$table" python3 - <<'PY'
 import os
 readme = open("README.md").read()

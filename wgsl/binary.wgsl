@@ -130,6 +130,11 @@ fn apply_op(op: u32, x: f32, y: f32) -> f32 {
         // ClipByValue's bounds as Eigen's cwiseMin/cwiseMax: a NaN bound leaves x.
         case 22u: { return select(x, y, y < x); }
         case 23u: { return select(x, y, x < y); }
+        // SoftsignGrad(gradients, features): gradients / (1 + |features|)^2, as TF computes it.
+        case 24u: {
+            let d = 1.0 + abs(y);
+            return x / (d * d);
+        }
         default: { return x; }
     }
 }

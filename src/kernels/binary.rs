@@ -73,10 +73,11 @@ pub enum BinaryOp {
     ClipHigh = 22,
     /// ClipByValue's lower bound, `x < lo ? lo : x` (Eigen's cwiseMax).
     ClipLow = 23,
+    SoftsignGrad = 24,
 }
 
 /// Activation gradients: same-shape elementwise ops of `binary.wgsl`.
-pub const GRAD_OPS: [(&str, BinaryOp); 12] = [
+pub const GRAD_OPS: [(&str, BinaryOp); 13] = [
     ("ReluGrad", BinaryOp::ReluGrad),
     ("Relu6Grad", BinaryOp::Relu6Grad),
     ("EluGrad", BinaryOp::EluGrad),
@@ -89,6 +90,7 @@ pub const GRAD_OPS: [(&str, BinaryOp); 12] = [
     ("SqrtGrad", BinaryOp::SqrtGrad),
     ("ReciprocalGrad", BinaryOp::ReciprocalGrad),
     ("InvGrad", BinaryOp::ReciprocalGrad),
+    ("SoftsignGrad", BinaryOp::SoftsignGrad),
 ];
 
 /// TF op name → binary op.

@@ -77,7 +77,7 @@ GRADS = {
     "EluGrad": ("gradients", "outputs"), "SeluGrad": ("gradients", "outputs"),
     "LeakyReluGrad": ("gradients", "features"), "SoftplusGrad": ("gradients", "features"),
     "SigmoidGrad": ("y", "dy"), "TanhGrad": ("y", "dy"), "RsqrtGrad": ("y", "dy"), "SqrtGrad": ("y", "dy"),
-    "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"),
+    "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"), "SoftsignGrad": ("gradients", "features"),
 }
 UNARY = set("Abs Neg Sign Square Sqrt Rsqrt Reciprocal Inv Exp Expm1 Log Log1p Sin Cos Tan Tanh Sigmoid Erf Erfc "
             "Sinh Cosh Asinh Acosh Atanh Atan Asin Acos Lgamma Digamma "
@@ -2602,6 +2602,11 @@ def _float_inputs(case):
                 yield x.astype(np.float64)
 
 
+def _square_overflows(y):
+    """Whether some y * y overflows y's float type."""
+    return y.dtype.kind == "f" and bool((np.abs(y.astype(np.float64)) > np.sqrt(float(np.finfo(y.dtype).max))).any())
+
+
 def _subnormal_quotient(case):
     """Whether x / y has a subnormal element (TF-CPU flushes it to zero before the floor)."""
     x, y = case.args.get("x"), case.args.get("y")
@@ -2634,6 +2639,10 @@ def known_divergence(case, record):
     if kind == "mismatch" and case.op in ("FloorDiv", "FloorMod") and _subnormal_quotient(case):
         return "subnormal inputs kept (TF flushes them to zero; issue 15)"
     if kind == "mismatch" and case.op in NAN_ORDER_OPS and any(not np.isfinite(x).all() for x in _float_inputs(case)):
+        return "NaN/Inf propagation order (TF-CPU's kernels define none)"
+    if kind == "mismatch" and case.op == "SigmoidGrad" and _square_overflows(np.asarray(case.args["y"])):
+        # y * (1 - y) overflows: TF-CPU's packet path, dy * (y * (1 - y)), gives NaN for a zero dy
+        # and its scalar path, (dy * y) * (1 - y), gives 0, by the element's position in the tensor.
         return "NaN/Inf propagation order (TF-CPU's kernels define none)"
     if kind == "accepted" and case.op in RESOURCE_SCATTERS:
         indices, rows = np.asarray(case.args["indices"]), np.asarray(case.variables["resource"]).shape[0]

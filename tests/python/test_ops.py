@@ -192,7 +192,7 @@ GRADS = {
     "EluGrad": ("gradients", "outputs"), "SeluGrad": ("gradients", "outputs"),
     "LeakyReluGrad": ("gradients", "features"), "SoftplusGrad": ("gradients", "features"),
     "SigmoidGrad": ("y", "dy"), "TanhGrad": ("y", "dy"), "RsqrtGrad": ("y", "dy"), "SqrtGrad": ("y", "dy"),
-    "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"),
+    "ReciprocalGrad": ("y", "dy"), "InvGrad": ("y", "dy"), "SoftsignGrad": ("gradients", "features"),
 }
 FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyKerasMomentum", "ResourceApplyAdam",
