@@ -30,7 +30,8 @@ fn zeroed<T>() -> Box<T> {
 fn main() {
     let path = std::env::args().nth(1).unwrap_or_else(|| {
         let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
-        format!("{}/target/{profile}/{}", env!("CARGO_MANIFEST_DIR"), loader::plugin_file_name())
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join(profile);
+        dir.join(loader::plugin_file_name()).to_string_lossy().into_owned()
     });
     println!("load {path}");
     // Loading the plugin library, as TF's LoadLibrary does.

@@ -34,6 +34,11 @@ echo "== pytest tests/python (TF $TF_VERSION)"
 # The installed plugin is what `import tensorflow` loads; make sure no stale path overrides it.
 unset TF_PLUGGABLE_DEVICE_LIBRARY_PATH
 TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q --durations=10 tests/python
+# The same kernels on a device opened with the smallest limits of Metal, DX12 and Vulkan, without
+# subgroups or float16: the guarded fallbacks (unbatched elementwise launches, the plain tiles) run.
+echo "== TF $TF_VERSION with TF_WGPU_PORTABLE_LIMITS=1"
+TF_WGPU_PORTABLE_LIMITS=1 TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+  tests/python/test_plugin.py tests/python/test_models.py tests/python/test_conv_grads.py
 
 # The same built library on older TensorFlows: symbols are resolved at run time and struct sizes
 # respected, so one binary serves them all (2.16 also exports the variable functions that make eager

@@ -40,20 +40,21 @@ def needed_symbols():
 
 def exports(path, kind):
     if kind == "windows":
-        out = subprocess.run(["llvm-objdump", "-p", path], capture_output=True, text=True).stdout
+        out = subprocess.run(["llvm-objdump", "-p", path], capture_output=True, text=True, check=True).stdout
         table = out.split("Export Table:", 1)[-1] if "Export Table:" in out else ""
         return {line.split()[-1] for line in table.splitlines() if re.match(r"^\s+\d+\s+0x[0-9a-f]+\s+\S+$", line)}
     if kind == "macos":
-        out = subprocess.run(["llvm-nm", "-gU", "--defined-only", path], capture_output=True, text=True).stdout
+        out = subprocess.run(["llvm-nm", "-gU", "--defined-only", path], capture_output=True, text=True, check=True).stdout
         return {line.split()[-1].lstrip("_") for line in out.splitlines() if line.strip()}
-    out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True).stdout
+    out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=True).stdout
     return {line.split()[-1] for line in out.splitlines() if line.strip()}
 
 
 def download(kind, version, work):
     target = os.path.join(work, f"{kind}-{version}")
     os.makedirs(target, exist_ok=True)
-    names = ["tensorflow"] + (["tensorflow-intel"] if kind == "windows" and version < "2.17" else [])
+    older = tuple(int(p) for p in version.split(".")[:2]) < (2, 17)
+    names = ["tensorflow"] + (["tensorflow-intel"] if kind == "windows" and older else [])
     for name in names:
         if not glob.glob(os.path.join(target, name.replace("-", "_") + "-*.whl")):
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",

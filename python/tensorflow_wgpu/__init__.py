@@ -46,10 +46,15 @@ def memory_stats(device=0):
         return None
     try:
         if os.name == "nt":
-            # Only the module TensorFlow loaded: LoadLibrary would load one that is not.
-            if not ctypes.windll.kernel32.GetModuleHandleW(ctypes.c_wchar_p(path)):
+            # Only the module TensorFlow loaded (found by its file name): LoadLibrary would load one
+            # that is not. The handle is 64 bits wide.
+            get_module = ctypes.windll.kernel32.GetModuleHandleW
+            get_module.argtypes = [ctypes.c_wchar_p]
+            get_module.restype = ctypes.c_void_p
+            handle = get_module(os.path.basename(os.path.normpath(path)))
+            if not handle:
                 return None
-            lib = ctypes.CDLL(path)
+            lib = ctypes.CDLL(path, handle=handle)
         else:
             # RTLD_NOLOAD: only the copy TensorFlow loaded, never a second one.
             lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)

@@ -11,6 +11,10 @@ from tensorflow_wgpu import library_path
 
 def main():
     path = os.environ.get("TF_PLUGGABLE_DEVICE_LIBRARY_PATH") or library_path()
+    if path and os.path.isdir(path):
+        # TF takes a directory of plugins too: ours is the one named for this package.
+        found = [os.path.join(path, f) for f in sorted(os.listdir(path)) if "tensorflow_wgpu" in f]
+        path = found[0] if found else None
     print(f"library: {path or 'not found (pip install tensorflow-wgpu, or set TF_PLUGGABLE_DEVICE_LIBRARY_PATH)'}")
     if path is None:
         return 1
@@ -22,9 +26,13 @@ def main():
     describe.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     describe.restype = ctypes.c_size_t
     size = describe(None, 0)
-    buffer = ctypes.create_string_buffer(size)
-    describe(buffer, size)
-    print(buffer.raw[:size].decode("utf-8"), end="")
+    while True:
+        buffer = ctypes.create_string_buffer(size)
+        written = describe(buffer, size)
+        if written <= size:  # the report can grow between the calls (an adapter opening)
+            break
+        size = written
+    print(buffer.raw[:written].decode("utf-8"), end="")
     return 0
 
 

@@ -52,7 +52,8 @@ pub fn isolate_vulkan_drivers() {
 pub struct Library(Module);
 
 impl Library {
-    /// Opens the library at `path` (binding every symbol now, locally), or says why it cannot.
+    /// Opens the library at `path` (on Unix binding every symbol now, locally), or says why it
+    /// cannot.
     pub fn open(path: &std::path::Path) -> Result<Library, String> {
         os::open_library(path).map(|handle| Library(Module(handle)))
     }
@@ -108,8 +109,9 @@ mod os {
     #[cfg(target_vendor = "apple")]
     fn open_loaded_framework() -> *mut c_void {
         // dyld matches RTLD_NOLOAD by path: find the loaded image's own path first.
-        // SAFETY: dyld's image list may be read from any thread; each name is a NUL-terminated path
-        // owned by dyld (or null for an index past a concurrently unloaded image).
+        // SAFETY: each name is a NUL-terminated path owned by dyld, or null past the end. Apple
+        // documents this walk as unsafe against images unloaded meanwhile by another thread; TF's
+        // libraries are never unloaded, and this runs once, when TF loads the plugin.
         unsafe {
             for index in 0.._dyld_image_count() {
                 let name = _dyld_get_image_name(index);
@@ -241,16 +243,26 @@ mod os {
     }
 
     fn loaded_modules() -> Vec<Hmodule> {
-        let mut modules = vec![std::ptr::null_mut(); 1024];
-        let mut needed = 0u32;
-        let bytes = (modules.len() * std::mem::size_of::<Hmodule>()) as u32;
-        // SAFETY: the buffer holds `bytes` bytes of handles; the call writes at most that many and
-        // the byte count it would need.
-        if unsafe { K32EnumProcessModules(GetCurrentProcess(), modules.as_mut_ptr(), bytes, &mut needed) } == 0 {
-            return Vec::new();
+        let handle_size = std::mem::size_of::<Hmodule>();
+        let mut modules: Vec<Hmodule> = vec![std::ptr::null_mut(); 1024];
+        // A process that loads modules meanwhile may need a larger buffer: ask again with the size
+        // the last call reported.
+        for _ in 0..4 {
+            let mut needed = 0u32;
+            let bytes = (modules.len() * handle_size) as u32;
+            // SAFETY: the buffer holds `bytes` bytes of handles; the call writes at most that many
+            // and the byte count it would need.
+            if unsafe { K32EnumProcessModules(GetCurrentProcess(), modules.as_mut_ptr(), bytes, &mut needed) } == 0 {
+                return Vec::new();
+            }
+            let count = needed as usize / handle_size;
+            if count <= modules.len() {
+                modules.truncate(count);
+                return modules;
+            }
+            modules = vec![std::ptr::null_mut(); count + 64];
         }
-        modules.truncate((needed as usize / std::mem::size_of::<Hmodule>()).min(modules.len()));
-        modules
+        Vec::new()
     }
 
     pub fn tf_symbol(name_nul: &str) -> *mut c_void {
@@ -263,6 +275,8 @@ mod os {
         unsafe { GetProcAddress(module, name_nul.as_ptr()) }
     }
 
+    /// The file of the module that holds `symbol`. A forwarded export resolves to the module it
+    /// forwards to (TF's wheels forward none of the C API).
     pub fn library_path_of(symbol: *mut c_void) -> Option<PathBuf> {
         let mut module: Hmodule = std::ptr::null_mut();
         let mut path = vec![0u16; 32768];

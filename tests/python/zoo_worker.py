@@ -204,10 +204,19 @@ def seeded_model():
     if MODE == "exact":
         weights = model.get_weights()
         keras.config.set_dtype_policy("float64")
+        keras.utils.set_random_seed(0)
         model = MODELS[MODEL]()
         model.set_weights([w.astype(np.float64) if w.dtype == np.float32 else w for w in weights])
         x = x.astype(np.float64) if x.dtype == np.float32 else x
     return model, x, y
+
+
+def stochastic(layer):
+    """Whether `layer` or a layer inside it draws random numbers in training (dropout, noise):
+    draws that differ between float32 and float64, so that MODE `exact` is no reference then."""
+    random = tuple(getattr(layers, name) for name in ("Dropout", "GaussianNoise", "GaussianDropout", "AlphaDropout")
+                   if hasattr(layers, name))
+    return isinstance(layer, random) or any(stochastic(inner) for inner in getattr(layer, "layers", []))
 
 
 def run():
@@ -229,6 +238,8 @@ def run():
         "grads": [g.ravel().tolist() for g in grads],
         "names": [v.path for v in model.trainable_variables],
         "device": model.trainable_variables[0].value.device,
+        "dtype": str(model.trainable_variables[0].dtype),
+        "stochastic": stochastic(model),
         "node_types": node_types,
     }
     if TIMED:
