@@ -131,15 +131,20 @@ def gradient_errors(got, ref):
     return [relative(g, r) for g, r in zip(got["grads"], ref["grads"])]
 
 
-def exact_gradients(model):
-    """The training step's gradients computed by TF-CPU in float64 (zoo_worker.py MODE `exact`)."""
+def cpu_run(model, mode, onednn="1"):
+    """One TF-CPU worker's result alone (MODE `cpu` or `exact`)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "exact.json")
-        worker = start_worker(model, "exact", "1", out)
-        stdout, stderr = worker.communicate(timeout=1800)
-        assert worker.returncode == 0 and os.path.exists(out), f"{model} exact run failed:\n{stderr[-8000:]}"
+        out = os.path.join(tmp, f"{mode}.json")
+        worker = start_worker(model, mode, onednn, out)
+        _, stderr = worker.communicate(timeout=1800)
+        assert worker.returncode == 0 and os.path.exists(out), f"{model} {mode} run failed:\n{stderr[-8000:]}"
         with open(out) as f:
             return json.load(f)["cpu"]
+
+
+def exact_gradients(model):
+    """The training step's gradients computed by TF-CPU in float64 (zoo_worker.py MODE `exact`)."""
+    return cpu_run(model, "exact")
 
 
 # TF-CPU's two paths can agree exactly (no convolution or matmul that oneDNN changes); the noise
@@ -237,14 +242,7 @@ def test_exact_reference_is_the_same_model_in_float64():
     variables, TF-CPU's float32 logits reproduced, and TF-CPU's float32 gradients close to it on a
     small deterministic model (the GRU stack)."""
     model = "GRU-stack"
-    exact = exact_gradients(model)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "cpu.json")
-        worker = start_worker(model, "cpu", "1", out)
-        _, stderr = worker.communicate(timeout=1800)
-        assert worker.returncode == 0, stderr[-4000:]
-        with open(out) as f:
-            cpu = json.load(f)["cpu"]
+    exact, cpu = exact_gradients(model), cpu_run(model, "cpu")
     assert exact["dtype"] == "float64" and cpu["dtype"] == "float32"
     assert not exact["stochastic"] and not cpu["stochastic"]
     assert relative(cpu["logits"], exact["logits"]) < 1e-5
