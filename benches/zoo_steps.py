@@ -7,7 +7,6 @@ side by side, so that they do not share the two cores).
     .venv/bin/python benches/zoo_steps.py [MODEL ...]
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -16,17 +15,17 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "..", "tests", "python", "zoo_worker.py")
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+import zoo_results  # noqa: E402
 from test_zoo import ALL_MODELS  # noqa: E402
 
 
 def step_seconds(model, mode):
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "result.json")
+        out = os.path.join(tmp, "result.npz")
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         subprocess.run([sys.executable, WORKER, model, mode, out, "--time"], check=True, env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        with open(out) as f:
-            result = json.load(f)
+        result = zoo_results.read(out)
     return result["scoped" if mode == "wgpu" else "cpu"]["step_seconds"]
 
 

@@ -5,15 +5,18 @@ with default arguments, run as a CUDA user runs them (no `jit_compile` argument,
 - inference logits equal TF-CPU's, within 3x TF-CPU's own logits noise;
 - one training step's gradients equal TF-CPU's within TF-CPU's own implementation noise: the
   relative gradient difference between `TF_ENABLE_ONEDNN_OPTS=1` and `=0`, per variable; our
-  error, median over variables, is at most 3x that noise's median (or, where that difference
-  understates the noise, at most 3x TF-CPU's own error against the float64 gradient);
+  error, median over variables, is at most 3x that noise's median. Where that difference
+  understates the noise (both paths round alike), two wider measures decide: TF-CPU's gradient
+  change when every initial weight moves by one ulp (a ReLU input within rounding of zero flips,
+  and the gradient jumps), then TF-CPU's own error against the float64 gradient; ours must be
+  within 3x either;
 - a placement audit: every node of the training step that TF placed on the CPU is host-side work.
 
 Each model runs in three processes at once (zoo_worker.py): WGPU, TF-CPU with oneDNN, TF-CPU
-without. The table is written to target/zoo-report.json and printed (`pytest -s`). Step times are
+without; the wider noise measures take two or one more. The table is written to target/zoo-report.json and printed (`pytest -s`). Step times are
 a benchmark's business: `benches/zoo_steps.py`. TF 2.21 runs the
-whole zoo; other versions run `TF_WGPU_ZOO_MODELS` (a comma list, default the fast third of it),
-and `TF_WGPU_ZOO=1` runs all of it anywhere.
+whole zoo (10 minutes on two cores); other versions run `TF_WGPU_ZOO_MODELS` (a comma list,
+default the fast third of it), and `TF_WGPU_ZOO=1` runs all of it anywhere.
 """
 
 import json
@@ -27,21 +30,27 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import zoo_results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPORT = os.path.join(HERE, "..", "..", "target", "zoo-report.json")
 
 ALL_MODELS = ["MobileNetV2", "ResNet50", "EfficientNetB0", "DenseNet121", "ConvNeXtTiny", "LSTM-masked",
               "GRU-stack", "Bidirectional-masked", "Embedding-SGD", "U-Net", "Causal-decoder", "ViT-encoder"]
-# ResNet50, DenseNet121 and ConvNeXtTiny take 3-6 minutes each here: TF_WGPU_ZOO=1 runs them.
-CI_MODELS = [m for m in ALL_MODELS if m not in ("ResNet50", "DenseNet121", "ConvNeXtTiny")]
+# The whole zoo takes 10 minutes here (a heavy suite: TF 2.21 in CI); older TFs run the fast third
+# (70 s), and TF_WGPU_ZOO=1 runs all of it anywhere.
 FAST_MODELS = ["LSTM-masked", "Embedding-SGD", "U-Net", "ViT-encoder"]
 # Eigen has no grouped convolution: the second TF-CPU reference is oneDNN without Grappler's fusions.
 NO_EIGEN = {"ConvNeXtTiny"}
-# TF-CPU's two float32 paths can share most of their error: in ResNet50 (64x64, batch 4) both are
-# 2.3e-2 from the exact gradient (median relative) but only 4.5e-3 from each other, so their
-# difference understates the noise and our 2.2e-2 read as 5.9x it. Where the oneDNN-on/off bound
-# fails, the exact gradient (TF-CPU in float64, zoo_worker.py MODE `exact`) decides: our error
-# against it must be at most 3x TF-CPU's own (the worse of its two paths).
+# TF-CPU's two float32 paths can round alike, so that their difference understates the noise:
+# - ResNet50 (64x64, batch 4): both are 2.3e-2 from the exact gradient (median relative) but only
+#   4.5e-3 from each other; ours, 2.2e-2 from it, read as 5.9x their difference.
+# - DenseNet121: one batch-norm input of conv5's 2x2 maps is -2.2e-5 exactly. Ours (more accurate
+#   than TF-CPU's at every block) lands on +8e-7, its ReLU opens, and every gradient upstream
+#   moves by 1%; TF-CPU's paths both land on -2.9e-5, 1e-5 apart.
+# Then one-ulp weights (zoo_worker.py MODE `perturbed`) measure TF-CPU's sensitivity (ResNet50
+# 1.5e-2, DenseNet121 1.5e-2), and failing that, the exact gradient (TF-CPU in float64, MODE
+# `exact`): our error against it must be at most 3x TF-CPU's own (the worse of its two paths).
 GRADIENTS_OVER_BOUND = set()
 
 
@@ -51,7 +60,7 @@ def selected_models():
     listed = os.environ.get("TF_WGPU_ZOO_MODELS")
     if listed:
         return listed.split(",")
-    return CI_MODELS if tf.__version__.startswith("2.21.") else FAST_MODELS
+    return ALL_MODELS if tf.__version__.startswith("2.21.") else FAST_MODELS
 
 
 # What may run on the CPU in a training step: host-side work. TF keeps int32 tensors (shape math)
@@ -106,7 +115,7 @@ def run_workers(model):
     """The WGPU run with its placer log, and the TF-CPU runs with oneDNN on and off, side by side."""
     with tempfile.TemporaryDirectory() as tmp:
         configs = [("wgpu", "1"), ("cpu", "1"), ("cpu", "0")]
-        outs = [os.path.join(tmp, f"{mode}{onednn}.json") for mode, onednn in configs]
+        outs = [os.path.join(tmp, f"{mode}{onednn}.npz") for mode, onednn in configs]
         workers = [start_worker(model, mode, onednn, out) for (mode, onednn), out in zip(configs, outs)]
         results = []
         for worker, out, config in zip(workers, outs, configs):
@@ -115,8 +124,7 @@ def run_workers(model):
             error = stderr[stderr.rfind("Traceback"):] if "Traceback" in stderr else stderr[-8000:]
             assert worker.returncode == 0 and os.path.exists(out), (
                 f"{model} {config} failed (exit {worker.returncode}):\n{stdout[-2000:]}\n{error[-8000:]}")
-            with open(out) as f:
-                results.append(json.load(f))
+            results.append(zoo_results.read(out))
             if config[0] == "wgpu":
                 placed = audit_lines(stderr)
     return results, placed
@@ -131,20 +139,32 @@ def gradient_errors(got, ref):
     return [relative(g, r) for g, r in zip(got["grads"], ref["grads"])]
 
 
-def cpu_run(model, mode, onednn="1"):
-    """One TF-CPU worker's result alone (MODE `cpu` or `exact`)."""
+def cpu_runs(model, modes):
+    """TF-CPU workers' results (MODE `cpu`, `exact` or `perturbed:SEED`, oneDNN on), side by side."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, f"{mode}.json")
-        worker = start_worker(model, mode, onednn, out)
-        _, stderr = worker.communicate(timeout=1800)
-        assert worker.returncode == 0 and os.path.exists(out), f"{model} {mode} run failed:\n{stderr[-8000:]}"
-        with open(out) as f:
-            return json.load(f)["cpu"]
+        outs = [os.path.join(tmp, f"{i}.npz") for i in range(len(modes))]
+        workers = [start_worker(model, mode, "1", out) for mode, out in zip(modes, outs)]
+        results = []
+        for worker, out, mode in zip(workers, outs, modes):
+            _, stderr = worker.communicate(timeout=1800)
+            assert worker.returncode == 0 and os.path.exists(out), f"{model} {mode} run failed:\n{stderr[-8000:]}"
+            results.append(zoo_results.read(out)["cpu"])
+        return results
 
 
 def exact_gradients(model):
     """The training step's gradients computed by TF-CPU in float64 (zoo_worker.py MODE `exact`)."""
-    return cpu_run(model, "exact")
+    return cpu_runs(model, ["exact"])[0]
+
+
+def perturbed_noise(model, cpu):
+    """TF-CPU's sensitivity to float32 rounding: the gradient difference when every initial weight
+    moves by one ulp (two draws, the worse one). Where a ReLU input or a max is within rounding of a
+    tie, any float32 implementation may take the other side, and the gradient jumps (DenseNet121:
+    one element of a 16-element batch-norm population at -2.2e-5 flips, and every gradient
+    upstream moves by 1%); the oneDNN-on/off difference misses that when both paths round alike."""
+    runs = cpu_runs(model, ["perturbed:1", "perturbed:2"])
+    return max(float(np.median(gradient_errors(run, cpu))) for run in runs)
 
 
 # TF-CPU's two paths can agree exactly (no convolution or matmul that oneDNN changes); the noise
@@ -165,6 +185,9 @@ def report():
         print(f"{name} | {row['logits_error']:.2e} | {row['logits_noise']:.2e} | {row['grad_error']:.2e} | "
               f"{row['grad_noise']:.2e} | {row['grad_ratio']:.2f} | {','.join(row['cpu_ops']) or '-'} "
               f"({row['cpu_nodes']} of {row['placed_nodes']})")
+        if "perturbed_ratio" in row:
+            print(f"  {name} against TF-CPU with one-ulp weights: noise {row['perturbed_noise']:.2e}, "
+                  f"ratio {row['perturbed_ratio']:.2f}")
         if "exact_ratio" in row:
             print(f"  {name} against the float64 gradient: ours {row['exact_grad_error']:.2e}, TF-CPU "
                   f"{row['exact_cpu_error']:.2e}, ratio {row['exact_ratio']:.2f}")
@@ -211,6 +234,9 @@ def test_zoo_model_matches_tf_cpu(model, report):
     }
     row = report[model]
     if row["grad_ratio"] > 3 and not cpu["stochastic"]:
+        noise = perturbed_noise(model, cpu)
+        row.update(perturbed_noise=noise, perturbed_ratio=worst["grads"] / max(noise, NOISE_FLOOR))
+    if row["grad_ratio"] > 3 and row.get("perturbed_ratio", np.inf) > 3 and not cpu["stochastic"]:
         exact = exact_gradients(model)
         # The reference must be this model: float64 weights, and inference logits (no dropout
         # there) that TF-CPU's float32 run reproduces.
@@ -220,10 +246,12 @@ def test_zoo_model_matches_tf_cpu(model, report):
         theirs = max(float(np.median(gradient_errors(ref, exact))) for ref in (cpu, plain))
         row.update(exact_grad_error=ours, exact_cpu_error=theirs, exact_ratio=ours / max(theirs, NOISE_FLOOR))
     assert placed, "the placement audit saw no node of the training step"
-    # Against the exact gradient: within 3x TF-CPU's own error, which must itself be small enough
-    # (10%) for the comparison to tell anything.
+    # Against the wider noise: within 3x TF-CPU's sensitivity to one-ulp weights, or within 3x
+    # TF-CPU's own error against the exact gradient; either must itself be small enough (10%) for
+    # the comparison to tell anything.
+    perturbed_ok = row.get("perturbed_ratio", np.inf) <= 3 and row.get("perturbed_noise", np.inf) <= 0.1
     exact_ok = row.get("exact_ratio", np.inf) <= 3 and row.get("exact_cpu_error", np.inf) <= 0.1
-    assert row["grad_ratio"] <= 3 or exact_ok, row
+    assert row["grad_ratio"] <= 3 or perturbed_ok or exact_ok, row
     assert not off_device, f"training-step work on the CPU: {off_device}"
 
 
@@ -242,7 +270,7 @@ def test_exact_reference_is_the_same_model_in_float64():
     variables, TF-CPU's float32 logits reproduced, and TF-CPU's float32 gradients close to it on a
     small deterministic model (the GRU stack)."""
     model = "GRU-stack"
-    exact, cpu = exact_gradients(model), cpu_run(model, "cpu")
+    exact, cpu = cpu_runs(model, ["exact", "cpu"])
     assert exact["dtype"] == "float64" and cpu["dtype"] == "float32"
     assert not exact["stochastic"] and not cpu["stochastic"]
     assert relative(cpu["logits"], exact["logits"]) < 1e-5

@@ -1,7 +1,7 @@
 """One model of the zoo (test_zoo.py, benches/zoo_steps.py) in one configuration, in its own
 process:
 
-    python zoo_worker.py MODEL MODE OUT.json [--time]
+    python zoo_worker.py MODEL MODE OUT.npz [--time]
 
 MODE `wgpu` runs the model twice, under `tf.device("/GPU:0")` and with no device scope, each time
 recording the inference logits and the gradients of one Keras training step: `train_on_batch`
@@ -16,12 +16,13 @@ weights and times three more steps at a learning rate of 0.01 (the benchmark; te
 Models are built with default arguments and a fixed seed, so every process builds the same weights.
 """
 
-import json
 import os
 import sys
 import time
 
 import numpy as np
+
+import zoo_results
 
 MODEL, MODE, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 TIMED = "--time" in sys.argv[4:]
@@ -34,7 +35,7 @@ import tensorflow as tf  # noqa: E402
 # Functions' placement is logged only when the setting precedes the context's start; the step's
 # nodes are told apart by the markers around it.
 tf.debugging.set_log_device_placement(MODE == "wgpu" and not TIMED)
-if MODE in ("cpu", "exact"):
+if MODE in ("cpu", "exact") or MODE.startswith("perturbed"):
     tf.config.set_visible_devices([], "GPU")
     if os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0" or os.environ.get("TF_WGPU_ZOO_UNFUSED") == "1":
         # Eigen's fused convolution takes no groups: the oneDNN-off reference runs its convolutions
@@ -208,6 +209,12 @@ def seeded_model():
         model = MODELS[MODEL]()
         model.set_weights([w.astype(np.float64) if w.dtype == np.float32 else w for w in weights])
         x = x.astype(np.float64) if x.dtype == np.float32 else x
+    elif MODE.startswith("perturbed"):
+        # Every initial weight moved by one float32 ulp, up or down at random.
+        rng = np.random.default_rng(int(MODE.partition(":")[2] or 3))
+        for w in model.trainable_variables:
+            v = w.numpy()
+            w.assign(np.nextafter(v, np.where(rng.random(v.shape) < 0.5, np.inf, -np.inf).astype(v.dtype)))
     return model, x, y
 
 
@@ -233,9 +240,9 @@ def run():
     grads = [(b - np.array(v.numpy(), np.float64)) / GRADIENT_LR for b, v in zip(before, model.trainable_variables)]
     node_types = function_node_types() if MODE == "wgpu" else {}
     result = {
-        "logits": np.asarray(logits).ravel().tolist(),
-        "graph_logits": np.asarray(graph_logits).ravel().tolist(),
-        "grads": [g.ravel().tolist() for g in grads],
+        "logits": np.asarray(logits),
+        "graph_logits": np.asarray(graph_logits),
+        "grads": grads,
         "names": [v.path for v in model.trainable_variables],
         "device": model.trainable_variables[0].value.device,
         "dtype": str(model.trainable_variables[0].dtype),
@@ -263,5 +270,4 @@ if MODE == "wgpu":
 else:
     result = {"cpu": run()}
 sys.stdout.flush()
-with open(OUT, "w") as f:
-    json.dump(result, f)
+zoo_results.write(OUT, result)
