@@ -502,6 +502,80 @@ pub fn permute(stream: &Stream, input: &TensorRef, out: &TensorRef, perm: &[usiz
     map(stream, input, out, &dims, None)
 }
 
+/// SpaceToDepth and DepthToSpace: a reshape, a transpose and a reshape. Each `block_size` x
+/// `block_size` patch of pixels becomes one pixel's channels, ordered (row in block, column in
+/// block, channel), in NHWC and NCHW alike (TF-GPU's convention; TF-CPU serves NHWC only).
+/// NCHW_VECT_C is TF's 4 x qint8 layout, which no kernel here serves.
+pub fn space_depth(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let block = kernel.attrs.int("block_size")?;
+    if block <= 1 {
+        return Err(Error::invalid_argument(format!("Block size should be > 1, but was: {block}")));
+    }
+    let nchw = match kernel.attrs.str("data_format")? {
+        "NHWC" => false,
+        "NCHW" => true,
+        "NCHW_VECT_C" => {
+            return Err(Error::invalid_argument(format!(
+                "{} with NCHW_VECT_C requires qint8 data type, got {}",
+                kernel.def.op,
+                dtype.tf_name()
+            )))
+        }
+        other => return Err(Error::invalid_argument(format!("Invalid data format: {other}"))),
+    };
+    let input = ctx.input(0)?;
+    if input.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("Input rank should be 4 instead of {}", input.shape.len())));
+    }
+    let (n, c, h, w) = if nchw {
+        (input.shape[0], input.shape[1], input.shape[2], input.shape[3])
+    } else {
+        (input.shape[0], input.shape[3], input.shape[1], input.shape[2])
+    };
+    let b = block;
+    let (view, perm, out_nhwc): (Vec<i64>, [usize; 6], [i64; 4]) = if kernel.def.op == "SpaceToDepth" {
+        if h % b != 0 || w % b != 0 {
+            return Err(Error::invalid_argument(format!(
+                "Image width {w} and height {h} should be divisible by block_size: {b}"
+            )));
+        }
+        let out = [n, h / b, w / b, validate::mul(validate::mul(c, b)?, b)?];
+        if nchw {
+            // [N, C, H/b, bh, W/b, bw] -> [N, bh, bw, C, H/b, W/b]
+            (vec![n, c, h / b, b, w / b, b], [0, 3, 5, 1, 2, 4], out)
+        } else {
+            // [N, H/b, bh, W/b, bw, C] -> [N, H/b, W/b, bh, bw, C]
+            (vec![n, h / b, b, w / b, b, c], [0, 1, 3, 2, 4, 5], out)
+        }
+    } else {
+        let square = validate::mul(b, b)?;
+        if c % square != 0 {
+            return Err(Error::invalid_argument(format!(
+                "Input depth dimension {c} should be divisible by: {square}"
+            )));
+        }
+        let depth = c / square;
+        let out = [n, validate::mul(h, b)?, validate::mul(w, b)?, depth];
+        if nchw {
+            // [N, bh, bw, C', H, W] -> [N, C', H, bh, W, bw]
+            (vec![n, b, b, depth, h, w], [0, 3, 4, 1, 5, 2], out)
+        } else {
+            // [N, H, W, bh, bw, C'] -> [N, H, bh, W, bw, C']
+            (vec![n, h, w, b, b, depth], [0, 1, 3, 2, 4, 5], out)
+        }
+    };
+    let [on, oh, ow, oc] = out_nhwc;
+    let out_shape = if nchw { vec![on, oc, oh, ow] } else { out_nhwc.to_vec() };
+    let out = ctx.allocate_output(0, dtype, &out_shape)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let source = TensorRef { shape: view, ..input };
+    let target = TensorRef { shape: permuted_shape(&source.shape, &perm), ..out };
+    permute(ctx.stream()?, &source, &target, &perm)
+}
+
 pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;

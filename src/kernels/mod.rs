@@ -414,6 +414,7 @@ const STRIDED_SLICE_ATTRS: &[(&str, AttrKind)] = &[
     ("shrink_axis_mask", AttrKind::Int),
 ];
 const SPLIT_ATTRS: &[(&str, AttrKind)] = &[("num_split", AttrKind::Int)];
+const SPACE_DEPTH_ATTRS: &[(&str, AttrKind)] = &[("block_size", AttrKind::Int), ("data_format", AttrKind::Str)];
 
 fn kernel(
     op: &'static str,
@@ -730,6 +731,9 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("Split", t, &["split_dim"], SPLIT_ATTRS, slice::split));
         table.push(kernel("SplitV", t, &["size_splits", "split_dim"], SPLIT_ATTRS, slice::split_v));
         table.push(kernel("Transpose", t, &["perm"], &[], index::transpose));
+        for op in ["SpaceToDepth", "DepthToSpace"] {
+            table.push(kernel(op, t, &[], SPACE_DEPTH_ATTRS, index::space_depth));
+        }
         // TF-CPU has no uint16 Tile: keep the device's set the same as the reference's.
         if dtype != DType::U16 {
             table.push(kernel("Tile", t, &["multiples"], &[], index::tile));

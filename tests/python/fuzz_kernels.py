@@ -1477,6 +1477,30 @@ def gen_transpose(g, case):
     case.args.update(x=movable(g, case, shape), perm=g.ivec(perm))
 
 
+def gen_space_depth(g, case):
+    block = g.int(2, 4)
+    fmt = "NHWC" if g.chance(0.7) else "NCHW"
+    if case.op == "SpaceToDepth":
+        n, c, h, w = g.int(0, 3), g.int(1, 4), block * g.int(0, 3), block * g.int(1, 3)
+    else:
+        n, c, h, w = g.int(0, 3), block * block * g.int(1, 3), g.int(0, 3), g.int(1, 3)
+    shape = [n, c, h, w] if fmt == "NCHW" else [n, h, w, c]
+    if g.adversary("block/shape/format"):
+        kind = g.int(0, 4)
+        if kind == 0:
+            block = g.pick([1, 0, -1, 2**31 - 1, 2**62])
+        elif kind == 1:
+            shape = [s + 1 for s in shape]  # not divisible
+        elif kind == 2:
+            shape = g.pick([shape[:3], shape + [1], [], [2**31, 2, 2, 4]])
+        elif kind == 3:
+            fmt = g.pick(BAD_ENUMS)
+        else:
+            shape, block = [1, 2**20, 2**20, 4] if fmt == "NHWC" else [1, 4, 2**20, 2**20], 2**20
+    data = movable(g, case, shape) if np.prod(shape, dtype=np.float64) < 10**6 else np.zeros([1, 1, 1, 1], np.float32)
+    case.args.update(input=data, block_size=block, data_format=fmt)
+
+
 def gen_tile(g, case):
     shape = g.shape(g.int(0, 4), hi=4)
     mult = [g.int(0 if g.chance(0.1) else 1, 3) for _ in shape]
@@ -2071,7 +2095,8 @@ GENERATORS.update({
     "StatelessRandomNormalV2": gen_random, "StatelessTruncatedNormalV2": gen_random,
     "ScatterNd": gen_scatter, "GatherNd": gen_gather_nd, "ResourceGatherNd": gen_variable,
     "OneHot": gen_one_hot, "Range": gen_range, "StridedSlice": gen_strided_slice, "Slice": gen_slice,
-    "Split": gen_split, "SplitV": gen_split, "Transpose": gen_transpose, "Tile": gen_tile, "Pad": gen_pad,
+    "Split": gen_split, "SplitV": gen_split, "Transpose": gen_transpose, "Tile": gen_tile,
+    "SpaceToDepth": gen_space_depth, "DepthToSpace": gen_space_depth, "Pad": gen_pad,
     "PadV2": gen_pad, "MirrorPad": gen_pad, "ReverseV2": gen_reverse, "BroadcastTo": gen_broadcast_to,
     "Fill": gen_fill, "ConcatV2": gen_concat, "Pack": gen_pack, "Unpack": gen_unpack, "GatherV2": gen_gather,
     "ResourceGather": gen_variable, "AssignAddVariableOp": gen_variable, "AssignSubVariableOp": gen_variable,
@@ -2455,6 +2480,11 @@ def documented_answer(case, gots):
         answers = depthwise_grad_exact(case)
         if answers is not None:
             return "exact answer (TF-CPU's depthwise backprops ignore dilations), computed in NumPy", answers
+    if op in ("SpaceToDepth", "DepthToSpace") and a.get("data_format") == "NCHW" and np.ndim(a["input"]) == 4:
+        # TF-GPU's NCHW (TF-CPU serves NHWC only): the NHWC answer on the transposed input.
+        args = dict(a, input=np.moveaxis(a["input"], 1, -1), data_format="NHWC")
+        answers = [[np.moveaxis(o, -1, 1) for o in answer] for answer in references(case, args)]
+        return "NCHW: TF-CPU's NHWC answer, transposed", answers
     if op == "SparseSoftmaxCrossEntropyWithLogits":
         f, labels = a["features"], a["labels"]
         if f.ndim != 2 or labels.shape != f.shape[:1] or f.shape[1] == 0:

@@ -155,6 +155,31 @@ def test_pooling_and_gradients_in_nchw(config, kind, rng, strict_placement):
               dict(orig_input_shape=np.array(to_last(x).shape, np.int32), grad=dy, **last), [0])
 
 
+@pytest.mark.parametrize("op", ["SpaceToDepth", "DepthToSpace"])
+@pytest.mark.parametrize("block", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.uint8])
+def test_space_depth_in_nchw(op, block, dtype, rng, strict_placement):
+    """TF-GPU's NCHW SpaceToDepth/DepthToSpace (TF-CPU serves NHWC only): channels ordered (row in
+    block, column in block, channel) in both layouts."""
+    shape = (2, 3, 2 * block, 3 * block) if op == "SpaceToDepth" else (2, 2 * block * block, 3, 2)
+    x = (data(rng, *shape) * 50).astype(dtype)
+    check(op, dict(input=x, block_size=block, data_format="NCHW"),
+          dict(input=to_last(x), block_size=block, data_format="NHWC"), [0])
+
+
+@pytest.mark.parametrize("op", ["SpaceToDepth", "DepthToSpace"])
+def test_space_depth_refuses_what_tf_refuses(op, strict_placement):
+    x = np.zeros((1, 4, 6, 8), np.float32)
+    # TF's op definition refuses a block of 1 before the kernel does.
+    for kwargs, message in [(dict(block_size=1), "Block size should be > 1|at least minimum 2"),
+                            (dict(block_size=5), "divisible by"),
+                            (dict(block_size=2, data_format="NCHW_VECT_C"), "NCHW_VECT_C")]:
+        with pytest.raises((tf.errors.InvalidArgumentError, ValueError), match=message):
+            run(op, GPU, input=x, **{"data_format": "NHWC", **kwargs})
+    with pytest.raises((tf.errors.InvalidArgumentError, ValueError), match="rank should be 4"):
+        run(op, GPU, input=np.zeros((4, 6, 8), np.float32), block_size=2)
+
+
 def test_max_pool_explicit_padding_in_nchw(rng, strict_placement):
     x = data(rng, 2, 3, 6, 5)
     first = dict(ksize=[1, 1, 3, 3], strides=[1, 1, 2, 1], padding="EXPLICIT",

@@ -514,6 +514,14 @@ def movement_cases(op, attrs, rng):
         yield (lambda t: tf.transpose(t)), [values(rng, dt, (3, 1, 0))]
     elif op == "Tile":
         yield (lambda t: tf.tile(t, [2, 1, 3])), [x]
+    elif op == "SpaceToDepth":
+        yield (lambda t: tf.nn.space_to_depth(t, 2)), [values(rng, dt, (2, 4, 6, 3))]
+        yield (lambda t: tf.nn.space_to_depth(t, 3)), [values(rng, dt, (1, 3, 6, 2))]
+        yield (lambda t: tf.nn.space_to_depth(t, 2)), [values(rng, dt, (0, 2, 2, 1))]
+    elif op == "DepthToSpace":
+        yield (lambda t: tf.nn.depth_to_space(t, 2)), [values(rng, dt, (2, 3, 2, 12))]
+        yield (lambda t: tf.nn.depth_to_space(t, 3)), [values(rng, dt, (1, 2, 1, 9))]
+        yield (lambda t: tf.nn.depth_to_space(t, 2)), [values(rng, dt, (1, 0, 3, 4))]
     elif op == "Pad":
         yield (lambda t: tf.pad(t, [[1, 0], [2, 3], [0, 1]])), [x]
     elif op == "PadV2":
@@ -1074,7 +1082,7 @@ for name in ("BiasAdd", "AddN", "ClipByValue"):
     CASES[name] = misc_math_cases
 CASES["Cast"] = cast_cases
 for name in ("StridedSlice", "Slice", "Split", "SplitV", "Transpose", "Tile", "Pad", "PadV2", "MirrorPad",
-             "ReverseV2", "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "GatherV2", "GatherNd"):
+             "SpaceToDepth", "DepthToSpace", "ReverseV2", "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "GatherV2", "GatherNd"):
     CASES[name] = movement_cases
 for name in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "ArgMax", "ArgMin"):
     CASES[name] = reduce_cases
