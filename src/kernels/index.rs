@@ -149,10 +149,7 @@ pub fn map(
     }
     let dims = &simplified(dims);
     if dims.len() > MAX_RANK {
-        return Err(Error::unimplemented(format!(
-            "index map of {} dimensions after merging, beyond {MAX_RANK}",
-            dims.len()
-        )));
+        return map_by_rows(stream, input, out, dims, fill);
     }
     let limit = binding_limit(stream.device());
     if input.byte_len() > limit || out.byte_len() > limit {
@@ -162,6 +159,47 @@ pub fn map(
         return parts.iter().try_for_each(|p| map_launch(stream, &p.input, &p.out, &p.dims, fill));
     }
     map_launch(stream, input, out, dims, fill)
+}
+
+/// `map` past the shader's rank: one map per index of the outermost dimension (each of one rank
+/// less), as many as `MAX_MAP_PARTS` in all.
+fn map_by_rows(
+    stream: &Stream,
+    input: &TensorRef,
+    out: &TensorRef,
+    dims: &[DimMap],
+    fill: Option<&TensorRef>,
+) -> Result<()> {
+    let rows_needed: i64 = dims[..dims.len() - MAX_RANK].iter().map(|d| d.out).product();
+    if rows_needed as usize > MAX_MAP_PARTS {
+        return Err(Error::unimplemented(format!(
+            "index map of {} dimensions after merging, beyond {MAX_RANK}, in more than {MAX_MAP_PARTS} parts",
+            dims.len()
+        )));
+    }
+    let size = input.dtype.size();
+    let dim = dims[0];
+    let out_row = out.num_elements() / dim.out.max(1) as u64;
+    let inner_extent: i64 = dims[1..].iter().map(|e| (e.in_dim - 1).max(0) * e.in_stride).sum();
+    for row in 0..dim.out {
+        let mut sub_dims = dims.to_vec();
+        let sub_input = match source_index(&dim, row) {
+            // A padding row reads nothing of the input: one index outside its dimension.
+            None => {
+                sub_dims[0] = DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 1, mode: DimMode::ConstantPad };
+                row_range(input, 0, 1)
+            }
+            Some(i) => {
+                sub_dims[0] = DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct };
+                let skip = (i * dim.in_stride) as u64 * size;
+                let rest = (input.byte_len().saturating_sub(skip) / size).min(inner_extent as u64 + 1);
+                row_range(input, skip, rest as i64)
+            }
+        };
+        let sub_out = row_range(out, row as u64 * out_row * size, out_row as i64);
+        map(stream, &sub_input, &sub_out, &sub_dims, fill)?;
+    }
+    Ok(())
 }
 
 /// `dims` without the dimensions that index nothing (one output element read from index 0) and
@@ -551,9 +589,7 @@ pub fn space_depth(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     } else {
         let square = validate::mul(b, b)?;
         if c % square != 0 {
-            return Err(Error::invalid_argument(format!(
-                "Input depth dimension {c} should be divisible by: {square}"
-            )));
+            return Err(Error::invalid_argument(format!("Input depth dimension {c} should be divisible by: {square}")));
         }
         let depth = c / square;
         let out = [n, validate::mul(h, b)?, validate::mul(w, b)?, depth];
@@ -574,6 +610,171 @@ pub fn space_depth(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let source = TensorRef { shape: view, ..input };
     let target = TensorRef { shape: permuted_shape(&source.shape, &perm), ..out };
     permute(ctx.stream()?, &source, &target, &perm)
+}
+
+/// TF's most block dimensions that are not merged away (kMaxSpaceToBatchBlockDims).
+const MAX_SPACE_BATCH_BLOCK_DIMS: usize = 4;
+
+/// SpaceToBatchND and BatchToSpaceND: zero padding (or cropping) of the block dimensions around
+/// one transpose, with the block offsets outermost in the batch (offset-major, batch-minor), as in
+/// TF. Checks and messages follow TF's spacetobatch_op.cc and batchtospace_op.cc.
+pub fn space_batch(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let to_batch = kernel.def.op == "SpaceToBatchND";
+    let input = ctx.input(0)?;
+    let (block, block_shape) = ctx.host_input_values(1)?;
+    let (pads, pads_shape) = ctx.host_input_values(2)?;
+    let (pads_name, pads_noun) = if to_batch { ("paddings", "Paddings") } else { ("crops", "Crops") };
+    if block_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!("block_shape rank should be 1 instead of {}", block_shape.len())));
+    }
+    let m = block.len();
+    if input.shape.len() < 1 + m {
+        return Err(Error::invalid_argument(format!(
+            "input rank should be >= {} instead of {}",
+            1 + m,
+            input.shape.len()
+        )));
+    }
+    if pads_shape != [m as i64, 2] {
+        return Err(Error::invalid_argument(format!(
+            "{pads_name} should have shape [{m}, 2] instead of {pads_shape:?}"
+        )));
+    }
+    let mut product = 1i64;
+    for (k, &b) in block.iter().enumerate() {
+        if b < 1 {
+            return Err(Error::invalid_argument(format!(
+                "All values in block_shape must be positive, got value, {b} at index {k}."
+            )));
+        }
+        product = validate::mul(product, b)?;
+    }
+    if pads.iter().any(|&p| p < 0) {
+        return Err(Error::invalid_argument(format!("{pads_noun} must be non-negative")));
+    }
+    // TF merges leading and trailing block dimensions of block 1 and no padding away, then allows
+    // four; so do we (the same domain as TF-CPU and TF-GPU).
+    let trivial = |k: usize| block[k] == 1 && pads[2 * k] == 0 && pads[2 * k + 1] == 0;
+    let prefix = (0..m).take_while(|&k| trivial(k)).count();
+    let suffix = (prefix..m).rev().take_while(|&k| trivial(k)).count();
+    let internal = m - prefix - suffix;
+    if internal > MAX_SPACE_BATCH_BLOCK_DIMS {
+        return Err(Error::invalid_argument(format!(
+            "Maximum number of non-combined block dimensions is {internal} but must not exceed \
+             {MAX_SPACE_BATCH_BLOCK_DIMS}"
+        )));
+    }
+    let batch = input.shape[0];
+    let spatial = input.shape[1..=m].to_vec();
+    let depth_dims = input.shape[1 + m..].to_vec();
+    if to_batch {
+        let mut padded = Vec::with_capacity(m);
+        for k in 0..m {
+            let size = validate::add(validate::add(spatial[k], pads[2 * k])?, pads[2 * k + 1])?;
+            if size % block[k] != 0 {
+                return Err(Error::invalid_argument(format!(
+                    "padded_shape[{k}]={size} is not divisible by block_shape[{k}]={}",
+                    block[k]
+                )));
+            }
+            padded.push(size);
+        }
+        let mut out_shape = vec![validate::mul(batch, product)?];
+        out_shape.extend(padded.iter().zip(&block).map(|(&p, &b)| p / b));
+        out_shape.extend_from_slice(&depth_dims);
+        let out = ctx.allocate_output(0, dtype, &out_shape)?;
+        if out.num_elements() == 0 {
+            return Ok(());
+        }
+        let source = if pads.iter().all(|&p| p == 0) {
+            input
+        } else {
+            let mut padded_shape = input.shape.clone();
+            padded_shape[1..=m].copy_from_slice(&padded);
+            let temp = ctx.allocate_temp(dtype, &padded_shape)?;
+            let mut dims = direct_dims(&input.shape);
+            for k in 0..m {
+                let d = &mut dims[1 + k];
+                d.out = padded[k];
+                d.offset = pads[2 * k];
+                d.mode = DimMode::ConstantPad;
+            }
+            map(ctx.stream()?, &input, &temp, &dims, None)?;
+            temp
+        };
+        // [B, q1, b1, ..., qm, bm, depth] -> [b1, ..., bm, B, q1, ..., qm, depth]
+        let depth: i64 = depth_dims.iter().product();
+        let mut view = vec![batch];
+        for k in 0..m {
+            view.extend([padded[k] / block[k], block[k]]);
+        }
+        view.push(depth);
+        let mut perm: Vec<usize> = (0..m).map(|k| 2 + 2 * k).collect();
+        perm.push(0);
+        perm.extend((0..m).map(|k| 1 + 2 * k));
+        perm.push(1 + 2 * m);
+        let source = TensorRef { shape: view, ..source };
+        let target = TensorRef { shape: permuted_shape(&source.shape, &perm), ..out };
+        permute(ctx.stream()?, &source, &target, &perm)
+    } else {
+        if product == 0 || batch % product != 0 {
+            return Err(Error::invalid_argument(format!(
+                "Input batch dimension ({batch}) is not divisible by product of block sizes ({product})"
+            )));
+        }
+        let out_batch = batch / product;
+        let mut full = Vec::with_capacity(m);
+        let mut cropped = Vec::with_capacity(m);
+        for k in 0..m {
+            let size = validate::mul(spatial[k], block[k])?;
+            let left = size - pads[2 * k] - pads[2 * k + 1];
+            if left < 0 {
+                return Err(Error::invalid_argument(format!(
+                    "Crops must be non-negative: the cropped size {left} of dimension {} is negative",
+                    k + 1
+                )));
+            }
+            full.push(size);
+            cropped.push(left);
+        }
+        let mut out_shape = vec![out_batch];
+        out_shape.extend_from_slice(&cropped);
+        out_shape.extend_from_slice(&depth_dims);
+        let out = ctx.allocate_output(0, dtype, &out_shape)?;
+        if out.num_elements() == 0 {
+            return Ok(());
+        }
+        // [b1, ..., bm, B, s1, ..., sm, depth] -> [B, s1, b1, ..., sm, bm, depth]
+        let depth: i64 = depth_dims.iter().product();
+        let mut view = block.clone();
+        view.push(out_batch);
+        view.extend_from_slice(&spatial);
+        view.push(depth);
+        let mut perm = vec![m];
+        for k in 0..m {
+            perm.extend([m + 1 + k, k]);
+        }
+        perm.push(2 * m + 1);
+        let source = TensorRef { shape: view, ..input };
+        let uncropped_view = permuted_shape(&source.shape, &perm);
+        if pads.iter().all(|&p| p == 0) {
+            let target = TensorRef { shape: uncropped_view, ..out };
+            return permute(ctx.stream()?, &source, &target, &perm);
+        }
+        let mut uncropped_shape = vec![out_batch];
+        uncropped_shape.extend_from_slice(&full);
+        uncropped_shape.push(depth);
+        let temp = ctx.allocate_temp(dtype, &uncropped_shape)?;
+        permute(ctx.stream()?, &source, &TensorRef { shape: uncropped_view, ..temp.clone() }, &perm)?;
+        let mut dims = direct_dims(&uncropped_shape);
+        for k in 0..m {
+            dims[1 + k].out = cropped[k];
+            dims[1 + k].offset = -pads[2 * k];
+        }
+        let target = TensorRef { shape: dims.iter().map(|d| d.out).collect(), ..out };
+        map(ctx.stream()?, &temp, &target, &dims, None)
+    }
 }
 
 pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

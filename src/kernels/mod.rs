@@ -734,6 +734,23 @@ fn build_table() -> Vec<KernelDef> {
         for op in ["SpaceToDepth", "DepthToSpace"] {
             table.push(kernel(op, t, &[], SPACE_DEPTH_ATTRS, index::space_depth));
         }
+        // TF registers real numbers only (no bool or complex), on the CPU as on GPUs.
+        if !matches!(dtype, DType::Bool | DType::C64 | DType::C128) {
+            for (block, pads) in
+                [(DType::I32, DType::I32), (DType::I32, DType::I64), (DType::I64, DType::I32), (DType::I64, DType::I64)]
+            {
+                let constraints = leak(vec![("T", dtype), ("Tblock_shape", block), ("Tpaddings", pads)]);
+                table.push(kernel(
+                    "SpaceToBatchND",
+                    constraints,
+                    &["block_shape", "paddings"],
+                    &[],
+                    index::space_batch,
+                ));
+                let constraints = leak(vec![("T", dtype), ("Tblock_shape", block), ("Tcrops", pads)]);
+                table.push(kernel("BatchToSpaceND", constraints, &["block_shape", "crops"], &[], index::space_batch));
+            }
+        }
         // TF-CPU has no uint16 Tile: keep the device's set the same as the reference's.
         if dtype != DType::U16 {
             table.push(kernel("Tile", t, &["multiples"], &[], index::tile));

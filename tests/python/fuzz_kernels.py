@@ -120,7 +120,9 @@ def registered_kernels():
     for line in lib.tf_wgpu_kernel_table().decode().splitlines():
         op, *attrs = line.split()
         rows.append((op, dict(a.split("=") for a in attrs)))
-    return rows
+    # TF_WGPU_FUZZ_OPS=Op1,Op2 fuzzes those ops' rows only (a developer's focused run).
+    only = [o for o in os.environ.get("TF_WGPU_FUZZ_OPS", "").split(",") if o]
+    return [r for r in rows if r[0] in only] if only else rows
 
 
 def row_name(op, row):
@@ -1501,6 +1503,49 @@ def gen_space_depth(g, case):
     case.args.update(input=data, block_size=block, data_format=fmt)
 
 
+def gen_space_batch(g, case):
+    to_batch = case.op == "SpaceToBatchND"
+    m = g.int(0, 3)
+    block = [g.int(1, 3) for _ in range(m)]
+    spatial = [g.int(0, 4) for _ in range(m)]
+    pads = [[g.int(0, 2), g.int(0, 2)] for _ in range(m)]
+    if to_batch:
+        for k in range(m):  # padded sizes divisible by the block
+            pads[k][1] += -(spatial[k] + sum(pads[k])) % block[k]
+        batch = g.int(0, 3)
+    else:
+        for k in range(m):  # crops within the expanded size
+            pads[k] = [min(p, spatial[k] * block[k] // 2) for p in pads[k]]
+        batch = g.int(0, 2) * int(np.prod(block))
+    shape = [batch] + spatial + [g.int(1, 3) for _ in range(g.int(0, 2))]
+    if g.adversary("block/paddings/shape"):
+        kind = g.int(0, 6)
+        if kind == 0 and m:
+            block[0] = g.pick([0, -1, 2**31 - 1, 2**62])
+        elif kind == 1 and m:
+            pads[0][g.int(0, 1)] = g.pick([-1, -(2**31), 2**62])
+        elif kind == 2:
+            pads = pads + [[0, 0]]
+        elif kind == 3:
+            shape = shape[:m]  # rank too small
+        elif kind == 4 and m:
+            shape[1] += 1  # not divisible (SpaceToBatch) / larger crop room
+            shape[0] += 1  # batch not divisible (BatchToSpace)
+        elif kind == 5:
+            m = 5
+            block, pads, shape = [2] * m, [[0, 0]] * m, [1] + [2] * m
+        else:
+            block, pads, shape = [2**31, 2**31], [[0, 0], [0, 0]], [1, 2, 2]
+    bt = np.dtype(case.row.get("Tblock_shape", "int32"))
+    pt = np.dtype(case.row.get("Tpaddings") or case.row.get("Tcrops") or "int32")
+    if any(not (-(2**31) <= v < 2**31) for v in block):
+        bt = np.dtype(np.int64)
+    if any(not (-(2**31) <= v < 2**31) for p in pads for v in p):
+        pt = np.dtype(np.int64)
+    case.args.update(input=movable(g, case, shape), block_shape=np.array(block, bt).reshape(-1),
+                     **{"paddings" if to_batch else "crops": np.array(pads, pt).reshape(-1, 2)})
+
+
 def gen_tile(g, case):
     shape = g.shape(g.int(0, 4), hi=4)
     mult = [g.int(0 if g.chance(0.1) else 1, 3) for _ in shape]
@@ -2096,7 +2141,8 @@ GENERATORS.update({
     "ScatterNd": gen_scatter, "GatherNd": gen_gather_nd, "ResourceGatherNd": gen_variable,
     "OneHot": gen_one_hot, "Range": gen_range, "StridedSlice": gen_strided_slice, "Slice": gen_slice,
     "Split": gen_split, "SplitV": gen_split, "Transpose": gen_transpose, "Tile": gen_tile,
-    "SpaceToDepth": gen_space_depth, "DepthToSpace": gen_space_depth, "Pad": gen_pad,
+    "SpaceToDepth": gen_space_depth, "DepthToSpace": gen_space_depth,
+    "SpaceToBatchND": gen_space_batch, "BatchToSpaceND": gen_space_batch, "Pad": gen_pad,
     "PadV2": gen_pad, "MirrorPad": gen_pad, "ReverseV2": gen_reverse, "BroadcastTo": gen_broadcast_to,
     "Fill": gen_fill, "ConcatV2": gen_concat, "Pack": gen_pack, "Unpack": gen_unpack, "GatherV2": gen_gather,
     "ResourceGather": gen_variable, "AssignAddVariableOp": gen_variable, "AssignSubVariableOp": gen_variable,

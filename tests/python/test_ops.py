@@ -512,12 +512,36 @@ def movement_cases(op, attrs, rng):
     elif op == "Transpose":
         yield (lambda t: tf.transpose(t, [2, 0, 1])), [x]
         yield (lambda t: tf.transpose(t)), [values(rng, dt, (3, 1, 0))]
+        # Ten dimensions that do not merge: past the shader's eight, one map per outer row.
+        yield (lambda t: tf.transpose(t, [9, 1, 8, 3, 7, 5, 6, 4, 2, 0])), [values(rng, dt, (2, 3) * 5)]
     elif op == "Tile":
         yield (lambda t: tf.tile(t, [2, 1, 3])), [x]
     elif op == "SpaceToDepth":
         yield (lambda t: tf.nn.space_to_depth(t, 2)), [values(rng, dt, (2, 4, 6, 3))]
         yield (lambda t: tf.nn.space_to_depth(t, 3)), [values(rng, dt, (1, 3, 6, 2))]
         yield (lambda t: tf.nn.space_to_depth(t, 2)), [values(rng, dt, (0, 2, 2, 1))]
+    elif op in ("SpaceToBatchND", "BatchToSpaceND"):
+        bt = tf.as_dtype(attrs["Tblock_shape"]).as_numpy_dtype
+        pt = tf.as_dtype(attrs.get("Tpaddings") or attrs["Tcrops"]).as_numpy_dtype
+        raw = getattr(tf.raw_ops, op)
+        pads = "paddings" if op == "SpaceToBatchND" else "crops"
+
+        def case(shape, block, pad):
+            def run(t):
+                return raw(input=t, block_shape=np.array(block, bt), **{pads: np.array(pad, pt).reshape(-1, 2)})
+            return run, [values(rng, dt, shape)]
+        if op == "SpaceToBatchND":
+            yield case((2, 5, 6, 3), [2, 3], [[1, 0], [0, 0]])  # atrous convolution's 2-D case
+            yield case((1, 4, 2), [2], [[1, 3]])
+            yield case((3, 2, 2, 2, 2), [1, 2, 1], [[0, 0], [0, 0], [0, 0]])
+            yield case((2, 3, 4), [], [])
+            yield case((2, 4, 4, 4, 4, 3), [2, 2, 2, 2], [[0, 0]] * 4)  # a 10-D transpose: by rows
+            yield case((0, 2, 4, 1), [2, 2], [[0, 0], [1, 1]])
+        else:
+            yield case((12, 3, 2, 3), [2, 3], [[1, 0], [0, 2]])
+            yield case((4, 4, 2), [2], [[1, 3]])
+            yield case((6, 2, 2, 2, 2), [1, 2, 3], [[0, 0], [0, 0], [0, 0]])
+            yield case((8, 1, 3), [8], [[0, 0]])
     elif op == "DepthToSpace":
         yield (lambda t: tf.nn.depth_to_space(t, 2)), [values(rng, dt, (2, 3, 2, 12))]
         yield (lambda t: tf.nn.depth_to_space(t, 3)), [values(rng, dt, (1, 2, 1, 9))]
@@ -1082,7 +1106,7 @@ for name in ("BiasAdd", "AddN", "ClipByValue"):
     CASES[name] = misc_math_cases
 CASES["Cast"] = cast_cases
 for name in ("StridedSlice", "Slice", "Split", "SplitV", "Transpose", "Tile", "Pad", "PadV2", "MirrorPad",
-             "SpaceToDepth", "DepthToSpace", "ReverseV2", "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "GatherV2", "GatherNd"):
+             "SpaceToDepth", "DepthToSpace", "SpaceToBatchND", "BatchToSpaceND", "ReverseV2", "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "GatherV2", "GatherNd"):
     CASES[name] = movement_cases
 for name in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "ArgMax", "ArgMin"):
     CASES[name] = reduce_cases
