@@ -186,8 +186,18 @@ fn map_by_rows(
         let sub_input = match source_index(&dim, row) {
             // A padding row reads nothing of the input: one index outside its dimension.
             None => {
-                sub_dims[0] = DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 1, mode: DimMode::ConstantPad };
-                row_range(input, 0, 1)
+                // (As one 1-D fill: a padding dimension of size 1 would not merge away, and the
+                // row's map would come back here with as many dimensions.)
+                let sub_out = row_range(out, row as u64 * out_row * size, out_row as i64);
+                let fill_row = DimMap {
+                    out: out_row as i64,
+                    in_dim: 1,
+                    in_stride: 0,
+                    offset: out_row as i64,
+                    mode: DimMode::ConstantPad,
+                };
+                map(stream, &row_range(input, 0, 1), &sub_out, &[fill_row], fill)?;
+                continue;
             }
             Some(i) => {
                 sub_dims[0] = DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct };
@@ -553,18 +563,17 @@ pub fn space_depth(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let nchw = match kernel.attrs.str("data_format")? {
         "NHWC" => false,
         "NCHW" => true,
-        "NCHW_VECT_C" => {
-            return Err(Error::invalid_argument(format!(
-                "{} with NCHW_VECT_C requires qint8 data type, got {}",
-                kernel.def.op,
-                dtype.tf_name()
-            )))
-        }
+        "NCHW_VECT_C" => return Err(Error::invalid_argument("qint8 should be used with data_format NCHW_VECT_C.")),
         other => return Err(Error::invalid_argument(format!("Invalid data format: {other}"))),
     };
     let input = ctx.input(0)?;
     if input.shape.len() != 4 {
-        return Err(Error::invalid_argument(format!("Input rank should be 4 instead of {}", input.shape.len())));
+        let rank = input.shape.len();
+        return Err(Error::invalid_argument(if kernel.def.op == "SpaceToDepth" {
+            format!("Input rank should be 4 instead of {rank}")
+        } else {
+            format!("Input rank should be: 4 instead of: {rank}")
+        }));
     }
     let (n, c, h, w) = if nchw {
         (input.shape[0], input.shape[1], input.shape[2], input.shape[3])
@@ -728,12 +737,9 @@ pub fn space_batch(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         let mut cropped = Vec::with_capacity(m);
         for k in 0..m {
             let size = validate::mul(spatial[k], block[k])?;
-            let left = size - pads[2 * k] - pads[2 * k + 1];
+            let left = size - validate::add(pads[2 * k], pads[2 * k + 1])?;
             if left < 0 {
-                return Err(Error::invalid_argument(format!(
-                    "Crops must be non-negative: the cropped size {left} of dimension {} is negative",
-                    k + 1
-                )));
+                return Err(Error::invalid_argument(format!("cropped_shape[{k}]={left} must be non-negative")));
             }
             full.push(size);
             cropped.push(left);

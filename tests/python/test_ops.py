@@ -1174,6 +1174,18 @@ def test_optimizer_signatures_match_tf_op_registry():
         assert got == want, op
 
 
+@pytest.mark.parametrize("mode", ["CONSTANT", "REFLECT", "SYMMETRIC"])
+def test_pad_past_eight_dimensions_matches_numpy(mode, strict_placement):
+    """Nine padded dimensions, which do not merge: the index map runs one outer row at a time,
+    padding rows among them. TF-CPU's Pad stops at rank 8, so NumPy is the reference."""
+    x = np.arange(2**9, dtype=np.float32).reshape((2,) * 9)
+    pads = [[1, 1]] * 9
+    with tf.device("/GPU:0"):
+        got = tf.pad(tf.constant(x), pads, mode=mode).numpy()
+    np.testing.assert_array_equal(got, np.pad(x, pads, mode={"CONSTANT": "constant", "REFLECT": "reflect",
+                                                             "SYMMETRIC": "symmetric"}[mode]))
+
+
 def test_every_registered_op_is_exercised():
     missing = sorted({op for op, _ in KERNELS if op not in CASES})
     assert not missing, f"registered ops without a test case: {missing}"
