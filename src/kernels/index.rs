@@ -182,13 +182,11 @@ fn map_by_rows(
     let out_row = out.num_elements() / dim.out.max(1) as u64;
     let inner_extent: i64 = dims[1..].iter().map(|e| (e.in_dim - 1).max(0) * e.in_stride).sum();
     for row in 0..dim.out {
-        let mut sub_dims = dims.to_vec();
-        let sub_input = match source_index(&dim, row) {
-            // A padding row reads nothing of the input: one index outside its dimension.
+        let sub_out = row_range(out, row as u64 * out_row * size, out_row as i64);
+        match source_index(&dim, row) {
+            // A padding row reads nothing of the input: one 1-D fill (a padding dimension of
+            // size 1 would not merge away, and the row's map would come back here as wide).
             None => {
-                // (As one 1-D fill: a padding dimension of size 1 would not merge away, and the
-                // row's map would come back here with as many dimensions.)
-                let sub_out = row_range(out, row as u64 * out_row * size, out_row as i64);
                 let fill_row = DimMap {
                     out: out_row as i64,
                     in_dim: 1,
@@ -197,19 +195,23 @@ fn map_by_rows(
                     mode: DimMode::ConstantPad,
                 };
                 map(stream, &row_range(input, 0, 1), &sub_out, &[fill_row], fill)?;
-                continue;
             }
             Some(i) => {
+                let mut sub_dims = dims.to_vec();
                 sub_dims[0] = DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct };
-                let skip = (i * dim.in_stride) as u64 * size;
-                let rest = (input.byte_len().saturating_sub(skip) / size).min(inner_extent as u64 + 1);
-                row_range(input, skip, rest as i64)
+                map(stream, &row_window(input, &dim, inner_extent, i), &sub_out, &sub_dims, fill)?;
             }
-        };
-        let sub_out = row_range(out, row as u64 * out_row * size, out_row as i64);
-        map(stream, &sub_input, &sub_out, &sub_dims, fill)?;
+        }
     }
     Ok(())
+}
+
+/// The input elements that index `i` of `dim` reads: at most `inner_extent + 1` from its start.
+fn row_window(input: &TensorRef, dim: &DimMap, inner_extent: i64, i: i64) -> TensorRef {
+    let size = input.dtype.size();
+    let skip = (i * dim.in_stride) as u64 * size;
+    let rest = (input.byte_len().saturating_sub(skip) / size).min(inner_extent as u64 + 1);
+    row_range(input, skip, rest as i64)
 }
 
 /// `dims` without the dimensions that index nothing (one output element read from index 0) and
@@ -328,10 +330,7 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
                 DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 1, mode: DimMode::ConstantPad }
             }
             Some(i) => {
-                // The row reads at most `inner_extent + 1` elements from its start.
-                let skip = (i * dim.in_stride) as u64 * size;
-                let rest = (part.input.byte_len().saturating_sub(skip) / size).min(inner_extent as u64 + 1);
-                sub.input = row_range(&part.input, skip, rest as i64);
+                sub.input = row_window(&part.input, &dim, inner_extent, i);
                 DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct }
             }
         };
@@ -556,9 +555,9 @@ pub fn permute(stream: &Stream, input: &TensorRef, out: &TensorRef, perm: &[usiz
 /// NCHW_VECT_C is TF's 4 x qint8 layout, which no kernel here serves.
 pub fn space_depth(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
-    let block = kernel.attrs.int("block_size")?;
-    if block <= 1 {
-        return Err(Error::invalid_argument(format!("Block size should be > 1, but was: {block}")));
+    let b = kernel.attrs.int("block_size")?;
+    if b <= 1 {
+        return Err(Error::invalid_argument(format!("Block size should be > 1, but was: {b}")));
     }
     let nchw = match kernel.attrs.str("data_format")? {
         "NHWC" => false,
@@ -580,7 +579,6 @@ pub fn space_depth(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     } else {
         (input.shape[0], input.shape[3], input.shape[1], input.shape[2])
     };
-    let b = block;
     let (view, perm, out_nhwc): (Vec<i64>, [usize; 6], [i64; 4]) = if kernel.def.op == "SpaceToDepth" {
         if h % b != 0 || w % b != 0 {
             return Err(Error::invalid_argument(format!(
@@ -677,6 +675,7 @@ pub fn space_batch(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let batch = input.shape[0];
     let spatial = input.shape[1..=m].to_vec();
     let depth_dims = input.shape[1 + m..].to_vec();
+    let depth: i64 = depth_dims.iter().product();
     if to_batch {
         let mut padded = Vec::with_capacity(m);
         for k in 0..m {
@@ -713,7 +712,6 @@ pub fn space_batch(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
             temp
         };
         // [B, q1, b1, ..., qm, bm, depth] -> [b1, ..., bm, B, q1, ..., qm, depth]
-        let depth: i64 = depth_dims.iter().product();
         let mut view = vec![batch];
         for k in 0..m {
             view.extend([padded[k] / block[k], block[k]]);
@@ -727,7 +725,7 @@ pub fn space_batch(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         let target = TensorRef { shape: permuted_shape(&source.shape, &perm), ..out };
         permute(ctx.stream()?, &source, &target, &perm)
     } else {
-        if product == 0 || batch % product != 0 {
+        if batch % product != 0 {
             return Err(Error::invalid_argument(format!(
                 "Input batch dimension ({batch}) is not divisible by product of block sizes ({product})"
             )));
@@ -752,7 +750,6 @@ pub fn space_batch(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
             return Ok(());
         }
         // [b1, ..., bm, B, s1, ..., sm, depth] -> [B, s1, b1, ..., sm, bm, depth]
-        let depth: i64 = depth_dims.iter().product();
         let mut view = block.clone();
         view.push(out_batch);
         view.extend_from_slice(&spatial);
