@@ -2707,23 +2707,32 @@ def _invalid_hyperparameter(case):
     return False
 
 
-def _subnormal_only(case, answers=None, documented=False):
-    """Whether the WGPU op, given the case's inputs with subnormals flushed to zero, equals the
-    answer for those flushed inputs (TF-CPU's, or with `documented` TF-GPU's documented one)."""
+def _documented_when_flushed(case):
+    """Whether the WGPU op given the flushed inputs equals TF-GPU's documented answer for them."""
     try:
-        c2 = Case_with(case, {k: _subnormal_free(v) for k, v in case.args.items()})
-        c2.variables = {k: _subnormal_free(v) for k, v in case.variables.items()}
-        if documented:
-            doc = documented_answer(c2, None)
-            if doc is None:
-                return False
-            answers = doc[1]
-        gots2 = execute(c2, GPU)
-        if case.outputs is not None:
-            gots2, answers = gots2[:case.outputs], [a[:case.outputs] for a in answers]
-        return compare_any(case.op, gots2, answers, flush=True) is None
+        flushed = _flushed_case(case)
+        doc = documented_answer(flushed, None)
+        if doc is None:
+            return False
+        answers = doc[1] if case.outputs is None else [a[:case.outputs] for a in doc[1]]
+        return _wgpu_equal_when_flushed(case, flushed, answers)
     except Exception:  # noqa: BLE001
         return False
+
+
+def _flushed_case(case):
+    """`case` with its subnormal inputs (arguments and variables) flushed to zero."""
+    flushed = Case_with(case, {k: _subnormal_free(v) for k, v in case.args.items()})
+    flushed.variables = {k: _subnormal_free(v) for k, v in case.variables.items()}
+    return flushed
+
+
+def _wgpu_equal_when_flushed(case, flushed, answers):
+    """Whether the WGPU op given the flushed inputs equals `answers` for them."""
+    gots = execute(flushed, GPU)
+    if case.outputs is not None:
+        gots = gots[:case.outputs]
+    return compare_any(case.op, gots, answers, flush=True) is None
 
 
 def known_divergence(case, record):
@@ -2816,7 +2825,7 @@ def _run_case(case, emit=None):
         d2 = compare_any(case.op, gots, answers)
         if d2 is None:
             return {"status": "documented", "kind": name}
-        if _has_subnormal(case) and _subnormal_only(case, answers=None, documented=True):
+        if _has_subnormal(case) and _documented_when_flushed(case):
             # Both causes at once (a dropped scatter update, and inf * subnormal that TF's flushing
             # makes NaN): equal to the documented answer once the op is given flushed inputs too.
             return {"status": "failure", "kind": "subnormal",
@@ -2830,20 +2839,14 @@ def _run_case(case, emit=None):
         # subnormal inputs are flushed is that answer; one that matches only when the WGPU op is
         # given flushed inputs too is still a failure, labelled so that it reads as one cause.
         try:
-            flushed = {k: _subnormal_free(v) for k, v in case.args.items()}
-            c2 = Case_with(case, flushed)
-            c2.variables = {k: _subnormal_free(v) for k, v in case.variables.items()}
-            answers = references(c2)
+            flushed = _flushed_case(case)
+            answers = references(flushed)
             if compare_any(case.op, gots, answers, flush=True) is None:
                 return {"status": "documented", "kind": "subnormal inputs flushed to zero"}
-            if cpu_error is None:
-                gots2 = execute(c2, GPU)
-                if case.outputs is not None:
-                    gots2 = gots2[:case.outputs]
-                if compare_any(case.op, gots2, answers, flush=True) is None:
-                    return {"status": "failure", "kind": "subnormal",
-                            "detail": "subnormal inputs not treated as zero (as TF-CPU and TF-GPU do); equal to TF-CPU "
-                                      f"once they are flushed: {diff}"}
+            if cpu_error is None and _wgpu_equal_when_flushed(case, flushed, answers):
+                return {"status": "failure", "kind": "subnormal",
+                        "detail": "subnormal inputs not treated as zero (as TF-CPU and TF-GPU do); equal to TF-CPU "
+                                  f"once they are flushed: {diff}"}
         except Exception:  # noqa: BLE001
             pass
     if wants is not None and all(np.asarray(g).size == 0 for g in gots) and len(gots) == len(wants[0]):

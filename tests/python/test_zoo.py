@@ -111,23 +111,26 @@ def start_worker(model, mode, onednn, out):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def run_workers(model):
-    """The WGPU run with its placer log, and the TF-CPU runs with oneDNN on and off, side by side."""
+def run_side_by_side(model, configs):
+    """Workers for `configs` ((mode, oneDNN) pairs) at once: each one's results and stderr."""
     with tempfile.TemporaryDirectory() as tmp:
-        configs = [("wgpu", "1"), ("cpu", "1"), ("cpu", "0")]
-        outs = [os.path.join(tmp, f"{mode}{onednn}.npz") for mode, onednn in configs]
+        outs = [os.path.join(tmp, f"{i}.npz") for i in range(len(configs))]
         workers = [start_worker(model, mode, onednn, out) for (mode, onednn), out in zip(configs, outs)]
-        results = []
+        finished = []
         for worker, out, config in zip(workers, outs, configs):
             stdout, stderr = worker.communicate(timeout=1800)
             # The WGPU worker's stderr is mostly the placer's log: show the traceback.
             error = stderr[stderr.rfind("Traceback"):] if "Traceback" in stderr else stderr[-8000:]
             assert worker.returncode == 0 and os.path.exists(out), (
                 f"{model} {config} failed (exit {worker.returncode}):\n{stdout[-2000:]}\n{error[-8000:]}")
-            results.append(zoo_results.read(out))
-            if config[0] == "wgpu":
-                placed = audit_lines(stderr)
-    return results, placed
+            finished.append((zoo_results.read(out), stderr))
+    return finished
+
+
+def run_workers(model):
+    """The WGPU run with its placer log, and the TF-CPU runs with oneDNN on and off, side by side."""
+    finished = run_side_by_side(model, [("wgpu", "1"), ("cpu", "1"), ("cpu", "0")])
+    return [result for result, _ in finished], audit_lines(finished[0][1])
 
 
 def relative(a, b):
@@ -141,15 +144,7 @@ def gradient_errors(got, ref):
 
 def cpu_runs(model, modes):
     """TF-CPU workers' results (MODE `cpu`, `exact` or `perturbed:SEED`, oneDNN on), side by side."""
-    with tempfile.TemporaryDirectory() as tmp:
-        outs = [os.path.join(tmp, f"{i}.npz") for i in range(len(modes))]
-        workers = [start_worker(model, mode, "1", out) for mode, out in zip(modes, outs)]
-        results = []
-        for worker, out, mode in zip(workers, outs, modes):
-            _, stderr = worker.communicate(timeout=1800)
-            assert worker.returncode == 0 and os.path.exists(out), f"{model} {mode} run failed:\n{stderr[-8000:]}"
-            results.append(zoo_results.read(out)["cpu"])
-        return results
+    return [result["cpu"] for result, _ in run_side_by_side(model, [(mode, "1") for mode in modes])]
 
 
 def exact_gradients(model):
