@@ -19,13 +19,18 @@ const F16: Aliases = &[("T", "f16")];
 const FLOATS: &[Aliases] = &[F32, F16];
 const NONE: &[Aliases] = &[&[]];
 const CASTS: &[Aliases] = &[
-    &[("S", "f32"), ("D", "i32")],
-    &[("S", "i32"), ("D", "f32")],
-    &[("S", "f32"), ("D", "u32")],
-    &[("S", "u32"), ("D", "f32")],
-    &[("S", "f32"), ("D", "f16")],
-    &[("S", "f16"), ("D", "f32")],
+    &[("S", "f32"), ("D", "i32"), ("W", "f32")],
+    &[("S", "i32"), ("D", "f32"), ("W", "f32")],
+    &[("S", "f32"), ("D", "u32"), ("W", "f32")],
+    &[("S", "u32"), ("D", "f32"), ("W", "f32")],
+    &[("S", "f32"), ("D", "f16"), ("W", "f32")],
+    &[("S", "f16"), ("D", "f32"), ("W", "f32")],
+    &[("S", "f64"), ("D", "f32"), ("W", "f64")],
+    &[("S", "i32"), ("D", "f64"), ("W", "f64")],
 ];
+/// The direct matmul: storage type `T`, accumulator `ACC`.
+const MATMULS: &[Aliases] =
+    &[&[("T", "f32"), ("ACC", "f32")], &[("T", "f16"), ("ACC", "f32")], &[("T", "f64"), ("ACC", "f64")]];
 
 /// Every `Shader` constant of the crate, by its path under the crate root, with the
 /// specialisations tests/wgsl_validation.rs validates (`BATCH_SHADER`: the f32 the kernel uses).
@@ -38,8 +43,9 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::binary::LOGICAL_SHADER", &binary::LOGICAL_SHADER, NONE),
         ("kernels::binary::SELECT_SHADER", &binary::SELECT_SHADER, NONE),
         ("kernels::binary::INT64_SHADER", &binary::INT64_SHADER, NONE),
+        ("kernels::binary::FLOAT64_SHADER", &binary::FLOAT64_SHADER, NONE),
         ("kernels::reduce::SHADER", &reduce::SHADER, NONE),
-        ("kernels::matmul::SHADER", &matmul::SHADER, FLOATS),
+        ("kernels::matmul::SHADER", &matmul::SHADER, MATMULS),
         ("kernels::matmul::PACK_SHADER", &matmul::PACK_SHADER, FLOATS),
         ("kernels::matmul::TILES_SHADER", &matmul::TILES_SHADER, FLOATS),
         ("kernels::matmul::TILES_SUBGROUP_SHADER", &matmul::TILES_SUBGROUP_SHADER, FLOATS),
@@ -93,6 +99,9 @@ fn required_features(module: &naga::Module) -> wgpu::Features {
     let mut features = wgpu::Features::empty();
     if validate(module, C::all() - C::SHADER_FLOAT16).is_none() {
         features |= wgpu::Features::SHADER_F16;
+    }
+    if validate(module, C::all() - C::FLOAT64).is_none() {
+        features |= wgpu::Features::SHADER_F64;
     }
     if validate(module, C::all() - C::SUBGROUP - C::SUBGROUP_BARRIER).is_none() {
         features |= wgpu::Features::SUBGROUP;
@@ -185,7 +194,11 @@ fn misfits(entry: &Entry, limits: &wgpu::Limits, features: wgpu::Features) -> Ve
     }
     // One misfit per missing feature, so that each is matched to its own guard.
     let missing = entry.features - features;
-    for (name, feature) in [("SHADER_F16", wgpu::Features::SHADER_F16), ("SUBGROUP", wgpu::Features::SUBGROUP)] {
+    for (name, feature) in [
+        ("SHADER_F16", wgpu::Features::SHADER_F16),
+        ("SHADER_F64", wgpu::Features::SHADER_F64),
+        ("SUBGROUP", wgpu::Features::SUBGROUP),
+    ] {
         if missing.contains(feature) {
             out.push(format!("needs {name}"));
         }
@@ -204,12 +217,13 @@ fn all_entries() -> Vec<Entry> {
         .collect()
 }
 
-/// What a run-time guard covers: one shader's every misfit, or every float16 specialisation's need
-/// of SHADER_F16.
+/// What a run-time guard covers: one shader's every misfit, or every float16 (float64)
+/// specialisation's need of SHADER_F16 (SHADER_F64).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Scope {
     Shader(&'static str),
     Float16,
+    Float64,
 }
 
 /// A run-time check that keeps a shader above the floor off devices that cannot create it: called
@@ -249,13 +263,20 @@ const GUARDS: &[Guard] = &[
                registration follow",
         allows: |_, features, profile| requested_features(features, profile).contains(wgpu::Features::SHADER_F16),
     },
+    Guard {
+        scope: Scope::Float64,
+        covers: &["needs SHADER_F64"],
+        name: "requested_features, which instance::all_adapters_support and so build_table's float64 \
+               registration follow",
+        allows: |_, features, profile| requested_features(features, profile).contains(wgpu::Features::SHADER_F64),
+    },
 ];
 
 fn guarded(entry: &Entry, misfit: &str) -> Option<&'static Guard> {
     GUARDS.iter().find(|g| {
         let in_scope = match g.scope {
             Scope::Shader(name) => name == entry.shader,
-            Scope::Float16 => true,
+            Scope::Float16 | Scope::Float64 => true,
         };
         in_scope && g.covers.iter().any(|kind| misfit.starts_with(kind))
     })

@@ -27,13 +27,15 @@ fn broadcasting_shaders_are_valid() {
     validate(&LOGICAL_SHADER, &[]);
     validate(&SELECT_SHADER, &[]);
     validate(&INT64_SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::binary::FLOAT64_SHADER, &[]);
 }
 
 #[test]
 fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::reduce::SHADER, &[]);
-    validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f32")]);
-    validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", "f16")]);
+    for (ty, accumulator) in [("f32", "f32"), ("f16", "f32"), ("f64", "f64")] {
+        validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", ty), ("ACC", accumulator)]);
+    }
     for ty in ["f32", "f16"] {
         validate(&tensorflow_wgpu::kernels::matmul::PACK_SHADER, &[("T", ty)]);
         validate(&tensorflow_wgpu::kernels::matmul::TILES_SHADER, &[("T", ty)]);
@@ -70,7 +72,10 @@ fn rnn_shader_is_valid() {
 #[test]
 fn cast_shader_is_valid_for_every_pair() {
     for (s, d) in [("f32", "i32"), ("i32", "f32"), ("f32", "u32"), ("u32", "f32"), ("f32", "f16"), ("f16", "f32")] {
-        validate(&tensorflow_wgpu::kernels::cast::SHADER, &[("S", s), ("D", d)]);
+        validate(&tensorflow_wgpu::kernels::cast::SHADER, &[("S", s), ("D", d), ("W", "f32")]);
+    }
+    for (s, d) in [("f64", "f32"), ("f32", "f64"), ("f16", "f64"), ("i32", "f64"), ("f64", "i32"), ("u32", "f64")] {
+        validate(&tensorflow_wgpu::kernels::cast::SHADER, &[("S", s), ("D", d), ("W", "f64")]);
     }
 }
 
@@ -93,6 +98,7 @@ fn every_wgsl_file_is_covered() {
         [
             "batch_norm.wgsl",
             "binary.wgsl",
+            "binary_f64.wgsl",
             "binary_int64.wgsl",
             "broadcast.wgsl",
             "cast.wgsl",

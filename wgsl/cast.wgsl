@@ -1,12 +1,13 @@
-// Cast. `S` and `D` are aliased per (SrcT, DstT). Float to int truncates toward zero. Entry points:
-//   main:       between f32, f16, i32 and u32 (float -> int32 excepted)
-//   to_i32:     f32/f16 -> int32; NaN and values outside int32 give INT32_MIN, as TF-CPU's
+// Cast. `S` and `D` are aliased per (SrcT, DstT), `W` (the type to_i32 and from_i64 compute in)
+// to f64 where either is float64, else f32. Float to int truncates toward zero. Entry points:
+//   main:       between f32, f16, f64, i32 and u32 (float -> int32 excepted)
+//   to_i32:     f32/f16/f64 -> int32; NaN and values outside int32 give INT32_MIN, as TF-CPU's
 //               static_cast does (x86's cvttss2si "integer indefinite")
 //   to_bool:    S -> bool (x != 0), packed four per word
 //   from_bool:  bool -> D
 //   to_i64:     f32 -> int64 (two words, two's complement; NaN and values outside int64 give
 //               INT64_MIN, as for int32)
-//   from_i64:   int64 -> f32
+//   from_i64:   int64 -> f32/f64
 //   widen_i32:  int32 -> int64 (sign-extended)
 //   narrow_i64: int64 -> int32 (the low word, wrapping as C++'s static_cast does)
 // The raw-word views (`input_words`, `out_words`) alias the typed ones; each entry point uses one.
@@ -44,7 +45,7 @@ fn to_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     if (i >= p.n) {
         return;
     }
-    let v = f32(input[p.in_off + i]);
+    let v = W(input[p.in_off + i]);
     let in_range = v >= -2147483648.0 && v < 2147483648.0;
     out[p.out_off + i] = select(D(bitcast<i32>(0x80000000u)), D(v), in_range);
 }
@@ -116,7 +117,8 @@ fn from_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
         lo = ~lo + 1u;
         hi = ~hi + select(0u, 1u, lo == 0u);
     }
-    let magnitude = f32(hi) * 4294967296.0 + f32(lo);
+    // In f64 (W) one rounding: both words and the scaling are exact.
+    let magnitude = W(hi) * 4294967296.0 + W(lo);
     out[p.out_off + i] = D(select(magnitude, -magnitude, negative));
 }
 

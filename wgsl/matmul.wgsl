@@ -9,6 +9,7 @@
 // `small` is the variant for small outputs, where a 16 x 256 block per workgroup would leave most
 // invocations idle: 8 x 8 invocations of 4 x 4 blocks, 32 x 32 of C per workgroup. Dispatch:
 // (ceil(N / 32), ceil(M / 32), batch).
+// `T` is the storage type and `ACC` the accumulator's: f32 for f32 and f16, f64 for f64.
 
 struct Params {
     m: u32,
@@ -69,16 +70,16 @@ fn small(
         a_at[j] = bases.x + min(row0 + j, p.m - 1u) * p.a_rs;
         b_at[j] = bases.y + min(col0 + j, p.n - 1u) * p.b_cs;
     }
-    var acc: array<vec4<f32>, SMALL>;
+    var acc: array<vec4<ACC>, SMALL>;
     for (var k = 0u; k < p.k; k++) {
-        let bk = vec4<f32>(
-            f32(b[b_at[0] + k * p.b_rs]),
-            f32(b[b_at[1] + k * p.b_rs]),
-            f32(b[b_at[2] + k * p.b_rs]),
-            f32(b[b_at[3] + k * p.b_rs]),
+        let bk = vec4<ACC>(
+            ACC(b[b_at[0] + k * p.b_rs]),
+            ACC(b[b_at[1] + k * p.b_rs]),
+            ACC(b[b_at[2] + k * p.b_rs]),
+            ACC(b[b_at[3] + k * p.b_rs]),
         );
         for (var r = 0u; r < SMALL; r++) {
-            acc[r] += f32(a[a_at[r] + k * p.a_cs]) * bk;
+            acc[r] += ACC(a[a_at[r] + k * p.a_cs]) * bk;
         }
     }
     let out = p.c_off + (wid.z * p.m + row0) * p.n + col0;
@@ -86,7 +87,7 @@ fn small(
     let cols = min(SMALL, p.n - col0);
     for (var r = 0u; r < rows; r++) {
         for (var j = 0u; j < cols; j++) {
-            c[out + r * p.n + j] = T(acc[r][j] + select(0.0, f32(c[out + r * p.n + j]), p.accumulate != 0u));
+            c[out + r * p.n + j] = T(acc[r][j] + select(0.0, ACC(c[out + r * p.n + j]), p.accumulate != 0u));
         }
     }
 }
@@ -109,14 +110,14 @@ fn main(
     for (var j = 0u; j < COLS; j++) {
         b_at[j] = b_base + min(col0 + j, p.n - 1u) * p.b_cs;
     }
-    var acc: array<array<f32, COLS>, ROWS>;
+    var acc: array<array<ACC, COLS>, ROWS>;
     for (var k = 0u; k < p.k; k++) {
-        var bk: array<f32, COLS>;
+        var bk: array<ACC, COLS>;
         for (var j = 0u; j < COLS; j++) {
-            bk[j] = f32(b[b_at[j] + k * p.b_rs]);
+            bk[j] = ACC(b[b_at[j] + k * p.b_rs]);
         }
         for (var r = 0u; r < ROWS; r++) {
-            let ak = f32(a[a_at[r] + k * p.a_cs]);
+            let ak = ACC(a[a_at[r] + k * p.a_cs]);
             for (var j = 0u; j < COLS; j++) {
                 acc[r][j] += ak * bk[j];
             }
@@ -130,7 +131,7 @@ fn main(
     let cols = min(COLS, p.n - col0);
     for (var r = 0u; r < rows; r++) {
         for (var j = 0u; j < cols; j++) {
-            c[out + r * p.n + j] = T(acc[r][j] + select(0.0, f32(c[out + r * p.n + j]), p.accumulate != 0u));
+            c[out + r * p.n + j] = T(acc[r][j] + select(0.0, ACC(c[out + r * p.n + j]), p.accumulate != 0u));
         }
     }
 }

@@ -38,6 +38,9 @@ pub const COMPARE_SHADER: Shader = broadcast_shader!("compare", "compare.wgsl", 
 pub const LOGICAL_SHADER: Shader = broadcast_shader!("logical", "logical.wgsl", 3);
 pub const SELECT_SHADER: Shader = broadcast_shader!("select", "select.wgsl", 4);
 pub const INT64_SHADER: Shader = broadcast_shader!("binary_int64", "binary_int64.wgsl", 3, "math.wgsl");
+/// float64 binary ops, comparisons and unary ops, computed in f64 (needs SHADER_F64). Bindings 3
+/// and 4 are the operands again, read as words for their NaN bits (`launch_two`).
+pub const FLOAT64_SHADER: Shader = broadcast_shader!("binary_f64", "binary_f64.wgsl", 5);
 
 /// The int64 ops of `binary_int64.wgsl`, which TF-GPU also runs on the device (Keras's iteration
 /// counter and random-seed state are int64 variables updated with them).
@@ -108,6 +111,25 @@ pub const BINARY_OPS: [(&str, BinaryOp); 13] = [
     ("Minimum", BinaryOp::Minimum),
     ("Pow", BinaryOp::Pow),
     ("SquaredDifference", BinaryOp::SquaredDifference),
+];
+
+/// The binary ops `binary_f64.wgsl` computes in f64: the arithmetic ones (FloorMod and Pow, which
+/// need an exact fmod and a pow in f64, stay on the CPU).
+pub const FLOAT64_OPS: [&str; 11] =
+    ["AddV2", "Add", "Mul", "Sub", "RealDiv", "Div", "DivNoNan", "FloorDiv", "Maximum", "Minimum", "SquaredDifference"];
+
+/// The activation gradients `binary_f64.wgsl` computes in f64 (not those of exp-based activations).
+pub const FLOAT64_GRAD_OPS: [&str; 10] = [
+    "ReluGrad",
+    "Relu6Grad",
+    "LeakyReluGrad",
+    "SigmoidGrad",
+    "TanhGrad",
+    "RsqrtGrad",
+    "SqrtGrad",
+    "ReciprocalGrad",
+    "InvGrad",
+    "SoftsignGrad",
 ];
 
 /// TF op name → `OP` of `compare.wgsl`.
@@ -271,16 +293,19 @@ fn launch_two(
             b_strides: layout.strides[1],
         };
         let threads = if bool_output { n.div_ceil(4) } else { n };
-        dispatch(
-            core,
-            encoder,
-            shader.name,
-            &pipeline,
-            &[a_bind, b_bind, out_bind],
-            bytemuck::bytes_of(&params),
-            threads as u64,
-        )
+        // A shader with five storage buffers reads the operands a second time, as raw words.
+        let bindings = [a_bind, b_bind, out_bind, a_bind, b_bind];
+        let bindings = &bindings[..shader.storage_buffers as usize];
+        dispatch(core, encoder, shader.name, &pipeline, bindings, bytemuck::bytes_of(&params), threads as u64)
     })
+}
+
+/// Encodes the float64 unary op `op` (unary.wgsl's `OP`) of `input` into `out`, same shape, through
+/// `binary_f64.wgsl`'s `unary` (the broadcasting launch with both operands `input`).
+pub fn launch_unary_f64(stream: &Stream, op: u32, alpha: f32, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    let constants = [("OP", f64::from(op)), ("ALPHA", f64::from(alpha))];
+    let spec = PipelineSpec { entry: "unary", aliases: &[], constants: &constants };
+    launch_two(stream, &FLOAT64_SHADER, spec, input, input, out, 8, false)
 }
 
 /// Encodes `out = op(a, b)`; `out` has the broadcast shape of `a` and `b` and may alias either.
@@ -391,6 +416,10 @@ fn launch_binary(
 ) -> Result<()> {
     if let Some(parts) = elementwise_parts(stream.device(), out, &[a, b])? {
         return parts.iter().try_for_each(|p| launch_binary(stream, constants, &p.operands[0], &p.operands[1], &p.out));
+    }
+    if out.dtype == DType::F64 {
+        let spec = PipelineSpec { entry: "main", aliases: &[], constants };
+        return launch_two(stream, &FLOAT64_SHADER, spec, a, b, out, 8, false);
     }
     if launch_batched(stream, constants, a, b, out)? {
         return Ok(());
@@ -662,6 +691,10 @@ pub fn launch_compare(
     out: &TensorRef,
 ) -> Result<()> {
     let op = op_by_name(&COMPARE_OPS, op)?;
+    if dtype == DType::F64 {
+        let spec = PipelineSpec { entry: "compare_main", aliases: &[], constants: &[("OP", op as f64)] };
+        return launch_two(stream, &FLOAT64_SHADER, spec, a, b, out, 8, true);
+    }
     let aliases = [("T", dtype.wgsl())];
     let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &[("OP", op as f64)] };
     launch_two(stream, &COMPARE_SHADER, spec, a, b, out, dtype.size(), true)

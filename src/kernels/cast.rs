@@ -1,4 +1,4 @@
-//! Cast between 32-bit dtypes (`wgsl/cast.wgsl`).
+//! Cast between float, int32, int64 and bool dtypes (`wgsl/cast.wgsl`).
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
@@ -22,14 +22,17 @@ struct Params {
 /// The `cast.wgsl` entry for a (source, destination) pair, or None when the pair is not supported.
 pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
     use DType::*;
-    let typed = |d: DType| matches!(d, F32 | F16 | I32 | U32);
+    let typed = |d: DType| matches!(d, F32 | F16 | F64 | I32 | U32);
     match (src, dst) {
-        (F32 | F16, I32) => Some("to_i32"),
+        (F32 | F16 | F64, I32) => Some("to_i32"),
+        // float64 to uint32 would convert out-of-range values as the hardware does, not as C++;
+        // TF-CPU rounds float64 to float16 through float32 (Eigen's half from double), twice.
+        (F64, U32 | F16) => None,
         (s, d) if typed(s) && typed(d) && s != d => Some("main"),
         (F32 | F16, Bool) => Some("to_bool"),
-        (Bool, F32 | F16 | I32) => Some("from_bool"),
+        (Bool, F32 | F16 | F64 | I32) => Some("from_bool"),
         (F32, I64) => Some("to_i64"),
-        (I64, F32) => Some("from_i64"),
+        (I64, F32 | F64) => Some("from_i64"),
         (I32, I64) => Some("widen_i32"),
         (I64, I32) => Some("narrow_i64"),
         _ => None,
@@ -60,7 +63,9 @@ pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()>
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    let aliases = [("S", typed(input.dtype)), ("D", typed(out.dtype))];
+    // `W`, the type to_i32 and from_i64 compute in: f64 where a side is float64, else f32.
+    let wide = if input.dtype == DType::F64 || out.dtype == DType::F64 { "f64" } else { "f32" };
+    let aliases = [("S", typed(input.dtype)), ("D", typed(out.dtype)), ("W", wide)];
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
     let threads = if entry == "to_bool" { n.div_ceil(4) } else { n };
     stream.encode(|core, encoder| {

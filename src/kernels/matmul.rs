@@ -202,7 +202,8 @@ pub(super) fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32,
     let largest = tiles(m, k).max(tiles(k, n)) * TILE_BYTES;
     let packed_fit =
         largest <= limits.max_buffer_size.min(limits.max_storage_buffer_binding_size).min(MAX_PACKED_BYTES);
-    if !tiles_fit || !packed_fit || rounds_between_groups(dtype, k) {
+    // The tiles compute in f32: float64 takes the direct kernel, which accumulates in f64.
+    if !tiles_fit || !packed_fit || rounds_between_groups(dtype, k) || dtype == DType::F64 {
         return Kernel::Direct;
     }
     match forced_kernel() {
@@ -297,7 +298,8 @@ pub fn launch(
     let mems = [a, b, out].map(|t| device.memory.resolve(t.address, t.byte_len()));
     let [a_mem, b_mem, c_mem] = mems;
     let (a_mem, b_mem, c_mem) = (a_mem?, b_mem?, c_mem?);
-    let aliases = [("T", out.dtype.wgsl())];
+    let accumulator = if out.dtype == DType::F64 { "f64" } else { "f32" };
+    let aliases = [("T", out.dtype.wgsl()), ("ACC", accumulator)];
     let (m, n) = (m as u32, n as u32);
     let (entry, groups) = if small_output(m, n) {
         ("small", [n.div_ceil(SMALL_BLOCK), m.div_ceil(SMALL_BLOCK), batch_count as u32])
@@ -305,13 +307,14 @@ pub fn launch(
         ("main", [n.div_ceil(COLUMNS_PER_GROUP), m.div_ceil(ROWS_PER_GROUP), batch_count as u32])
     };
     // Each invocation loops over a part of k that stays within the adapter's loop limit, the parts
-    // after the first adding to C (in f32: a half-precision C would round each part's sum). f32
-    // contractions also run in blocks (`direct_k_block`), so that no running sum is longer than
-    // that: its error grows with its length (the tiled kernel sums in blocks of 384 likewise).
+    // after the first adding to C (in f32 or f64: a half-precision C would round each part's sum).
+    // f32 and f64 contractions also run in blocks (`direct_k_block`), so that no running sum is
+    // longer than that: its error grows with its length (the tiled kernel sums in blocks of 384).
     let budget = loop_budget(device, 64);
-    let block = if out.dtype == DType::F32 { budget.min(direct_k_block(u64::from(p.k))) } else { budget };
+    let wide = matches!(out.dtype, DType::F32 | DType::F64);
+    let block = if wide { budget.min(direct_k_block(u64::from(p.k))) } else { budget };
     let part = block.min(u64::from(p.k)) as u32;
-    if part < p.k && out.dtype != DType::F32 {
+    if part < p.k && !wide {
         check_loop_iterations(device, u64::from(p.k) + 64, "MatMul")?;
     }
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;

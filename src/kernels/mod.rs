@@ -142,6 +142,7 @@ impl DType {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
+            DType::F64 => "f64",
             DType::I32 => "i32",
             DType::U32 => "u32",
             _ => "unsupported",
@@ -431,6 +432,36 @@ fn leak(constraints: Vec<(&'static str, DType)>) -> &'static [(&'static str, DTy
     Box::leak(constraints.into_boxed_slice())
 }
 
+/// LeakyRelu's and LeakyReluGrad's `alpha`; no attributes for the other elementwise ops.
+fn alpha_attr(op: &str) -> &'static [(&'static str, AttrKind)] {
+    if op == "LeakyRelu" || op == "LeakyReluGrad" {
+        &[("alpha", AttrKind::Float)]
+    } else {
+        &[]
+    }
+}
+
+/// BiasAdd, AddN, ClipByValue, MatMul and BatchMatMulV2 for the float type constraint `t`.
+fn push_float_linear_algebra(table: &mut Vec<KernelDef>, t: &'static [(&'static str, DType)]) {
+    table.push(kernel("BiasAdd", t, &[], &[("data_format", AttrKind::Str)], binary::bias_add));
+    table.push(kernel("AddN", t, &[], &[], binary::add_n));
+    table.push(kernel("ClipByValue", t, &[], &[], binary::clip_by_value));
+    table.push(kernel(
+        "MatMul",
+        t,
+        &[],
+        &[("transpose_a", AttrKind::Bool), ("transpose_b", AttrKind::Bool)],
+        matmul::compute,
+    ));
+    table.push(kernel(
+        "BatchMatMulV2",
+        t,
+        &[],
+        &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)],
+        matmul::compute,
+    ));
+}
+
 fn build_table() -> Vec<KernelDef> {
     // float16 arithmetic kernels need SHADER_F16 on every adapter TF may place them on.
     let with_f16 = crate::runtime::instance::all_adapters_support(wgpu::Features::SHADER_F16);
@@ -446,37 +477,36 @@ fn build_table() -> Vec<KernelDef> {
         for (op, _) in binary::COMPARE_OPS {
             table.push(kernel(op, t, &[], &[], binary::compare));
         }
-        for (op, unary_op) in unary::UnaryOp::ALL {
+        for (op, _) in unary::UnaryOp::ALL {
             // TF-CPU has no float16 Rint: keep the device's set the same as the reference's.
             if dtype == DType::F16 && op == "Rint" {
                 continue;
             }
-            let attrs: &'static [(&'static str, AttrKind)] =
-                if unary_op == unary::UnaryOp::LeakyRelu { &[("alpha", AttrKind::Float)] } else { &[] };
-            table.push(kernel(op, t, &[], attrs, unary::compute));
+            table.push(kernel(op, t, &[], alpha_attr(op), unary::compute));
         }
-        for (op, grad_op) in binary::GRAD_OPS {
-            let attrs: &'static [(&'static str, AttrKind)] =
-                if grad_op == binary::BinaryOp::LeakyReluGrad { &[("alpha", AttrKind::Float)] } else { &[] };
-            table.push(kernel(op, t, &[], attrs, binary::grad));
+        for (op, _) in binary::GRAD_OPS {
+            table.push(kernel(op, t, &[], alpha_attr(op), binary::grad));
         }
-        table.push(kernel("BiasAdd", t, &[], &[("data_format", AttrKind::Str)], binary::bias_add));
-        table.push(kernel("AddN", t, &[], &[], binary::add_n));
-        table.push(kernel("ClipByValue", t, &[], &[], binary::clip_by_value));
-        table.push(kernel(
-            "MatMul",
-            t,
-            &[],
-            &[("transpose_a", AttrKind::Bool), ("transpose_b", AttrKind::Bool)],
-            matmul::compute,
-        ));
-        table.push(kernel(
-            "BatchMatMulV2",
-            t,
-            &[],
-            &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)],
-            matmul::compute,
-        ));
+        push_float_linear_algebra(&mut table, t);
+    }
+    // float64 where every adapter computes in f64 (SHADER_F64; Metal lacks it): the ops without
+    // transcendental functions, which GLSL.std.450 defines for 16- and 32-bit floats only.
+    let with_f64 = crate::runtime::instance::all_adapters_support(wgpu::Features::SHADER_F64);
+    if with_f64 {
+        let t = t_of(DType::F64);
+        for op in binary::FLOAT64_OPS {
+            table.push(kernel(op, t, &[], &[], binary::compute));
+        }
+        for (op, _) in binary::COMPARE_OPS {
+            table.push(kernel(op, t, &[], &[], binary::compare));
+        }
+        for op in unary::FLOAT64_OPS {
+            table.push(kernel(op, t, &[], alpha_attr(op), unary::compute));
+        }
+        for op in binary::FLOAT64_GRAD_OPS {
+            table.push(kernel(op, t, &[], alpha_attr(op), binary::grad));
+        }
+        push_float_linear_algebra(&mut table, t);
     }
     for (op, _) in binary::INT64_OPS {
         table.push(kernel(op, t_of(DType::I64), &[], &[], binary::compute_int64));
@@ -495,6 +525,9 @@ fn build_table() -> Vec<KernelDef> {
     let mut cast_types = vec![DType::F32, DType::I32, DType::Bool, DType::I64];
     if with_f16 {
         cast_types.push(DType::F16);
+    }
+    if with_f64 {
+        cast_types.push(DType::F64);
     }
     for &src in &cast_types {
         for &dst in &cast_types {

@@ -134,8 +134,33 @@ struct Params {
     alpha: f32,
 }
 
+/// The unary ops `binary_f64.wgsl` computes in float64: those without a transcendental function.
+pub const FLOAT64_OPS: [&str; 18] = [
+    "Abs",
+    "Neg",
+    "Sign",
+    "Square",
+    "Sqrt",
+    "Rsqrt",
+    "Reciprocal",
+    "Inv",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Rint",
+    "Relu",
+    "Relu6",
+    "LeakyRelu",
+    "Softsign",
+    "ZerosLike",
+    "OnesLike",
+];
+
 /// Encodes `out = op(input)` elementwise; `out` may alias `input`.
 pub fn launch(stream: &Stream, op: UnaryOp, alpha: f32, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    if out.dtype == DType::F64 {
+        return super::binary::launch_unary_f64(stream, op as u32, alpha, input, out);
+    }
     if let Some(parts) = elementwise_parts(stream.device(), out, &[input])? {
         return parts.iter().try_for_each(|p| launch(stream, op, alpha, &p.operands[0], &p.out));
     }

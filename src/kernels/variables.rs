@@ -65,7 +65,7 @@ fn assign_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
         let stream = ctx.stream()?;
         let subtract = op == "AssignSubVariableOp";
         match variable.dtype {
-            DType::F32 | DType::F16 => {
+            DType::F32 | DType::F16 | DType::F64 => {
                 let math = if subtract { BinaryOp::Sub } else { BinaryOp::Add };
                 binary::launch(stream, math, variable, &value, variable)
             }

@@ -30,8 +30,9 @@ pub fn report() -> String {
                 let l = &device.limits;
                 let _ = writeln!(
                     text,
-                    "  float16 kernels: {} | subgroups: {} | timestamps: {} | max buffer {} MiB, max storage binding {} MiB, {} storage buffers per stage",
+                    "  float16 kernels: {} | float64 kernels: {} | subgroups: {} | timestamps: {} | max buffer {} MiB, max storage binding {} MiB, {} storage buffers per stage",
                     has(wgpu::Features::SHADER_F16),
+                    has(wgpu::Features::SHADER_F64),
                     has(wgpu::Features::SUBGROUP),
                     has(wgpu::Features::TIMESTAMP_QUERY),
                     l.max_buffer_size >> 20,

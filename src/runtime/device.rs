@@ -150,13 +150,17 @@ impl LimitsProfile {
 
 /// The features a device opened with `profile` asks of an adapter offering `adapter`.
 /// SUBGROUP: the tiled matmul and convolution for CPU adapters share rows across a subgroup.
+/// SHADER_F64: float64 kernels compute in f64 (Vulkan and DX12 offer it; Metal does not).
 pub fn requested_features(adapter: wgpu::Features, profile: LimitsProfile) -> wgpu::Features {
     let wanted = match profile {
         LimitsProfile::Adapter => {
-            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP
+            wgpu::Features::TIMESTAMP_QUERY
+                | wgpu::Features::SHADER_F16
+                | wgpu::Features::SHADER_F64
+                | wgpu::Features::SUBGROUP
         }
         // dx12/adapter.rs: SUBGROUP needs shader model 6.0, SHADER_F16 6.2 and native 16-bit ops;
-        // Vulkan GPUs such as the GTX 1050 lack float16.
+        // Vulkan GPUs such as the GTX 1050 lack float16, and Metal float64.
         LimitsProfile::Portable => wgpu::Features::TIMESTAMP_QUERY,
     };
     adapter & wanted

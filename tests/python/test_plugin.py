@@ -216,6 +216,60 @@ def test_op_without_wgpu_kernel_fails_cleanly_without_soft_placement(strict_plac
         assert on_gpu(tf.math.add(x, x))
 
 
+FLOAT64_TABLE_SCRIPT = """
+import ctypes, tensorflow_wgpu
+lib = ctypes.CDLL(tensorflow_wgpu.library_path())
+lib.tf_wgpu_kernel_table.restype = ctypes.c_char_p
+lib.tf_wgpu_describe.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+lib.tf_wgpu_describe.restype = ctypes.c_size_t
+size = lib.tf_wgpu_describe(None, 0) + 1
+text = ctypes.create_string_buffer(size)
+lib.tf_wgpu_describe(text, size)
+rows = lib.tf_wgpu_kernel_table().decode().splitlines()
+print("F64", "float64 kernels: yes" in text.value.decode())
+for op in ("AddV2", "MatMul", "Sqrt", "Equal", "Transpose"):
+    print(op, any(r.split()[0] == op and "T=float64" in r.split()[1:] for r in rows))
+"""
+
+
+@pytest.mark.parametrize("portable", [False, True], ids=["adapter-limits", "portable-limits"])
+def test_float64_math_is_registered_only_where_the_device_computes_in_f64(portable):
+    """float64 arithmetic kernels compute in f64 and register only where every adapter offers
+    SHADER_F64 (lavapipe does; the portable profile, standing for Metal, does not): elsewhere
+    TF's soft placement moves float64 math to the CPU. Data movement is registered either way."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TF_WGPU_PORTABLE_LIMITS="1" if portable else "0")
+    out = subprocess.run([sys.executable, "-c", FLOAT64_TABLE_SCRIPT], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = dict(line.split() for line in out.stdout.splitlines() if line.split()[0] in
+                ("F64", "AddV2", "MatMul", "Sqrt", "Equal", "Transpose"))
+    computes_in_f64 = seen["F64"] == "True"
+    assert computes_in_f64 == (not portable), out.stdout
+    for op in ("AddV2", "MatMul", "Sqrt", "Equal"):
+        assert seen[op] == str(computes_in_f64), (op, out.stdout)
+    assert seen["Transpose"] == "True"
+
+
+def test_float64_math_matches_cpu_in_f64(rng):
+    """Where float64 kernels exist they compute in f64 (f32 math would be off by ~1e-8), and where
+    they do not (the portable profile) soft placement gives TF-CPU's answer."""
+    tf.config.set_soft_device_placement(True)
+    a = rng.standard_normal((33, 17))
+    b = rng.standard_normal((17,)) + 3.0
+    with tf.device(GPU):
+        got = [tf.divide(a, b), tf.matmul(a, a.T), tf.sqrt(tf.abs(tf.constant(a))), tf.cast(a, tf.float32)]
+    with tf.device("/CPU:0"):
+        want = [tf.divide(a, b), tf.matmul(a, a.T), tf.sqrt(tf.abs(tf.constant(a))), tf.cast(a, tf.float32)]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-14, atol=1e-14)
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+
+
 def test_long_dependent_chain_across_automatic_submits(strict_placement):
     """More operations than one submission holds (a stream submits every 64 on its own), each step
     with a fresh host constant staged through the upload arena: the order of kernels and uploads

@@ -1,0 +1,175 @@
+// float64 elementwise ops, computed in f64 (`quot.wgsl` and `broadcast.wgsl` are prepended; the
+// device has SHADER_F64). The ops whose float32 kernels need `math.wgsl`'s transcendental functions
+// are not here: GLSL.std.450 defines exp, log, pow and the like for 16- and 32-bit floats only.
+//   main:    binary ops with NumPy broadcasting, `OP` numbered as binary.wgsl's (the subset
+//            `binary::FLOAT64_OPS` names), into `out`
+//   compare: comparisons as compare.wgsl's `OP`, into packed bools (`out_words`, four per word)
+//   unary:   unary ops as unary.wgsl's `OP` (the subset `unary::FLOAT64_OPS` names), `a` into `out`
+// NaN is recognised from the bits (`words_a`, `words_b`: the host binds each operand a second time
+// as words, as WGSL has no bitcast from f64): WGSL lets implementations assume finite math, so
+// `v != v` cannot be trusted.
+
+override OP: u32 = 0u;
+// LeakyRelu's and LeakyReluGrad's slope.
+override ALPHA: f32 = 0.0;
+
+struct Params {
+    n: u32,
+    rank: u32,
+    a_off: u32,
+    b_off: u32,
+    // Elements of `out`, or bytes for `compare` (a multiple of 4).
+    out_off: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    shape: array<vec4<u32>, 2>,
+    a_strides: array<vec4<u32>, 2>,
+    b_strides: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<storage, read_write> a: array<f64>;
+@group(0) @binding(1) var<storage, read_write> b: array<f64>;
+@group(0) @binding(2) var<storage, read_write> out: array<f64>;
+// `compare`'s output view of binding 2 (no entry point uses both).
+@group(0) @binding(2) var<storage, read_write> out_words: array<u32>;
+@group(0) @binding(3) var<storage, read_write> words_a: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read_write> words_b: array<vec2<u32>>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+// `w` (low word, high word) is a NaN: all exponent bits set and a nonzero fraction.
+fn is_nan_bits(w: vec2<u32>) -> bool {
+    let high = w.y & 0x7fffffffu;
+    return high > 0x7ff00000u || (high == 0x7ff00000u && w.x != 0u);
+}
+
+const ZERO: f64 = 0.0;
+const ONE: f64 = 1.0;
+
+fn nan64() -> f64 {
+    // 0/0 folds at compile time in some compilers; an infinity times zero at run time does not.
+    return f64(bitcast<f32>(0x7fc00000u));
+}
+
+fn apply(x: f64, y: f64, x_nan: bool, y_nan: bool) -> f64 {
+    switch OP {
+        case 0u: { return x + y; }
+        case 1u: { return x * y; }
+        case 2u: { return x - y; }
+        case 3u: { return x / y; }
+        case 4u: { return select(x / y, 0.0, y == 0.0); }
+        case 5u: { return floor(x / y); }
+        case 7u: {
+            if (x_nan || y_nan) { return nan64(); }
+            return max(x, y);
+        }
+        case 8u: {
+            if (x_nan || y_nan) { return nan64(); }
+            return min(x, y);
+        }
+        case 10u: { return (x - y) * (x - y); }
+        // Activation gradients in TF's argument order, as binary.wgsl computes them.
+        case 11u: { return x * select(ZERO, ONE, y > 0.0); }
+        case 12u: { return x * select(ZERO, ONE, y > 0.0 && y < 6.0); }
+        case 15u: {
+            let alpha = f64(ALPHA);
+            let scaled = select(x * alpha, nan64(), ALPHA == 0.0 && (x_nan || abs(x) > 1.7976931348623157e308));
+            return select(scaled, x, y > 0.0);
+        }
+        case 17u: { return y * (x * (1.0 - x)); }
+        case 18u: { return y * (1.0 - x * x); }
+        case 19u: { return select(-0.5 * (y * x) * (x * x), 0.0, y == 0.0); }
+        case 20u: { return select(0.5 * y / x, 0.0, y == 0.0); }
+        case 21u: { return select(-y * x * x, 0.0, y == 0.0); }
+        // ClipByValue's bounds as Eigen's cwiseMin/cwiseMax: a NaN bound leaves x.
+        case 22u: { return select(x, y, y < x); }
+        case 23u: { return select(x, y, x < y); }
+        case 24u: {
+            let d = 1.0 + abs(y);
+            return x / (d * d);
+        }
+        default: { return x; }
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= p.n) {
+        return;
+    }
+    let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
+    let ia = p.a_off + at.x;
+    let ib = p.b_off + at.y;
+    out[p.out_off + i] = apply(a[ia], b[ib], is_nan_bits(words_a[ia]), is_nan_bits(words_b[ib]));
+}
+
+fn compare(x: f64, y: f64, unordered: bool) -> bool {
+    if (unordered) {
+        return OP == 1u;
+    }
+    switch OP {
+        case 0u: { return x == y; }
+        case 1u: { return x != y; }
+        case 2u: { return x < y; }
+        case 3u: { return x <= y; }
+        case 4u: { return x > y; }
+        default: { return x >= y; }
+    }
+}
+
+@compute @workgroup_size(256)
+fn compare_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = gid.x + gid.y * nwg.x * 256u;
+    if (w * 4u >= p.n) {
+        return;
+    }
+    var word = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        let i = w * 4u + k;
+        if (i < p.n) {
+            let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
+            let ia = p.a_off + at.x;
+            let ib = p.b_off + at.y;
+            let unordered = is_nan_bits(words_a[ia]) || is_nan_bits(words_b[ib]);
+            word |= select(0u, 1u, compare(a[ia], b[ib], unordered)) << (k * 8u);
+        }
+    }
+    out_words[p.out_off / 4u + w] = word;
+}
+
+fn unary_op(v: f64) -> f64 {
+    switch OP {
+        case 0u: { return abs(v); }
+        case 1u: { return -v; }
+        // Eigen's sign: (x > 0) - (x < 0), a positive zero for either zero.
+        case 2u: { return select(select(ZERO, -ONE, v < 0.0), ONE, v > 0.0); }
+        case 3u: { return v * v; }
+        case 4u: { return sqrt(v); }
+        // Eigen's rsqrt for double: 1 / sqrt(x), two correctly rounded steps.
+        case 5u: { return 1.0 / sqrt(v); }
+        case 6u: { return 1.0 / v; }
+        case 17u: { return floor(v); }
+        case 18u: { return ceil(v); }
+        // Round and Rint: half to even, as WGSL's round.
+        case 19u, 20u: { return round(v); }
+        case 21u: { return max(v, 0.0); }
+        case 22u: { return clamp(v, 0.0, 6.0); }
+        case 25u: { return select(v * f64(ALPHA), v, v > 0.0); }
+        case 27u: { return v / (1.0 + abs(v)); }
+        case 28u: { return 0.0; }
+        case 29u: { return 1.0; }
+        default: { return v; }
+    }
+}
+
+@compute @workgroup_size(256)
+fn unary(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= p.n) {
+        return;
+    }
+    let at = p.a_off + i;
+    let nan = is_nan_bits(words_a[at]) && OP != 28u && OP != 29u;
+    out[p.out_off + i] = select(unary_op(a[at]), a[at], nan);
+}
