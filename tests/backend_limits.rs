@@ -45,6 +45,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::binary::INT64_SHADER", &binary::INT64_SHADER, NONE),
         ("kernels::binary::FLOAT64_SHADER", &binary::FLOAT64_SHADER, NONE),
         ("kernels::reduce::SHADER", &reduce::SHADER, NONE),
+        ("kernels::reduce::F64_SHADER", &reduce::F64_SHADER, NONE),
         ("kernels::matmul::SHADER", &matmul::SHADER, MATMULS),
         ("kernels::matmul::PACK_SHADER", &matmul::PACK_SHADER, FLOATS),
         ("kernels::matmul::TILES_SHADER", &matmul::TILES_SHADER, FLOATS),

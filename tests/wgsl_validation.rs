@@ -33,6 +33,7 @@ fn broadcasting_shaders_are_valid() {
 #[test]
 fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::reduce::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::reduce::F64_SHADER, &[]);
     for (ty, accumulator) in [("f32", "f32"), ("f16", "f32"), ("f64", "f64")] {
         validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", ty), ("ACC", accumulator)]);
     }
@@ -117,6 +118,8 @@ fn every_wgsl_file_is_covered() {
             "quot.wgsl",
             "random.wgsl",
             "reduce.wgsl",
+            "reduce_f64.wgsl",
+            "reduce_index.wgsl",
             "reverse_sequence.wgsl",
             "rnn.wgsl",
             "rows.wgsl",

@@ -507,6 +507,9 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, t, &[], alpha_attr(op), binary::grad));
         }
         push_float_linear_algebra(&mut table, t);
+        for (op, _) in reduce::FLOAT_REDUCTIONS {
+            table.push(kernel(op, t, &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
+        }
     }
     for (op, _) in binary::INT64_OPS {
         table.push(kernel(op, t_of(DType::I64), &[], &[], binary::compute_int64));
@@ -937,7 +940,7 @@ const HALF_VIA_F32: [&str; 32] = [
 fn half_twins(table: &[KernelDef]) -> Vec<KernelDef> {
     table
         .iter()
-        .filter(|k| HALF_VIA_F32.contains(&k.op))
+        .filter(|k| HALF_VIA_F32.contains(&k.op) && k.constraints.iter().any(|&(a, d)| d == DType::F32 && a != "U"))
         .map(|k| {
             let constraints = k
                 .constraints

@@ -1,5 +1,5 @@
-//! Reductions over any set of axes (`wgsl/reduce.wgsl`): Sum, Prod, Max, Min, Mean, All, Any,
-//! ArgMax, ArgMin.
+//! Reductions over any set of axes (`wgsl/reduce.wgsl`, and `wgsl/reduce_f64.wgsl` for float64): Sum,
+//! Prod, Max, Min, Mean, All, Any, ArgMax, ArgMin.
 
 use std::sync::Arc;
 
@@ -21,9 +21,22 @@ pub const SHADER: Shader = Shader {
     source: concat!(
         include_str!("../../wgsl/math.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/reduce_index.wgsl"),
         include_str!("../../wgsl/reduce.wgsl")
     ),
     storage_buffers: 2,
+    uniform_buffers: 0,
+};
+/// float64 Sum, Prod, Max, Min and Mean, computed in f64 (needs SHADER_F64). Binding 2 is the input
+/// again, read as words for its NaN bits.
+pub const F64_SHADER: Shader = Shader {
+    name: "reduce_f64",
+    source: concat!(
+        include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/reduce_index.wgsl"),
+        include_str!("../../wgsl/reduce_f64.wgsl")
+    ),
+    storage_buffers: 3,
     uniform_buffers: 0,
 };
 
@@ -215,6 +228,9 @@ fn launch(
     if p.outputs == 0 || out.num_elements() == 0 {
         return Ok(());
     }
+    if input.dtype == DType::F64 {
+        return launch_f64(stream, op, p, input, out);
+    }
     if entry == "reduce_f32" && op != L2_LOSS && is_column_reduction(&p) {
         return launch_columns(stream, op, p, input, out);
     }
@@ -260,13 +276,91 @@ fn launch(
 /// The pipeline of `entry` for op `op` over `p`'s ranks; `quot` may divide through f32 where every
 /// index it splits (elements, outputs, rows) is small enough.
 fn pipeline_for(device: &DeviceCore, entry: &'static str, op: u32, p: &Params) -> Result<Arc<Pipeline>> {
+    pipeline_of(device, &SHADER, entry, op, p)
+}
+
+fn pipeline_of(
+    device: &DeviceCore,
+    shader: &Shader,
+    entry: &'static str,
+    op: u32,
+    p: &Params,
+) -> Result<Arc<Pipeline>> {
     let constants = [
         ("OP", op as f64),
         fast_div(p.count.max(p.outputs).max(p.rows)),
         ("KEPT_RANK", rank_constant(p.kept_rank).1),
         ("RED_RANK", rank_constant(p.red_rank).1),
     ];
-    device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })
+    device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants })
+}
+
+/// A float64 Sum, Prod, Max, Min or Mean (`reduce_f64.wgsl`): one invocation per output for short
+/// and empty reductions, else one workgroup per output; where one output's elements exceed a
+/// thread's loop budget, or few outputs would leave workgroups idle, workgroups reduce slices of
+/// each output into partial results that a second launch reduces.
+fn launch_f64(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    let device = stream.device();
+    // An empty input binds the output in its place: the serial kernel reads none of it.
+    let source = if input.num_elements() == 0 { out } else { input };
+    let in_mem = device.memory.resolve(source.address, source.byte_len())?;
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let count = u64::from(p.count);
+    (p.rows, p.rows_per_slice, p.slices, p.partial) = (p.count, p.count, 1, 0);
+    if p.count <= SERIAL_REDUCTION_MAX {
+        check_loop_iterations(device, count, "reduction")?;
+        let pipeline = pipeline_of(device, &F64_SHADER, "reduce_f64_serial", op, &p)?;
+        return stream.encode(|core, encoder| {
+            let (in_bind, in_off) = storage_window(core, &in_mem, 8)?;
+            let (out_bind, out_off) = storage_window(core, &out_mem, 8)?;
+            (p.in_off, p.out_off) = (in_off, out_off);
+            let groups = grid(core, u64::from(p.outputs).div_ceil(SERIAL_WORKGROUP), "reduce_f64_serial")?;
+            let bindings = [in_bind, out_bind, in_bind];
+            dispatch_workgroups(core, encoder, "reduce_f64", &pipeline, &bindings, bytemuck::bytes_of(&p), groups)
+        });
+    }
+    let per_thread = loop_budget(device, 16);
+    let slice_len = if count.div_ceil(256) > per_thread {
+        per_thread * 256
+    } else if p.outputs < PARALLEL_WORKGROUPS && count >= 2 * MIN_PARALLEL_SLICE {
+        count.div_ceil(u64::from(PARALLEL_WORKGROUPS / p.outputs).max(2)).max(MIN_PARALLEL_SLICE)
+    } else {
+        count
+    };
+    let slices = shader_len(count.div_ceil(slice_len), "reduction")?;
+    let outputs = p.outputs;
+    (p.rows_per_slice, p.slices, p.partial) = (slice_len as u32, slices, u32::from(slices > 1));
+    let first_pass = pipeline_of(device, &F64_SHADER, "reduce_f64", op, &p)?;
+    if slices == 1 {
+        return stream.encode(|core, encoder| {
+            let (in_bind, in_off) = storage_window(core, &in_mem, 8)?;
+            let (out_bind, out_off) = storage_window(core, &out_mem, 8)?;
+            (p.in_off, p.out_off) = (in_off, out_off);
+            let groups = grid(core, u64::from(outputs), "reduce_f64")?;
+            let bindings = [in_bind, out_bind, in_bind];
+            dispatch_workgroups(core, encoder, "reduce_f64", &first_pass, &bindings, bytemuck::bytes_of(&p), groups)
+        });
+    }
+    let mut second = params_for(&split_dims(&[outputs as i64, slices as i64], &[false, true]))?;
+    (second.rows, second.rows_per_slice, second.slices, second.partial) = (slices, slices, 1, 0);
+    second.count = p.count;
+    check_loop_iterations(device, u64::from(slices).div_ceil(256) + 8, "reduction")?;
+    let second_pass = pipeline_of(device, &F64_SHADER, "reduce_f64", op, &second)?;
+    let partial_bytes = u64::from(outputs) * u64::from(slices) * 8;
+    let scratch = device.scratch.get(device, "reduce_f64 slices", partial_bytes)?;
+    stream.encode(|core, encoder| {
+        let (in_bind, in_off) = storage_window(core, &in_mem, 8)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, 8)?;
+        let partials = Binding { buffer: &scratch, offset: 0, size: partial_bytes };
+        (p.in_off, p.out_off) = (in_off, 0);
+        let groups = grid(core, u64::from(outputs) * u64::from(slices), "reduce_f64")?;
+        let bindings = [in_bind, partials, in_bind];
+        dispatch_workgroups(core, encoder, "reduce_f64", &first_pass, &bindings, bytemuck::bytes_of(&p), groups)?;
+        (second.in_off, second.out_off) = (0, out_off);
+        let groups = grid(core, u64::from(outputs), "reduce_f64")?;
+        let bindings = [partials, out_bind, partials];
+        dispatch_workgroups(core, encoder, "reduce_f64", &second_pass, &bindings, bytemuck::bytes_of(&second), groups)
+    })
 }
 
 /// A float reduction in two passes: workgroups reduce slices of `slice_len` elements of each output
@@ -339,9 +433,13 @@ fn reduce_in_windows(
     reduce_parts(ctx, code, combine, input.clone(), mask.to_vec(), out)?;
     if op == "Mean" {
         let count: i64 = input.shape.iter().zip(mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
-        let divisor = ctx.allocate_temp(DType::F32, &[])?;
+        let divisor = ctx.allocate_temp(out.dtype, &[])?;
         let stream = ctx.stream()?;
-        stream.fill(divisor.address, 4, (count as f32).to_bits())?;
+        if out.dtype == DType::F64 {
+            stream.memcpy_htod(divisor.address, &(count as f64).to_le_bytes())?;
+        } else {
+            stream.fill(divisor.address, 4, (count as f32).to_bits())?;
+        }
         binary::launch(stream, BinaryOp::RealDiv, out, &divisor, out)?;
     }
     Ok(())
@@ -441,7 +539,7 @@ fn reduced_shape(shape: &[i64], mask: &[bool], keep_dims: bool) -> Vec<i64> {
         .collect()
 }
 
-/// Sum, Prod, Max, Min, Mean (float32) and All, Any (bool).
+/// Sum, Prod, Max, Min, Mean (float32, float64) and All, Any (bool).
 pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let (axes, _) = ctx.host_input_values(1)?;
@@ -450,6 +548,11 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let out = ctx.allocate_output(0, input.dtype, &shape)?;
     let p = params_for(&split_dims(&input.shape, &mask))?;
     let stream = ctx.stream()?;
+    if input.num_elements() == 0 && input.dtype == DType::F64 {
+        // The serial kernel with no elements writes the identity (Mean: NaN).
+        let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == kernel.def.op).map(|(_, c)| *c).unwrap_or(0);
+        return launch(stream, "reduce_f32", code, p, &input, &out);
+    }
     if input.num_elements() == 0 {
         // Reducing nothing: every output is the reduction's identity (Mean of nothing is NaN).
         let identity: u32 = match kernel.def.op {

@@ -1,0 +1,122 @@
+// float64 reductions, computed in f64 (`quot.wgsl` and `reduce_index.wgsl` are prepended; the
+// device has SHADER_F64): Sum (OP 0), Prod (1), Max (2), Min (3) and Mean (4), numbered and laid
+// out as reduce.wgsl's, offsets in f64 elements.
+//   reduce_f64: one workgroup per output (or per slice of one, `p.slices`), its 256 threads
+//     striding over the elements, then a tree in workgroup memory; raw partial results where
+//     `p.partial` is set, for a second launch over the slices.
+//   reduce_f64_serial: one invocation per output looping over its elements (short reductions, and
+//     empty ones: `p.count` 0 gives the identity, or NaN for Mean).
+// Max and Min propagate NaN, recognised from the bits (`words`: the host binds the input a second
+// time, as WGSL has no bitcast from f64).
+
+@group(0) @binding(0) var<storage, read_write> input: array<f64>;
+@group(0) @binding(1) var<storage, read_write> out: array<f64>;
+@group(0) @binding(2) var<storage, read_write> words: array<vec2<u32>>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+var<workgroup> partial: array<f64, 256>;
+// 1 where a NaN met Max or Min in the thread's elements.
+var<workgroup> partial_nan: array<u32, 256>;
+
+const ONE: f64 = 1.0;
+
+fn is_nan_bits(w: vec2<u32>) -> bool {
+    let high = w.y & 0x7fffffffu;
+    return high > 0x7ff00000u || (high == 0x7ff00000u && w.x != 0u);
+}
+
+fn identity() -> f64 {
+    switch OP {
+        case 1u: { return ONE; }
+        // -inf and inf, widened from f32's (WGSL has no infinite literal).
+        case 2u: { return -f64(bitcast<f32>(0x7f800000u)); }
+        case 3u: { return f64(bitcast<f32>(0x7f800000u)); }
+        default: { return 0.0; }
+    }
+}
+
+fn combine(x: f64, y: f64) -> f64 {
+    switch OP {
+        case 1u: { return x * y; }
+        case 2u: { return max(x, y); }
+        case 3u: { return min(x, y); }
+        default: { return x + y; }
+    }
+}
+
+// The finished result: Mean divides by the elements, and Max/Min that met a NaN are NaN.
+fn nan64() -> f64 {
+    return f64(bitcast<f32>(0x7fc00000u));
+}
+
+fn finish(total: f64, nan: bool) -> f64 {
+    if (nan) {
+        return nan64();
+    }
+    if (OP == 4u) {
+        return total / f64(p.count);
+    }
+    return total;
+}
+
+// Element `r` of output `o`'s reduced elements, at `base`, into (acc, nan).
+fn take(acc: ptr<function, f64>, nan: ptr<function, bool>, at: u32) {
+    if ((OP == 2u || OP == 3u) && is_nan_bits(words[at])) {
+        *nan = true;
+    } else {
+        *acc = combine(*acc, input[at]);
+    }
+}
+
+@compute @workgroup_size(256)
+fn reduce_f64(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let w = output_index(wid, nwg);
+    let o = w / p.slices;
+    let valid = o < p.outputs;
+    let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
+    let first = (w - o * p.slices) * p.rows_per_slice;
+    let last = min(p.rows, first + p.rows_per_slice);
+    var acc = identity();
+    var nan = false;
+    if (valid) {
+        for (var r = first + lid; r < last; r += 256u) {
+            take(&acc, &nan, base + offset_of(r, RED_RANK, p.red_shape, p.red_stride));
+        }
+    }
+    partial[lid] = acc;
+    partial_nan[lid] = select(0u, 1u, nan);
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step >>= 1u) {
+        if (lid < step) {
+            partial[lid] = combine(partial[lid], partial[lid + step]);
+            partial_nan[lid] |= partial_nan[lid + step];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u && valid) {
+        let any_nan = partial_nan[0] != 0u;
+        // A raw partial result (not divided for Mean) keeps a NaN as a NaN value, which the second
+        // pass, reading the partials as its input, finds from the bits.
+        let raw = select(partial[0], nan64(), any_nan);
+        out[p.out_off + w] = select(finish(partial[0], any_nan), raw, p.partial != 0u);
+    }
+}
+
+@compute @workgroup_size(64)
+fn reduce_f64_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = gid.x + gid.y * nwg.x * 64u;
+    if (o >= p.outputs) {
+        return;
+    }
+    let base = p.in_off + offset_of(o, KEPT_RANK, p.kept_shape, p.kept_stride);
+    var acc = identity();
+    var nan = false;
+    for (var r = 0u; r < p.count; r++) {
+        take(&acc, &nan, base + offset_of(r, RED_RANK, p.red_shape, p.red_stride));
+    }
+    out[p.out_off + o] = finish(acc, nan);
+}
