@@ -110,6 +110,7 @@ fn every_wgsl_file_is_covered() {
             "index.wgsl",
             "logical.wgsl",
             "math.wgsl",
+            "math_f64.wgsl",
             "matmul.wgsl",
             "matmul_pack.wgsl",
             "matmul_tiles.wgsl",

@@ -1,6 +1,6 @@
-// float64 elementwise ops, computed in f64 (`quot.wgsl` and `broadcast.wgsl` are prepended; the
-// device has SHADER_F64). The ops whose float32 kernels need `math.wgsl`'s transcendental functions
-// are not here: GLSL.std.450 defines exp, log, pow and the like for 16- and 32-bit floats only.
+// float64 elementwise ops, computed in f64 (`math_f64.wgsl`, `quot.wgsl` and `broadcast.wgsl` are
+// prepended; the device has SHADER_F64). Exponentials and logarithms come from `math_f64.wgsl`;
+// the other transcendental functions (trigonometry, erf, lgamma, pow) are not here yet.
 //   main:    binary ops with NumPy broadcasting, `OP` numbered as binary.wgsl's (the subset
 //            `binary::FLOAT64_OPS` names), into `out`
 //   compare: comparisons as compare.wgsl's `OP`, into packed bools (`out_words`, four per word)
@@ -71,11 +71,15 @@ fn apply(x: f64, y: f64, x_nan: bool, y_nan: bool) -> f64 {
         // Activation gradients in TF's argument order, as binary.wgsl computes them.
         case 11u: { return x * select(ZERO, ONE, y > 0.0); }
         case 12u: { return x * select(ZERO, ONE, y > 0.0 && y < 6.0); }
+        case 13u: { return select(x, (y + 1.0) * x, y < 0.0); }
+        case 14u: { return select(x * 1.0507009873554804934, x * (y + 1.7580993408473768599), y < 0.0); }
         case 15u: {
             let alpha = f64(ALPHA);
             let scaled = select(x * alpha, nan64(), ALPHA == 0.0 && (x_nan || abs(x) > 1.7976931348623157e308));
             return select(scaled, x, y > 0.0);
         }
+        // SoftplusGrad as TF: gradients / (exp(-features) + 1).
+        case 16u: { return x / (m64_exp(-y) + 1.0); }
         case 17u: { return y * (x * (1.0 - x)); }
         case 18u: { return y * (1.0 - x * x); }
         case 19u: { return select(-0.5 * (y * x) * (x * x), 0.0, y == 0.0); }
@@ -149,13 +153,30 @@ fn unary_op(v: f64) -> f64 {
         // Eigen's rsqrt for double: 1 / sqrt(x), two correctly rounded steps.
         case 5u: { return 1.0 / sqrt(v); }
         case 6u: { return 1.0 / v; }
+        case 7u: { return m64_exp(v); }
+        case 8u: { return m64_expm1(v); }
+        case 9u: { return m64_log(v); }
+        case 10u: { return m64_log1p(v); }
+        case 14u: { return m64_tanh(v); }
+        // Eigen's logistic for double: 1 / (1 + exp(-x)).
+        case 15u: { return 1.0 / (1.0 + m64_exp(-v)); }
         case 17u: { return floor(v); }
         case 18u: { return ceil(v); }
         // Round and Rint: half to even, as WGSL's round.
         case 19u, 20u: { return round(v); }
         case 21u: { return max(v, 0.0); }
         case 22u: { return clamp(v, 0.0, 6.0); }
+        // Elu and Selu as TF computes them: exp(x) - 1, not expm1.
+        case 23u: { return select(v, m64_exp(v) - 1.0, v < 0.0); }
+        case 24u: { return select(1.0507009873554804934 * v, 1.7580993408473768599 * (m64_exp(v) - 1.0), v < 0.0); }
         case 25u: { return select(v * f64(ALPHA), v, v > 0.0); }
+        // Softplus as TF: x past -log(eps) - 2, exp(x) below log(eps) + 2, else log(exp(x) + 1).
+        case 26u: {
+            let threshold: f64 = -34.04365338911715;
+            if (v > -threshold) { return v; }
+            if (v < threshold) { return m64_exp(v); }
+            return m64_log(m64_exp(v) + 1.0);
+        }
         case 27u: { return v / (1.0 + abs(v)); }
         case 28u: { return 0.0; }
         case 29u: { return 1.0; }

@@ -40,7 +40,7 @@ pub const SELECT_SHADER: Shader = broadcast_shader!("select", "select.wgsl", 4);
 pub const INT64_SHADER: Shader = broadcast_shader!("binary_int64", "binary_int64.wgsl", 3, "math.wgsl");
 /// float64 binary ops, comparisons and unary ops, computed in f64 (needs SHADER_F64). Bindings 3
 /// and 4 are the operands again, read as words for their NaN bits (`launch_two`).
-pub const FLOAT64_SHADER: Shader = broadcast_shader!("binary_f64", "binary_f64.wgsl", 5);
+pub const FLOAT64_SHADER: Shader = broadcast_shader!("binary_f64", "binary_f64.wgsl", 5, "math_f64.wgsl");
 
 /// The int64 ops of `binary_int64.wgsl`, which TF-GPU also runs on the device (Keras's iteration
 /// counter and random-seed state are int64 variables updated with them).
@@ -118,10 +118,13 @@ pub const BINARY_OPS: [(&str, BinaryOp); 13] = [
 pub const FLOAT64_OPS: [&str; 11] =
     ["AddV2", "Add", "Mul", "Sub", "RealDiv", "Div", "DivNoNan", "FloorDiv", "Maximum", "Minimum", "SquaredDifference"];
 
-/// The activation gradients `binary_f64.wgsl` computes in f64 (not those of exp-based activations).
-pub const FLOAT64_GRAD_OPS: [&str; 10] = [
+/// The activation gradients `binary_f64.wgsl` computes in f64.
+pub const FLOAT64_GRAD_OPS: [&str; 13] = [
     "ReluGrad",
     "Relu6Grad",
+    "EluGrad",
+    "SeluGrad",
+    "SoftplusGrad",
     "LeakyReluGrad",
     "SigmoidGrad",
     "TanhGrad",

@@ -134,8 +134,9 @@ struct Params {
     alpha: f32,
 }
 
-/// The unary ops `binary_f64.wgsl` computes in float64: those without a transcendental function.
-pub const FLOAT64_OPS: [&str; 18] = [
+/// The unary ops `binary_f64.wgsl` computes in float64: all but trigonometry, erf, lgamma, digamma
+/// and the hyperbolic functions other than tanh.
+pub const FLOAT64_OPS: [&str; 27] = [
     "Abs",
     "Neg",
     "Sign",
@@ -154,6 +155,15 @@ pub const FLOAT64_OPS: [&str; 18] = [
     "Softsign",
     "ZerosLike",
     "OnesLike",
+    "Exp",
+    "Expm1",
+    "Log",
+    "Log1p",
+    "Tanh",
+    "Sigmoid",
+    "Elu",
+    "Selu",
+    "Softplus",
 ];
 
 /// Encodes `out = op(input)` elementwise; `out` may alias `input`.

@@ -47,3 +47,18 @@ def variable_access():
     framework = ctypes.CDLL(os.path.join(os.path.dirname(tf.__file__), "libtensorflow_framework.so.2"))
     return all(hasattr(framework, f) for f in ("TF_MaybeLockVariableInputMutexesInOrder",
                                                "TF_GetInputTensorFromVariable", "TF_ReleaseVariableInputLockHolder"))
+
+
+def registered_kernels():
+    """The plugin's kernel table: (op, {type attribute: dtype name}) per registered kernel."""
+    import ctypes
+
+    import tensorflow_wgpu
+
+    lib = ctypes.CDLL(tensorflow_wgpu.library_path())
+    lib.tf_wgpu_kernel_table.restype = ctypes.c_char_p
+    rows = []
+    for line in lib.tf_wgpu_kernel_table().decode().splitlines():
+        op, *attrs = line.split()
+        rows.append((op, dict(a.split("=") for a in attrs)))
+    return rows

@@ -110,16 +110,9 @@ BAD_INTS = [0, -1, -2, -(2**31), 2**31, 2**62, 10**16, 100]
 # The kernel table (needs the plugin installed; the worker imports TensorFlow first).
 
 def registered_kernels():
-    import ctypes
+    from conftest import registered_kernels as kernel_table
 
-    import tensorflow_wgpu
-
-    lib = ctypes.CDLL(tensorflow_wgpu.library_path())
-    lib.tf_wgpu_kernel_table.restype = ctypes.c_char_p
-    rows = []
-    for line in lib.tf_wgpu_kernel_table().decode().splitlines():
-        op, *attrs = line.split()
-        rows.append((op, dict(a.split("=") for a in attrs)))
+    rows = kernel_table()
     # TF_WGPU_FUZZ_OPS=Op1,Op2 fuzzes those ops' rows only (a developer's focused run).
     only = [o for o in os.environ.get("TF_WGPU_FUZZ_OPS", "").split(",") if o]
     return [r for r in rows if r[0] in only] if only else rows

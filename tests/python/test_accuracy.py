@@ -329,6 +329,59 @@ def test_matmul_contractions_do_not_drift(kernel):
     assert not over, over
 
 
+# float64 functions (math_f64.wgsl) against the exact result in 40-digit decimal arithmetic, beside
+# TF-CPU's error: exp and log are fdlibm's, expm1 Eigen's formula, log1p fdlibm's kernel, tanh from
+# expm1. Bound: 2 ulp (tanh: 4), or TF-CPU's own error where that is larger.
+FLOAT64_EXACT = {
+    "exp": (tf.exp, lambda d: d.exp(), 2.0),
+    "log": (tf.math.log, lambda d: d.ln(), 2.0),
+    "expm1": (tf.math.expm1, lambda d: d.exp() - 1, 2.0),
+    "log1p": (tf.math.log1p, lambda d: (1 + d).ln(), 2.0),
+    "tanh": (tf.tanh, lambda d: ((2 * d).exp() - 1) / ((2 * d).exp() + 1), 4.0),
+}
+
+
+def float64_inputs(name, rng):
+    """Each binade from 2^-60 to 2^9 (both signs where the function takes them), the cancellation
+    zones near 0 and 1, and the overflow edge."""
+    mags = np.exp2(rng.uniform(-60, 9.4, 6000))
+    x = np.concatenate([mags, -mags, rng.uniform(-1e-3, 1e-3, 500), 1 + rng.uniform(-1e-3, 1e-3, 500),
+                        [709.7, -708.3, 0.5 * np.log(2), 22.0, -0.29, 0.41]])
+    if name == "log":
+        x = np.abs(x[x != 0])
+    if name == "log1p":
+        x = x[x > -1]
+    if name in ("exp", "expm1"):
+        x = x[x < 709.78]
+    return x
+
+
+@pytest.mark.parametrize("name", list(FLOAT64_EXACT))
+def test_float64_functions_within_two_ulp_of_exact(name):
+    """float64 transcendental functions computed in f64 on the device (adapters with SHADER_F64)."""
+    from decimal import Decimal, getcontext
+
+    from conftest import registered_kernels
+
+    if not any(op == "Exp" and attrs.get("T") == "float64" for op, attrs in registered_kernels()):
+        pytest.skip("no float64 kernels on this adapter (no SHADER_F64)")
+    getcontext().prec = 40
+    fn, exact_of, bound = FLOAT64_EXACT[name]
+    x = float64_inputs(name, np.random.default_rng(64))
+    with tf.device("/GPU:0"):
+        got = fn(tf.constant(x))
+    assert got.device.endswith("GPU:0")
+    with tf.device("/CPU:0"):
+        cpu = fn(tf.constant(x)).numpy()
+    exact = np.array([float(exact_of(Decimal(float(v)))) for v in x])
+    # Results below the normal range are left out: TF-CPU flushes them to zero.
+    keep = np.abs(exact) >= np.finfo(np.float64).tiny
+    ulps = lambda y: np.abs(y[keep] - exact[keep]) / np.spacing(np.abs(exact[keep]))
+    ours, theirs = ulps(got.numpy()), ulps(cpu)
+    print(f"\nfloat64 {name}: max {ours.max():.1f} ulp (TF-CPU {theirs.max():.1f}) over {keep.sum()} points")
+    assert ours.max() <= max(bound, theirs.max()), x[keep][np.argmax(ours)]
+
+
 def test_ulp_measure_is_not_vacuous():
     """The measure itself: one ulp off reads as 1, a float16-grade answer as thousands."""
     exact = np.array([1.0, 3.0, 1e-42, 1e30])

@@ -8,7 +8,6 @@ this file does not cover. TF-CPU has no CudnnRNN* kernels: those run against the
 test_rnn_ops.py (cuDNN's semantics in plain TF ops on /CPU:0) instead.
 """
 
-import ctypes
 import functools
 import os
 import subprocess
@@ -17,22 +16,11 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_wgpu
 
 import optimizer_ops
+from conftest import registered_kernels
 
 GPU = "/GPU:0"
-
-
-def registered_kernels():
-    lib = ctypes.CDLL(tensorflow_wgpu.library_path())
-    lib.tf_wgpu_kernel_table.restype = ctypes.c_char_p
-    rows = []
-    for line in lib.tf_wgpu_kernel_table().decode().splitlines():
-        op, *attrs = line.split()
-        rows.append((op, dict(a.split("=") for a in attrs)))
-    return rows
-
 
 KERNELS = registered_kernels()
 
