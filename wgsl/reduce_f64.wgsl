@@ -1,9 +1,10 @@
 // float64 reductions, computed in f64 (`quot.wgsl` and `reduce_index.wgsl` are prepended; the
-// device has SHADER_F64): Sum (OP 0), Prod (1), Max (2), Min (3) and Mean (4), numbered and laid
-// out as reduce.wgsl's, offsets in f64 elements.
+// device has SHADER_F64): Sum (OP 0), Prod (1), Max (2), Min (3), Mean (4) and half the sum of
+// squares (5, L2Loss), numbered and laid out as reduce.wgsl's, offsets in f64 elements.
 //   reduce_f64: one workgroup per output (or per slice of one, `p.slices`), its 256 threads
 //     striding over the elements, then a tree in workgroup memory; raw partial results where
-//     `p.partial` is set, for a second launch over the slices.
+//     `p.partial` is set, for a second launch over the slices (L2Loss writes halved sums, which
+//     the second launch adds).
 //   reduce_f64_serial: one invocation per output looping over its elements (short reductions, and
 //     empty ones: `p.count` 0 gives the identity, or NaN for Mean).
 // Max and Min propagate NaN, recognised from the bits (`words`: the host binds the input a second
@@ -56,6 +57,9 @@ fn finish(total: f64, nan: bool) -> f64 {
     if (OP == 4u) {
         return total / f64(p.count);
     }
+    if (OP == 5u) {
+        return total * 0.5;
+    }
     return total;
 }
 
@@ -63,6 +67,8 @@ fn finish(total: f64, nan: bool) -> f64 {
 fn take(acc: ptr<function, f64>, nan: ptr<function, bool>, at: u32) {
     if ((OP == 2u || OP == 3u) && is_nan_bits(words[at])) {
         *nan = true;
+    } else if (OP == 5u) {
+        *acc += input[at] * input[at];
     } else {
         *acc = combine(*acc, input[at]);
     }

@@ -510,6 +510,8 @@ fn build_table() -> Vec<KernelDef> {
         for (op, _) in reduce::FLOAT_REDUCTIONS {
             table.push(kernel(op, t, &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
         }
+        table.push(kernel("BiasAddGrad", t, &[], &[("data_format", AttrKind::Str)], reduce::bias_add_grad));
+        table.push(kernel("L2Loss", t, &[], &[], reduce::l2_loss));
     }
     for (op, _) in binary::INT64_OPS {
         table.push(kernel(op, t_of(DType::I64), &[], &[], binary::compute_int64));

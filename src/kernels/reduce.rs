@@ -27,7 +27,7 @@ pub const SHADER: Shader = Shader {
     storage_buffers: 2,
     uniform_buffers: 0,
 };
-/// float64 Sum, Prod, Max, Min and Mean, computed in f64 (needs SHADER_F64). Binding 2 is the input
+/// float64 Sum, Prod, Max, Min, Mean and L2Loss, computed in f64 (needs SHADER_F64). Binding 2 is the input
 /// again, read as words for its NaN bits.
 pub const F64_SHADER: Shader = Shader {
     name: "reduce_f64",
@@ -295,7 +295,7 @@ fn pipeline_of(
     device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants })
 }
 
-/// A float64 Sum, Prod, Max, Min or Mean (`reduce_f64.wgsl`): one invocation per output for short
+/// A float64 Sum, Prod, Max, Min, Mean or L2Loss (`reduce_f64.wgsl`): one invocation per output for short
 /// and empty reductions, else one workgroup per output; where one output's elements exceed a
 /// thread's loop budget, or few outputs would leave workgroups idle, workgroups reduce slices of
 /// each output into partial results that a second launch reduces.
@@ -329,7 +329,8 @@ fn launch_f64(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &
     };
     let slices = shader_len(count.div_ceil(slice_len), "reduction")?;
     let outputs = p.outputs;
-    (p.rows_per_slice, p.slices, p.partial) = (slice_len as u32, slices, u32::from(slices > 1));
+    // L2Loss's slices halve their sums of squares, and the second launch adds them.
+    (p.rows_per_slice, p.slices, p.partial) = (slice_len as u32, slices, u32::from(slices > 1 && op != L2_LOSS));
     let first_pass = pipeline_of(device, &F64_SHADER, "reduce_f64", op, &p)?;
     if slices == 1 {
         return stream.encode(|core, encoder| {
@@ -345,7 +346,8 @@ fn launch_f64(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &
     (second.rows, second.rows_per_slice, second.slices, second.partial) = (slices, slices, 1, 0);
     second.count = p.count;
     check_loop_iterations(device, u64::from(slices).div_ceil(256) + 8, "reduction")?;
-    let second_pass = pipeline_of(device, &F64_SHADER, "reduce_f64", op, &second)?;
+    let second_op = if op == L2_LOSS { 0 } else { op };
+    let second_pass = pipeline_of(device, &F64_SHADER, "reduce_f64", second_op, &second)?;
     let partial_bytes = u64::from(outputs) * u64::from(slices) * 8;
     let scratch = device.scratch.get(device, "reduce_f64 slices", partial_bytes)?;
     stream.encode(|core, encoder| {
