@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tensorflow_wgpu::kernels::{
-    batch_norm, binary, cast, conv, im2col, index, matmul, nn, random, reduce, rnn, scatter, slice, unary,
+    batch_norm, binary, cast, conv, im2col, index, matmul, nn, random, reduce, resize, rnn, scatter, slice, unary,
 };
 use tensorflow_wgpu::runtime::device::{portable_floor, portable_limits, requested_features, LimitsProfile};
 use tensorflow_wgpu::runtime::pipeline::{specialised_source, PipelineSpec, Shader};
@@ -28,6 +28,8 @@ const CASTS: &[Aliases] = &[
     &[("S", "f64"), ("D", "f32"), ("W", "f64")],
     &[("S", "i32"), ("D", "f64"), ("W", "f64")],
 ];
+/// The resize shader: the image's storage type `S` (words for the nearest-neighbour gathers).
+const RESIZES: &[Aliases] = &[&[("S", "f32")], &[("S", "f16")], &[("S", "f64")], &[("S", "u32")]];
 /// The direct matmul: storage type `T`, accumulator `ACC`.
 const MATMULS: &[Aliases] =
     &[&[("T", "f32"), ("ACC", "f32")], &[("T", "f16"), ("ACC", "f32")], &[("T", "f64"), ("ACC", "f64")]];
@@ -62,6 +64,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::slice::SHADER", &slice::SHADER, NONE),
         ("kernels::slice::REVERSE_SEQUENCE_SHADER", &slice::REVERSE_SEQUENCE_SHADER, NONE),
         ("kernels::rnn::SHADER", &rnn::SHADER, NONE),
+        ("kernels::resize::SHADER", &resize::SHADER, RESIZES),
         ("kernels::cast::SHADER", &cast::SHADER, CASTS),
         ("kernels::unary::SHADER", &unary::SHADER, FLOATS),
         ("kernels::unary::CLASSIFY_SHADER", &unary::CLASSIFY_SHADER, NONE),

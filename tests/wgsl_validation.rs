@@ -66,6 +66,13 @@ fn strided_shaders_are_valid() {
 }
 
 #[test]
+fn resize_shader_is_valid() {
+    for storage in ["f32", "f16", "f64", "u32"] {
+        validate(&tensorflow_wgpu::kernels::resize::SHADER, &[("S", storage)]);
+    }
+}
+
+#[test]
 fn rnn_shader_is_valid() {
     validate(&tensorflow_wgpu::kernels::rnn::SHADER, &[]);
 }
@@ -121,6 +128,7 @@ fn every_wgsl_file_is_covered() {
             "reduce.wgsl",
             "reduce_f64.wgsl",
             "reduce_index.wgsl",
+            "resize.wgsl",
             "reverse_sequence.wgsl",
             "rnn.wgsl",
             "rows.wgsl",

@@ -169,7 +169,12 @@ fn unary_op(v: f64) -> f64 {
         // Elu and Selu as TF computes them: exp(x) - 1, not expm1.
         case 23u: { return select(v, m64_exp(v) - 1.0, v < 0.0); }
         case 24u: { return select(1.0507009873554804934 * v, 1.7580993408473768599 * (m64_exp(v) - 1.0), v < 0.0); }
-        case 25u: { return select(v * f64(ALPHA), v, v > 0.0); }
+        // v * alpha as TF computes it: an infinity times an alpha of 0 is NaN, which folding the
+        // specialised ALPHA's v * 0.0 to 0.0 would lose.
+        case 25u: {
+            let scaled = select(v * f64(ALPHA), nan64(), ALPHA == 0.0 && abs(v) > 1.7976931348623157e308);
+            return select(scaled, v, v > 0.0);
+        }
         // Softplus as TF: x past -log(eps) - 2, exp(x) below log(eps) + 2, else log(exp(x) + 1).
         case 26u: {
             let threshold: f64 = -34.04365338911715;

@@ -63,6 +63,7 @@ pub mod nn;
 pub mod random;
 pub mod reduce;
 pub mod registration;
+pub mod resize;
 pub mod rnn;
 pub mod scatter;
 pub mod slice;
@@ -646,6 +647,26 @@ fn build_table() -> Vec<KernelDef> {
         fused::matmul,
     ));
     table.push(kernel("Einsum", f32, &[], &[("equation", AttrKind::Str)], einsum::compute));
+    // Image resizing: ResizeBilinear reads float images (float16 and float64 where the adapter
+    // has them) into float32; nearest-neighbour moves TF-GPU's float types; the gradients sum in
+    // float32 (float16 through HALF_VIA_F32).
+    const RESIZE_ATTRS: &[(&str, AttrKind)] =
+        &[("align_corners", AttrKind::Bool), ("half_pixel_centers", AttrKind::Bool)];
+    let mut bilinear_images = vec![DType::F32];
+    if with_f16 {
+        bilinear_images.push(DType::F16);
+    }
+    if with_f64 {
+        bilinear_images.push(DType::F64);
+    }
+    for dtype in bilinear_images {
+        table.push(kernel("ResizeBilinear", t_of(dtype), &["size"], RESIZE_ATTRS, resize::bilinear));
+    }
+    for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+        table.push(kernel("ResizeNearestNeighbor", t_of(dtype), &["size"], RESIZE_ATTRS, resize::nearest));
+    }
+    table.push(kernel("ResizeBilinearGrad", f32, &[], RESIZE_ATTRS, resize::bilinear_grad));
+    table.push(kernel("ResizeNearestNeighborGrad", f32, &["size"], RESIZE_ATTRS, resize::nearest_grad));
     // Keras's LSTM and GRU on a GPU, and the tf.compat paths' earlier generations.
     const RNN_ATTRS: [(&str, AttrKind); 6] = [
         ("rnn_mode", AttrKind::Str),
@@ -902,7 +923,7 @@ fn build_table() -> Vec<KernelDef> {
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 32] = [
+const HALF_VIA_F32: [&str; 34] = [
     "CudnnRNN",
     "CudnnRNNV2",
     "CudnnRNNV3",
@@ -935,6 +956,8 @@ const HALF_VIA_F32: [&str; 32] = [
     "MaxPool",
     "AvgPool",
     "FusedBatchNormV3",
+    "ResizeBilinearGrad",
+    "ResizeNearestNeighborGrad",
 ];
 
 /// float16 rows for the float32 rows of `HALF_VIA_F32` ops. FusedBatchNormV3 keeps its statistics

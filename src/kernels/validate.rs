@@ -78,6 +78,12 @@ pub fn scalar(values: &[i64], shape: &[i64], what: &str) -> Result<i64> {
     }
 }
 
+/// A shape as TF's `TensorShape::DebugString` writes it: `[2,3]`.
+pub fn shape_string(shape: &[i64]) -> String {
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    format!("[{}]", dims.join(","))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

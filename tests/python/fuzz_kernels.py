@@ -1496,6 +1496,48 @@ def gen_space_depth(g, case):
     case.args.update(input=data, block_size=block, data_format=fmt)
 
 
+def gen_resize(g, case):
+    """ResizeBilinear/NearestNeighbor and their gradients: up- and downsampling, odd factors, every
+    mode; adversarially both modes at once, bad ranks and sizes, empty images, huge outputs."""
+    T = case.row["T"]
+    align, half = g.pick([(False, False), (True, False), (False, True)])
+    n, h, w, c = g.int(0, 3), g.int(1, 9), g.int(1, 9), g.int(1, 4)
+    size = [g.int(1, 12), g.int(1, 12)]
+    if g.chance(0.1):
+        h, w, size = g.int(1, 4), g.int(1, 4), [g.int(60, 200), g.int(1, 3)]
+    if g.adversary("modes/shapes/size"):
+        kind = g.int(0, 6)
+        if kind == 0:
+            align, half = True, True
+        elif kind == 1:
+            size = g.pick([[0, 3], [-1, 4], [3], [2, 2, 2], [2**31 - 1, 2**31 - 1]])
+        elif kind == 2:
+            h, w = g.pick([(0, 3), (3, 0), (2**24, 1)])
+        elif kind == 3:
+            c = 0
+        elif kind == 4:
+            n = 0
+        else:
+            size = [g.int(1, 3), g.int(1, 3)]
+    image = [n, h, w, c]
+    # Sizes with zeros counted as ones: NumPy refuses an empty array whose other dims overflow.
+    small = np.prod([max(d, 1) for d in image], dtype=np.float64) < 10**6
+    if case.op in ("ResizeBilinear", "ResizeNearestNeighbor"):
+        data = g.data(T, image, scale=3.0) if small else np.zeros([1, 1, 1, 1], np.float32)
+        case.args.update(images=data, size=np.array(size, np.int32))
+    else:
+        grads_shape = [n, *(size if len(size) == 2 else [2, 2]), c]
+        ok = np.prod([max(d, 1) for d in grads_shape], dtype=np.float64) < 10**6 and min(grads_shape) >= 0
+        grads_T = "float32" if case.op == "ResizeBilinearGrad" else T
+        grads = g.data(grads_T, grads_shape, scale=1.0, specials=False) if ok else np.zeros([1, 2, 2, 1], np.float32)
+        if case.op == "ResizeBilinearGrad":
+            original = g.data(T, image, scale=1.0) if small else np.zeros([1, 1, 1, 1], np.float32)
+            case.args.update(grads=grads, original_image=original)
+        else:
+            case.args.update(grads=grads, size=np.array([h, w] if g.chance(0.8) else size, np.int32))
+    case.args.update(align_corners=align, half_pixel_centers=half)
+
+
 def gen_space_batch(g, case):
     to_batch = case.op == "SpaceToBatchND"
     m = g.int(0, 3)
@@ -2140,6 +2182,8 @@ GENERATORS.update({
     "Fill": gen_fill, "ConcatV2": gen_concat, "Pack": gen_pack, "Unpack": gen_unpack, "GatherV2": gen_gather,
     "ResourceGather": gen_variable, "AssignAddVariableOp": gen_variable, "AssignSubVariableOp": gen_variable,
     "StridedSliceGrad": gen_strided_slice_grad, "ReverseSequence": gen_reverse_sequence,
+    "ResizeBilinear": gen_resize, "ResizeNearestNeighbor": gen_resize, "ResizeBilinearGrad": gen_resize,
+    "ResizeNearestNeighborGrad": gen_resize,
 })
 for _op in RNN_OPS:
     GENERATORS[_op] = gen_rnn

@@ -45,6 +45,7 @@ TOLERANCE = {
     "UnsortedSegmentProd": 1e-5, "TensorScatterSub": 1e-5, "ResourceScatterMul": 1e-5, "ResourceScatterDiv": 1e-5,
     "ResourceScatterNdAdd": 1e-5, "ResourceScatterNdSub": 1e-5,
     "StatelessTruncatedNormalV2": 5e-5, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
+    "ResizeBilinear": 1e-6, "ResizeBilinearGrad": 1e-5, "ResizeNearestNeighborGrad": 1e-6,
 }
 
 # Ops that accumulate long sums. TF-CPU's float16 kernels of these keep partial sums in half
@@ -53,7 +54,7 @@ HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseCo
                      "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
                      "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "UnsortedSegmentSum", "ScatterNd",
                      "TensorScatterAdd", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
-                     "FusedBatchNormGradV3"}
+                     "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad"}
 
 rng_global = np.random.default_rng(1234)
 
@@ -202,6 +203,7 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax", "TensorScatterSub", "TensorScatterMin",
     "TensorScatterMax", "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterMin", "ResourceScatterMax",
     "ResourceScatterNdAdd", "ResourceScatterNdSub", "ResourceScatterNdMin", "ResourceScatterNdMax",
+    "ResizeBilinear", "ResizeBilinearGrad", "ResizeNearestNeighborGrad",
 }
 
 
@@ -1086,6 +1088,35 @@ def check_variable_case(op, attrs, fn, init, args, variable_access):
             run_variable_eagerly(op, init, args, GPU)
 
 
+# Resize attribute combinations: TF refuses half_pixel_centers with align_corners.
+RESIZE_MODES = [(False, False), (True, False), (False, True)]
+# (image shape, output size): up, down, odd factors, one pixel, a same-size resize, an empty batch.
+RESIZE_SHAPES = [((2, 5, 7, 3), (9, 4)), ((1, 8, 8, 4), (3, 5)), ((1, 1, 1, 2), (3, 2)),
+                 ((3, 4, 6, 1), (4, 6)), ((1, 3, 5, 5), (7, 13)), ((0, 3, 3, 2), (5, 5))]
+
+
+def resize_cases(op, attrs, rng):
+    """ResizeBilinear/NearestNeighbor and their gradients in every mode, against TF-CPU."""
+    dt = tf.as_dtype(attrs["T"]).as_numpy_dtype
+    raw = getattr(tf.raw_ops, op)
+    for align, half in RESIZE_MODES:
+        mode = dict(align_corners=align, half_pixel_centers=half)
+        for shape, size in RESIZE_SHAPES:
+            size = np.array(size, np.int32)
+            if op == "ResizeBilinear":
+                yield (lambda t, size=size, mode=mode: raw(images=t, size=size, **mode)), [floats(rng, shape).astype(dt)]
+            elif op == "ResizeNearestNeighbor":
+                yield (lambda t, size=size, mode=mode: raw(images=t, size=size, **mode)), [values(rng, dt, shape)]
+            elif op == "ResizeBilinearGrad":
+                grads = floats(rng, (shape[0], *size, shape[3]), specials=False)
+                image = np.zeros(shape, dt)
+                yield (lambda g, i, mode=mode: raw(grads=g, original_image=i, **mode)), [grads, image]
+            else:
+                grads = floats(rng, (shape[0], *size, shape[3]), specials=False).astype(dt)
+                original = np.array(shape[1:3], np.int32)
+                yield (lambda g, original=original, mode=mode: raw(grads=g, size=original, **mode)), [grads]
+
+
 CASES = {}
 for name in UNARY:
     CASES[name] = unary_cases
@@ -1135,6 +1166,8 @@ for name in ("L2Loss", "UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSeg
     CASES[name] = scatter_and_loss_cases
 CASES["StridedSliceGrad"] = slice_grad_cases
 CASES["ReverseSequence"] = reverse_sequence_cases
+for name in ("ResizeBilinear", "ResizeNearestNeighbor", "ResizeBilinearGrad", "ResizeNearestNeighborGrad"):
+    CASES[name] = resize_cases
 for name in ("CudnnRNN", "CudnnRNNV2", "CudnnRNNV3", "CudnnRNNBackprop", "CudnnRNNBackpropV2", "CudnnRNNBackpropV3"):
     CASES[name] = rnn_cases
 

@@ -1,0 +1,476 @@
+//! Image resizing, NHWC (`wgsl/resize.wgsl`): ResizeBilinear and ResizeNearestNeighbor, and their
+//! gradients as two separable passes (columns, then rows) of weighted sums.
+//!
+//! TF computes each output pixel's source coordinate in float32 (`image_resizer_state.h`). The
+//! host computes the same coordinates, indices and weights here, as TF-CPU does (Rust does not fuse
+//! `a * b + c` into an fma, and TF's x86 build does not either), and hands the shaders tables: the
+//! device never rounds a coordinate, so it picks exactly TF's pixels.
+
+use crate::error::{Error, Result};
+use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSpec, Shader};
+
+use super::batch::{split_batch_on_overflow, BatchArgs};
+use super::validate::shape_string;
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader = Shader {
+    name: "resize",
+    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/resize.wgsl")),
+    storage_buffers: 3,
+    uniform_buffers: 0,
+};
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    channels: u32,
+    out_h: u32,
+    out_w: u32,
+    in_h: u32,
+    in_w: u32,
+    in_off: u32,
+    out_off: u32,
+    y_table: u32,
+    x_table: u32,
+    inner: u32,
+    axis_in: u32,
+    axis_out: u32,
+    k_begin: u32,
+    k_end: u32,
+    accumulate: u32,
+}
+
+/// TF's `CalculateResizeScale`.
+fn resize_scale(in_size: i64, out_size: i64, align_corners: bool) -> f32 {
+    if align_corners && out_size > 1 {
+        (in_size - 1) as f32 / (out_size - 1) as f32
+    } else {
+        in_size as f32 / out_size as f32
+    }
+}
+
+/// TF's `HalfPixelScaler` or `LegacyScaler`: the source coordinate of output index `i`.
+fn bilinear_source(i: i64, scale: f32, half_pixel_centers: bool) -> f32 {
+    if half_pixel_centers {
+        (i as f32 + 0.5) * scale - 0.5
+    } else {
+        i as f32 * scale
+    }
+}
+
+/// TF's `compute_interpolation_weights`: per output index, (lower, upper, lerp bits).
+fn bilinear_axis(out_size: i64, in_size: i64, scale: f32, half_pixel_centers: bool) -> Vec<[u32; 3]> {
+    (0..out_size)
+        .map(|i| {
+            let at = bilinear_source(i, scale, half_pixel_centers);
+            let floor = at.floor();
+            let lower = (floor as i64).max(0);
+            let upper = (at.ceil() as i64).min(in_size - 1);
+            [lower as u32, upper as u32, (at - floor).to_bits()]
+        })
+        .collect()
+}
+
+/// TF's nearest-neighbour `compute_indices`: the source index of each output index.
+fn nearest_axis(out_size: i64, in_size: i64, scale: f32, align_corners: bool, half_pixel_centers: bool) -> Vec<u32> {
+    (0..out_size)
+        .map(|i| {
+            // HalfPixelScalerForNN leaves out the - 0.5 that the floor makes up for.
+            let at = if half_pixel_centers { (i as f32 + 0.5) * scale } else { i as f32 * scale };
+            let rounded = if align_corners { at.round() } else { at.floor() };
+            let mut index = (rounded as i64).min(in_size - 1);
+            if half_pixel_centers {
+                index = index.max(0);
+            }
+            index as u32
+        })
+        .collect()
+}
+
+/// A gradient's sources per destination index, CSR: `offsets[d]..offsets[d + 1]` index `pairs`,
+/// each (source index, weight bits).
+struct Sources {
+    offsets: Vec<u32>,
+    pairs: Vec<[u32; 2]>,
+}
+
+impl Sources {
+    /// Groups (destination, source, weight) terms by destination.
+    fn new(destinations: usize, terms: &[(u32, u32, f32)]) -> Sources {
+        let mut lists: Vec<Vec<[u32; 2]>> = vec![Vec::new(); destinations];
+        for &(d, s, w) in terms {
+            lists[d as usize].push([s, w.to_bits()]);
+        }
+        let mut offsets = vec![0u32];
+        for list in &lists {
+            offsets.push(offsets.last().copied().unwrap_or(0) + list.len() as u32);
+        }
+        Sources { offsets, pairs: lists.concat() }
+    }
+
+    fn longest(&self) -> u32 {
+        self.offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0)
+    }
+}
+
+struct Attrs {
+    align_corners: bool,
+    half_pixel_centers: bool,
+}
+
+fn attrs(kernel: &KernelInstance) -> Result<Attrs> {
+    let attrs = Attrs {
+        align_corners: kernel.attrs.bool("align_corners")?,
+        half_pixel_centers: kernel.attrs.bool("half_pixel_centers")?,
+    };
+    if attrs.half_pixel_centers && attrs.align_corners {
+        return Err(Error::invalid_argument("If half_pixel_centers is True, align_corners must be False."));
+    }
+    Ok(attrs)
+}
+
+/// The `size` input (host memory): two positive int32s.
+fn output_size(ctx: &mut dyn KernelContext, index: usize, what: &str) -> Result<(i64, i64)> {
+    let (size, shape) = ctx.host_input_values(index)?;
+    if shape.len() != 1 {
+        return Err(Error::invalid_argument(format!("shape_t must be 1-dimensional{}", shape_string(&shape))));
+    }
+    if size.len() != 2 {
+        return Err(Error::invalid_argument(format!("shape_t must have two elements{}", shape_string(&shape))));
+    }
+    if size[0] <= 0 || size[1] <= 0 {
+        return Err(Error::invalid_argument(what.to_string()));
+    }
+    Ok((size[0], size[1]))
+}
+
+/// TF's `ImageResizerState` checks of a forward resize's image; returns (height, width).
+fn check_image(image: &TensorRef) -> Result<(i64, i64)> {
+    if image.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("input must be 4-dimensional{}", shape_string(&image.shape))));
+    }
+    if image.shape[3] <= 0 {
+        return Err(Error::invalid_argument("image must have at least one channel"));
+    }
+    let (h, w) = (image.shape[1], image.shape[2]);
+    if h <= 0 || w <= 0 {
+        return Err(Error::invalid_argument("input image must be of non-zero size"));
+    }
+    if h >= i32::MAX as i64 || w >= i32::MAX as i64 {
+        return Err(Error::invalid_argument("input sizes must be between 0 and max int32"));
+    }
+    Ok((h, w))
+}
+
+/// Encodes one `resize.wgsl` launch of `n` invocations over `input`, `output` and `table`.
+fn launch(
+    ctx: &mut dyn KernelContext,
+    entry: &'static str,
+    input: &TensorRef,
+    output: &TensorRef,
+    table: &TensorRef,
+    mut params: Params,
+    invocations: u64,
+) -> Result<()> {
+    if invocations == 0 {
+        return Ok(());
+    }
+    let stream = ctx.stream()?;
+    let device = stream.device();
+    // 16-bit elements are addressed in halves, floats as themselves, everything else as words.
+    let (unit, storage) = match (entry, input.dtype) {
+        ("nearest_halves", _) => (2, "u32"),
+        ("nearest", _) => (4, "u32"),
+        (_, DType::F16) => (2, "f16"),
+        (_, DType::F64) => (8, "f64"),
+        _ => (4, "f32"),
+    };
+    let out_unit = match entry {
+        "nearest_halves" => 2,
+        _ => 4,
+    };
+    let [in_mem, out_mem, table_mem] =
+        [input, output, table].map(|t| device.memory.resolve(t.address, t.byte_len().max(1)));
+    let (in_mem, out_mem, table_mem) = (in_mem?, out_mem?, table_mem?);
+    let aliases = [("S", storage)];
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
+    stream.encode(|core, encoder| {
+        let (in_bind, in_off) = storage_window(core, &in_mem, unit)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, out_unit)?;
+        let (table_bind, table_off) = storage_window(core, &table_mem, 4)?;
+        if out_unit == 2 && out_off % 2 != 0 {
+            return Err(Error::internal("resize: a 16-bit output that does not start on a word"));
+        }
+        (params.in_off, params.out_off) = (in_off, out_off);
+        params.y_table += table_off;
+        params.x_table += table_off;
+        let bindings = [in_bind, out_bind, table_bind];
+        dispatch(core, encoder, "resize", &pipeline, &bindings, bytemuck::bytes_of(&params), invocations)
+    })
+}
+
+/// `words` uploaded into a temporary int32 tensor.
+fn upload(ctx: &mut dyn KernelContext, words: &[u32]) -> Result<TensorRef> {
+    let table = ctx.allocate_temp(DType::I32, &[words.len().max(1) as i64])?;
+    ctx.stream()?.memcpy_htod(table.address, bytemuck::cast_slice(words))?;
+    Ok(table)
+}
+
+const IMAGES: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+
+/// ResizeBilinear: float32 output, TF's weights (a same-size resize copies, as TF-CPU does).
+pub fn bilinear(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    split_batch_on_overflow(ctx, kernel, &IMAGES, bilinear_whole)
+}
+
+fn bilinear_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let attrs = attrs(kernel)?;
+    let image = ctx.input(0)?;
+    let (in_h, in_w) = check_image(&image)?;
+    let (out_h, out_w) = output_size(ctx, 1, "output dimensions must be positive")?;
+    let (batch, channels) = (image.shape[0], image.shape[3]);
+    let out = ctx.allocate_output(0, DType::F32, &[batch, out_h, out_w, channels])?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    if (in_h, in_w) == (out_h, out_w) {
+        let stream = ctx.stream()?;
+        if image.dtype == DType::F32 {
+            return stream.memcpy_dtod(out.address, image.address, image.byte_len());
+        }
+        return super::cast::launch(stream, &image, &out);
+    }
+    let h_scale = resize_scale(in_h, out_h, attrs.align_corners);
+    let w_scale = resize_scale(in_w, out_w, attrs.align_corners);
+    let ys = bilinear_axis(out_h, in_h, h_scale, attrs.half_pixel_centers);
+    let xs = bilinear_axis(out_w, in_w, w_scale, attrs.half_pixel_centers);
+    let words: Vec<u32> = ys.iter().chain(&xs).flatten().copied().collect();
+    let table = upload(ctx, &words)?;
+    let n = shader_len(out.num_elements(), "ResizeBilinear")?;
+    let params = Params {
+        n,
+        channels: channels as u32,
+        out_h: out_h as u32,
+        out_w: out_w as u32,
+        in_h: in_h as u32,
+        in_w: in_w as u32,
+        y_table: 0,
+        x_table: 3 * out_h as u32,
+        ..Params::default()
+    };
+    launch(ctx, "bilinear", &image, &out, &table, params, u64::from(n))
+}
+
+/// ResizeNearestNeighbor: a gather of whole pixels, for elements of 2, 4 or 8 bytes.
+pub fn nearest(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    split_batch_on_overflow(ctx, kernel, &IMAGES, nearest_whole)
+}
+
+fn nearest_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let attrs = attrs(kernel)?;
+    let image = ctx.input(0)?;
+    let (in_h, in_w) = check_image(&image)?;
+    let (out_h, out_w) = output_size(ctx, 1, "output dimensions must be positive")?;
+    if in_h >= 1 << 24 || in_w >= 1 << 24 {
+        return Err(Error::invalid_argument("nearest neighbor requires max height & width of 2^24"));
+    }
+    let (batch, channels) = (image.shape[0], image.shape[3]);
+    let out = ctx.allocate_output(0, image.dtype, &[batch, out_h, out_w, channels])?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let h_scale = resize_scale(in_h, out_h, attrs.align_corners);
+    let w_scale = resize_scale(in_w, out_w, attrs.align_corners);
+    let mut words = nearest_axis(out_h, in_h, h_scale, attrs.align_corners, attrs.half_pixel_centers);
+    words.extend(nearest_axis(out_w, in_w, w_scale, attrs.align_corners, attrs.half_pixel_centers));
+    let table = upload(ctx, &words)?;
+    // Each element as whole words where it has them; 16-bit elements two to an invocation.
+    let (entry, per_element) = match image.dtype.size() {
+        2 => ("nearest_halves", 1),
+        size => ("nearest", (size / 4) as i64),
+    };
+    let n = shader_len(out.num_elements() * per_element as u64, "ResizeNearestNeighbor")?;
+    let params = Params {
+        n,
+        channels: (channels * per_element) as u32,
+        out_h: out_h as u32,
+        out_w: out_w as u32,
+        in_h: in_h as u32,
+        in_w: in_w as u32,
+        y_table: 0,
+        x_table: out_h as u32,
+        ..Params::default()
+    };
+    let invocations = if entry == "nearest_halves" { u64::from(n).div_ceil(2) } else { u64::from(n) };
+    launch(ctx, entry, &image, &out, &table, params, invocations)
+}
+
+/// Runs `out[o, d, i] = sum over sources (s, w) of d of w * input[o, s, i]` (float32), the
+/// tensors viewed as [outer, axis, inner], in launches of at most the adapter's loop budget of
+/// sources each.
+fn axis_sum(
+    ctx: &mut dyn KernelContext,
+    input: &TensorRef,
+    out: &TensorRef,
+    (outer, axis_in, inner): (i64, i64, i64),
+    sources: &Sources,
+) -> Result<()> {
+    let axis_out = sources.offsets.len() as i64 - 1;
+    let n = shader_len((outer * axis_out * inner) as u64, "resize gradient")?;
+    if n == 0 {
+        return Ok(());
+    }
+    let mut words = sources.offsets.clone();
+    words.extend(sources.pairs.iter().flatten());
+    let table = upload(ctx, &words)?;
+    let budget = loop_budget(ctx.stream()?.device(), 16).min(u64::from(u32::MAX)) as u32;
+    let longest = sources.longest().max(1);
+    let mut k_begin = 0;
+    while k_begin < longest {
+        let k_end = k_begin.saturating_add(budget);
+        let params = Params {
+            n,
+            inner: inner as u32,
+            axis_in: axis_in as u32,
+            axis_out: axis_out as u32,
+            y_table: 0,
+            x_table: sources.offsets.len() as u32,
+            k_begin,
+            k_end,
+            accumulate: u32::from(k_begin > 0),
+            ..Params::default()
+        };
+        launch(ctx, "axis_sum", input, out, &table, params, u64::from(n))?;
+        k_begin = k_end;
+    }
+    Ok(())
+}
+
+/// A gradient as two separable passes: along the width (`xs`), then the height (`ys`).
+fn separable_grad(
+    ctx: &mut dyn KernelContext,
+    grads: &TensorRef,
+    out: &TensorRef,
+    ys: &Sources,
+    xs: &Sources,
+) -> Result<()> {
+    let [batch, grad_h, grad_w, channels] = grads.shape[..] else {
+        return Err(Error::internal("resize gradient: not 4-D"));
+    };
+    let out_w = xs.offsets.len() as i64 - 1;
+    let columns = ctx.allocate_temp(DType::F32, &[batch, grad_h, out_w, channels])?;
+    axis_sum(ctx, grads, &columns, (batch * grad_h, grad_w, channels), xs)?;
+    axis_sum(ctx, &columns, out, (batch, grad_h, out_w * channels), ys)
+}
+
+const GRADS: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+const BILINEAR_GRADS: BatchArgs = BatchArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+
+/// ResizeBilinearGrad: each output gradient pixel spread over its four source pixels with TF's
+/// weights, gathered per source pixel.
+pub fn bilinear_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    split_batch_on_overflow(ctx, kernel, &BILINEAR_GRADS, bilinear_grad_whole)
+}
+
+fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let attrs = attrs(kernel)?;
+    let grads = ctx.input(0)?;
+    if grads.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("input_grad must be 4-dimensional{}", shape_string(&grads.shape))));
+    }
+    let (batch, resized_h, resized_w, channels) = (grads.shape[0], grads.shape[1], grads.shape[2], grads.shape[3]);
+    if resized_h <= 0 || resized_w <= 0 {
+        return Err(Error::invalid_argument("resized dimensions must be positive"));
+    }
+    let original = ctx.input(1)?;
+    if original.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!(
+            "original_image must be 4-dimensional{}",
+            shape_string(&original.shape)
+        )));
+    }
+    let (orig_h, orig_w) = (original.shape[1], original.shape[2]);
+    if orig_h <= 0 || orig_w <= 0 {
+        return Err(Error::invalid_argument("original dimensions must be positive"));
+    }
+    if orig_h >= i32::MAX as i64 || orig_w >= i32::MAX as i64 {
+        return Err(Error::invalid_argument("original sizes must be between 0 and max int32"));
+    }
+    let out = ctx.allocate_output(0, original.dtype, &[batch, orig_h, orig_w, channels])?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let terms = |resized: i64, original: i64| {
+        let scale = resize_scale(original, resized, attrs.align_corners);
+        let axis = bilinear_axis(resized, original, scale, attrs.half_pixel_centers);
+        let mut terms = Vec::with_capacity(2 * axis.len());
+        for (i, &[lower, upper, lerp]) in axis.iter().enumerate() {
+            let lerp = f32::from_bits(lerp);
+            terms.push((lower, i as u32, 1.0 - lerp));
+            terms.push((upper, i as u32, lerp));
+        }
+        Sources::new(original as usize, &terms)
+    };
+    let (ys, xs) = (terms(resized_h, orig_h), terms(resized_w, orig_w));
+    separable_grad(ctx, &grads, &out, &ys, &xs)
+}
+
+/// ResizeNearestNeighborGrad: each gradient pixel added to the pixel it was copied from.
+pub fn nearest_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    split_batch_on_overflow(ctx, kernel, &GRADS, nearest_grad_whole)
+}
+
+fn nearest_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let attrs = attrs(kernel)?;
+    let grads = ctx.input(0)?;
+    if grads.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("input must be 4-dimensional{}", shape_string(&grads.shape))));
+    }
+    let (out_h, out_w) = output_size(ctx, 1, "shape_t's elements must be positive")?;
+    let (batch, grad_h, grad_w, channels) = (grads.shape[0], grads.shape[1], grads.shape[2], grads.shape[3]);
+    let out = ctx.allocate_output(0, grads.dtype, &[batch, out_h, out_w, channels])?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    if grads.num_elements() == 0 {
+        return ctx.stream()?.fill(out.address, out.byte_len(), 0);
+    }
+    let terms = |grad_size: i64, out_size: i64| {
+        let scale = resize_scale(out_size, grad_size, attrs.align_corners);
+        let axis = nearest_axis(grad_size, out_size, scale, attrs.align_corners, attrs.half_pixel_centers);
+        let terms: Vec<(u32, u32, f32)> = axis.iter().enumerate().map(|(i, &d)| (d, i as u32, 1.0)).collect();
+        Sources::new(out_size as usize, &terms)
+    };
+    let (ys, xs) = (terms(grad_h, out_h), terms(grad_w, out_w));
+    separable_grad(ctx, &grads, &out, &ys, &xs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_pixel_weights_clamp_like_tf() {
+        // 2 -> 4 with half-pixel centers: sources -0.25, 0.25, 0.75, 1.25.
+        let axis = bilinear_axis(4, 2, resize_scale(2, 4, false), true);
+        let lerps: Vec<f32> = axis.iter().map(|e| f32::from_bits(e[2])).collect();
+        assert_eq!(axis.iter().map(|e| (e[0], e[1])).collect::<Vec<_>>(), [(0, 0), (0, 1), (0, 1), (1, 1)]);
+        assert_eq!(lerps, [0.75, 0.25, 0.75, 0.25]);
+    }
+
+    #[test]
+    fn nearest_indices_round_or_floor() {
+        assert_eq!(nearest_axis(4, 3, resize_scale(3, 4, true), true, false), [0, 1, 1, 2]);
+        assert_eq!(nearest_axis(4, 3, resize_scale(3, 4, false), false, false), [0, 0, 1, 2]);
+        assert_eq!(nearest_axis(4, 3, resize_scale(3, 4, false), false, true), [0, 1, 1, 2]);
+    }
+
+    #[test]
+    fn sources_group_terms_by_destination() {
+        let s = Sources::new(3, &[(2, 0, 1.0), (0, 1, 0.5), (2, 2, 0.25)]);
+        assert_eq!(s.offsets, [0, 1, 1, 3]);
+        assert_eq!(s.pairs.iter().map(|p| p[0]).collect::<Vec<_>>(), [1, 0, 2]);
+        assert_eq!(s.longest(), 2);
+    }
+}
