@@ -810,6 +810,97 @@ pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
 }
 
 /// Pad, PadV2 and MirrorPad.
+/// MirrorPadGrad: the padded gradient folded back onto the input, one padded dimension at a time
+/// (each a pass of `resize::axis_sum` in float32: every input index gathers itself and its mirror
+/// images in the paddings), as TF's kernel does.
+pub fn mirror_pad_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    // REFLECT mirrors about the edge element, SYMMETRIC about the edge itself.
+    let offset = match kernel.attrs.str("mode")? {
+        "SYMMETRIC" => 0,
+        "REFLECT" => 1,
+        _ => return Err(Error::invalid_argument("mode must be either REFLECT or SYMMETRIC.")),
+    };
+    let input = ctx.input(0)?;
+    let rank = input.shape.len();
+    if rank > 5 {
+        return Err(Error::unimplemented(format!("inputs rank not in [0,5]: {rank}")));
+    }
+    let (paddings, shape) = ctx.host_input_values(1)?;
+    if shape.len() != 2 || shape[1] != 2 {
+        return Err(Error::invalid_argument(format!(
+            "paddings must be a matrix with 2 columns: {}",
+            validate::shape_string(&shape)
+        )));
+    }
+    if shape[0] != rank as i64 {
+        return Err(Error::invalid_argument(format!(
+            "The first dimension of paddings must be the rank of inputs{} {}",
+            validate::shape_string(&shape),
+            validate::shape_string(&input.shape)
+        )));
+    }
+    let mut out_shape = Vec::with_capacity(rank);
+    for d in 0..rank {
+        let (before, after) = (paddings[2 * d], paddings[2 * d + 1]);
+        if before < 0 || after < 0 {
+            return Err(Error::invalid_argument(format!("Paddings must be non-negative: {before}, {after}")));
+        }
+        let total = validate::add(before, after)?;
+        if total >= input.shape[d] {
+            return Err(Error::invalid_argument(format!(
+                "Total paddings must be less than the input dimension size: {total} was not less than {}",
+                input.shape[d]
+            )));
+        }
+        let size = input.shape[d] - total;
+        if offset == 0 && (before > size || after > size) {
+            return Err(Error::invalid_argument(format!(
+                "paddings must be no greater than the output dimension size: {before}, {after} greater than {size}"
+            )));
+        }
+        if offset == 1 && (before >= size || after >= size) {
+            return Err(Error::invalid_argument(format!(
+                "paddings must be less than the output dimension size: {before}, {after} not less than {size}"
+            )));
+        }
+        out_shape.push(size);
+    }
+    let out = ctx.allocate_output(0, input.dtype, &out_shape)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    if out_shape == input.shape {
+        return ctx.stream()?.memcpy_dtod(out.address, input.address, input.byte_len());
+    }
+    // The padded dimensions, folded one after another: [outer, padded axis, inner] each time.
+    let padded: Vec<usize> = (0..rank).filter(|&d| out_shape[d] != input.shape[d]).collect();
+    let mut current = input.clone();
+    for (k, &d) in padded.iter().enumerate() {
+        let (before, size) = (paddings[2 * d], out_shape[d]);
+        let terms: Vec<(u32, u32, f32)> = (0..current.shape[d])
+            .map(|p| {
+                let source = if p < before {
+                    before - p - 1 + offset
+                } else if p < before + size {
+                    p - before
+                } else {
+                    size - 1 - (p - before - size) - offset
+                };
+                (source as u32, p as u32, 1.0)
+            })
+            .collect();
+        let sources = super::resize::Sources::new(size as usize, &terms);
+        let mut shape = current.shape.clone();
+        shape[d] = size;
+        let target = if k + 1 == padded.len() { out.clone() } else { ctx.allocate_temp(DType::F32, &shape)? };
+        let outer: i64 = current.shape[..d].iter().product();
+        let inner: i64 = current.shape[d + 1..].iter().product();
+        super::resize::axis_sum(ctx, &current, &target, (outer, current.shape[d], inner), &sources)?;
+        current = target;
+    }
+    Ok(())
+}
+
 pub fn pad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;

@@ -667,6 +667,8 @@ fn build_table() -> Vec<KernelDef> {
     }
     table.push(kernel("ResizeBilinearGrad", f32, &[], RESIZE_ATTRS, resize::bilinear_grad));
     table.push(kernel("ResizeNearestNeighborGrad", f32, &["size"], RESIZE_ATTRS, resize::nearest_grad));
+    // MirrorPad's gradient sums in float32 (float16 through HALF_VIA_F32), any int paddings type.
+    table.push(kernel("MirrorPadGrad", f32, &["paddings"], &[("mode", AttrKind::Str)], index::mirror_pad_grad));
     // Keras's LSTM and GRU on a GPU, and the tf.compat paths' earlier generations.
     const RNN_ATTRS: [(&str, AttrKind); 6] = [
         ("rnn_mode", AttrKind::Str),
@@ -923,7 +925,7 @@ fn build_table() -> Vec<KernelDef> {
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 34] = [
+const HALF_VIA_F32: [&str; 35] = [
     "CudnnRNN",
     "CudnnRNNV2",
     "CudnnRNNV3",
@@ -958,6 +960,7 @@ const HALF_VIA_F32: [&str; 34] = [
     "FusedBatchNormV3",
     "ResizeBilinearGrad",
     "ResizeNearestNeighborGrad",
+    "MirrorPadGrad",
 ];
 
 /// float16 rows for the float32 rows of `HALF_VIA_F32` ops. FusedBatchNormV3 keeps its statistics

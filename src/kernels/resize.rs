@@ -1,5 +1,6 @@
 //! Image resizing, NHWC (`wgsl/resize.wgsl`): ResizeBilinear and ResizeNearestNeighbor, and their
-//! gradients as two separable passes (columns, then rows) of weighted sums.
+//! gradients as two separable passes (columns, then rows) of weighted sums (`axis_sum`, which
+//! MirrorPadGrad also uses).
 //!
 //! TF computes each output pixel's source coordinate in float32 (`image_resizer_state.h`). The
 //! host computes the same coordinates, indices and weights here, as TF-CPU does (Rust does not fuse
@@ -89,15 +90,15 @@ fn nearest_axis(out_size: i64, in_size: i64, scale: f32, align_corners: bool, ha
 }
 
 /// A gradient's sources per destination index, CSR: `offsets[d]..offsets[d + 1]` index `pairs`,
-/// each (source index, weight bits).
-struct Sources {
+/// each (source index, weight bits). MirrorPadGrad (`index.rs`) folds its padding back with them.
+pub(super) struct Sources {
     offsets: Vec<u32>,
     pairs: Vec<[u32; 2]>,
 }
 
 impl Sources {
     /// Groups (destination, source, weight) terms by destination.
-    fn new(destinations: usize, terms: &[(u32, u32, f32)]) -> Sources {
+    pub(super) fn new(destinations: usize, terms: &[(u32, u32, f32)]) -> Sources {
         let mut lists: Vec<Vec<[u32; 2]>> = vec![Vec::new(); destinations];
         for &(d, s, w) in terms {
             lists[d as usize].push([s, w.to_bits()]);
@@ -309,7 +310,7 @@ fn nearest_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
 /// Runs `out[o, d, i] = sum over sources (s, w) of d of w * input[o, s, i]` (float32), the
 /// tensors viewed as [outer, axis, inner], in launches of at most the adapter's loop budget of
 /// sources each.
-fn axis_sum(
+pub(super) fn axis_sum(
     ctx: &mut dyn KernelContext,
     input: &TensorRef,
     out: &TensorRef,

@@ -1538,6 +1538,33 @@ def gen_resize(g, case):
     case.args.update(align_corners=align, half_pixel_centers=half)
 
 
+def gen_mirror_pad_grad(g, case):
+    """MirrorPadGrad: both modes, paddings up to and past their limits, negative paddings, bad
+    shapes of `paddings`, ranks past 5, bad modes."""
+    rank = g.int(0, 5)
+    shape = [g.int(1, 5) for _ in range(rank)]
+    mode = g.pick(["REFLECT", "SYMMETRIC"])
+    limit = 1 if mode == "REFLECT" else 0
+    pads = [[g.int(0, max(d - limit, 0) + 1) if g.chance(0.7) else 0 for _ in range(2)] for d in shape]
+    pads = [[min(p, max(d - limit, 0)) for p in pair] for d, pair in zip(shape, pads)]
+    padded = [d + sum(pair) for d, pair in zip(shape, pads)]
+    ptype = g.pick([np.int32, np.int64])
+    if g.adversary("paddings/mode/rank"):
+        kind = g.int(0, 5)
+        if kind == 0 and rank:
+            pads[0][g.int(0, 1)] = g.pick([-1, shape[0], shape[0] + 1, 2**31 - 1])
+        elif kind == 1:
+            pads = g.pick([[[0, 0]] * (rank + 1), [[1]] * rank, []])
+        elif kind == 2:
+            mode = g.pick(BAD_ENUMS)
+        elif kind == 3:
+            padded, pads = [2] * 6, [[0, 0]] * 6
+        else:
+            padded = [0] + padded[1:] if rank else padded
+    grad = g.data(case.row["T"], padded, scale=1.0, specials=False)
+    case.args.update(input=grad, paddings=np.array(pads, ptype) if pads else np.zeros([0, 2], ptype), mode=mode)
+
+
 def gen_space_batch(g, case):
     to_batch = case.op == "SpaceToBatchND"
     m = g.int(0, 3)
@@ -2183,7 +2210,7 @@ GENERATORS.update({
     "ResourceGather": gen_variable, "AssignAddVariableOp": gen_variable, "AssignSubVariableOp": gen_variable,
     "StridedSliceGrad": gen_strided_slice_grad, "ReverseSequence": gen_reverse_sequence,
     "ResizeBilinear": gen_resize, "ResizeNearestNeighbor": gen_resize, "ResizeBilinearGrad": gen_resize,
-    "ResizeNearestNeighborGrad": gen_resize,
+    "ResizeNearestNeighborGrad": gen_resize, "MirrorPadGrad": gen_mirror_pad_grad,
 })
 for _op in RNN_OPS:
     GENERATORS[_op] = gen_rnn

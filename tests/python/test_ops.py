@@ -45,7 +45,7 @@ TOLERANCE = {
     "UnsortedSegmentProd": 1e-5, "TensorScatterSub": 1e-5, "ResourceScatterMul": 1e-5, "ResourceScatterDiv": 1e-5,
     "ResourceScatterNdAdd": 1e-5, "ResourceScatterNdSub": 1e-5,
     "StatelessTruncatedNormalV2": 5e-5, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
-    "ResizeBilinear": 1e-6, "ResizeBilinearGrad": 1e-5, "ResizeNearestNeighborGrad": 1e-6,
+    "ResizeBilinear": 1e-6, "ResizeBilinearGrad": 1e-5, "ResizeNearestNeighborGrad": 1e-6, "MirrorPadGrad": 1e-6,
 }
 
 # Ops that accumulate long sums. TF-CPU's float16 kernels of these keep partial sums in half
@@ -54,7 +54,7 @@ HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseCo
                      "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
                      "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "UnsortedSegmentSum", "ScatterNd",
                      "TensorScatterAdd", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
-                     "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad"}
+                     "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad"}
 
 rng_global = np.random.default_rng(1234)
 
@@ -203,7 +203,7 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax", "TensorScatterSub", "TensorScatterMin",
     "TensorScatterMax", "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterMin", "ResourceScatterMax",
     "ResourceScatterNdAdd", "ResourceScatterNdSub", "ResourceScatterNdMin", "ResourceScatterNdMax",
-    "ResizeBilinear", "ResizeBilinearGrad", "ResizeNearestNeighborGrad",
+    "ResizeBilinear", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad",
 }
 
 
@@ -1117,6 +1117,22 @@ def resize_cases(op, attrs, rng):
                 yield (lambda g, original=original, mode=mode: raw(grads=g, size=original, **mode)), [grads]
 
 
+def mirror_pad_grad_cases(op, attrs, rng):
+    """MirrorPadGrad in both modes: padded dims first, last and all, int32 and int64 paddings,
+    paddings up to their limits, an unpadded (same-shape) gradient. (TF 2.21 refuses empty
+    dimensions: total paddings must be below the gradient's size; the fuzzer tries them.)"""
+    dt = tf.as_dtype(attrs["T"]).as_numpy_dtype
+    for mode, limit in (("REFLECT", 1), ("SYMMETRIC", 0)):
+        for shape, pads in [((5,), [[2, 3]]), ((4, 6), [[0, 0], [1, 2]]), ((3, 4, 5), [[1, 1], [0, 0], [2, 1]]),
+                            ((2, 3, 4, 5), [[1, 0], [2, 2], [3, 0], [0, 4]]), ((3, 3), [[0, 0], [0, 0]])]:
+            pads = np.minimum(np.array(pads), np.maximum(np.array(shape)[:, None] - limit, 0))
+            padded = tuple(int(d + p.sum()) for d, p in zip(shape, pads))
+            for ptype in (np.int32, np.int64):
+                grad = floats(rng, padded, specials=False).astype(dt)
+                yield (lambda g, pads=pads.astype(ptype), mode=mode:
+                       tf.raw_ops.MirrorPadGrad(input=g, paddings=pads, mode=mode)), [grad]
+
+
 CASES = {}
 for name in UNARY:
     CASES[name] = unary_cases
@@ -1168,6 +1184,7 @@ CASES["StridedSliceGrad"] = slice_grad_cases
 CASES["ReverseSequence"] = reverse_sequence_cases
 for name in ("ResizeBilinear", "ResizeNearestNeighbor", "ResizeBilinearGrad", "ResizeNearestNeighborGrad"):
     CASES[name] = resize_cases
+CASES["MirrorPadGrad"] = mirror_pad_grad_cases
 for name in ("CudnnRNN", "CudnnRNNV2", "CudnnRNNV3", "CudnnRNNBackprop", "CudnnRNNBackpropV2", "CudnnRNNBackpropV3"):
     CASES[name] = rnn_cases
 
