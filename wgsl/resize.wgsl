@@ -104,17 +104,26 @@ fn half_at(e: u32) -> u32 {
     return (input_words[at / 2u] >> (16u * (at % 2u))) & 0xffffu;
 }
 
+// Invocation w writes output word `p.out_off / 2 + w`. A part of a batch (batch.rs) can start
+// half-way into a word: its halves outside this output (`lead` before, past `p.n` after) keep what
+// the word holds, and no other invocation of this launch writes that word.
 @compute @workgroup_size(256)
 fn nearest_halves(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let w = linear_id(gid, nwg);
-    if (2u * w >= p.n) {
+    let lead = p.out_off % 2u;
+    if (2u * w >= p.n + lead) {
         return;
     }
-    var word = half_at(nearest_source(2u * w));
-    if (2u * w + 1u < p.n) {
-        word |= half_at(nearest_source(2u * w + 1u)) << 16u;
+    let at = p.out_off / 2u + w;
+    var word = out_words[at];
+    for (var half = 0u; half < 2u; half++) {
+        let slot = 2u * w + half;
+        if (slot >= lead && slot - lead < p.n) {
+            let shift = 16u * half;
+            word = (word & ~(0xffffu << shift)) | (half_at(nearest_source(slot - lead)) << shift);
+        }
     }
-    out_words[p.out_off / 2u + w] = word;
+    out_words[at] = word;
 }
 
 @compute @workgroup_size(256)
@@ -131,8 +140,9 @@ fn axis_sum(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     let last = table[p.y_table + d + 1u];
     let base = o * p.axis_in * p.inner + inner;
     var sum = select(0.0, out[p.out_off + i], p.accumulate != 0u);
-    for (var k = first + p.k_begin; k < min(last, first + p.k_end); k++) {
-        let pair = p.x_table + 2u * k;
+    // Counted within the destination's list, so that no bound wraps (`k_end` may be u32::MAX).
+    for (var k = p.k_begin; k < min(last - first, p.k_end); k++) {
+        let pair = p.x_table + 2u * (first + k);
         sum += bitcast<f32>(table[pair + 1u]) * read(base + table[pair] * p.inner);
     }
     out[p.out_off + i] = sum;

@@ -809,7 +809,6 @@ pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     map(ctx.stream()?, &input, &out, &dims, None)
 }
 
-/// Pad, PadV2 and MirrorPad.
 /// MirrorPadGrad: the padded gradient folded back onto the input, one padded dimension at a time
 /// (each a pass of `resize::axis_sum` in float32: every input index gathers itself and its mirror
 /// images in the paddings), as TF's kernel does.
@@ -901,6 +900,7 @@ pub fn mirror_pad_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
     Ok(())
 }
 
+/// Pad, PadV2 and MirrorPad.
 pub fn pad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;

@@ -66,7 +66,9 @@ fn bilinear_axis(out_size: i64, in_size: i64, scale: f32, half_pixel_centers: bo
         .map(|i| {
             let at = bilinear_source(i, scale, half_pixel_centers);
             let floor = at.floor();
-            let lower = (floor as i64).max(0);
+            // TF leaves the lower index unclamped above (it can reach in_size where the float32
+            // coordinate of a huge resize rounds up); clamped here, so no read leaves the image.
+            let lower = (floor as i64).max(0).min(in_size - 1);
             let upper = (at.ceil() as i64).min(in_size - 1);
             [lower as u32, upper as u32, (at - floor).to_bits()]
         })
@@ -120,11 +122,17 @@ struct Attrs {
     half_pixel_centers: bool,
 }
 
-fn attrs(kernel: &KernelInstance) -> Result<Attrs> {
-    let attrs = Attrs {
+/// The two attributes, as ResizeNearestNeighborGrad reads them (TF does not check the pair there).
+fn any_attrs(kernel: &KernelInstance) -> Result<Attrs> {
+    Ok(Attrs {
         align_corners: kernel.attrs.bool("align_corners")?,
         half_pixel_centers: kernel.attrs.bool("half_pixel_centers")?,
-    };
+    })
+}
+
+/// The two attributes, refused together as TF's image-resizer states do.
+fn attrs(kernel: &KernelInstance) -> Result<Attrs> {
+    let attrs = any_attrs(kernel)?;
     if attrs.half_pixel_centers && attrs.align_corners {
         return Err(Error::invalid_argument("If half_pixel_centers is True, align_corners must be False."));
     }
@@ -164,7 +172,8 @@ fn check_image(image: &TensorRef) -> Result<(i64, i64)> {
     Ok((h, w))
 }
 
-/// Encodes one `resize.wgsl` launch of `n` invocations over `input`, `output` and `table`.
+/// Encodes one `resize.wgsl` launch of `invocations` (output elements; for `nearest_halves`, the
+/// words they fill) over `input`, `output` and `table`.
 fn launch(
     ctx: &mut dyn KernelContext,
     entry: &'static str,
@@ -200,12 +209,12 @@ fn launch(
         let (in_bind, in_off) = storage_window(core, &in_mem, unit)?;
         let (out_bind, out_off) = storage_window(core, &out_mem, out_unit)?;
         let (table_bind, table_off) = storage_window(core, &table_mem, 4)?;
-        if out_unit == 2 && out_off % 2 != 0 {
-            return Err(Error::internal("resize: a 16-bit output that does not start on a word"));
-        }
         (params.in_off, params.out_off) = (in_off, out_off);
         params.y_table += table_off;
         params.x_table += table_off;
+        // 16-bit outputs: a word per invocation, one more where the output starts mid-word.
+        let invocations =
+            if entry == "nearest_halves" { (invocations + u64::from(out_off % 2)).div_ceil(2) } else { invocations };
         let bindings = [in_bind, out_bind, table_bind];
         dispatch(core, encoder, "resize", &pipeline, &bindings, bytemuck::bytes_of(&params), invocations)
     })
@@ -303,8 +312,7 @@ fn nearest_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         x_table: out_h as u32,
         ..Params::default()
     };
-    let invocations = if entry == "nearest_halves" { u64::from(n).div_ceil(2) } else { u64::from(n) };
-    launch(ctx, entry, &image, &out, &table, params, invocations)
+    launch(ctx, entry, &image, &out, &table, params, u64::from(n))
 }
 
 /// Runs `out[o, d, i] = sum over sources (s, w) of d of w * input[o, s, i]` (float32), the
@@ -366,12 +374,12 @@ fn separable_grad(
 }
 
 const GRADS: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
-const BILINEAR_GRADS: BatchArgs = BatchArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
 
 /// ResizeBilinearGrad: each output gradient pixel spread over its four source pixels with TF's
 /// weights, gathered per source pixel.
 pub fn bilinear_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &BILINEAR_GRADS, bilinear_grad_whole)
+    // `original_image` gives its height and width only (its batch need not match, as in TF).
+    split_batch_on_overflow(ctx, kernel, &GRADS, bilinear_grad_whole)
 }
 
 fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -423,7 +431,7 @@ pub fn nearest_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Res
 }
 
 fn nearest_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let attrs = attrs(kernel)?;
+    let attrs = any_attrs(kernel)?;
     let grads = ctx.input(0)?;
     if grads.shape.len() != 4 {
         return Err(Error::invalid_argument(format!("input must be 4-dimensional{}", shape_string(&grads.shape))));

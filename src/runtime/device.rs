@@ -123,6 +123,8 @@ fn with_binding_cap(mut limits: wgpu::Limits) -> wgpu::Limits {
 /// SHADER_F16, so that a run here shows what a Metal, DX12 or Vulkan GPU with the fewest resources
 /// would refuse (the kernels' guards and non-subgroup fallbacks run; float16 kernels do not register).
 pub const ENV_PORTABLE_LIMITS: &str = "TF_WGPU_PORTABLE_LIMITS";
+/// See `Device::open_with`.
+pub const ENV_NO_LOOP_LIMIT: &str = "TF_WGPU_NO_LOOP_LIMIT";
 
 /// Which limits and features `Device::open_with` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -148,9 +150,20 @@ impl LimitsProfile {
     }
 }
 
+/// What `adapter` offers that the kernels may use: its features, less SHADER_F64 off Vulkan. The
+/// float64 kernels need f64 sqrt, floor, ceil, round and ldexp, which SPIR-V's GLSL.std.450 has
+/// and HLSL (DX12) lacks for doubles; Metal has no f64 at all.
+pub fn offered_features(adapter: &wgpu::Adapter) -> wgpu::Features {
+    let mut features = adapter.features();
+    if adapter.get_info().backend != wgpu::Backend::Vulkan {
+        features.remove(wgpu::Features::SHADER_F64);
+    }
+    features
+}
+
 /// The features a device opened with `profile` asks of an adapter offering `adapter`.
 /// SUBGROUP: the tiled matmul and convolution for CPU adapters share rows across a subgroup.
-/// SHADER_F64: float64 kernels compute in f64 (Vulkan and DX12 offer it; Metal does not).
+/// SHADER_F64: float64 kernels compute in f64 (on Vulkan: `offered_features`).
 pub fn requested_features(adapter: wgpu::Features, profile: LimitsProfile) -> wgpu::Features {
     let wanted = match profile {
         LimitsProfile::Adapter => {
@@ -241,7 +254,7 @@ impl Device {
             LimitsProfile::Adapter => adapter.limits(),
             LimitsProfile::Portable => portable_limits(&adapter.limits()),
         };
-        let features = requested_features(adapter.features(), profile);
+        let features = requested_features(offered_features(adapter), profile);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("tensorflow-wgpu device"),
             required_features: features,
@@ -273,7 +286,11 @@ impl Device {
 
         let limits = with_binding_cap(limits);
         let memory = MemoryMap::new(ordinal, &info, &limits);
-        let max_loop_iterations = if is_llvmpipe(&info) { LLVMPIPE_MAX_LOOP_ITERATIONS } else { u64::MAX };
+        // TF_WGPU_NO_LOOP_LIMIT=1 plans loops as for a GPU (no limit) on llvmpipe too: a test knob
+        // for the GPU paths of kernels that split long loops, safe for small work only there.
+        let unlimited = std::env::var(ENV_NO_LOOP_LIMIT).as_deref() == Ok("1");
+        let max_loop_iterations =
+            if is_llvmpipe(&info) && !unlimited { LLVMPIPE_MAX_LOOP_ITERATIONS } else { u64::MAX };
         let core = Arc::new(DeviceCore {
             ordinal,
             info,

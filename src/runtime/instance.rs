@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 
-use super::device::{requested_features, Device, LimitsProfile};
+use super::device::{offered_features, requested_features, Device, LimitsProfile};
 
 /// Environment variable: comma list of backends (`vulkan`, `metal`, `dx12`); default all native ones.
 pub const ENV_BACKENDS: &str = "TF_WGPU_BACKENDS";
@@ -110,7 +110,7 @@ pub fn all_adapters_support(features: wgpu::Features) -> bool {
     let adapters = &registry().adapters;
     let profile = LimitsProfile::from_env();
     !adapters.is_empty()
-        && adapters.iter().all(|s| requested_features(s.adapter.features(), profile).contains(features))
+        && adapters.iter().all(|s| requested_features(offered_features(&s.adapter), profile).contains(features))
 }
 
 /// Adapter information for `ordinal`.

@@ -1115,6 +1115,11 @@ def resize_cases(op, attrs, rng):
                 grads = floats(rng, (shape[0], *size, shape[3]), specials=False).astype(dt)
                 original = np.array(shape[1:3], np.int32)
                 yield (lambda g, original=original, mode=mode: raw(grads=g, size=original, **mode)), [grads]
+                if (align, half) == (True, False):
+                    # TF's nearest-neighbour gradient takes both at once (no check), rounding
+                    # half-pixel coordinates.
+                    both = dict(align_corners=True, half_pixel_centers=True)
+                    yield (lambda g, original=original: raw(grads=g, size=original, **both)), [grads]
 
 
 def mirror_pad_grad_cases(op, attrs, rng):
@@ -1265,6 +1270,59 @@ def test_kernel_matches_cpu(kernel, strict_placement, variable_access):
         fn, args = case
         got, want = run(fn, args, op)
         assert_same(op, got, want)
+
+
+NO_LOOP_LIMIT_SCRIPT = """
+import numpy as np, tensorflow as tf
+rng = np.random.default_rng(7)
+g = rng.standard_normal((2, 9, 7, 3)).astype(np.float32)
+x = np.zeros((2, 4, 5, 3), np.float32)
+cases = [
+    lambda: tf.raw_ops.ResizeBilinearGrad(grads=g, original_image=x, align_corners=False, half_pixel_centers=True),
+    lambda: tf.raw_ops.ResizeNearestNeighborGrad(grads=g, size=[4, 5], align_corners=True, half_pixel_centers=False),
+    lambda: tf.raw_ops.MirrorPadGrad(input=g, paddings=[[0, 0], [2, 3], [1, 1], [0, 0]], mode="REFLECT"),
+]
+for case in cases:
+    with tf.device("/GPU:0"):
+        got = case().numpy()
+    with tf.device("/CPU:0"):
+        want = case().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+print("ok")
+"""
+
+
+def test_gradient_sums_plan_loops_as_on_a_gpu():
+    """The gather-sum passes of the resize and mirror-pad gradients with no loop limit (GPUs have
+    none; TF_WGPU_NO_LOOP_LIMIT=1 plans so on llvmpipe): each destination's whole source list in
+    one launch, whatever its place in the table (a bound computed past u32 wrapped there)."""
+    env = dict(os.environ, TF_WGPU_NO_LOOP_LIMIT="1", TF_CPP_MIN_LOG_LEVEL="3")
+    out = subprocess.run([sys.executable, "-c", NO_LOOP_LIMIT_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+HALF_PARTS_SCRIPT = """
+import numpy as np, tensorflow as tf
+x = np.random.default_rng(3).standard_normal((7, 2, 3, 1)).astype(np.float16)
+for mode in ({}, {"half_pixel_centers": True}):
+    with tf.device("/GPU:0"):
+        got = tf.raw_ops.ResizeNearestNeighbor(images=x, size=[15, 23], **mode).numpy()
+    with tf.device("/CPU:0"):
+        want = tf.raw_ops.ResizeNearestNeighbor(images=x, size=[15, 23], **mode).numpy()
+    assert got.tobytes() == want.tobytes(), (got, want)
+print("ok")
+"""
+
+
+def test_half_precision_nearest_resize_in_batch_parts():
+    """Seven float16 images of 345 elements each, in batch parts under a 4 KiB binding limit: the
+    second part (images 3 to 5) starts half-way into a 32-bit word, and the gather keeps the other
+    half of that word."""
+    env = dict(os.environ, TF_WGPU_MAX_BINDING_BYTES="4096", TF_CPP_MIN_LOG_LEVEL="3")
+    out = subprocess.run([sys.executable, "-c", HALF_PARTS_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
 
 def test_matmul_of_views_at_unaligned_offsets(strict_placement):
