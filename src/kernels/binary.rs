@@ -118,23 +118,6 @@ pub const BINARY_OPS: [(&str, BinaryOp); 13] = [
 pub const FLOAT64_OPS: [&str; 11] =
     ["AddV2", "Add", "Mul", "Sub", "RealDiv", "Div", "DivNoNan", "FloorDiv", "Maximum", "Minimum", "SquaredDifference"];
 
-/// The activation gradients `binary_f64.wgsl` computes in f64.
-pub const FLOAT64_GRAD_OPS: [&str; 13] = [
-    "ReluGrad",
-    "Relu6Grad",
-    "EluGrad",
-    "SeluGrad",
-    "SoftplusGrad",
-    "LeakyReluGrad",
-    "SigmoidGrad",
-    "TanhGrad",
-    "RsqrtGrad",
-    "SqrtGrad",
-    "ReciprocalGrad",
-    "InvGrad",
-    "SoftsignGrad",
-];
-
 /// TF op name → `OP` of `compare.wgsl`.
 pub const COMPARE_OPS: [(&str, u32); 6] =
     [("Equal", 0), ("NotEqual", 1), ("Less", 2), ("LessEqual", 3), ("Greater", 4), ("GreaterEqual", 5)];

@@ -490,8 +490,8 @@ fn build_table() -> Vec<KernelDef> {
         }
         push_float_linear_algebra(&mut table, t);
     }
-    // float64 where every adapter computes in f64 (SHADER_F64; Metal lacks it): the ops without
-    // transcendental functions, which GLSL.std.450 defines for 16- and 32-bit floats only.
+    // float64 where every adapter computes in f64 (Vulkan with SHADER_F64: `offered_features`):
+    // the ops whose f64 math `binary_f64.wgsl`, `math_f64.wgsl` and `reduce_f64.wgsl` have.
     let with_f64 = crate::runtime::instance::all_adapters_support(wgpu::Features::SHADER_F64);
     if with_f64 {
         let t = t_of(DType::F64);
@@ -504,7 +504,7 @@ fn build_table() -> Vec<KernelDef> {
         for op in unary::FLOAT64_OPS {
             table.push(kernel(op, t, &[], alpha_attr(op), unary::compute));
         }
-        for op in binary::FLOAT64_GRAD_OPS {
+        for (op, _) in binary::GRAD_OPS {
             table.push(kernel(op, t, &[], alpha_attr(op), binary::grad));
         }
         push_float_linear_algebra(&mut table, t);

@@ -307,17 +307,21 @@ fn launch_f64(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     let count = u64::from(p.count);
     (p.rows, p.rows_per_slice, p.slices, p.partial) = (p.count, p.count, 1, 0);
-    if p.count <= SERIAL_REDUCTION_MAX {
-        check_loop_iterations(device, count, "reduction")?;
-        let pipeline = pipeline_of(device, &F64_SHADER, "reduce_f64_serial", op, &p)?;
-        return stream.encode(|core, encoder| {
+    // One launch from the input to the output: `workgroups` of `entry`.
+    let single = |entry: &'static str, mut p: Params, workgroups: u64| {
+        let pipeline = pipeline_of(device, &F64_SHADER, entry, op, &p)?;
+        stream.encode(|core, encoder| {
             let (in_bind, in_off) = storage_window(core, &in_mem, 8)?;
             let (out_bind, out_off) = storage_window(core, &out_mem, 8)?;
             (p.in_off, p.out_off) = (in_off, out_off);
-            let groups = grid(core, u64::from(p.outputs).div_ceil(SERIAL_WORKGROUP), "reduce_f64_serial")?;
+            let groups = grid(core, workgroups, entry)?;
             let bindings = [in_bind, out_bind, in_bind];
-            dispatch_workgroups(core, encoder, "reduce_f64", &pipeline, &bindings, bytemuck::bytes_of(&p), groups)
-        });
+            dispatch_workgroups(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&p), groups)
+        })
+    };
+    if p.count <= SERIAL_REDUCTION_MAX {
+        check_loop_iterations(device, count, "reduction")?;
+        return single("reduce_f64_serial", p, u64::from(p.outputs).div_ceil(SERIAL_WORKGROUP));
     }
     let per_thread = loop_budget(device, 16);
     let slice_len = if count.div_ceil(256) > per_thread {
@@ -331,17 +335,10 @@ fn launch_f64(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &
     let outputs = p.outputs;
     // L2Loss's slices halve their sums of squares, and the second launch adds them.
     (p.rows_per_slice, p.slices, p.partial) = (slice_len as u32, slices, u32::from(slices > 1 && op != L2_LOSS));
-    let first_pass = pipeline_of(device, &F64_SHADER, "reduce_f64", op, &p)?;
     if slices == 1 {
-        return stream.encode(|core, encoder| {
-            let (in_bind, in_off) = storage_window(core, &in_mem, 8)?;
-            let (out_bind, out_off) = storage_window(core, &out_mem, 8)?;
-            (p.in_off, p.out_off) = (in_off, out_off);
-            let groups = grid(core, u64::from(outputs), "reduce_f64")?;
-            let bindings = [in_bind, out_bind, in_bind];
-            dispatch_workgroups(core, encoder, "reduce_f64", &first_pass, &bindings, bytemuck::bytes_of(&p), groups)
-        });
+        return single("reduce_f64", p, u64::from(outputs));
     }
+    let first_pass = pipeline_of(device, &F64_SHADER, "reduce_f64", op, &p)?;
     let mut second = params_for(&split_dims(&[outputs as i64, slices as i64], &[false, true]))?;
     (second.rows, second.rows_per_slice, second.slices, second.partial) = (slices, slices, 1, 0);
     second.count = p.count;
@@ -550,9 +547,9 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let out = ctx.allocate_output(0, input.dtype, &shape)?;
     let p = params_for(&split_dims(&input.shape, &mask))?;
     let stream = ctx.stream()?;
+    let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == kernel.def.op).map(|(_, c)| *c).unwrap_or(0);
     if input.num_elements() == 0 && input.dtype == DType::F64 {
         // The serial kernel with no elements writes the identity (Mean: NaN).
-        let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == kernel.def.op).map(|(_, c)| *c).unwrap_or(0);
         return launch(stream, "reduce_f32", code, p, &input, &out);
     }
     if input.num_elements() == 0 {
@@ -575,10 +572,7 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
             stream.fill(out.address, out.byte_len(), 0)?;
             launch(stream, "reduce_bool", u32::from(kernel.def.op == "Any"), p, &input, &out)
         }
-        op => {
-            let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == op).map(|(_, c)| *c).unwrap_or(0);
-            launch(stream, "reduce_f32", code, p, &input, &out)
-        }
+        _ => launch(stream, "reduce_f32", code, p, &input, &out),
     }
 }
 

@@ -10,7 +10,8 @@
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSpec, Shader};
 
-use super::batch::{split_batch_on_overflow, BatchArgs};
+use super::batch::split_batch_on_overflow;
+use super::conv::BATCHED_IMAGE;
 use super::validate::shape_string;
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
@@ -227,11 +228,9 @@ fn upload(ctx: &mut dyn KernelContext, words: &[u32]) -> Result<TensorRef> {
     Ok(table)
 }
 
-const IMAGES: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
-
 /// ResizeBilinear: float32 output, TF's weights (a same-size resize copies, as TF-CPU does).
 pub fn bilinear(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &IMAGES, bilinear_whole)
+    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bilinear_whole)
 }
 
 fn bilinear_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -274,7 +273,7 @@ fn bilinear_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
 
 /// ResizeNearestNeighbor: a gather of whole pixels, for elements of 2, 4 or 8 bytes.
 pub fn nearest(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &IMAGES, nearest_whole)
+    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, nearest_whole)
 }
 
 fn nearest_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -373,13 +372,11 @@ fn separable_grad(
     axis_sum(ctx, &columns, out, (batch, grad_h, out_w * channels), ys)
 }
 
-const GRADS: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
-
 /// ResizeBilinearGrad: each output gradient pixel spread over its four source pixels with TF's
 /// weights, gathered per source pixel.
 pub fn bilinear_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     // `original_image` gives its height and width only (its batch need not match, as in TF).
-    split_batch_on_overflow(ctx, kernel, &GRADS, bilinear_grad_whole)
+    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bilinear_grad_whole)
 }
 
 fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -427,7 +424,7 @@ fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
 
 /// ResizeNearestNeighborGrad: each gradient pixel added to the pixel it was copied from.
 pub fn nearest_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &GRADS, nearest_grad_whole)
+    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, nearest_grad_whole)
 }
 
 fn nearest_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
