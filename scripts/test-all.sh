@@ -43,13 +43,13 @@ TF_WGPU_PORTABLE_LIMITS=1 TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q
 # The same built library on older TensorFlows: symbols are resolved at run time and struct sizes
 # respected, so one binary serves them all (2.16 also exports the variable functions that make eager
 # variable updates run). There CI runs the op suite and what depends on TF's version: loading,
-# placement, XLA requests, cuDNN RNN ops and the zoo's fast third on both; the variable routes
+# placement, XLA requests, cuDNN RNN ops, TF's memory APIs, the profiler and the zoo's fast third on both; the variable routes
 # (sparse updates, Keras training, out of memory) on 2.16, the one whose route differs from 2.21's
 # (kernels, where 2.19 rewrites graphs and wraps eager updates in functions as 2.21 does; 2.21 runs
 # them in full). The kernels' own suites (gradients, layouts, big tensors, bad input, Keras RNN
 # models, model inference) run on 2.21 only, as do the heavy ones. TF_WGPU_OLD_TF_ALL=1 runs every
 # file on both (with TF_WGPU_HEAVY=1 and TF_WGPU_ZOO=1, all of it).
-OLD_TF_FILES="test_ops.py test_loading.py test_plugin.py test_xla_requests.py test_rnn_ops.py test_zoo.py"
+OLD_TF_FILES="test_ops.py test_loading.py test_plugin.py test_xla_requests.py test_rnn_ops.py test_zoo.py test_memory.py test_profiler.py"
 VARIABLE_ROUTE_FILES="test_sparse_updates.py test_training.py test_robustness.py"
 for OLD_TF in ${OLD_TF_VERSIONS:-2.19.1 2.16.2}; do
   if [ "${TF_WGPU_OLD_TF_ALL:-0}" = 1 ]; then

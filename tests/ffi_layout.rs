@@ -1,5 +1,6 @@
 //! Every mirrored struct has the size TF 2.21's headers compute with TF_OFFSET_OF_END.
 
+use tensorflow_wgpu::ffi::profiler::*;
 use tensorflow_wgpu::ffi::se::*;
 
 #[test]
@@ -16,6 +17,9 @@ fn struct_sizes_match_tensorflow_2_21_headers() {
     assert_eq!(SE_CREATE_DEVICE_FNS_PARAMS_STRUCT_SIZE, 24);
     assert_eq!(SE_CREATE_STREAM_EXECUTOR_PARAMS_STRUCT_SIZE, 24);
     assert_eq!(SP_ALLOCATORSTATS_STRUCT_SIZE, 96);
+    assert_eq!(TP_PROFILER_STRUCT_SIZE, 24);
+    assert_eq!(TP_PROFILER_FNS_STRUCT_SIZE, 40);
+    assert_eq!(TF_PROFILER_REGISTRATION_PARAMS_STRUCT_SIZE, 64);
 }
 
 #[test]
@@ -54,6 +58,9 @@ fn struct_sizes_match_the_installed_header() {
         ("SE_CREATE_DEVICE_FNS_PARAMS", SE_CREATE_DEVICE_FNS_PARAMS_STRUCT_SIZE),
         ("SE_CREATE_STREAM_EXECUTOR_PARAMS", SE_CREATE_STREAM_EXECUTOR_PARAMS_STRUCT_SIZE),
         ("SP_ALLOCATORSTATS", SP_ALLOCATORSTATS_STRUCT_SIZE),
+        ("TP_PROFILER", TP_PROFILER_STRUCT_SIZE),
+        ("TP_PROFILER_FNS", TP_PROFILER_FNS_STRUCT_SIZE),
+        ("TF_PROFILER_REGISTRATION_PARAMS", TF_PROFILER_REGISTRATION_PARAMS_STRUCT_SIZE),
     ];
     let header: std::collections::HashMap<&str, usize> =
         out.lines().filter_map(|l| l.split_once(' ')).map(|(k, v)| (k, v.parse().unwrap())).collect();

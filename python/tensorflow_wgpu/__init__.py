@@ -10,9 +10,9 @@ import os
 import site
 import sys
 
-from tensorflow_wgpu import _variables, _xla
+from tensorflow_wgpu import _memory, _variables, _xla
 
-__all__ = ["library_path", "memory_stats"]
+__all__ = ["library_path", "memory_stats", "dispatch_count"]
 
 _STATS_FIELDS = ("bytes_in_use", "peak_bytes_in_use", "num_allocs", "largest_alloc_size", "bytes_limit",
                  "pooled_bytes", "live_allocations")
@@ -27,18 +27,8 @@ def library_path():
     return None
 
 
-def memory_stats(device=0):
-    """The WGPU allocator's figures for device ``device`` (an ordinal) as a dict of ints:
-    ``bytes_in_use``, ``peak_bytes_in_use``, ``num_allocs``, ``largest_alloc_size``,
-    ``bytes_limit`` (the budget, ``TF_WGPU_MEMORY_LIMIT_MB``), ``pooled_bytes`` (freed buffers kept
-    for reuse, outside the budget) and ``live_allocations``.
-
-    ``tf.config.experimental.get_memory_info`` reads zeros on this device (TF reports only its BFC
-    allocator's figures, and the plugin does not use BFC). Returns None until TensorFlow has opened
-    the device (any op placed on it does). Reads the library TensorFlow already loaded: dlopen of
-    the same path returns the loaded copy and runs no initialisation again.
-    Returns None as well where the library is not loaded.
-    """
+def _loaded_library():
+    """The plugin library TensorFlow loaded, through ctypes, or None."""
     import ctypes
 
     path = os.environ.get("TF_PLUGGABLE_DEVICE_LIBRARY_PATH") or library_path()
@@ -54,11 +44,41 @@ def memory_stats(device=0):
             handle = get_module(os.path.basename(os.path.normpath(path)))
             if not handle:
                 return None
-            lib = ctypes.CDLL(path, handle=handle)
-        else:
-            # RTLD_NOLOAD: only the copy TensorFlow loaded, never a second one.
-            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            return ctypes.CDLL(path, handle=handle)
+        # RTLD_NOLOAD: only the copy TensorFlow loaded, never a second one.
+        return ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     except OSError:
+        return None
+
+
+def dispatch_count():
+    """How many kernel dispatches the plugin has encoded in this process (every device), or None
+    where the library is not loaded. The profiler records one event per dispatch."""
+    import ctypes
+
+    lib = _loaded_library()
+    if lib is None:
+        return None
+    lib.tf_wgpu_dispatch_count.restype = ctypes.c_uint64
+    return int(lib.tf_wgpu_dispatch_count())
+
+
+def memory_stats(device=0):
+    """The WGPU allocator's figures for device ``device`` (an ordinal) as a dict of ints:
+    ``bytes_in_use``, ``peak_bytes_in_use``, ``num_allocs``, ``largest_alloc_size``,
+    ``bytes_limit`` (the budget, ``TF_WGPU_MEMORY_LIMIT_MB``), ``pooled_bytes`` (freed buffers kept
+    for reuse, outside the budget) and ``live_allocations``.
+
+    With TF's BFC allocator (the default, ``TF_WGPU_ALLOCATOR=bfc``) these count BFC's regions;
+    ``tf.config.experimental.get_memory_info`` reports the tensors inside them. Returns None until TensorFlow has opened
+    the device (any op placed on it does). Reads the library TensorFlow already loaded: dlopen of
+    the same path returns the loaded copy and runs no initialisation again.
+    Returns None as well where the library is not loaded.
+    """
+    import ctypes
+
+    lib = _loaded_library()
+    if lib is None:
         return None
 
     class _Stats(ctypes.Structure):
@@ -73,6 +93,8 @@ def memory_stats(device=0):
 
 
 # tensorflow_wgpu.pth imports the package at start-up (importing it by hand does the same where the
-# .pth file did not run, as under python -S): XLA requests, eager variable updates.
+# .pth file did not run, as under python -S): XLA requests, eager variable updates, logical devices'
+# memory limits.
 _xla.install()
 _variables.install()
+_memory.install()

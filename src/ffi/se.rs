@@ -11,13 +11,6 @@ pub const SE_MAJOR: i32 = 0;
 pub const SE_MINOR: i32 = 0;
 pub const SE_PATCH: i32 = 1;
 
-/// `TF_OFFSET_OF_END(type, last_field)`: the offset of the end of the last field, without tail padding.
-macro_rules! offset_of_end {
-    ($ty:ty, $field:ident, $field_ty:ty) => {
-        std::mem::offset_of!($ty, $field) + std::mem::size_of::<$field_ty>()
-    };
-}
-
 #[repr(C)]
 pub struct SP_Stream_st {
     _private: [u8; 0],

@@ -34,6 +34,14 @@ pub struct TF_VariableInputLockHolder {
 pub struct TF_OpKernelConstruction {
     _private: [u8; 0],
 }
+/// `tf_tstring.h`'s view of a string TF owns.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TF_StringView {
+    pub data: *const c_char,
+    pub len: usize,
+}
+
 #[repr(C)]
 pub struct TF_KernelBuilder {
     _private: [u8; 0],
@@ -105,6 +113,7 @@ tf_api! {
     TF_OpKernelConstruction_GetAttrInt64List: fn(*mut TF_OpKernelConstruction, *const c_char, *mut i64, c_int, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrStringList: fn(*mut TF_OpKernelConstruction, *const c_char, *mut *mut c_char, *mut usize, c_int, *mut c_void, usize, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrString: fn(*mut TF_OpKernelConstruction, *const c_char, *mut c_char, usize, *mut TF_Status);
+    TF_OpKernelConstruction_GetName: fn(*mut TF_OpKernelConstruction) -> TF_StringView;
 
     TF_GetStream: fn(*mut TF_OpKernelContext, *mut TF_Status) -> SP_Stream;
     TF_NumInputs: fn(*mut TF_OpKernelContext) -> c_int;

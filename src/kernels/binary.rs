@@ -3,12 +3,12 @@
 //! sharing `wgsl/broadcast.wgsl`.
 
 use crate::error::{Error, Result};
-use crate::runtime::encoder::BatchKind;
+use crate::runtime::encoder::{BatchKind, SlotWindow};
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
     dispatch, storage_window, vec4_window, Binding, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
 };
-use crate::runtime::Stream;
+use crate::runtime::{trace, Stream};
 use bytemuck::Zeroable;
 
 use super::windows::elementwise_parts;
@@ -354,7 +354,9 @@ fn launch_batched(
         _ => return Ok(false),
     };
     let operand_fits = |t: &TensorRef| t.dtype == DType::F32 && (t.num_elements() == 1 || t.num_elements() == n);
+    // While profiling, every launch is a dispatch of its own, named by its op.
     let fits = device.info.device_type == wgpu::DeviceType::Cpu
+        && !trace::active()
         && batch_fits(&device.limits)
         && out.dtype == DType::F32
         && (1..=BATCH_ELEMENTS).contains(&n)
@@ -365,18 +367,24 @@ fn launch_batched(
     }
     let mems: Vec<DeviceSlice> =
         [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
-    let bindable = |m: &DeviceSlice| {
-        m.offset.is_multiple_of(4) && m.buffer().size() <= device.limits.max_storage_buffer_binding_size
-    };
-    if !mems.iter().all(bindable) {
+    let (max_binding, align) =
+        (device.limits.max_storage_buffer_binding_size, u64::from(device.limits.min_storage_buffer_offset_alignment));
+    let windows: Option<Vec<(SlotWindow, u64)>> = mems
+        .iter()
+        .map(|m| {
+            let window = SlotWindow::covering(m.buffer(), m.offset, m.len.max(4), max_binding, align)?;
+            (m.offset.is_multiple_of(4) && window.1 / 4 <= u64::from(u32::MAX)).then_some(window)
+        })
+        .collect();
+    let Some(windows) = windows else {
         return Ok(false);
-    }
+    };
     let aliases = [("T", DType::F32.wgsl())];
     let spec = PipelineSpec { entry: "main_batch", aliases: &aliases, constants: &[] };
     let pipeline = device.pipelines.get(device, &BATCH_SHADER, &spec)?;
-    let buffers = [mems[0].buffer(), mems[1].buffer(), mems[2].buffer()];
+    let buffers: Vec<SlotWindow> = windows.iter().map(|(w, _)| w.clone()).collect();
     let step = |t: &TensorRef| u32::from(t.num_elements() == n && n > 1);
-    let at = |i: usize| (mems[i].offset / 4) as u32;
+    let at = |i: usize| (windows[i].1 / 4) as u32;
     stream.batch(&BATCH_KIND, &pipeline, &buffers, |slots| {
         let record = BatchRecord {
             op,

@@ -214,6 +214,18 @@ pub fn launch_conv_windows(
     let scratch = device.scratch.get(device, "conv filter slabs", (slabs - 1) * slab_stride + WINDOW_BYTES)?;
     let filter_mem = device.memory.resolve(filter.address, filter.byte_len())?;
     let c_mem = device.memory.resolve(out.address, out.byte_len())?;
+    // One buffer may not be a uniform and a storage binding of one dispatch: where the output shares
+    // the input's buffer (TF's BFC allocator carves both from one region), the kernel writes a
+    // scratch buffer that is copied into the output afterwards.
+    let out_bytes = out.byte_len().next_multiple_of(4);
+    let staged_out = if c_mem.buffer() == mem.buffer() {
+        if out_bytes > limits.max_storage_buffer_binding_size {
+            return Ok(false);
+        }
+        Some(device.scratch.get(device, "conv output", out_bytes)?)
+    } else {
+        None
+    };
     let aliases = [("T", DType::F32.wgsl())];
     let spec = PipelineSpec { entry: "conv", aliases: &aliases, constants: &[] };
     let pipeline = device.pipelines.get(device, &CONV_TILES_SHADER, &spec)?;
@@ -233,7 +245,10 @@ pub fn launch_conv_windows(
             let (src, at) = (filter_mem.buffer(), filter_mem.offset + s * slab_bytes);
             encode_copy(core, encoder, src, at, &scratch, s * slab_stride, len)?;
         }
-        let (c_bind, c_off) = storage_window(core, &c_mem, 4)?;
+        let (c_bind, c_off) = match &staged_out {
+            Some(staged) => (Binding { buffer: staged, offset: 0, size: out_bytes }, 0),
+            None => storage_window(core, &c_mem, 4)?,
+        };
         p.c_off = c_off;
         for d in &windows {
             let window = Binding { buffer: mem.buffer(), offset: d.offset, size: WINDOW_BYTES };
@@ -254,6 +269,9 @@ pub fn launch_conv_windows(
                 let params = bytemuck::bytes_of(&p);
                 dispatch_workgroups(core, encoder, "conv tiles subgroup", &pipeline, &bindings, params, groups)?;
             }
+        }
+        if let Some(staged) = &staged_out {
+            encode_copy(core, encoder, staged, 0, c_mem.buffer(), c_mem.offset, out.byte_len())?;
         }
         Ok(())
     })?;

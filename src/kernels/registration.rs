@@ -3,13 +3,14 @@
 
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use crate::error::{from_panic, Error, Result};
 use crate::ffi::tf::{
     api, set_status, OwnedStatus, TF_AllocatorAttributes, TF_OpKernelConstruction, TF_OpKernelContext, TF_Tensor,
     TF_VariableInputLockHolder, TfApi, TF_ALLOCATOR_ATTRIBUTES_STRUCT_SIZE,
 };
-use crate::runtime::Stream;
+use crate::runtime::{trace, Stream};
 
 use super::{
     validate, AttrKind, AttrValue, Attrs, DType, KernelContext, KernelDef, KernelInstance, TensorRef, VariableWork,
@@ -31,7 +32,8 @@ unsafe extern "C" fn create_kernel<const I: usize>(ctx: *mut TF_OpKernelConstruc
     let outcome = catch_unwind(|| {
         let def = KERNELS.get(I).ok_or_else(|| Error::internal("kernel index out of range"))?;
         let attrs = read_attrs(ctx, def)?;
-        Ok(Box::into_raw(Box::new(KernelInstance { def, attrs })) as *mut c_void)
+        let tf_op = format!("{}:{}", node_name(ctx).unwrap_or_else(|| def.op.to_string()), def.op).into();
+        Ok(Box::into_raw(Box::new(NodeKernel { instance: KernelInstance { def, attrs }, tf_op })) as *mut c_void)
     })
     .unwrap_or_else(|p| Err(from_panic(p)));
     match outcome {
@@ -47,6 +49,25 @@ unsafe extern "C" fn create_kernel<const I: usize>(ctx: *mut TF_OpKernelConstruc
             std::ptr::null_mut()
         }
     }
+}
+
+/// A kernel as TF holds it: the instance, and the "node name:op type" the profiler names its work by.
+struct NodeKernel {
+    instance: KernelInstance,
+    tf_op: Arc<str>,
+}
+
+/// The name of the node `ctx` builds a kernel for, where TF offers it.
+fn node_name(ctx: *mut TF_OpKernelConstruction) -> Option<String> {
+    let get = api().TF_OpKernelConstruction_GetName?;
+    // SAFETY: `ctx` is the live construction context of this create call.
+    let view = unsafe { get(ctx) };
+    if view.data.is_null() {
+        return None;
+    }
+    // SAFETY: TF's view points to `len` bytes that live as long as the construction context.
+    let bytes = unsafe { std::slice::from_raw_parts(view.data as *const u8, view.len) };
+    Some(String::from_utf8_lossy(bytes).into_owned())
 }
 
 fn read_attrs(ctx: *mut TF_OpKernelConstruction, def: &KernelDef) -> Result<Attrs> {
@@ -246,8 +267,8 @@ static CREATE_FNS: [[CreateFn; 16]; 64] = [
 unsafe extern "C" fn delete_kernel(state: *mut c_void) {
     let outcome = catch_unwind(|| {
         if !state.is_null() {
-            // SAFETY: the state is the `Box<KernelInstance>` made by `create_kernel`, freed once.
-            drop(unsafe { Box::from_raw(state as *mut KernelInstance) });
+            // SAFETY: the state is the `Box<NodeKernel>` made by `create_kernel`, freed once.
+            drop(unsafe { Box::from_raw(state as *mut NodeKernel) });
         }
     });
     if let Err(p) = outcome {
@@ -257,9 +278,11 @@ unsafe extern "C" fn delete_kernel(state: *mut c_void) {
 
 unsafe extern "C" fn compute_kernel(state: *mut c_void, ctx: *mut TF_OpKernelContext) {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `state` is the `KernelInstance` that `create_kernel` returned.
-        let kernel =
-            unsafe { (state as *const KernelInstance).as_ref() }.ok_or_else(|| Error::internal("null kernel state"))?;
+        // SAFETY: `state` is the `NodeKernel` that `create_kernel` returned.
+        let node =
+            unsafe { (state as *const NodeKernel).as_ref() }.ok_or_else(|| Error::internal("null kernel state"))?;
+        let _profiled_op = trace::OpScope::enter(&node.tf_op);
+        let kernel = &node.instance;
         let mut context = TfKernelContext { ctx, api: api(), tensors: Vec::new(), stream: None };
         let result = (kernel.def.compute)(&mut context, kernel);
         result.map_err(|e| Error::new(e.code, format!("{} on WGPU: {}", kernel.def.op, e.message)))

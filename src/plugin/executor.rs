@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 use crate::ffi::se::*;
 use crate::ffi::tf::{OwnedStatus, TF_Bool, TF_Status};
+use crate::runtime::memory::AllocatorKind;
 use crate::runtime::{stream::synchronize_device, Device, Event, EventStatus, Stream, Timer};
 
 use super::platform::DeviceHandle;
@@ -194,7 +195,9 @@ unsafe extern "C" fn allocate(dev: *const SP_Device, size: u64, memory_space: i6
                 out.opaque = address as *mut c_void;
                 out.size = size;
             }
-            // A null allocation is how TF learns of ResourceExhausted; keep the log quiet-ish.
+            // A null allocation is how TF learns of ResourceExhausted. TF's BFC allocator probes
+            // with regions that may not fit and reports real failures itself.
+            Err(e) if AllocatorKind::from_env().is_bfc() => log::debug!("tensorflow-wgpu: {e}"),
             Err(e) => log::warn!("tensorflow-wgpu: {e}"),
         }
         Ok(())
@@ -289,6 +292,9 @@ unsafe extern "C" fn get_allocator_stats(dev: *const SP_Device, stats: *mut SP_A
     })
 }
 
+/// At least what TF keeps back from a device's free memory (see `device_memory_usage`).
+const SYSTEM_MEMORY_MARGIN: i64 = 300 << 20;
+
 unsafe extern "C" fn device_memory_usage(dev: *const SP_Device, free: *mut i64, total: *mut i64) -> TF_Bool {
     or_log("device_memory_usage", 0, || {
         let device = device(dev)?;
@@ -296,8 +302,12 @@ unsafe extern "C" fn device_memory_usage(dev: *const SP_Device, free: *mut i64, 
         // SAFETY: TF passes two writable int64s (null checked).
         let (free, total) = unsafe { (free.as_mut(), total.as_mut()) };
         let (free, total) = free.zip(total).ok_or_else(|| null_arg("free/total"))?;
-        *total = s.bytes_limit;
-        *free = (s.bytes_limit - s.bytes_in_use).max(0);
+        // TF keeps back part of what is free for other users of the GPU (its MinSystemMemory: 225
+        // or 255 MiB below 2 GiB, else max(300 MiB, 6%)), and gives its BFC allocator the rest. The
+        // budget is what TF may use, and the allocator enforces it: report it with that margin.
+        let budget = (s.bytes_limit - s.bytes_in_use).max(0);
+        *free = budget.saturating_add((budget / 15).max(SYSTEM_MEMORY_MARGIN));
+        *total = (*free).max(s.bytes_limit);
         Ok(1)
     })
 }

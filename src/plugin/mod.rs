@@ -6,6 +6,7 @@ mod describe;
 mod executor;
 mod graph;
 mod platform;
+mod profiler;
 mod stats;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,6 +17,7 @@ use crate::ffi::tf::{set_status, TF_Status};
 pub use describe::tf_wgpu_describe;
 pub use graph::TF_InitGraph;
 pub use platform::SE_InitPlugin;
+pub use profiler::TF_InitProfiler;
 pub use stats::{tf_wgpu_memory_stats, TfWgpuMemoryStats};
 
 /// Platform name TF shows (`/physical_device:GPU:0` has this as its platform).

@@ -63,9 +63,7 @@ pub unsafe extern "C" fn SE_InitPlugin(params: *mut SE_PlatformRegistrationParam
         platform.name = PLATFORM_NAME.as_ptr();
         platform.type_ = DEVICE_TYPE.as_ptr();
         platform.supports_unified_memory = 0;
-        // Each TF allocation is its own wgpu buffer (see README, "Memory"): BFC would carve tensors out
-        // of one huge buffer, bound by max_storage_buffer_binding_size and never returned to the driver.
-        platform.use_bfc_allocator = 0;
+        platform.use_bfc_allocator = u8::from(crate::runtime::memory::AllocatorKind::from_env().is_bfc());
         platform.force_memory_growth = 0;
 
         fns.struct_size = SP_PLATFORM_FNS_STRUCT_SIZE;

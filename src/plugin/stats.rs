@@ -5,7 +5,7 @@
 use std::ffi::c_int;
 
 use crate::error::Result;
-use crate::runtime::instance;
+use crate::runtime::{instance, memory};
 
 use super::{null_arg, or_log};
 
@@ -46,6 +46,29 @@ pub unsafe extern "C" fn tf_wgpu_memory_stats(ordinal: c_int, out: *mut TfWgpuMe
             pooled_bytes: memory.pooled_bytes() as i64,
             live_allocations: memory.live_allocations() as i64,
         };
+        Ok(1)
+    })
+}
+
+/// Kernel dispatches encoded so far in this process (`tensorflow_wgpu.dispatch_count`).
+#[no_mangle]
+pub extern "C" fn tf_wgpu_dispatch_count() -> u64 {
+    crate::runtime::trace::dispatch_count()
+}
+
+/// Sets device `ordinal`'s memory budget to `bytes` (a logical device's `memory_limit`, which TF
+/// does not pass to pluggable devices: `tensorflow_wgpu._memory`). Applies to a device opened later
+/// and to an open one's later allocations. Returns 1, or 0 for a negative ordinal or size.
+#[no_mangle]
+pub extern "C" fn tf_wgpu_set_memory_limit(ordinal: c_int, bytes: i64) -> c_int {
+    or_log("tf_wgpu_set_memory_limit", 0, || -> Result<c_int> {
+        let (Ok(ordinal), Ok(bytes)) = (usize::try_from(ordinal), u64::try_from(bytes)) else {
+            return Ok(0);
+        };
+        memory::set_limit_override(ordinal, bytes);
+        if let Some(device) = instance::opened_device(ordinal) {
+            device.memory.set_limit(bytes);
+        }
         Ok(1)
     })
 }

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 
 use super::device::DeviceCore;
 use super::pipeline::Pipeline;
+use super::trace::{self, ActivityKind, EncoderTrace, SubmissionTrace};
 
 /// Bytes per arena buffer. Bigger uploads get a buffer of their own.
 const ARENA_BYTES: u64 = 64 * 1024;
@@ -43,10 +44,16 @@ pub struct Encoder {
     ops: u32,
     /// Small launches waiting to run as one dispatch (`Stream::batch`), before any other command.
     pub batch: Option<Batch>,
+    /// The stream this encoder belongs to, for the profiler's events.
+    pub stream: u64,
+    /// What the profiler records of this encoder's commands, once a session is active.
+    trace: Option<EncoderTrace>,
+    /// The open pass was made for one profiled dispatch and takes no other.
+    pass_taken: bool,
 }
 
 /// A kernel that runs many small launches in one dispatch: its storage bindings are slots, each a
-/// whole buffer, and its parameter block is a 16-byte header (the record count first) followed by
+/// window of a buffer (`SlotWindow`), and its parameter block is a 16-byte header (the record count first) followed by
 /// `max_records` records of `record_bytes` each, which name their operands by slot.
 pub struct BatchKind {
     pub label: &'static str,
@@ -55,26 +62,58 @@ pub struct BatchKind {
     pub record_bytes: usize,
 }
 
+/// What one batch slot binds: a whole buffer, or a window of one larger than a binding may be.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SlotWindow {
+    pub buffer: wgpu::Buffer,
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl SlotWindow {
+    /// The window a batch slot binds for `len` bytes at `offset` of `buffer`, and the offset inside
+    /// it. Buffers within `max_binding` bytes bind whole (so that tensors in one buffer share a
+    /// slot); larger ones (regions of TF's BFC allocator) in windows of `max_binding` bytes every
+    /// half window, aligned to `align`: nearby tensors share one. None where `len` exceeds half a window.
+    pub fn covering(
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        max_binding: u64,
+        align: u64,
+    ) -> Option<(SlotWindow, u64)> {
+        let size = buffer.size();
+        if size <= max_binding {
+            return Some((SlotWindow { buffer: buffer.clone(), offset: 0, size }, offset));
+        }
+        let step = (max_binding / 2 / align * align).max(align);
+        let start = offset / step * step;
+        let window = (max_binding / 4 * 4).min(size - start);
+        (offset + len <= start + window && len <= step)
+            .then(|| (SlotWindow { buffer: buffer.clone(), offset: start, size: window }, offset - start))
+    }
+}
+
 /// The launches gathered so far for one `BatchKind`.
 pub struct Batch {
     pub kind: &'static BatchKind,
     pub pipeline: Arc<Pipeline>,
-    /// The buffer of each slot in use.
-    pub buffers: Vec<wgpu::Buffer>,
+    /// The window of each slot in use.
+    pub buffers: Vec<SlotWindow>,
     pub records: Vec<u8>,
     pub count: u32,
 }
 
 impl Batch {
     /// The slots `buffers` would take, or None where the batch has no room for them.
-    pub fn slots_for(&self, buffers: &[&wgpu::Buffer]) -> Option<Vec<u32>> {
+    pub fn slots_for(&self, buffers: &[SlotWindow]) -> Option<Vec<u32>> {
         if self.count >= self.kind.max_records {
             return None;
         }
         let mut taken = self.buffers.len();
         let mut slots = Vec::with_capacity(buffers.len());
         for (i, buffer) in buffers.iter().enumerate() {
-            let slot = match self.buffers.iter().position(|b| b == *buffer) {
+            let slot = match self.buffers.iter().position(|b| b == buffer) {
                 Some(slot) => slot,
                 // A buffer that appeared earlier in this launch takes the slot it was given.
                 None => match buffers[..i].iter().position(|b| b == buffer) {
@@ -91,10 +130,10 @@ impl Batch {
     }
 
     /// Adds a launch whose record `record` names `buffers` by the `slots` from `slots_for`.
-    pub fn push(&mut self, buffers: &[&wgpu::Buffer], slots: &[u32], record: Vec<u8>) {
+    pub fn push(&mut self, buffers: &[SlotWindow], slots: &[u32], record: Vec<u8>) {
         for (buffer, &slot) in buffers.iter().zip(slots) {
             if slot as usize == self.buffers.len() {
-                self.buffers.push((*buffer).clone());
+                self.buffers.push(buffer.clone());
             }
         }
         self.records.extend(record);
@@ -140,6 +179,7 @@ impl std::ops::DerefMut for Encoder {
     /// first (wgpu refuses commands on an encoder with a pass open).
     fn deref_mut(&mut self) -> &mut wgpu::CommandEncoder {
         self.pass = None;
+        self.pass_taken = false;
         &mut self.commands
     }
 }
@@ -162,7 +202,93 @@ impl Encoder {
             filled: Vec::new(),
             ops: 0,
             batch: None,
+            stream: 0,
+            trace: None,
+            pass_taken: false,
         }
+    }
+
+    /// The profiler's record of this encoder, unless no session is active or a recorded command is
+    /// being encoded (its inner commands are part of it).
+    fn recording(&mut self, core: &DeviceCore) -> Option<&mut EncoderTrace> {
+        if self.trace.is_none() && trace::active() {
+            self.trace = Some(EncoderTrace::new(core, self.stream));
+        }
+        self.trace.as_mut().filter(|t| !t.nested())
+    }
+
+    /// The compute pass for one dispatch of `grid` labelled `label`: the open pass, or while
+    /// profiling a pass of its own that writes timestamps around it.
+    pub fn kernel_pass(&mut self, core: &DeviceCore, label: &str, grid: [u32; 3]) -> &mut wgpu::ComputePass<'static> {
+        trace::count_dispatch();
+        if self.trace.is_none() && trace::active() {
+            self.trace = Some(EncoderTrace::new(core, self.stream));
+        }
+        if let Some(recording) = self.trace.as_mut().filter(|t| !t.nested()) {
+            let stamps = recording.record(core, ActivityKind::Kernel, label, 0, grid);
+            self.pass = None;
+            let descriptor = wgpu::ComputePassDescriptor {
+                label: Some(label),
+                timestamp_writes: stamps.map(|s| wgpu::ComputePassTimestampWrites {
+                    query_set: s.query_set,
+                    beginning_of_pass_write_index: Some(s.begin),
+                    end_of_pass_write_index: Some(s.end),
+                }),
+            };
+            self.pass_taken = true;
+            return self.pass.insert(self.commands.begin_compute_pass(&descriptor).forget_lifetime());
+        }
+        self.compute_pass()
+    }
+
+    /// Encodes `body` (a copy or fill of `bytes`) as one profiled command while a session is
+    /// active: timestamps in empty passes before and after it.
+    pub fn traced<T>(
+        &mut self,
+        core: &DeviceCore,
+        kind: ActivityKind,
+        bytes: u64,
+        body: impl FnOnce(&mut Encoder) -> Result<T>,
+    ) -> Result<T> {
+        let name = kind.event_name().unwrap_or("command");
+        let Some(recording) = self.recording(core) else {
+            return body(self);
+        };
+        let stamps = recording.record(core, kind, name, bytes, [0; 3]).map(|s| (s.query_set.clone(), s.begin, s.end));
+        let mark = |encoder: &mut Encoder, begin: Option<u32>, end: Option<u32>, set: &wgpu::QuerySet| {
+            encoder.pass = None;
+            encoder.commands.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(name),
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: set,
+                    beginning_of_pass_write_index: begin,
+                    end_of_pass_write_index: end,
+                }),
+            });
+        };
+        if let Some((set, begin, _)) = &stamps {
+            mark(self, Some(*begin), None, set);
+        }
+        self.trace.as_mut().map(EncoderTrace::enter);
+        let result = body(self);
+        self.trace.as_mut().map(EncoderTrace::leave);
+        if let Some((set, _, end)) = &stamps {
+            mark(self, None, Some(*end), set);
+        }
+        result
+    }
+
+    /// Encodes the resolve of the profiler's timestamps, if this encoder recorded any, and returns
+    /// what its submit completes. Call right before `finish`.
+    pub fn take_trace(&mut self, core: &DeviceCore) -> Option<SubmissionTrace> {
+        let recorded = self.trace.take()?;
+        self.pass = None;
+        Some(recorded.finish(core, &mut self.commands))
+    }
+
+    /// A stream's encoder.
+    pub fn for_stream(core: &DeviceCore, stream: u64) -> Self {
+        Encoder { stream, ..Self::new(core, "tf stream") }
     }
 
     /// The bind group for `key`: one made earlier in this encoder, or `create(&key)`.
@@ -181,6 +307,9 @@ impl Encoder {
 
     /// The compute pass for the next dispatch: the open one, or a new one.
     pub fn compute_pass(&mut self) -> &mut wgpu::ComputePass<'static> {
+        if std::mem::take(&mut self.pass_taken) {
+            self.pass = None;
+        }
         let commands = &mut self.commands;
         self.pass.get_or_insert_with(|| {
             let descriptor =

@@ -8,6 +8,7 @@
 //! (`base + size`) from naming the next allocation.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
@@ -17,6 +18,30 @@ use super::device::DeviceCore;
 
 /// Environment variable: the device memory budget in MiB (wgpu cannot query the real VRAM size).
 pub const ENV_MEMORY_LIMIT_MB: &str = "TF_WGPU_MEMORY_LIMIT_MB";
+/// Environment variable: `bfc` or `pool`, the allocator TF's tensors come from (`AllocatorKind`).
+pub const ENV_ALLOCATOR: &str = "TF_WGPU_ALLOCATOR";
+
+/// Who hands out tensor memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocatorKind {
+    /// TF's BFC allocator carves tensors out of regions it allocates from this map.
+    Bfc,
+    /// Each tensor is a buffer of this map, freed buffers pooled by size class.
+    Pool,
+}
+
+impl AllocatorKind {
+    pub fn from_env() -> AllocatorKind {
+        match std::env::var(ENV_ALLOCATOR).as_deref().map(str::trim) {
+            Ok("pool") => AllocatorKind::Pool,
+            _ => AllocatorKind::Bfc,
+        }
+    }
+
+    pub fn is_bfc(self) -> bool {
+        self == AllocatorKind::Bfc
+    }
+}
 
 const ADDRESS_ALIGN: u64 = 256;
 const GUARD: u64 = 256;
@@ -65,7 +90,8 @@ pub struct MemoryStats {
 pub struct MemoryMap {
     region_start: u64,
     region_end: u64,
-    limit: u64,
+    /// The budget; a logical device's `memory_limit` may lower it (`set_limit`).
+    limit: AtomicU64,
     max_buffer_size: u64,
     inner: Mutex<MapState>,
 }
@@ -79,6 +105,21 @@ struct MapState {
 
 fn round_up(value: u64, align: u64) -> u64 {
     value.div_ceil(align) * align
+}
+
+/// Budgets set for devices before they open (`tf_wgpu_set_memory_limit`), by ordinal.
+static LIMIT_OVERRIDES: Mutex<Vec<(usize, u64)>> = Mutex::new(Vec::new());
+
+/// Sets device `ordinal`'s budget, for a device opened later (an open one: `MemoryMap::set_limit`).
+pub fn set_limit_override(ordinal: usize, bytes: u64) {
+    let mut overrides = LIMIT_OVERRIDES.lock().unwrap_or_else(|e| e.into_inner());
+    overrides.retain(|(o, _)| *o != ordinal);
+    overrides.push((ordinal, bytes));
+}
+
+fn limit_override(ordinal: usize) -> Option<u64> {
+    let overrides = LIMIT_OVERRIDES.lock().unwrap_or_else(|e| e.into_inner());
+    overrides.iter().find(|(o, _)| *o == ordinal).map(|(_, bytes)| *bytes)
 }
 
 fn default_limit(info: &wgpu::AdapterInfo) -> u64 {
@@ -97,22 +138,29 @@ fn default_limit(info: &wgpu::AdapterInfo) -> u64 {
 impl MemoryMap {
     pub fn new(ordinal: usize, info: &wgpu::AdapterInfo, limits: &wgpu::Limits) -> Self {
         let region_start = (ordinal as u64 + 1) << REGION_BITS;
+        let limit = limit_override(ordinal).unwrap_or_else(|| default_limit(info));
         Self {
             region_start,
             region_end: region_start + (1 << REGION_BITS) - (1 << 20),
-            limit: default_limit(info),
+            limit: AtomicU64::new(limit),
             max_buffer_size: limits.max_buffer_size,
             inner: Mutex::new(MapState {
                 live: BTreeMap::new(),
                 cursor: region_start,
-                stats: MemoryStats { bytes_limit: default_limit(info) as i64, ..Default::default() },
-                pool: BufferPool::new(POOL_CAPACITY.min(default_limit(info) / 8)),
+                stats: MemoryStats { bytes_limit: limit as i64, ..Default::default() },
+                pool: BufferPool::new(POOL_CAPACITY.min(limit / 8)),
             }),
         }
     }
 
     pub fn limit(&self) -> u64 {
-        self.limit
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Changes the budget for allocations from now on.
+    pub fn set_limit(&self, bytes: u64) {
+        self.limit.store(bytes, Ordering::Relaxed);
+        self.lock().stats.bytes_limit = bytes as i64;
     }
 
     pub fn stats(&self) -> MemoryStats {
@@ -131,11 +179,10 @@ impl MemoryMap {
                 self.max_buffer_size
             )));
         }
-        let in_use = self.stats().bytes_in_use as u64;
-        if in_use.saturating_add(size) > self.limit {
+        let (in_use, limit) = (self.stats().bytes_in_use as u64, self.limit());
+        if in_use.saturating_add(size) > limit {
             return Err(Error::resource_exhausted(format!(
-                "WGPU out of memory: {size} bytes requested, {in_use} of {} bytes in use (set {ENV_MEMORY_LIMIT_MB})",
-                self.limit
+                "WGPU out of memory: {size} bytes requested, {in_use} of {limit} bytes in use (set {ENV_MEMORY_LIMIT_MB})"
             )));
         }
         let class = size_class(size, self.max_buffer_size);

@@ -12,6 +12,7 @@ pub mod poller;
 pub mod scratch;
 pub mod stream;
 pub mod timer;
+pub mod trace;
 pub mod transfer;
 
 pub use device::{Device, DeviceCore};

@@ -383,7 +383,7 @@ pub fn dispatch_workgroups(
         })
     });
     let offset = u32::try_from(params.offset).map_err(|_| Error::internal("parameter offset past 4 GiB"))?;
-    let pass = encoder.compute_pass();
+    let pass = encoder.kernel_pass(core, label, groups);
     pass.set_pipeline(&pipeline.pipeline);
     pass.set_bind_group(0, &bind_group, &[offset]);
     pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
@@ -391,7 +391,7 @@ pub fn dispatch_workgroups(
 }
 
 /// Encodes the encoder's batch of small launches, if it has one, as one dispatch of one workgroup
-/// (see `BatchKind`). Slots the batch did not fill repeat its first buffer.
+/// (see `BatchKind`). Slots the batch did not fill repeat its first window.
 pub fn dispatch_batch(core: &DeviceCore, encoder: &mut Encoder) -> Result<()> {
     let Some(batch) = encoder.batch.take() else {
         return Ok(());
@@ -401,8 +401,8 @@ pub fn dispatch_batch(core: &DeviceCore, encoder: &mut Encoder) -> Result<()> {
     };
     let bindings: Vec<Binding> = (0..batch.kind.slots)
         .map(|slot| {
-            let buffer = batch.buffers.get(slot).unwrap_or(first);
-            Binding { buffer, offset: 0, size: buffer.size() }
+            let window = batch.buffers.get(slot).unwrap_or(first);
+            Binding { buffer: &window.buffer, offset: window.offset, size: window.size }
         })
         .collect();
     dispatch_workgroups(core, encoder, batch.kind.label, &batch.pipeline, &bindings, &batch.block(), [1, 1, 1])

@@ -20,7 +20,7 @@ pub struct ScratchBuffers {
 
 impl ScratchBuffers {
     /// The scratch buffer for `role`, at least `size` bytes, usable as storage and uniform data and
-    /// as a copy destination.
+    /// as a copy source and destination.
     pub fn get(&self, core: &DeviceCore, role: &'static str, size: u64) -> Result<wgpu::Buffer> {
         let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(buffer) = buffers.get(role).filter(|b| b.size() >= size) {
@@ -40,7 +40,10 @@ impl ScratchBuffers {
             core.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(role),
                 size,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::UNIFORM
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             })
         });

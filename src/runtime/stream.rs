@@ -29,9 +29,10 @@ use crate::error::{from_panic, Error, Result};
 
 use super::buffer_pool::size_class;
 use super::device::{Device, DeviceCore};
-use super::encoder::{Arena, Batch, BatchKind, Encoder};
+use super::encoder::{Arena, Batch, BatchKind, Encoder, SlotWindow};
 use super::event::{Event, EventStatus};
 use super::pipeline::{dispatch_batch, Pipeline};
+use super::trace::{self, ActivityKind};
 use super::transfer::{encode_copy, encode_fill};
 
 /// Operations encoded before the stream submits without waiting for a sync point. Submitting in
@@ -147,7 +148,7 @@ impl StreamCore {
     /// holds `SUBMIT_AFTER_OPS` operations.
     fn with_encoder<T>(&self, core: &DeviceCore, f: impl FnOnce(&mut Encoder) -> Result<T>) -> Result<T> {
         let mut state = self.lock();
-        let encoder = state.encoder.get_or_insert_with(|| Encoder::new(core, "tf stream"));
+        let encoder = state.encoder.get_or_insert_with(|| Encoder::for_stream(core, self.id));
         let result = f(encoder);
         let full = encoder.count_op() >= SUBMIT_AFTER_OPS;
         drop(state);
@@ -172,7 +173,7 @@ impl StreamCore {
         core: &DeviceCore,
         kind: &'static BatchKind,
         pipeline: &Arc<Pipeline>,
-        buffers: &[&wgpu::Buffer],
+        buffers: &[SlotWindow],
         record: impl FnOnce(&[u32]) -> Vec<u8>,
     ) -> Result<()> {
         self.with_encoder(core, |encoder| {
@@ -247,10 +248,14 @@ impl StreamCore {
         let mut encoder = match state.encoder.take() {
             Some(encoder) => encoder,
             None if after.is_empty() => return,
-            None => Encoder::new(core, "tf stream"),
+            None => Encoder::for_stream(core, self.id),
         };
         if let Err(e) = dispatch_batch(core, &mut encoder) {
             self.set_error(e);
+        }
+        let mut after = after;
+        if let Some(recorded) = encoder.take_trace(core) {
+            after.push(recorded.after_submit(core));
         }
         let commands = encoder.finish();
         state.finished_buffers += 1;
@@ -343,12 +348,12 @@ impl Stream {
 
     /// Adds a small launch to the stream's batch of `kind` launches, which runs as one dispatch
     /// before the next command of any other kind, or at submit. `record(slots)` is the launch's
-    /// record, given the slot of each of `buffers` (bound whole).
+    /// record, given the slot of each of `buffers`.
     pub fn batch(
         &self,
         kind: &'static BatchKind,
         pipeline: &Arc<Pipeline>,
-        buffers: &[&wgpu::Buffer],
+        buffers: &[SlotWindow],
         record: impl FnOnce(&[u32]) -> Vec<u8>,
     ) -> Result<()> {
         self.core.batch(&self.device, kind, pipeline, buffers, record)
@@ -379,13 +384,19 @@ impl Stream {
         // The direct route skips a staging buffer of our own (created zeroed, then copied from).
         let aligned = len.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
             && target.offset.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
-        if aligned && self.core.write_when_idle(&self.device, target.buffer(), target.offset, data)? {
+        // (Not while profiling: the profiler times commands of the encoder.)
+        if aligned
+            && !trace::active()
+            && self.core.write_when_idle(&self.device, target.buffer(), target.offset, data)?
+        {
             return Ok(());
         }
         // Staged in the encoder's upload arena, copied in encoder order.
         self.encode(|core, encoder| {
-            let staged = encoder.upload(core, Arena::Staging, data)?;
-            encode_copy(core, encoder, &staged.buffer, staged.offset, target.buffer(), target.offset, len)
+            encoder.traced(core, ActivityKind::MemcpyHtoD, len, |encoder| {
+                let staged = encoder.upload(core, Arena::Staging, data)?;
+                encode_copy(core, encoder, &staged.buffer, staged.offset, target.buffer(), target.offset, len)
+            })
         })
     }
 
@@ -410,9 +421,11 @@ impl Stream {
                 mapped_at_creation: false,
             })
         });
-        self.encode(|_, encoder| {
-            encoder.copy_buffer_to_buffer(source.buffer(), start, &readback, 0, end - start);
-            Ok(())
+        self.encode(|core, encoder| {
+            encoder.traced(core, ActivityKind::MemcpyDtoH, len, |encoder| {
+                encoder.copy_buffer_to_buffer(source.buffer(), start, &readback, 0, end - start);
+                Ok(())
+            })
         })?;
         let mapped = Arc::new(AtomicBool::new(false));
         let map_result = Arc::new(Mutex::new(None));
@@ -511,6 +524,14 @@ impl Drop for Stream {
         if let Err(e) = self.core.block_until_done(&self.device) {
             log::debug!("tensorflow-wgpu: stream {} closed with error: {e}", self.core.id);
         }
+    }
+}
+
+/// Submits every live stream's open encoder (work a profiling session recorded must reach the
+/// queue to be timed).
+pub fn flush_device(device: &Device) {
+    for stream in device.live_streams() {
+        stream.flush_with(device, Vec::new());
     }
 }
 

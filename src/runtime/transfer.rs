@@ -8,6 +8,7 @@ use crate::error::Result;
 use super::device::DeviceCore;
 use super::encoder::Encoder;
 use super::pipeline::{dispatch, Binding, PipelineSpec, Shader};
+use super::trace::ActivityKind;
 
 pub const MEMORY_SHADER: Shader =
     Shader { name: "memory", source: include_str!("../../wgsl/memory.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
@@ -54,6 +55,20 @@ pub fn encode_copy(
     if len == 0 {
         return Ok(());
     }
+    encoder.traced(core, ActivityKind::MemcpyDtoD, len, |encoder| {
+        copy_untraced(core, encoder, src, src_offset, dst, dst_offset, len)
+    })
+}
+
+fn copy_untraced(
+    core: &DeviceCore,
+    encoder: &mut Encoder,
+    src: &wgpu::Buffer,
+    src_offset: u64,
+    dst: &wgpu::Buffer,
+    dst_offset: u64,
+    len: u64,
+) -> Result<()> {
     let same_buffer = src == dst;
     if !same_buffer && is_word_aligned(&[src_offset, dst_offset, len]) {
         encoder.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, len);
@@ -109,6 +124,17 @@ pub fn encode_fill(
     if len == 0 {
         return Ok(());
     }
+    encoder.traced(core, ActivityKind::Memset, len, |encoder| fill_untraced(core, encoder, dst, offset, len, pattern))
+}
+
+fn fill_untraced(
+    core: &DeviceCore,
+    encoder: &mut Encoder,
+    dst: &wgpu::Buffer,
+    offset: u64,
+    len: u64,
+    pattern: u32,
+) -> Result<()> {
     if pattern == 0 && is_word_aligned(&[offset, len]) {
         encoder.clear_buffer(dst, offset, Some(len));
         return Ok(());

@@ -35,9 +35,16 @@ def seed_for(*key):
 
 
 def memory_stats():
+    """The device's figures: the plugin's budget and buffers, with TF's own count of tensor bytes
+    (get_memory_info) as bytes in use and peak where TF's BFC allocator carves tensors out of the
+    plugin's buffers (the default)."""
     import tensorflow_wgpu
 
-    return tensorflow_wgpu.memory_stats(0)
+    stats = tensorflow_wgpu.memory_stats(0)
+    if os.environ.get("TF_WGPU_ALLOCATOR", "bfc") != "pool":
+        info = tf.config.experimental.get_memory_info("GPU:0")
+        stats = dict(stats, bytes_in_use=info["current"], peak_bytes_in_use=info["peak"])
+    return stats
 
 
 def rss_bytes():
