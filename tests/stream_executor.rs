@@ -700,7 +700,7 @@ fn device_reports_itself() {
     // The budget, plus the margin TF keeps back for the system, so that TF may use all of it.
     let budget = tensorflow_wgpu::runtime::instance::opened_device(0).map(|d| d.memory.limit() as i64);
     if let Some(budget) = budget {
-        assert!(free >= budget + (300 << 20), "free {free}, budget {budget}");
+        assert!(free >= budget + (255 << 20), "free {free}, budget {budget}");
     }
     let host = unsafe { (p.se.host_memory_allocate.unwrap())(p.dev(), 1000) };
     assert!(!host.is_null() && (host as usize).is_multiple_of(64));

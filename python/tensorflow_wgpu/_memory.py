@@ -18,7 +18,9 @@ TARGET = "tensorflow.python.eager.context"
 
 
 def _apply(context, device, logical_devices):
-    if device.device_type != "GPU" or not logical_devices:
+    """Hands the limit of `device` (a GPU of this plugin: the only GPU platform in a tensorflow-cpu
+    install) to the plugin; no logical devices restores the default budget."""
+    if device.device_type != "GPU":
         return
     from tensorflow_wgpu import _loaded_library
 
@@ -26,13 +28,13 @@ def _apply(context, device, logical_devices):
     gpus = context.list_physical_devices("GPU")
     if lib is None or device not in gpus:
         return
-    if len(logical_devices) > 1:
+    if logical_devices and len(logical_devices) > 1:
         warnings.warn("tensorflow-wgpu: TF does not split a pluggable device into logical devices; the "
                       "WGPU device keeps one, with the sum of their memory limits", RuntimeWarning, stacklevel=3)
-    limit_mb = sum(d.memory_limit for d in logical_devices)
+    limit_bytes = sum(d.memory_limit for d in logical_devices) << 20 if logical_devices else -1
     lib.tf_wgpu_set_memory_limit.argtypes = [ctypes.c_int, ctypes.c_int64]
     lib.tf_wgpu_set_memory_limit.restype = ctypes.c_int
-    lib.tf_wgpu_set_memory_limit(gpus.index(device), int(limit_mb) << 20)
+    lib.tf_wgpu_set_memory_limit(gpus.index(device), int(limit_bytes))
 
 
 def patch(module):

@@ -292,8 +292,21 @@ unsafe extern "C" fn get_allocator_stats(dev: *const SP_Device, stats: *mut SP_A
     })
 }
 
-/// At least what TF keeps back from a device's free memory (see `device_memory_usage`).
-const SYSTEM_MEMORY_MARGIN: i64 = 300 << 20;
+/// The free memory from which TF's pluggable-device factory leaves `budget` bytes after its
+/// `MinSystemMemory`: 255 MiB below 2 GiB of free memory, else the larger of 300 MiB and 6%.
+fn with_system_margin(budget: i64) -> i64 {
+    const SMALL_MARGIN: i64 = 255 << 20;
+    const LARGE_MARGIN: i64 = 300 << 20;
+    let small = budget.saturating_add(SMALL_MARGIN);
+    if small < 1 << 31 {
+        return small;
+    }
+    let large = budget.saturating_add(LARGE_MARGIN);
+    if (large as f64) * 0.06 <= LARGE_MARGIN as f64 {
+        return large;
+    }
+    (budget as f64 / 0.94).ceil() as i64
+}
 
 unsafe extern "C" fn device_memory_usage(dev: *const SP_Device, free: *mut i64, total: *mut i64) -> TF_Bool {
     or_log("device_memory_usage", 0, || {
@@ -302,11 +315,9 @@ unsafe extern "C" fn device_memory_usage(dev: *const SP_Device, free: *mut i64, 
         // SAFETY: TF passes two writable int64s (null checked).
         let (free, total) = unsafe { (free.as_mut(), total.as_mut()) };
         let (free, total) = free.zip(total).ok_or_else(|| null_arg("free/total"))?;
-        // TF keeps back part of what is free for other users of the GPU (its MinSystemMemory: 225
-        // or 255 MiB below 2 GiB, else max(300 MiB, 6%)), and gives its BFC allocator the rest. The
-        // budget is what TF may use, and the allocator enforces it: report it with that margin.
-        let budget = (s.bytes_limit - s.bytes_in_use).max(0);
-        *free = budget.saturating_add((budget / 15).max(SYSTEM_MEMORY_MARGIN));
+        // The budget is what TF may use (the allocator enforces it): report it with the margin TF
+        // keeps back from free memory for other users of a GPU, so that TF's allocator gets it all.
+        *free = with_system_margin((s.bytes_limit - s.bytes_in_use).max(0));
         *total = (*free).max(s.bytes_limit);
         Ok(1)
     })

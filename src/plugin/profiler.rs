@@ -65,6 +65,9 @@ unsafe extern "C" fn destroy_profiler_fns(_fns: *mut TP_ProfilerFns) {}
 unsafe extern "C" fn start(_profiler: *const TP_Profiler, status: *mut TF_Status) {
     with_status(status, || {
         *lock_collected() = None;
+        // Work encoded before the session (a batch of small launches waiting for its dispatch)
+        // is submitted first: it is not the session's.
+        flush_devices();
         trace::start();
         Ok(())
     })
@@ -73,14 +76,18 @@ unsafe extern "C" fn start(_profiler: *const TP_Profiler, status: *mut TF_Status
 unsafe extern "C" fn stop(_profiler: *const TP_Profiler, status: *mut TF_Status) {
     with_status(status, || {
         // Recorded work still in open encoders is submitted, to be timed.
-        for ordinal in 0..instance::device_count() {
-            if let Some(device) = instance::opened_device(ordinal) {
-                stream::flush_device(&device);
-            }
-        }
+        flush_devices();
         trace::stop();
         Ok(())
     })
+}
+
+fn flush_devices() {
+    for ordinal in 0..instance::device_count() {
+        if let Some(device) = instance::opened_device(ordinal) {
+            stream::flush_device(&device);
+        }
+    }
 }
 
 unsafe extern "C" fn collect_data_xspace(

@@ -57,15 +57,20 @@ pub extern "C" fn tf_wgpu_dispatch_count() -> u64 {
 }
 
 /// Sets device `ordinal`'s memory budget to `bytes` (a logical device's `memory_limit`, which TF
-/// does not pass to pluggable devices: `tensorflow_wgpu._memory`). Applies to a device opened later
-/// and to an open one's later allocations. Returns 1, or 0 for a negative ordinal or size.
+/// does not pass to pluggable devices: `tensorflow_wgpu._memory`); a negative `bytes` restores the
+/// default. Applies to a device opened later and to an open one's later allocations. Returns 1, or
+/// 0 for a negative ordinal.
 #[no_mangle]
 pub extern "C" fn tf_wgpu_set_memory_limit(ordinal: c_int, bytes: i64) -> c_int {
     or_log("tf_wgpu_set_memory_limit", 0, || -> Result<c_int> {
-        let (Ok(ordinal), Ok(bytes)) = (usize::try_from(ordinal), u64::try_from(bytes)) else {
+        let Ok(ordinal) = usize::try_from(ordinal) else {
             return Ok(0);
         };
-        memory::set_limit_override(ordinal, bytes);
+        let bytes = u64::try_from(bytes).ok();
+        match bytes {
+            Some(bytes) => memory::set_limit_override(ordinal, bytes),
+            None => memory::clear_limit_override(ordinal),
+        }
         if let Some(device) = instance::opened_device(ordinal) {
             device.memory.set_limit(bytes);
         }

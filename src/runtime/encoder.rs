@@ -50,6 +50,9 @@ pub struct Encoder {
     trace: Option<EncoderTrace>,
     /// The open pass was made for one profiled dispatch and takes no other.
     pass_taken: bool,
+    /// Copies and fills being encoded (`traced`): their own dispatches are part of them, neither
+    /// counted as kernel dispatches nor recorded apart.
+    transfer_depth: u32,
 }
 
 /// A kernel that runs many small launches in one dispatch: its storage bindings are slots, each a
@@ -205,26 +208,33 @@ impl Encoder {
             stream: 0,
             trace: None,
             pass_taken: false,
+            transfer_depth: 0,
         }
     }
 
-    /// The profiler's record of this encoder, unless no session is active or a recorded command is
+    /// The profiler's record of this encoder, unless no session is active or a copy or fill is
     /// being encoded (its inner commands are part of it).
     fn recording(&mut self, core: &DeviceCore) -> Option<&mut EncoderTrace> {
+        if self.transfer_depth > 0 {
+            return None;
+        }
         if self.trace.is_none() && trace::active() {
             self.trace = Some(EncoderTrace::new(core, self.stream));
         }
-        self.trace.as_mut().filter(|t| !t.nested())
+        self.trace.as_mut()
     }
 
     /// The compute pass for one dispatch of `grid` labelled `label`: the open pass, or while
     /// profiling a pass of its own that writes timestamps around it.
     pub fn kernel_pass(&mut self, core: &DeviceCore, label: &str, grid: [u32; 3]) -> &mut wgpu::ComputePass<'static> {
-        trace::count_dispatch();
-        if self.trace.is_none() && trace::active() {
-            self.trace = Some(EncoderTrace::new(core, self.stream));
+        let top_level = self.transfer_depth == 0;
+        if top_level {
+            trace::count_dispatch();
+            if self.trace.is_none() && trace::active() {
+                self.trace = Some(EncoderTrace::new(core, self.stream));
+            }
         }
-        if let Some(recording) = self.trace.as_mut().filter(|t| !t.nested()) {
+        if let Some(recording) = self.trace.as_mut().filter(|_| top_level) {
             let stamps = recording.record(core, ActivityKind::Kernel, label, 0, grid);
             self.pass = None;
             let descriptor = wgpu::ComputePassDescriptor {
@@ -252,7 +262,10 @@ impl Encoder {
     ) -> Result<T> {
         let name = kind.event_name().unwrap_or("command");
         let Some(recording) = self.recording(core) else {
-            return body(self);
+            self.transfer_depth += 1;
+            let result = body(self);
+            self.transfer_depth -= 1;
+            return result;
         };
         let stamps = recording.record(core, kind, name, bytes, [0; 3]).map(|s| (s.query_set.clone(), s.begin, s.end));
         let mark = |encoder: &mut Encoder, begin: Option<u32>, end: Option<u32>, set: &wgpu::QuerySet| {
@@ -269,9 +282,9 @@ impl Encoder {
         if let Some((set, begin, _)) = &stamps {
             mark(self, Some(*begin), None, set);
         }
-        self.trace.as_mut().map(EncoderTrace::enter);
+        self.transfer_depth += 1;
         let result = body(self);
-        self.trace.as_mut().map(EncoderTrace::leave);
+        self.transfer_depth -= 1;
         if let Some((set, _, end)) = &stamps {
             mark(self, None, Some(*end), set);
         }

@@ -92,6 +92,10 @@ pub struct MemoryMap {
     region_end: u64,
     /// The budget; a logical device's `memory_limit` may lower it (`set_limit`).
     limit: AtomicU64,
+    /// The budget from the environment or the adapter, before any `set_limit`.
+    default_limit: u64,
+    /// Buffers of exactly the size asked (BFC's regions), or of a pool size class.
+    exact_sizes: bool,
     max_buffer_size: u64,
     inner: Mutex<MapState>,
 }
@@ -117,6 +121,11 @@ pub fn set_limit_override(ordinal: usize, bytes: u64) {
     overrides.push((ordinal, bytes));
 }
 
+/// Drops device `ordinal`'s budget override: a device opened later gets the default budget.
+pub fn clear_limit_override(ordinal: usize) {
+    LIMIT_OVERRIDES.lock().unwrap_or_else(|e| e.into_inner()).retain(|(o, _)| *o != ordinal);
+}
+
 fn limit_override(ordinal: usize) -> Option<u64> {
     let overrides = LIMIT_OVERRIDES.lock().unwrap_or_else(|e| e.into_inner());
     overrides.iter().find(|(o, _)| *o == ordinal).map(|(_, bytes)| *bytes)
@@ -138,11 +147,15 @@ fn default_limit(info: &wgpu::AdapterInfo) -> u64 {
 impl MemoryMap {
     pub fn new(ordinal: usize, info: &wgpu::AdapterInfo, limits: &wgpu::Limits) -> Self {
         let region_start = (ordinal as u64 + 1) << REGION_BITS;
-        let limit = limit_override(ordinal).unwrap_or_else(|| default_limit(info));
+        let default = default_limit(info);
+        let limit = limit_override(ordinal).unwrap_or(default);
         Self {
             region_start,
             region_end: region_start + (1 << REGION_BITS) - (1 << 20),
             limit: AtomicU64::new(limit),
+            default_limit: default,
+            // BFC asks for large regions, which a size class could enlarge by an eighth unseen.
+            exact_sizes: AllocatorKind::from_env().is_bfc(),
             max_buffer_size: limits.max_buffer_size,
             inner: Mutex::new(MapState {
                 live: BTreeMap::new(),
@@ -157,8 +170,9 @@ impl MemoryMap {
         self.limit.load(Ordering::Relaxed)
     }
 
-    /// Changes the budget for allocations from now on.
-    pub fn set_limit(&self, bytes: u64) {
+    /// Changes the budget for allocations from now on; None restores the default.
+    pub fn set_limit(&self, bytes: Option<u64>) {
+        let bytes = bytes.unwrap_or(self.default_limit);
         self.limit.store(bytes, Ordering::Relaxed);
         self.lock().stats.bytes_limit = bytes as i64;
     }
@@ -185,7 +199,11 @@ impl MemoryMap {
                 "WGPU out of memory: {size} bytes requested, {in_use} of {limit} bytes in use (set {ENV_MEMORY_LIMIT_MB})"
             )));
         }
-        let class = size_class(size, self.max_buffer_size);
+        let class = if self.exact_sizes {
+            round_up(size.max(4), wgpu::COPY_BUFFER_ALIGNMENT)
+        } else {
+            size_class(size, self.max_buffer_size)
+        };
         let pooled = self.lock().pool.take(class);
         let buffer = match pooled {
             Some(buffer) => buffer,

@@ -143,8 +143,6 @@ pub struct EncoderTrace {
     query_sets: Vec<wgpu::QuerySet>,
     /// Queries used in the last set.
     used: u32,
-    /// Open `traced` commands: a copy that dispatches a kernel records itself only.
-    depth: u32,
 }
 
 /// Where a recorded command writes its timestamps.
@@ -163,20 +161,7 @@ impl EncoderTrace {
             activities: Vec::new(),
             query_sets: Vec::new(),
             used: 0,
-            depth: 0,
         }
-    }
-
-    pub fn nested(&self) -> bool {
-        self.depth > 0
-    }
-
-    pub fn enter(&mut self) {
-        self.depth += 1;
-    }
-
-    pub fn leave(&mut self) {
-        self.depth = self.depth.saturating_sub(1);
     }
 
     /// Records a command; returns where its timestamps go, if it is timed on the GPU.
@@ -243,6 +228,7 @@ impl EncoderTrace {
         });
         SubmissionTrace {
             ordinal: core.ordinal,
+            device: core.device.clone(),
             stream: self.stream,
             period_ns: f64::from(core.queue.get_timestamp_period()),
             activities: self.activities,
@@ -263,6 +249,7 @@ struct Marks {
 /// One submitted command buffer's recorded commands.
 pub struct SubmissionTrace {
     ordinal: usize,
+    device: wgpu::Device,
     stream: u64,
     period_ns: f64,
     activities: Vec<Activity>,
@@ -306,7 +293,7 @@ impl SubmissionTrace {
 }
 
 /// Each command's GPU (begin, end), in nanoseconds of the GPU's clock.
-type GpuSpans = Vec<(f64, f64)>;
+type GpuSpans = Vec<(u64, u64)>;
 
 /// A recorded command placed on the host clock.
 #[derive(Clone, Debug)]
@@ -341,6 +328,11 @@ pub fn collect(timeout: Duration) -> Vec<DeviceTrace> {
     let submissions = std::mem::take(&mut *lock_submissions());
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline && !submissions.iter().all(|s| s.ready()) {
+        // A callback registered after its submission retired waits for the device's next poll, and
+        // the poller polls only while work is in flight.
+        for submission in submissions.iter().filter(|s| !s.ready()) {
+            let _ = submission.device.poll(wgpu::PollType::Poll);
+        }
         std::thread::sleep(Duration::from_millis(1));
     }
     let mut devices: Vec<DeviceTrace> = Vec::new();
@@ -353,15 +345,17 @@ pub fn collect(timeout: Duration) -> Vec<DeviceTrace> {
             (s, spans)
         })
         .collect();
-    // Per device: the offset that takes GPU nanoseconds to host nanoseconds (see the module doc).
-    let mut offsets: Vec<(usize, f64)> = Vec::new();
+    // Per device: the offset that takes GPU nanoseconds to host nanoseconds (see the module doc),
+    // in integers: host times near 2^60 ns have a 256 ns step as f64.
+    let mut offsets: Vec<(usize, i128)> = Vec::new();
     for (submission, spans) in &timed {
         let Some(spans) = spans else { continue };
-        let Some(end) = spans.iter().map(|s| s.1).reduce(f64::max) else { continue };
-        let complete = submission.marks().complete_ns.unwrap_or(0) as f64;
+        let Some(end) = spans.iter().map(|s| s.1).max() else { continue };
+        let complete = i128::from(submission.marks().complete_ns.unwrap_or(0));
+        let offset = complete - i128::from(end);
         match offsets.iter_mut().find(|(o, _)| *o == submission.ordinal) {
-            Some((_, offset)) => *offset = offset.min(complete - end),
-            None => offsets.push((submission.ordinal, complete - end)),
+            Some((_, least)) => *least = (*least).min(offset),
+            None => offsets.push((submission.ordinal, offset)),
         }
     }
     for (submission, spans) in timed {
@@ -388,7 +382,8 @@ pub fn collect(timeout: Duration) -> Vec<DeviceTrace> {
                 (Some(spans), Some(offset), Some(_)) => {
                     device.gpu_timestamps = true;
                     let (begin, end) = spans[i];
-                    ((begin + offset).max(0.0) as u64, (end + offset).max(0.0) as u64)
+                    let host = |gpu: u64| u64::try_from((i128::from(gpu) + offset).max(0)).unwrap_or(0);
+                    (host(begin), host(end))
                 }
                 _ => (activity.encode_ns, complete_ns),
             };
@@ -417,7 +412,8 @@ impl SubmissionTrace {
                 let (set, first) = a.queries?;
                 let at = set * QUERIES_PER_SET as usize + first as usize;
                 let (begin, end) = (*ticks.get(at)?, *ticks.get(at + 1)?);
-                Some((begin as f64 * self.period_ns, end.max(begin) as f64 * self.period_ns))
+                let ns = |ticks: u64| (ticks as f64 * self.period_ns).round() as u64;
+                Some((ns(begin), ns(end.max(begin))))
             })
             .collect()
     }

@@ -78,6 +78,7 @@ def test_a_logical_devices_memory_limit_bounds_allocations():
                                       "info": tf.config.experimental.get_memory_info("GPU:0")}))
     """)
     assert got["error"] == "ResourceExhaustedError"
+    assert got["regions"]["bytes_limit"] == 64 * MiB
     assert got["regions"]["bytes_in_use"] <= 64 * MiB
     assert got["info"]["current"] >= 16 * MiB
 
