@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 use crate::ffi::se::*;
 use crate::ffi::tf::{OwnedStatus, TF_Bool, TF_Status};
-use crate::runtime::memory::AllocatorKind;
 use crate::runtime::{stream::synchronize_device, Device, Event, EventStatus, Stream, Timer};
 
 use super::platform::DeviceHandle;
@@ -197,7 +196,7 @@ unsafe extern "C" fn allocate(dev: *const SP_Device, size: u64, memory_space: i6
             }
             // A null allocation is how TF learns of ResourceExhausted. TF's BFC allocator probes
             // with regions that may not fit and reports real failures itself.
-            Err(e) if AllocatorKind::from_env().is_bfc() => log::debug!("tensorflow-wgpu: {e}"),
+            Err(e) if device.memory.kind().is_bfc() => log::debug!("tensorflow-wgpu: {e}"),
             Err(e) => log::warn!("tensorflow-wgpu: {e}"),
         }
         Ok(())

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 
 use super::device::DeviceCore;
 use super::pipeline::Pipeline;
-use super::trace::{self, ActivityKind, EncoderTrace, SubmissionTrace};
+use super::trace::{self, ActivityKind, EncoderTrace, Stamps, SubmissionTrace};
 
 /// Bytes per arena buffer. Bigger uploads get a buffer of their own.
 const ARENA_BYTES: u64 = 64 * 1024;
@@ -212,35 +212,38 @@ impl Encoder {
         }
     }
 
-    /// The profiler's record of this encoder, unless no session is active or a copy or fill is
-    /// being encoded (its inner commands are part of it).
-    fn recording(&mut self, core: &DeviceCore) -> Option<&mut EncoderTrace> {
+    /// Records a command with the profiler, unless no session is active or a copy or fill is being
+    /// encoded (its inner commands are part of it). None where nothing was recorded; else where the
+    /// command's timestamps go (None: it is timed by the host clock).
+    fn record(
+        &mut self,
+        core: &DeviceCore,
+        kind: ActivityKind,
+        name: &str,
+        bytes: u64,
+        grid: [u32; 3],
+    ) -> Option<Option<Stamps>> {
         if self.transfer_depth > 0 {
             return None;
         }
         if self.trace.is_none() && trace::active() {
             self.trace = Some(EncoderTrace::new(core, self.stream));
         }
-        self.trace.as_mut()
+        Some(self.trace.as_mut()?.record(core, kind, name, bytes, grid))
     }
 
     /// The compute pass for one dispatch of `grid` labelled `label`: the open pass, or while
     /// profiling a pass of its own that writes timestamps around it.
     pub fn kernel_pass(&mut self, core: &DeviceCore, label: &str, grid: [u32; 3]) -> &mut wgpu::ComputePass<'static> {
-        let top_level = self.transfer_depth == 0;
-        if top_level {
+        if self.transfer_depth == 0 {
             trace::count_dispatch();
-            if self.trace.is_none() && trace::active() {
-                self.trace = Some(EncoderTrace::new(core, self.stream));
-            }
         }
-        if let Some(recording) = self.trace.as_mut().filter(|_| top_level) {
-            let stamps = recording.record(core, ActivityKind::Kernel, label, 0, grid);
+        if let Some(stamps) = self.record(core, ActivityKind::Kernel, label, 0, grid) {
             self.pass = None;
             let descriptor = wgpu::ComputePassDescriptor {
                 label: Some(label),
-                timestamp_writes: stamps.map(|s| wgpu::ComputePassTimestampWrites {
-                    query_set: s.query_set,
+                timestamp_writes: stamps.as_ref().map(|s| wgpu::ComputePassTimestampWrites {
+                    query_set: &s.query_set,
                     beginning_of_pass_write_index: Some(s.begin),
                     end_of_pass_write_index: Some(s.end),
                 }),
@@ -261,13 +264,7 @@ impl Encoder {
         body: impl FnOnce(&mut Encoder) -> Result<T>,
     ) -> Result<T> {
         let name = kind.event_name().unwrap_or("command");
-        let Some(recording) = self.recording(core) else {
-            self.transfer_depth += 1;
-            let result = body(self);
-            self.transfer_depth -= 1;
-            return result;
-        };
-        let stamps = recording.record(core, kind, name, bytes, [0; 3]).map(|s| (s.query_set.clone(), s.begin, s.end));
+        let stamps = self.record(core, kind, name, bytes, [0; 3]).flatten();
         let mark = |encoder: &mut Encoder, begin: Option<u32>, end: Option<u32>, set: &wgpu::QuerySet| {
             encoder.pass = None;
             encoder.commands.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -279,14 +276,14 @@ impl Encoder {
                 }),
             });
         };
-        if let Some((set, begin, _)) = &stamps {
-            mark(self, Some(*begin), None, set);
+        if let Some(s) = &stamps {
+            mark(self, Some(s.begin), None, &s.query_set);
         }
         self.transfer_depth += 1;
         let result = body(self);
         self.transfer_depth -= 1;
-        if let Some((set, _, end)) = &stamps {
-            mark(self, None, Some(*end), set);
+        if let Some(s) = &stamps {
+            mark(self, None, Some(s.end), &s.query_set);
         }
         result
     }

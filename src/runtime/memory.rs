@@ -94,8 +94,9 @@ pub struct MemoryMap {
     limit: AtomicU64,
     /// The budget from the environment or the adapter, before any `set_limit`.
     default_limit: u64,
-    /// Buffers of exactly the size asked (BFC's regions), or of a pool size class.
-    exact_sizes: bool,
+    /// Under BFC, buffers of exactly the size asked (its regions, which a size class could enlarge
+    /// by an eighth unseen); under the pool, of a size class.
+    kind: AllocatorKind,
     max_buffer_size: u64,
     inner: Mutex<MapState>,
 }
@@ -154,8 +155,7 @@ impl MemoryMap {
             region_end: region_start + (1 << REGION_BITS) - (1 << 20),
             limit: AtomicU64::new(limit),
             default_limit: default,
-            // BFC asks for large regions, which a size class could enlarge by an eighth unseen.
-            exact_sizes: AllocatorKind::from_env().is_bfc(),
+            kind: AllocatorKind::from_env(),
             max_buffer_size: limits.max_buffer_size,
             inner: Mutex::new(MapState {
                 live: BTreeMap::new(),
@@ -164,6 +164,11 @@ impl MemoryMap {
                 pool: BufferPool::new(POOL_CAPACITY.min(limit / 8)),
             }),
         }
+    }
+
+    /// Who hands out tensor memory on this device (fixed when the process registers the plugin).
+    pub fn kind(&self) -> AllocatorKind {
+        self.kind
     }
 
     pub fn limit(&self) -> u64 {
@@ -199,7 +204,7 @@ impl MemoryMap {
                 "WGPU out of memory: {size} bytes requested, {in_use} of {limit} bytes in use (set {ENV_MEMORY_LIMIT_MB})"
             )));
         }
-        let class = if self.exact_sizes {
+        let class = if self.kind.is_bfc() {
             round_up(size.max(4), wgpu::COPY_BUFFER_ALIGNMENT)
         } else {
             size_class(size, self.max_buffer_size)

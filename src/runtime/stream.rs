@@ -243,7 +243,7 @@ impl StreamCore {
     }
 
     /// Submits this stream's open encoder once `waits` are submitted, or queues it.
-    fn flush_own(&self, core: &DeviceCore, after: Vec<AfterSubmit>, waits: SubmitAfter) {
+    fn flush_own(&self, core: &DeviceCore, mut after: Vec<AfterSubmit>, waits: SubmitAfter) {
         let mut state = self.lock();
         let mut encoder = match state.encoder.take() {
             Some(encoder) => encoder,
@@ -253,7 +253,6 @@ impl StreamCore {
         if let Err(e) = dispatch_batch(core, &mut encoder) {
             self.set_error(e);
         }
-        let mut after = after;
         if let Some(recorded) = encoder.take_trace(core) {
             after.push(recorded.after_submit(core));
         }

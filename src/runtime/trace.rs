@@ -146,8 +146,8 @@ pub struct EncoderTrace {
 }
 
 /// Where a recorded command writes its timestamps.
-pub struct Stamps<'a> {
-    pub query_set: &'a wgpu::QuerySet,
+pub struct Stamps {
+    pub query_set: wgpu::QuerySet,
     pub begin: u32,
     pub end: u32,
 }
@@ -172,7 +172,7 @@ impl EncoderTrace {
         name: &str,
         bytes: u64,
         grid: [u32; 3],
-    ) -> Option<Stamps<'_>> {
+    ) -> Option<Stamps> {
         let queries = self.timestamps.then(|| {
             if self.query_sets.is_empty() || self.used + 2 > QUERIES_PER_SET {
                 self.query_sets.push(core.device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -196,7 +196,7 @@ impl EncoderTrace {
             queries,
         });
         let (set, first) = queries?;
-        Some(Stamps { query_set: &self.query_sets[set], begin: first, end: first + 1 })
+        Some(Stamps { query_set: self.query_sets[set].clone(), begin: first, end: first + 1 })
     }
 
     /// Encodes the resolve of every timestamp into a readback buffer (before the encoder finishes)

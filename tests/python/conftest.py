@@ -1,3 +1,4 @@
+import json
 import os
 import zlib
 
@@ -68,3 +69,13 @@ def registered_kernels():
         op, *attrs = line.split()
         rows.append((op, dict(a.split("=") for a in attrs)))
     return rows
+
+
+def worker_result(done, what="worker"):
+    """The JSON a worker process (`subprocess.run(..., capture_output=True, text=True)`) printed on
+    its last `RESULT ` line. Fails the test, with the tail of the process's output, where it exited
+    non-zero or printed no such line."""
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, \
+        f"{what} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    return json.loads(lines[-1][len("RESULT "):])

@@ -2,7 +2,6 @@
 and memory growth, served by TF's BFC allocator over the plugin's allocator (README, "Memory").
 Settings that must come before the device opens run in a fresh process."""
 
-import json
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import textwrap
 import tensorflow as tf
 
 import tensorflow_wgpu
+from conftest import worker_result
 
 GPU = "/device:GPU:0"
 MiB = 1 << 20
@@ -19,9 +19,7 @@ MiB = 1 << 20
 def run_python(code, **env):
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=300, env={**os.environ, **env})
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-4000:]
-    return json.loads(lines[-1][len("RESULT "):])
+    return worker_result(done)
 
 
 def test_get_memory_info_follows_allocations_within_the_allocators_regions():

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from conftest import worker_result
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 HERE = os.path.dirname(__file__)
@@ -24,9 +25,7 @@ def profile(tmp_path, route, **env):
     logdir = str(tmp_path / "logs")
     done = subprocess.run([sys.executable, os.path.join(HERE, "profile_worker.py"), logdir, route],
                           capture_output=True, text=True, timeout=600, env={**os.environ, **env})
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-4000:]
-    result = json.loads(lines[-1][len("RESULT "):])
+    result = worker_result(done, f"profile_worker.py {route}")
     assert len(result["xplanes"]) == 1, result
     space = xplane_pb2.XSpace()
     with open(result["xplanes"][0], "rb") as f:

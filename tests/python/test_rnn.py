@@ -15,6 +15,7 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import worker_result
 
 PROGRAM = textwrap.dedent("""
     import json, sys
@@ -112,9 +113,7 @@ def run(model, mode, extra_env=None):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(extra_env or {}))
     done = subprocess.run([sys.executable, "-c", PROGRAM, model, mode], capture_output=True, text=True, env=env,
                           timeout=600)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, f"{model} {mode} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    return json.loads(lines[-1][len("RESULT "):])
+    return worker_result(done, f"{model} {mode}")
 
 
 @pytest.fixture(scope="module")
@@ -179,9 +178,7 @@ def test_mixed_precision_lstm():
     for mode in ("gpu", "cpu"):
         done = subprocess.run([sys.executable, "-c", program, mode], capture_output=True, text=True,
                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-        assert done.returncode == 0 and lines, done.stderr[-4000:]
-        results[mode] = json.loads(lines[-1][7:])
+        results[mode] = worker_result(done, mode)
     assert results["gpu"]["ops"] == ["CudnnRNNV3", "CudnnRNNV3"], results["gpu"]["ops"]
     assert results["cpu"]["ops"] == [], "the reference must be Keras's generic path"
     np.testing.assert_allclose(results["gpu"]["predictions"], results["cpu"]["predictions"], atol=1e-2)

@@ -12,6 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import worker_result
 
 GPU = "/GPU:0"
 
@@ -59,11 +60,7 @@ def train(device, scope):
         env["CUDA_VISIBLE_DEVICES"] = ""
     run = subprocess.run([sys.executable, "-c", PROGRAM, device, scope], capture_output=True, text=True,
                          timeout=600, env=env)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    line = next(l for l in run.stdout.splitlines() if l.startswith("RESULT "))
-    import json
-
-    return json.loads(line[len("RESULT "):])
+    return worker_result(run)
 
 
 @pytest.mark.parametrize("scope", ["device", "none"])
