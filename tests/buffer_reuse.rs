@@ -108,3 +108,47 @@ fn a_buffer_reused_by_another_stream_waits_for_work_encoded_before() {
         }
     }
 }
+
+/// The same reuse, flushed from the other side: the compute stream's copy out of the buffer is
+/// encoded first, the upload into the reused buffer second (staged), and then the compute stream
+/// takes a new command, which submits the upload stream's encoder. That upload must still come
+/// after the copy: when the compute stream's buffer with the copy is submitted at once, and when it
+/// is held back behind a slow host callback. (A fresh `tf.function`'s constants, uploaded while
+/// other threads' eager ops were in flight, corrupted their tensors where the upload went first.)
+#[test]
+fn a_stream_that_encodes_after_another_submits_after_it() {
+    let device = Arc::new(instance::open_private_device(0).expect("no WGPU adapter"));
+    let compute = Stream::new(device.clone());
+    let uploads = Stream::new(device.clone());
+    // Not a whole number of words: the upload is staged, never written directly.
+    let len = 1002u64;
+    let (old, new) = (pattern(len, 13), pattern(len, 17));
+    let scratch = device.memory.allocate(&device, 4).unwrap();
+    for behind_callback in [false, true] {
+        let source = device.memory.allocate(&device, len).unwrap();
+        let copy = device.memory.allocate(&device, len).unwrap();
+        compute.memcpy_htod(source, &old).unwrap();
+        compute.block_until_done().unwrap();
+
+        if behind_callback {
+            compute.host_callback(Box::new(|| {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                Ok(())
+            }));
+        }
+        compute.memcpy_dtod(copy, source, len).unwrap();
+        let freed = buffer_of(&device, source);
+        device.memory.free(source).unwrap();
+        let reused = device.memory.allocate(&device, len).unwrap();
+        assert!(buffer_of(&device, reused) == freed);
+        uploads.memcpy_htod(reused, &new).unwrap();
+        compute.fill(scratch, 4, 0).unwrap();
+        compute.flush();
+        uploads.block_until_done().unwrap();
+        assert_eq!(read(&compute, copy, len), old, "behind a callback: {behind_callback}");
+        assert_eq!(read(&uploads, reused, len), new);
+        for address in [copy, reused] {
+            device.memory.free(address).unwrap();
+        }
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -39,6 +39,8 @@ pub struct DeviceCore {
     submissions: Mutex<SubmissionLog>,
     completed_seq: Arc<AtomicU64>,
     streams: Mutex<Vec<Weak<StreamCore>>>,
+    /// The stream that encoded last (`encoding_stream`).
+    encoding: Mutex<u64>,
     wake: Arc<PollerWake>,
     pub(super) shutdown: AtomicBool,
     device_error: Arc<Mutex<Option<String>>>,
@@ -306,6 +308,7 @@ impl Device {
             submissions: Mutex::new(SubmissionLog::default()),
             completed_seq: Arc::new(AtomicU64::new(0)),
             streams: Mutex::new(Vec::new()),
+            encoding: Mutex::new(0),
             wake: Arc::default(),
             shutdown: AtomicBool::new(false),
             device_error,
@@ -371,6 +374,16 @@ impl DeviceCore {
         let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
         streams.retain(|s| s.strong_count() > 0);
         streams.push(Arc::downgrade(stream));
+    }
+
+    /// The id of the stream that encoded last, locked while a stream encodes. Commands must reach
+    /// the queue in the order they were encoded, across streams: TF frees a tensor once its last
+    /// reader is encoded and may hand the memory at once to a command of another stream (a
+    /// constant's upload on the host-to-device stream, which TF does not order after the compute
+    /// stream). So only one stream holds an open encoder: one that encodes after another first
+    /// submits the others' encoders.
+    pub(super) fn encoding_stream(&self) -> MutexGuard<'_, u64> {
+        self.encoding.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The streams still alive on this device.

@@ -13,12 +13,15 @@
 //! starts only once they are done: program order holds for every kind of operation.
 //!
 //! Across streams, a submission goes to the queue after all work that other streams encoded before
-//! it: their open encoders are submitted first, and their command buffers still held behind host
-//! tasks are waited for. TF frees a tensor as soon as the op that last reads it is *enqueued*, and
-//! the buffer pool hands the buffer out again at once; TF orders that reuse after the read on the
-//! same stream, but not always across streams (an eager `tf.function` uploads its constant outputs
-//! on the host-to-device stream without waiting for the compute stream). Without this rule such an
-//! upload could be submitted before the compute stream's pending kernels that still read the buffer.
+//! it. Only one stream has an open encoder at a time: a stream that takes a command after another
+//! first submits the other streams' encoders (`DeviceCore::encoding_stream`), and every command
+//! buffer waits for those that any stream still holds behind host tasks. TF frees a tensor as soon
+//! as the op that last reads it is *enqueued*, and the allocator hands the memory out again at
+//! once; TF orders that reuse after the read on the same stream, but not always across streams (an
+//! eager `tf.function` uploads its constant outputs, and a fresh function its `Const` kernels'
+//! tensors, on the host-to-device stream without waiting for the compute stream). Without this rule
+//! such an upload could be submitted before the compute stream's pending kernels that still read
+//! the memory.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -147,11 +150,18 @@ impl StreamCore {
     /// Runs `f` on the open encoder (a new one where none is open), and submits once the encoder
     /// holds `SUBMIT_AFTER_OPS` operations.
     fn with_encoder<T>(&self, core: &DeviceCore, f: impl FnOnce(&mut Encoder) -> Result<T>) -> Result<T> {
+        let mut encoding = core.encoding_stream();
+        if *encoding != self.id {
+            // The other streams' open encoders hold older commands: they go first (module doc).
+            self.submit_other_streams(core);
+            *encoding = self.id;
+        }
         let mut state = self.lock();
         let encoder = state.encoder.get_or_insert_with(|| Encoder::for_stream(core, self.id));
         let result = f(encoder);
         let full = encoder.count_op() >= SUBMIT_AFTER_OPS;
         drop(state);
+        drop(encoding);
         if full {
             self.flush_with(core, Vec::new());
         }
@@ -199,6 +209,8 @@ impl StreamCore {
     /// lands before the *next* submit of any stream, so with work of ours still unsubmitted it would
     /// jump ahead of it.) Returns false, writing nothing, when the stream is not idle.
     fn write_when_idle(&self, core: &DeviceCore, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) -> Result<bool> {
+        // Held while writing: no stream may encode a command between the check and the write.
+        let _encoding = core.encoding_stream();
         if !self.submit_other_streams(core).is_empty() {
             return Ok(false);
         }
@@ -225,21 +237,28 @@ impl StreamCore {
         self.flush_own(core, after, waits);
     }
 
-    /// Submits (or queues) the open encoders of the device's other streams; returns their command
-    /// buffers that are still held back behind host tasks.
+    /// Submits (or queues) the open encoders of the device's other streams, each after the command
+    /// buffers that any other stream, this one included, holds back behind host tasks; returns the
+    /// other streams' buffers still held back.
     fn submit_other_streams(&self, core: &DeviceCore) -> SubmitAfter {
-        let mut waits = Vec::new();
-        for other in core.live_streams() {
-            if other.id == self.id {
-                continue;
-            }
-            other.flush_own(core, Vec::new(), Vec::new());
-            let finished = other.lock().finished_buffers;
-            if finished > other.submitted_buffers.load(Ordering::SeqCst) {
-                waits.push((Arc::downgrade(&other), finished));
-            }
+        let streams = core.live_streams();
+        let held = |except: u64| -> SubmitAfter {
+            streams
+                .iter()
+                .filter(|s| s.id != except)
+                .filter_map(|s| s.last_held_buffer().map(|number| (Arc::downgrade(s), number)))
+                .collect()
+        };
+        for other in streams.iter().filter(|s| s.id != self.id) {
+            other.flush_own(core, Vec::new(), held(other.id));
         }
-        waits
+        held(self.id)
+    }
+
+    /// The number of this stream's last finished command buffer, where it is not submitted yet.
+    fn last_held_buffer(&self) -> Option<u64> {
+        let finished = self.lock().finished_buffers;
+        (finished > self.submitted_buffers.load(Ordering::SeqCst)).then_some(finished)
     }
 
     /// Submits this stream's open encoder once `waits` are submitted, or queues it.
