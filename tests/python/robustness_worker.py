@@ -238,6 +238,27 @@ def op_sgd_step(rng, ctx):
     close(after, want, 1e-4, 1e-6, f"tf.function SGD step on a variable, batch {n}")
 
 
+def op_fresh_constants(rng, ctx):
+    """A new tf.function with Python-float constants, traced and first called under load: its Const
+    kernels upload their tensors on the host-to-device stream without waiting for the compute
+    stream, into memory that other threads' ops may have just freed."""
+    c1, c2, c3 = (float(v) for v in rng.integers(1, 1000, 3))
+    x = rng.integers(1, 100, (1, int(rng.integers(1, 129)))).astype(np.float32)
+
+    @tf.function
+    def affine(t):
+        return (t * c1 + c2) * c3
+
+    with tf.device(DEVICE):
+        got = affine(tf.constant(x))
+    close(on_device(got), (x.astype(np.float64) * c1 + c2) * c3, 1e-6, 0, f"fresh tf.function (x*{c1}+{c2})*{c3}")
+
+
+def op_fresh_sgd_step(rng, ctx):
+    """op_sgd_step on a new variable and a new tf.function, traced and first called under load."""
+    op_sgd_step(rng, {})
+
+
 OPS = {
     "matmul": op_matmul,
     "chain": op_chain,
@@ -249,6 +270,8 @@ OPS = {
     "gradient_eager": op_gradient,
     "gradient_function": lambda rng, ctx: op_gradient(rng, ctx, function=True),
     "sgd_step_function": op_sgd_step,
+    "fresh_function_constants": op_fresh_constants,
+    "fresh_sgd_step": op_fresh_sgd_step,
 }
 
 
@@ -277,10 +300,8 @@ def load(seconds, threads, tag):
     results = [None] * threads
     start = threading.Barrier(threads)
     deadline = [0.0]
-    # Each thread's own SGD tf.function and variable are made and traced before the clock, one
-    # after the other, as the shared functions are below: under load, a thread whose first call of
-    # a tf.function was traced while other threads ran ops has seen wrong values in its first
-    # iterations (an open finding; tracing under load is not what this test measures).
+    # Each thread's own SGD tf.function and variable are made and traced before the clock, as the
+    # shared functions are below; the fresh_* workloads trace new functions under load.
     contexts = [{"threads": threads} for _ in range(threads)]
 
     def worker(index):

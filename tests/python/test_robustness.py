@@ -107,11 +107,11 @@ def test_eight_threads_of_mixed_ops_on_one_device():
     """Eight Python threads for TF_WGPU_LOAD_SECONDS each run random eager ops and tf.functions on
     /GPU:0 (matmul, elementwise chains, reductions, conv2d, softmax, concat/transpose/slice, an MLP
     forward tf.function, GradientTape gradients eager and in a tf.function, a tf.function SGD step
-    on the thread's own variable), random shapes seeded per thread, each result checked against
-    NumPy or TF-CPU. Eager ops with host-memory int32 arguments (axes, perms, sizes) run under one
-    lock: TF's eager runtime mixes those arguments up between threads on a GPU, its own kernels
-    included (robustness_worker.HOST_ARGUMENTS); each thread's tf.function is traced before the
-    clock."""
+    on the thread's own variable, and new tf.functions traced and first called under load: one with
+    Python-float constants, an SGD step on a new variable), random shapes seeded per thread, each
+    result checked against NumPy or TF-CPU. Eager ops with host-memory int32 arguments (axes, perms,
+    sizes) run under one lock: TF's eager runtime mixes those arguments up between threads on a
+    GPU, its own kernels included (robustness_worker.HOST_ARGUMENTS)."""
     code, text, result = run_worker(["load", str(LOAD_SECONDS), "8", "thread"], timeout=LOAD_SECONDS + 300)
     assert result, f"the load worker ended without a result (exit {code}); a crash?\n{text[-6000:]}"
     elapsed = result["window"][1] - result["window"][0]
