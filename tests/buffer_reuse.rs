@@ -23,6 +23,30 @@ fn buffer_of(device: &Device, address: u64) -> wgpu::Buffer {
     device.memory.resolve(address, 1).unwrap().buffer().clone()
 }
 
+/// Writes `old` into a new allocation of `len` bytes, encodes (behind a slow host callback on
+/// `compute`, if asked) a copy out of it on `compute`, frees it and allocates `len` bytes again,
+/// which must get the same buffer: returns (the copy's address, the reused address). The copy is
+/// still unsubmitted.
+fn copy_then_reuse(device: &Device, compute: &Stream, len: u64, old: &[u8], behind_callback: bool) -> (u64, u64) {
+    let source = device.memory.allocate(device, len).unwrap();
+    let copy = device.memory.allocate(device, len).unwrap();
+    compute.memcpy_htod(source, old).unwrap();
+    compute.block_until_done().unwrap();
+    if behind_callback {
+        // The compute stream's next command buffer waits behind a slow host callback.
+        compute.host_callback(Box::new(|| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            Ok(())
+        }));
+    }
+    compute.memcpy_dtod(copy, source, len).unwrap();
+    let freed = buffer_of(device, source);
+    device.memory.free(source).unwrap();
+    let reused = device.memory.allocate(device, len).unwrap();
+    assert!(buffer_of(device, reused) == freed, "a freed buffer of the same size is reused");
+    (copy, reused)
+}
+
 #[test]
 fn a_reused_buffer_keeps_stream_order() {
     let device = Arc::new(instance::open_private_device(0).expect("no WGPU adapter"));
@@ -75,23 +99,7 @@ fn a_buffer_reused_by_another_stream_waits_for_work_encoded_before() {
     let (old, new) = (pattern(len, 5), pattern(len, 11));
     let scratch = device.memory.allocate(&device, 4).unwrap();
     for (direct, behind_callback) in [(true, false), (false, false), (true, true), (false, true)] {
-        let source = device.memory.allocate(&device, len).unwrap();
-        let copy = device.memory.allocate(&device, len).unwrap();
-        compute.memcpy_htod(source, &old).unwrap();
-        compute.block_until_done().unwrap();
-
-        if behind_callback {
-            // The compute stream's next command buffer waits behind a slow host callback.
-            compute.host_callback(Box::new(|| {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-                Ok(())
-            }));
-        }
-        compute.memcpy_dtod(copy, source, len).unwrap();
-        let freed = buffer_of(&device, source);
-        device.memory.free(source).unwrap();
-        let reused = device.memory.allocate(&device, len).unwrap();
-        assert!(buffer_of(&device, reused) == freed);
+        let (copy, reused) = copy_then_reuse(&device, &compute, len, &old, behind_callback);
         if direct {
             // An idle stream may write with Queue::write_buffer, which lands before the next submit.
             uploads.memcpy_htod(reused, &new).unwrap();
@@ -125,22 +133,7 @@ fn a_stream_that_encodes_after_another_submits_after_it() {
     let (old, new) = (pattern(len, 13), pattern(len, 17));
     let scratch = device.memory.allocate(&device, 4).unwrap();
     for behind_callback in [false, true] {
-        let source = device.memory.allocate(&device, len).unwrap();
-        let copy = device.memory.allocate(&device, len).unwrap();
-        compute.memcpy_htod(source, &old).unwrap();
-        compute.block_until_done().unwrap();
-
-        if behind_callback {
-            compute.host_callback(Box::new(|| {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-                Ok(())
-            }));
-        }
-        compute.memcpy_dtod(copy, source, len).unwrap();
-        let freed = buffer_of(&device, source);
-        device.memory.free(source).unwrap();
-        let reused = device.memory.allocate(&device, len).unwrap();
-        assert!(buffer_of(&device, reused) == freed);
+        let (copy, reused) = copy_then_reuse(&device, &compute, len, &old, behind_callback);
         uploads.memcpy_htod(reused, &new).unwrap();
         compute.fill(scratch, 4, 0).unwrap();
         compute.flush();
