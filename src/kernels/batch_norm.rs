@@ -12,7 +12,7 @@ use super::binary::{self, BinaryOp};
 use super::layout::{self, ImageArgs};
 use super::reduce;
 use super::windows::binding_limit;
-use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "batch_norm",
@@ -103,7 +103,19 @@ pub fn geometry(x: &TensorRef, per_channel: &[(&TensorRef, &str)]) -> Result<(u3
     Ok((rows, c as u32))
 }
 
-/// FusedBatchNormV3 with `is_training`: normalizes with the batch statistics and outputs the running
+/// FusedBatchNorm and FusedBatchNormV2, and their gradients, take 4-D images only (their
+/// `data_format` has no 5-D values); V3 takes 4-D and 5-D ones, which `geometry` checks.
+pub fn check_older_generation_rank(op: &str, x: &TensorRef) -> Result<()> {
+    if !op.ends_with("V3") && x.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!(
+            "input must be 4-dimensional{}",
+            validate::shape_string(&x.shape)
+        )));
+    }
+    Ok(())
+}
+
+/// FusedBatchNorm (V1, V2, V3) with `is_training`: normalizes with the batch statistics and outputs the running
 /// ones (y, batch_mean, batch_variance, saved mean, saved biased variance, reserve space).
 pub fn forward_training(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let x = ctx.input(0)?;
@@ -122,10 +134,12 @@ pub fn forward_training(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
     let batch_var = ctx.allocate_output(2, scale.dtype, &stat_shape)?;
     let saved_mean = ctx.allocate_output(3, scale.dtype, &stat_shape)?;
     let saved_var = ctx.allocate_output(4, scale.dtype, &stat_shape)?;
-    // TF-CPU's training kernel leaves a scalar here.
-    let reserve = ctx.allocate_output(5, scale.dtype, &[])?;
+    // V3's reserve space: TF-CPU's training kernel leaves a scalar here (V1 and V2 have none).
+    if ctx.num_outputs() > 5 {
+        let reserve = ctx.allocate_output(5, scale.dtype, &[])?;
+        ctx.stream()?.fill(reserve.address, reserve.byte_len(), 0)?;
+    }
     let stream = ctx.stream()?;
-    stream.fill(reserve.address, reserve.byte_len(), 0)?;
     if c == 0 {
         return Ok(());
     }
@@ -221,9 +235,10 @@ fn statistics_in_windows(
     binary::launch(stream, BinaryOp::RealDiv, variance, &divisor, variance)
 }
 
-/// FusedBatchNormGradV3: x, scale and offset gradients from y's, given the statistics the forward
+/// FusedBatchNormGrad (V1, V2, V3; V3's reserve_space_3 is not read): x, scale and offset gradients from y's, given the statistics the forward
 /// pass used (batch statistics in training mode, population ones otherwise).
 pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    check_older_generation_rank(kernel.def.op, &ctx.input(1)?)?;
     if layout::is_channels_first(kernel.attrs.str("data_format")?)? {
         // (y_backprop, x, ...) -> (x_backprop, ...).
         let images = ImageArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0] };

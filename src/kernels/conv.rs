@@ -16,7 +16,7 @@ use super::im2col::{self, Im2col};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
 use super::windows::{self, binding_limit};
-use super::{fast_div, shader_len, validate, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, shader_len, validate, AttrValue, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "conv",
@@ -553,7 +553,7 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let input = ctx.input(0)?;
     let p = pool_params(kernel, &input.shape)?;
     let out = ctx.allocate_output(0, input.dtype, &pooled_shape(&p))?;
-    let entry = if kernel.def.op == "MaxPool" { "max_pool" } else { "avg_pool" };
+    let entry = if kernel.def.op.starts_with("MaxPool") { "max_pool" } else { "avg_pool" };
     // The filter slot is unused by the pools; the input stands in for it.
     launch(ctx.stream()?, entry, p, &[&input, &input], &out)
 }
@@ -568,10 +568,37 @@ fn check_gradient_shape(op: &str, grad: &TensorRef, expected: &[i64]) -> Result<
     Ok(())
 }
 
-/// MaxPoolGrad (orig_input, orig_output, grad) and AvgPoolGrad (orig_input_shape, grad).
+/// MaxPoolV2 and MaxPoolGradV2: MaxPool's and MaxPoolGrad's kernels, with `ksize` and `strides`
+/// read from the node's last two inputs (host-memory int32 vectors) instead of its attributes.
+pub fn pool_v2(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let n = ctx.num_inputs();
+    if n < 2 {
+        return Err(Error::internal(format!("{}: {n} inputs", kernel.def.op)));
+    }
+    let mut attrs = kernel.attrs.clone();
+    for (name, index) in [("ksize", n - 2), ("strides", n - 1)] {
+        let (values, shape) = ctx.host_input_values(index)?;
+        if shape.len() != 1 {
+            return Err(Error::invalid_argument(format!(
+                "{name} must be a vector, not a tensor of shape {}",
+                validate::shape_string(&shape)
+            )));
+        }
+        attrs.set(name, AttrValue::IntList(values));
+    }
+    let instance = KernelInstance { def: kernel.def, attrs };
+    if kernel.def.op == "MaxPoolV2" {
+        pool(ctx, &instance)
+    } else {
+        pool_grad(ctx, &instance)
+    }
+}
+
+/// MaxPoolGrad (orig_input, orig_output, grad), MaxPoolGradV2 (the same, then ksize and strides)
+/// and AvgPoolGrad (orig_input_shape, grad).
 pub fn pool_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let op = kernel.def.op;
-    let max = op == "MaxPoolGrad";
+    let max = op.starts_with("MaxPoolGrad");
     if channels_first(kernel)? {
         // MaxPoolGrad(orig_input, orig_output, grad); AvgPoolGrad(orig_input_shape, grad).
         let images = if max {
@@ -591,7 +618,7 @@ pub fn pool_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
 
 fn pool_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let op = kernel.def.op;
-    let max = op == "MaxPoolGrad";
+    let max = op.starts_with("MaxPoolGrad");
     let (input, grad) = if max { (Some(ctx.input(0)?), ctx.input(2)?) } else { (None, ctx.input(1)?) };
     let shape = match &input {
         Some(t) => t.shape.clone(),
@@ -613,14 +640,18 @@ fn pool_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
 }
 
 /// Conv2DBackpropInput, Conv2DBackpropFilter and their DepthwiseConv2dNative twins. The sizes of
-/// the gradient they produce come as a host-memory input.
+/// the gradient they produce come as a host-memory input, or for Conv2DBackpropInputV2 as the
+/// shape of its first input (the forward op's input, whose values are not read).
 pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let for_filter = kernel.def.op.ends_with("Filter");
+    let sized_by_input = kernel.def.op == "Conv2DBackpropInputV2";
     if channels_first(kernel)? {
         // BackpropInput(input_sizes, filter, out_backprop); BackpropFilter(input, filter_sizes,
-        // out_backprop).
+        // out_backprop); BackpropInputV2(input, filter, out_backprop).
         let images = if for_filter {
             ImageArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[] }
+        } else if sized_by_input {
+            ImageArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[0] }
         } else {
             ImageArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0] }
         };
@@ -628,6 +659,8 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     }
     let batched = if for_filter {
         BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[], summed_outputs: &[0] }
+    } else if sized_by_input {
+        BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[0], summed_outputs: &[] }
     } else {
         BatchArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] }
     };
@@ -639,14 +672,20 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let depthwise = op.starts_with("Depthwise");
     let for_filter = op.ends_with("Filter");
     let dy = ctx.input(2)?;
-    let (mut sizes, sizes_shape) = ctx.host_input_values(if for_filter { 1 } else { 0 })?;
+    let sized_by_input = op == "Conv2DBackpropInputV2";
+    let (mut sizes, sizes_shape) = if sized_by_input {
+        let shape = ctx.input(0)?.shape;
+        (shape.clone(), vec![shape.len() as i64])
+    } else {
+        ctx.host_input_values(if for_filter { 1 } else { 0 })?
+    };
     let known = ctx.input(if for_filter { 0 } else { 1 })?;
     let what = if for_filter { "filter_sizes" } else { "input_sizes" };
     if sizes_shape.len() != 1 {
         return Err(Error::invalid_argument(format!("{op}: {what} input must be 1-dim, not {}", sizes_shape.len())));
     }
     // TF also takes the input's spatial size alone: batch from dy, depth from the filter.
-    if !for_filter && sizes.len() == 2 && dy.shape.len() == 4 && known.shape.len() == 4 {
+    if !for_filter && !sized_by_input && sizes.len() == 2 && dy.shape.len() == 4 && known.shape.len() == 4 {
         sizes = vec![dy.shape[0], sizes[0], sizes[1], known.shape[2]];
     }
     let sized = TensorRef { shape: sizes.clone(), ..known.clone() };
@@ -1070,8 +1109,9 @@ fn launch_grad_filter(
     })
 }
 
-/// FusedBatchNormV3 with is_training = false: normalise with the given mean and variance.
+/// FusedBatchNorm, V2 and V3; with is_training = false: normalise with the given mean and variance.
 pub fn fused_batch_norm(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    super::batch_norm::check_older_generation_rank(kernel.def.op, &ctx.input(0)?)?;
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, fused_batch_norm);
     }
@@ -1103,7 +1143,9 @@ fn batch_norm_inference(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
             ctx.stream()?.memcpy_dtod(out.address, source.address, source.byte_len())?;
         }
     }
-    ctx.allocate_output(5, x.dtype, &[0])?;
+    if ctx.num_outputs() > 5 {
+        ctx.allocate_output(5, x.dtype, &[0])?;
+    }
     Ok(())
 }
 

@@ -593,29 +593,34 @@ fn build_table() -> Vec<KernelDef> {
     table.push(kernel("AvgPool", f32, &[], POOL_ATTRS, conv::pool));
     table.push(kernel("Conv2DBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("Conv2DBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
+    table.push(kernel("Conv2DBackpropInputV2", f32, &[], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("DepthwiseConv2dNativeBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("DepthwiseConv2dNativeBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("MaxPoolGrad", f32, &[], MAX_POOL_ATTRS, conv::pool_grad));
+    // ksize and strides as inputs (tf.nn.max_pool2d with tensors for them).
+    const POOL_V2_ATTRS: &[(&str, AttrKind)] = &[("padding", AttrKind::Str), ("data_format", AttrKind::Str)];
+    table.push(kernel("MaxPoolV2", f32, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
+    table.push(kernel("MaxPoolGradV2", f32, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
     table.push(kernel("AvgPoolGrad", f32, &["orig_input_shape"], POOL_ATTRS, conv::pool_grad));
-    table.push(kernel(
-        "FusedBatchNormV3",
-        leak(vec![("T", DType::F32), ("U", DType::F32)]),
-        &[],
-        &[
-            ("epsilon", AttrKind::Float),
-            ("exponential_avg_factor", AttrKind::Float),
-            ("data_format", AttrKind::Str),
-            ("is_training", AttrKind::Bool),
-        ],
-        conv::fused_batch_norm,
-    ));
-    table.push(kernel(
-        "FusedBatchNormGradV3",
-        leak(vec![("T", DType::F32), ("U", DType::F32)]),
-        &[],
-        &[("epsilon", AttrKind::Float), ("data_format", AttrKind::Str), ("is_training", AttrKind::Bool)],
-        batch_norm::grad,
-    ));
+    // FusedBatchNorm's generations: V1 (float32, statistics typed T) and V2 (statistics typed U)
+    // have no reserve_space_3, and only 4-D layouts in TF's op definitions.
+    const BATCH_NORM_ATTRS: &[(&str, AttrKind)] = &[
+        ("epsilon", AttrKind::Float),
+        ("exponential_avg_factor", AttrKind::Float),
+        ("data_format", AttrKind::Str),
+        ("is_training", AttrKind::Bool),
+    ];
+    const BATCH_NORM_GRAD_ATTRS: &[(&str, AttrKind)] =
+        &[("epsilon", AttrKind::Float), ("data_format", AttrKind::Str), ("is_training", AttrKind::Bool)];
+    let with_statistics = leak(vec![("T", DType::F32), ("U", DType::F32)]);
+    for op in ["FusedBatchNormV3", "FusedBatchNormV2"] {
+        table.push(kernel(op, with_statistics, &[], BATCH_NORM_ATTRS, conv::fused_batch_norm));
+    }
+    table.push(kernel("FusedBatchNorm", f32, &[], BATCH_NORM_ATTRS, conv::fused_batch_norm));
+    for op in ["FusedBatchNormGradV3", "FusedBatchNormGradV2"] {
+        table.push(kernel(op, with_statistics, &[], BATCH_NORM_GRAD_ATTRS, batch_norm::grad));
+    }
+    table.push(kernel("FusedBatchNormGrad", f32, &[], BATCH_NORM_GRAD_ATTRS, batch_norm::grad));
     table.push(kernel(
         "_FusedConv2D",
         f32,
@@ -925,7 +930,7 @@ fn build_table() -> Vec<KernelDef> {
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 35] = [
+const HALF_VIA_F32: [&str; 40] = [
     "CudnnRNN",
     "CudnnRNNV2",
     "CudnnRNNV3",
@@ -933,6 +938,11 @@ const HALF_VIA_F32: [&str; 35] = [
     "CudnnRNNBackpropV2",
     "CudnnRNNBackpropV3",
     "FusedBatchNormGradV3",
+    "FusedBatchNormGradV2",
+    "FusedBatchNormV2",
+    "MaxPoolV2",
+    "MaxPoolGradV2",
+    "Conv2DBackpropInputV2",
     "L2Loss",
     "Conv2DBackpropInput",
     "Conv2DBackpropFilter",
@@ -1014,11 +1024,9 @@ pub fn op_table() -> String {
 /// `layout::channels_last`).
 fn layouts(op: &str) -> Option<&'static str> {
     let def = KERNELS.iter().find(|k| k.op == op)?;
-    def.attrs.iter().any(|(name, _)| *name == "data_format").then_some(if op.starts_with("FusedBatchNorm") {
-        "NHWC NCHW NDHWC NCDHW"
-    } else {
-        "NHWC NCHW"
-    })
+    def.attrs.iter().any(|(name, _)| *name == "data_format").then_some(
+        if op.starts_with("FusedBatchNorm") && op.ends_with("V3") { "NHWC NCHW NDHWC NCDHW" } else { "NHWC NCHW" },
+    )
 }
 
 /// The `FAST_DIV` override of `wgsl/quot.wgsl` for a pipeline whose dividends (flat indices) are

@@ -71,6 +71,7 @@ ACCUMULATING = {
     "Softmax", "LogSoftmax", "ResourceApplyAdam", "ResourceApplyRMSProp", "ResourceApplyAdagrad",
     "ResourceApplyMomentum", "ResourceApplyKerasMomentum", "UnsortedSegmentProd", "TensorScatterSub",
     "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterNdAdd", "ResourceScatterNdSub",
+    "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormGrad", "FusedBatchNormGradV2", "Conv2DBackpropInputV2",
 }
 GRADS = {
     "ReluGrad": ("gradients", "features"), "Relu6Grad": ("gradients", "features"),
@@ -903,7 +904,7 @@ def gen_conv_grad(g, case):
     attrs = dict(strides=cfg["strides"], padding=cfg["padding"], dilations=cfg["dilations"])
     if cfg["padding"] == "EXPLICIT" or g.chance(0.3):
         attrs["explicit_paddings"] = cfg["explicit"]
-    sizes = xshape if case.op.endswith("Input") else filt
+    sizes = xshape if "Input" in case.op else filt
     if g.adversary("conv"):
         if g.chance(0.45):
             kind = g.int(0, 5)
@@ -923,7 +924,7 @@ def gen_conv_grad(g, case):
             else:
                 sizes = list(sizes)
                 sizes[0] = 0
-                if case.op.endswith("Input"):
+                if "Input" in case.op:
                     dy = [0] + dy[1:]
             g.tag(f"shape{kind}")
         else:
@@ -931,6 +932,10 @@ def gen_conv_grad(g, case):
     sizes = np.array(sizes, np.int32) if all(-(2**31) <= s < 2**31 for s in sizes) else np.array(sizes, np.int64)
     if case.op.endswith("Input"):
         case.args.update(input_sizes=sizes, filter=g.data(T, filt, scale=1.0), out_backprop=g.data(T, dy, scale=1.0), **attrs)
+    elif case.op.endswith("InputV2"):  # sized by its input's shape (huge sizes become empty inputs)
+        shape = [int(v) if 0 <= v <= 64 else 0 for v in sizes]
+        case.args.update(input=g.data(T, shape, scale=1.0), filter=g.data(T, filt, scale=1.0),
+                         out_backprop=g.data(T, dy, scale=1.0), **attrs)
     else:
         case.args.update(input=g.data(T, xshape, scale=1.0), filter_sizes=sizes, out_backprop=g.data(T, dy, scale=1.0), **attrs)
 
@@ -963,8 +968,20 @@ def gen_pool(g, case):
     x = g.data(T, xshape, scale=1.0)
     if case.op == "MaxPool":
         case.args.update(input=x, **attrs)
+    elif case.op == "MaxPoolV2":  # ksize and strides as int32 tensors
+        case.args.update(input=x, **_pool_lists_as_tensors(attrs))
     else:
         case.args.update(value=x, **attrs)
+
+
+def _pool_lists_as_tensors(attrs):
+    """MaxPoolV2's and MaxPoolGradV2's arguments: ksize and strides as int32 tensors (huge entries
+    wrapped, as TF would read them), no explicit paddings."""
+    attrs = dict(attrs)
+    attrs.pop("explicit_paddings", None)
+    for name in ("ksize", "strides"):
+        attrs[name] = np.array(attrs[name], np.int64).astype(np.int32)
+    return attrs
 
 
 def gen_pool_grad(g, case):
@@ -981,7 +998,8 @@ def gen_pool_grad(g, case):
     oh = conv_out(cfg["h"], cfg["kh"], cfg["strides"][1], 1, cfg["padding"])
     ow = conv_out(cfg["w"], cfg["kw"], cfg["strides"][2], 1, cfg["padding"])
     yshape = [cfg["n"], oh, ow, cfg["c"]]
-    if case.op == "MaxPoolGrad":
+    max_pool = case.op.startswith("MaxPoolGrad")
+    if max_pool:
         with tf.device(CPU):
             y = tf.raw_ops.MaxPool(input=x, **attrs).numpy()
     adv_shape = None
@@ -996,7 +1014,7 @@ def gen_pool_grad(g, case):
             elif kind == 2 and case.op == "AvgPoolGrad":
                 xshape = list(xshape)
                 xshape[g.int(0, 3)] = g.pick([-1, 0, 2**31 - 1])
-            elif kind == 3 and case.op == "MaxPoolGrad":
+            elif kind == 3 and max_pool:
                 y = g.data(T, y.shape)  # orig_output not the pool of orig_input
             else:
                 attrs["ksize"] = g.pick([[1, 0, 2, 1], [1, 2, 2], [2, 1, 1, 1], [1, -3, 1, 1]])
@@ -1006,6 +1024,8 @@ def gen_pool_grad(g, case):
     dy = g.data(T, adv_shape or yshape, scale=1.0)
     if case.op == "MaxPoolGrad":
         case.args.update(orig_input=x, orig_output=y.astype(x.dtype), grad=dy, **attrs)
+    elif case.op == "MaxPoolGradV2":
+        case.args.update(orig_input=x, orig_output=y.astype(x.dtype), grad=dy, **_pool_lists_as_tensors(attrs))
     else:
         case.args.update(orig_input_shape=np.array(xshape, np.int32 if all(abs(s) < 2**31 for s in xshape) else np.int64),
                          grad=dy, **attrs)
@@ -1035,7 +1055,7 @@ def gen_batch_norm(g, case):
         else:
             cs = [0] * 4
     x = g.data(T, xshape, scale=1.0)
-    if case.op == "FusedBatchNormV3":
+    if not case.op.startswith("FusedBatchNormGrad"):
         mean, var = f32([cs[2]]), np.abs(f32([cs[3]])) + 0.1
         if training and not g.adv and g.chance(0.5):
             mean, var = np.zeros(0, np.float32), np.zeros(0, np.float32)
@@ -1056,7 +1076,9 @@ def gen_batch_norm(g, case):
             mean = f32([cs[2]])
         case.args.update(y_backprop=g.data(T, xshape, scale=1.0), x=x, scale=f32([cs[0]]),
                          reserve_space_1=mean.astype(np.float32), reserve_space_2=var.astype(np.float32),
-                         reserve_space_3=np.zeros(0, np.float32), epsilon=eps, is_training=training, data_format=fmt)
+                         epsilon=eps, is_training=training, data_format=fmt)
+        if case.op == "FusedBatchNormGradV3":
+            case.args["reserve_space_3"] = np.zeros(0, np.float32)
         case.outputs = 3
 
 
@@ -2197,7 +2219,9 @@ GENERATORS.update({
     "Conv2DBackpropInput": gen_conv_grad, "Conv2DBackpropFilter": gen_conv_grad,
     "DepthwiseConv2dNativeBackpropInput": gen_conv_grad, "DepthwiseConv2dNativeBackpropFilter": gen_conv_grad,
     "MaxPool": gen_pool, "AvgPool": gen_pool, "MaxPoolGrad": gen_pool_grad, "AvgPoolGrad": gen_pool_grad,
-    "FusedBatchNormV3": gen_batch_norm, "FusedBatchNormGradV3": gen_batch_norm,
+    "MaxPoolV2": gen_pool, "MaxPoolGradV2": gen_pool_grad, "Conv2DBackpropInputV2": gen_conv_grad,
+    **{op: gen_batch_norm for op in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
+                                     "FusedBatchNormGradV2", "FusedBatchNormGradV3")},
     "StatelessRandomGetKeyCounter": gen_random, "StatelessRandomUniformV2": gen_random,
     "StatelessRandomNormalV2": gen_random, "StatelessTruncatedNormalV2": gen_random,
     "ScatterNd": gen_scatter, "GatherNd": gen_gather_nd, "ResourceGatherNd": gen_variable,
@@ -2273,6 +2297,16 @@ def _exec_attrs(case):
 
 
 # tf.raw_ops names some inputs differently from their OpDefs.
+def _backprop_input_sized_by_shape(args):
+    """Conv2DBackpropInputV2's arguments as Conv2DBackpropInput's (the input's shape as input_sizes)."""
+    args = dict(args)
+    args["input_sizes"] = np.array(np.shape(args.pop("input")), np.int32)
+    return "Conv2DBackpropInput", args
+
+
+# Ops TF-CPU (and TF-GPU) registers no kernel for, each with the op and arguments that answer for it.
+CPU_TWINS = {"Conv2DBackpropInputV2": _backprop_input_sized_by_shape}
+
 RAW_RENAMES = {"Split": {"split_dim": "axis"}, "SplitV": {"split_dim": "axis"}, "Select": {"t": "x", "e": "y"},
                **{op: {"reduction_indices": "axis"} for op in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any")}}
 
@@ -2286,6 +2320,10 @@ def execute(case, device, args=None):
     args = case.args if args is None else args
     if case.mode == "rnn":
         return execute_rnn(Case_with(case, args), device)
+    if device == CPU and case.op in CPU_TWINS:
+        op, args = CPU_TWINS[case.op](args)
+        case = Case_with(case, args)
+        case.op = op
     op_def = op_def_registry.get(case.op)
     inputs = [a.name for a in op_def.input_arg]
     if case.mode == "exec":
@@ -2487,6 +2525,11 @@ def _flush_outputs(outs):
 
 # --- documented TF-GPU answers -------------------------------------------------------------------
 
+# The image arguments of the pools, which TF-CPU serves in NHWC only.
+POOL_IMAGES = {"MaxPool": ("input",), "MaxPoolV2": ("input",), "AvgPool": ("value",), "AvgPoolGrad": ("grad",),
+               **{op: ("orig_input", "orig_output", "grad") for op in ("MaxPoolGrad", "MaxPoolGradV2")}}
+
+
 def documented_answer(case, gots):
     """Where TF-CPU rejects the input but TF-GPU documents an answer: (name, result or None)."""
     import tensorflow as tf
@@ -2595,6 +2638,24 @@ def documented_answer(case, gots):
         args = dict(a, input=np.moveaxis(a["input"], 1, -1), data_format="NHWC")
         answers = [[np.moveaxis(o, -1, 1) for o in answer] for answer in references(case, args)]
         return "NCHW: TF-CPU's NHWC answer, transposed", answers
+    if op in ("Conv2DBackpropInput", "Conv2DBackpropInputV2", "Conv2DBackpropFilter"):
+        answers = grouped_conv_grad(case)
+        if answers is not None:
+            return "grouped convolution gradient (TF-GPU serves it, TF-CPU refuses): TF-CPU's per group", answers
+    images = POOL_IMAGES.get(op, ())
+    if images and a.get("data_format") == "NCHW" and all(np.ndim(a[k]) == 4 for k in images):
+        # TF-GPU's NCHW pools (TF-CPU's refuse NCHW): the NHWC answer on the transposed images.
+        args = dict(a, data_format="NHWC", **{k: np.moveaxis(a[k], 1, -1) for k in images})
+        for name in ("ksize", "strides", "orig_input_shape"):
+            if name in a and np.size(a[name]) == 4:
+                v = np.asarray(a[name])
+                moved = v[[0, 2, 3, 1]]
+                args[name] = moved if isinstance(a[name], np.ndarray) else moved.tolist()
+        if np.size(a.get("explicit_paddings", [])) == 8:
+            pairs = np.asarray(a["explicit_paddings"]).reshape(4, 2)
+            args["explicit_paddings"] = pairs[[0, 2, 3, 1]].reshape(-1).tolist()
+        answers = [[np.moveaxis(o, -1, 1) for o in answer] for answer in references(case, args)]
+        return "NCHW: TF-CPU's NHWC answer, transposed", answers
     if op == "SparseSoftmaxCrossEntropyWithLogits":
         f, labels = a["features"], a["labels"]
         if f.ndim != 2 or labels.shape != f.shape[:1] or f.shape[1] == 0:
@@ -2609,6 +2670,42 @@ def documented_answer(case, gots):
         backprop = np.where(bad[:, None], np.nan, backprop).astype(backprop.dtype)
         return "sparse cross-entropy: NaN rows for out-of-range labels", [[loss, backprop]]
     return None
+
+
+def grouped_conv_grad(case):
+    """A grouped Conv2D gradient (input channels a multiple > 1 of the filter's) as TF-GPU computes
+    it, from TF-CPU's ungrouped kernel on each group's channels; None where the case is not one."""
+    import tensorflow as tf
+
+    a = dict(case.args)
+    if a.get("data_format", "NHWC") != "NHWC":
+        return None
+    if case.op == "Conv2DBackpropInputV2":
+        a["input_sizes"] = np.array(np.shape(a.pop("input")), np.int32)
+    for_filter = case.op.endswith("Filter")
+    xs = list(np.shape(a["input"])) if for_filter else [int(v) for v in a["input_sizes"]]
+    fs = [int(v) for v in a["filter_sizes"]] if for_filter else list(np.shape(a["filter"]))
+    dy = a["out_backprop"]
+    if len(xs) != 4 or len(fs) != 4 or dy.ndim != 4 or min(xs + fs) <= 0 or xs[3] == fs[2] or xs[3] % fs[2]:
+        return None
+    groups = xs[3] // fs[2]
+    if fs[3] % groups or dy.shape[3] != fs[3]:
+        return None
+    cin, cout = fs[2], fs[3] // groups
+    attrs = {k: v for k, v in a.items() if k not in ("input", "input_sizes", "filter", "filter_sizes", "out_backprop")}
+    parts = []
+    with tf.device(CPU):
+        for g in range(groups):
+            dy_g = dy[..., g * cout:(g + 1) * cout]
+            if for_filter:
+                parts.append(tf.raw_ops.Conv2DBackpropFilter(
+                    input=a["input"][..., g * cin:(g + 1) * cin], filter_sizes=np.array(fs[:3] + [cout], np.int32),
+                    out_backprop=dy_g, **attrs).numpy())
+            else:
+                parts.append(tf.raw_ops.Conv2DBackpropInput(
+                    input_sizes=np.array(xs[:3] + [cin], np.int32), filter=a["filter"][..., g * cout:(g + 1) * cout],
+                    out_backprop=dy_g, **attrs).numpy())
+    return [[np.concatenate(parts, axis=-1)]]
 
 
 def depthwise_grad_exact(case):
@@ -2731,7 +2828,8 @@ def exc_record(e):
 NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2DBackpropInput",
                  "Conv2DBackpropFilter", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
                  "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
-                 "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax"}
+                 "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax", "MaxPoolV2", "MaxPoolGradV2",
+                 "Conv2DBackpropInputV2"}
 INTEGER_DIVISION_OPS = {"FloorDiv", "FloorMod", "Div", "TruncateDiv", "TruncateMod"}
 
 

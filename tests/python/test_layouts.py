@@ -166,6 +166,24 @@ def test_pooling_and_gradients_in_nchw(config, kind, rng, strict_placement):
               dict(orig_input_shape=np.array(to_last(x).shape, np.int32), grad=dy, **last), [0])
 
 
+@pytest.mark.parametrize("config", POOL_CONFIGS, ids=str)
+def test_max_pool_v2_and_gradient_in_nchw(config, rng, strict_placement):
+    """MaxPoolV2 and MaxPoolGradV2 (ksize and strides as tensors) in NCHW against TF-CPU's NHWC
+    MaxPool and MaxPoolGrad (TF-CPU's V2 kernels refuse NCHW)."""
+    shape, ksize, strides, padding = config
+    x = data(rng, *shape)
+    lists = dict(ksize=[1, 1, *ksize], strides=[1, 1, *strides])
+    first = dict(padding=padding, data_format="NCHW", **{k: np.array(v, np.int32) for k, v in lists.items()})
+    last = dict(padding=padding, data_format="NHWC", **{k: list_to_last(v) for k, v in lists.items()})
+    y = run("MaxPoolV2", GPU, input=x, **first)[0]
+    y_last = run("MaxPool", CPU, input=to_last(x), **last)[0]
+    np.testing.assert_array_equal(y, to_first(y_last))
+    dy = data(rng, *y_last.shape)
+    dx = run("MaxPoolGradV2", GPU, orig_input=x, orig_output=y, grad=to_first(dy), **first)[0]
+    dx_last = run("MaxPoolGrad", CPU, orig_input=to_last(x), orig_output=y_last, grad=dy, **last)[0]
+    np.testing.assert_allclose(dx, to_first(dx_last), rtol=TOL, atol=TOL)
+
+
 @pytest.mark.parametrize("op", ["SpaceToDepth", "DepthToSpace"])
 @pytest.mark.parametrize("block", [2, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.uint8])
@@ -202,7 +220,8 @@ def test_max_pool_explicit_padding_in_nchw(rng, strict_placement):
 
 @pytest.mark.parametrize("shape", [(2, 3, 5, 4), (1, 4, 3, 3, 2), (0, 3, 4, 4)], ids=str)
 @pytest.mark.parametrize("training", [True, False], ids=["training", "inference"])
-def test_fused_batch_norm_and_gradient_channels_first(shape, training, rng, strict_placement):
+@pytest.mark.parametrize("generation", ["V3", "V2", ""], ids=["V3", "V2", "V1"])
+def test_fused_batch_norm_and_gradient_channels_first(shape, training, generation, rng, strict_placement):
     c = shape[1]
     fmt_first, fmt_last = ("NCDHW", "NDHWC") if len(shape) == 5 else ("NCHW", "NHWC")
     x = data(rng, *shape)
@@ -210,14 +229,21 @@ def test_fused_batch_norm_and_gradient_channels_first(shape, training, rng, stri
     mean, var = data(rng, c), np.abs(data(rng, c)) + 0.5
     common = dict(scale=scale, offset=offset, mean=mean, variance=var, epsilon=1e-3, is_training=training)
     # Outputs 0-2 and 3-4 (saved statistics); the reserve space is opaque.
-    check("FusedBatchNormV3", dict(x=x, data_format=fmt_first, **common), dict(x=to_last(x), data_format=fmt_last,
-          **common), [0], outputs=[0, 1, 2] if shape[0] else [0])
+    if generation != "V3" and len(shape) == 5:
+        # FusedBatchNorm and V2 define 4-D layouts only.
+        with pytest.raises((tf.errors.InvalidArgumentError, ValueError)):
+            run("FusedBatchNorm" + generation, GPU, x=x, data_format=fmt_first, **common)
+        return
+    check("FusedBatchNorm" + generation, dict(x=x, data_format=fmt_first, **common),
+          dict(x=to_last(x), data_format=fmt_last, **common), [0], outputs=[0, 1, 2] if shape[0] else [0])
     dy = data(rng, *to_last(x).shape)
     with tf.device(CPU):
         saved = tf.raw_ops.FusedBatchNormV3(x=to_last(x), data_format=fmt_last, **common)
     grad = dict(scale=scale, reserve_space_1=saved[3].numpy(), reserve_space_2=saved[4].numpy(),
                 reserve_space_3=saved[5].numpy(), epsilon=1e-3, is_training=training)
-    check("FusedBatchNormGradV3", dict(y_backprop=to_first(dy), x=x, data_format=fmt_first, **grad),
+    if generation != "V3":
+        del grad["reserve_space_3"]
+    check("FusedBatchNormGrad" + generation, dict(y_backprop=to_first(dy), x=x, data_format=fmt_first, **grad),
           dict(y_backprop=dy, x=to_last(x), data_format=fmt_last, **grad), [0], outputs=[0, 1, 2])
 
 

@@ -56,6 +56,16 @@ HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseCo
                      "TensorScatterAdd", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
                      "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad"}
 
+# The older (or tensor-attribute) generations of an op check like the op they share a kernel with.
+SAME_AS = {"FusedBatchNorm": "FusedBatchNormV3", "FusedBatchNormV2": "FusedBatchNormV3",
+           "FusedBatchNormGrad": "FusedBatchNormGradV3", "FusedBatchNormGradV2": "FusedBatchNormGradV3",
+           "MaxPoolV2": "MaxPool", "MaxPoolGradV2": "MaxPoolGrad", "Conv2DBackpropInputV2": "Conv2DBackpropInput"}
+for _new, _old in SAME_AS.items():
+    if _old in TOLERANCE:
+        TOLERANCE[_new] = TOLERANCE[_old]
+    if _old in HALF_ACCUMULATING:
+        HALF_ACCUMULATING.add(_new)
+
 rng_global = np.random.default_rng(1234)
 
 
@@ -105,9 +115,11 @@ def broadcast_pair(rng):
     return a, b
 
 
-def run(fn, args, op=None):
+def run(fn, args, op=None, reference=None):
+    """`fn` on the GPU and `reference` (by default `fn`: TF-CPU's kernel of the same op) on the CPU."""
     with tf.device(GPU):
         got = fn(*[tf.constant(a) for a in args])
+    fn = reference or fn
     with tf.device("/CPU:0"):
         if op in HALF_ACCUMULATING and any(getattr(a, "dtype", None) == np.float16 for a in args):
             # TF-CPU's half kernels for these ops keep their partial sums in half, so their error
@@ -207,6 +219,9 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
 }
 
 
+FLOAT_MATH |= {new for new, old in SAME_AS.items() if old in FLOAT_MATH}
+
+
 def grad_cases(op, attrs, rng):
     first, second = GRADS[op]
     extra = {"alpha": 0.15} if op == "LeakyReluGrad" else {}
@@ -277,6 +292,13 @@ def conv_grad_cases(op, attrs, rng):
         if op.endswith("Input"):
             fn = lambda k, dy, xs=xs, conv=conv: getattr(tf.raw_ops, op)(input_sizes=list(xs), filter=k, out_backprop=dy, **conv)
             yield fn, [f(*ks), f(*dy_shape)]
+        elif op.endswith("InputV2"):
+            # The input's shape, not its values, sizes the gradient. TF-CPU has no kernel for
+            # this op (nor has TF-GPU): its reference is Conv2DBackpropInput.
+            fn = lambda x, k, dy, conv=conv: tf.raw_ops.Conv2DBackpropInputV2(input=x, filter=k, out_backprop=dy, **conv)
+            reference = lambda x, k, dy, conv=conv: tf.raw_ops.Conv2DBackpropInput(
+                input_sizes=tf.shape(x), filter=k, out_backprop=dy, **conv)
+            yield fn, [f(*xs), f(*ks), f(*dy_shape)], reference
         else:
             fn = lambda x, dy, ks=ks, conv=conv: getattr(tf.raw_ops, op)(input=x, filter_sizes=list(ks), out_backprop=dy, **conv)
             yield fn, [f(*xs), f(*dy_shape)]
@@ -295,10 +317,14 @@ def pool_grad_cases(op, attrs, rng):
         pool = dict(ksize=[1, *ksize, 1], strides=[1, *strides, 1], padding=padding)
         x = np.round(f(*xs)).clip(-1, 1).astype(f(1).dtype) if ties else f(*xs)
         with tf.device("/CPU:0"):
-            y = tf.raw_ops.MaxPool(input=x, **pool) if op == "MaxPoolGrad" else tf.raw_ops.AvgPool(value=x, **pool)
+            y = tf.raw_ops.MaxPool(input=x, **pool) if op.startswith("MaxPool") else tf.raw_ops.AvgPool(value=x, **pool)
         dy = f(*y.shape)
         if op == "MaxPoolGrad":
             yield (lambda x, y, dy, pool=pool: tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=y, grad=dy, **pool)), [x, y.numpy().astype(x.dtype), dy]
+        elif op == "MaxPoolGradV2":  # ksize and strides as (host-memory) tensors
+            fn = lambda x, y, dy, k, s, padding=padding: tf.raw_ops.MaxPoolGradV2(orig_input=x, orig_output=y, grad=dy, ksize=k,
+                                                                                   strides=s, padding=padding)
+            yield fn, [x, y.numpy().astype(x.dtype), dy, np.array(pool["ksize"], np.int32), np.array(pool["strides"], np.int32)]
         else:
             yield (lambda dy, xs=xs, pool=pool: tf.raw_ops.AvgPoolGrad(orig_input_shape=list(xs), grad=dy, **pool)), [dy]
 
@@ -791,20 +817,26 @@ def nn_cases(op, attrs, rng):
         fn = tf.nn.max_pool2d if op == "MaxPool" else tf.nn.avg_pool2d
         for pad in ["SAME", "VALID"]:
             yield (lambda x, pad=pad: fn(x, (3, 2), (2, 2), pad)), [f(2, 9, 8, 3)]
-    elif op == "FusedBatchNormV3":
+    elif op == "MaxPoolV2":  # ksize and strides as (host-memory) tensors
+        for pad in ["SAME", "VALID"]:
+            yield (lambda x, k, s, pad=pad: tf.raw_ops.MaxPoolV2(input=x, ksize=k, strides=s, padding=pad)), [
+                f(2, 9, 8, 3), np.array([1, 3, 2, 1], np.int32), np.array([1, 2, 2, 1], np.int32)]
+    elif op.startswith("FusedBatchNormV") or op == "FusedBatchNorm":
         c = 5
-        yield (lambda x, s, o, m, v: tf.raw_ops.FusedBatchNormV3(x=x, scale=s, offset=o, mean=m, variance=v, epsilon=0.001, is_training=False)[:3]), [
-            f(2, 3, 4, c), f32(c), f32(c), f32(c), np.abs(f32(c)) + 0.1]
+        batch_norm = getattr(tf.raw_ops, op)
+        stat = f if op == "FusedBatchNorm" else f32  # V1's statistics are typed T, later ones U (float32)
+        yield (lambda x, s, o, m, v: batch_norm(x=x, scale=s, offset=o, mean=m, variance=v, epsilon=0.001, is_training=False)[:3]), [
+            f(2, 3, 4, c), stat(c), stat(c), stat(c), np.abs(stat(c)) + 0.1]
         # Training: batch statistics, running ones blended by exponential_avg_factor.
         empty = np.zeros(0, np.float32)
         for shape in [(2, 3, 4, c), (4, 9, 10, 3)]:
             ch = shape[-1]
-            yield (lambda x, s, o, m, v: tf.raw_ops.FusedBatchNormV3(x=x, scale=s, offset=o, mean=m, variance=v, epsilon=0.001, is_training=True)[:5]), [
-                f(*shape), f32(ch), f32(ch), empty, empty]
-        yield (lambda x, s, o, m, v: tf.raw_ops.FusedBatchNormV3(x=x, scale=s, offset=o, mean=m, variance=v, epsilon=0.01,
-                                                                 exponential_avg_factor=0.1, is_training=True)[:5]), [
-            f(3, 2, 5, c), f32(c), f32(c), f32(c), np.abs(f32(c)) + 0.1]
-    elif op == "FusedBatchNormGradV3":
+            yield (lambda x, s, o, m, v: batch_norm(x=x, scale=s, offset=o, mean=m, variance=v, epsilon=0.001, is_training=True)[:5]), [
+                f(*shape), stat(ch), stat(ch), empty, empty]
+        yield (lambda x, s, o, m, v: batch_norm(x=x, scale=s, offset=o, mean=m, variance=v, epsilon=0.01,
+                                                exponential_avg_factor=0.1, is_training=True)[:5]), [
+            f(3, 2, 5, c), stat(c), stat(c), stat(c), np.abs(stat(c)) + 0.1]
+    elif op.startswith("FusedBatchNormGrad"):
         for shape, training in [((2, 3, 4, 5), True), ((4, 9, 10, 3), True), ((2, 3, 4, 5), False)]:
             ch = shape[-1]
             x = f(*shape)
@@ -815,10 +847,17 @@ def nn_cases(op, attrs, rng):
             # The last two outputs are unused placeholders whose shape TF-CPU itself does not keep
             # stable ([0] from its Eigen kernel, [] from its oneDNN one on AVX-512 CPUs): compare
             # the three gradients.
-            fn = lambda dy, x, s, m, v, r, training=training: tf.raw_ops.FusedBatchNormGradV3(
-                y_backprop=dy, x=x, scale=s, reserve_space_1=m, reserve_space_2=v, reserve_space_3=r, epsilon=0.001,
-                is_training=training)[:3]
-            yield fn, [f(*shape), x, f32(ch), mean.astype(np.float32), var.astype(np.float32), np.zeros(0, np.float32)]
+            stats = [f32(ch), mean.astype(np.float32), var.astype(np.float32)]
+            if op == "FusedBatchNormGradV3":
+                fn = lambda dy, x, s, m, v, r, training=training: tf.raw_ops.FusedBatchNormGradV3(
+                    y_backprop=dy, x=x, scale=s, reserve_space_1=m, reserve_space_2=v, reserve_space_3=r, epsilon=0.001,
+                    is_training=training)[:3]
+                yield fn, [f(*shape), x, *stats, np.zeros(0, np.float32)]
+            else:  # V1 and V2: no reserve_space_3
+                fn = lambda dy, x, s, m, v, training=training, grad=getattr(tf.raw_ops, op): grad(
+                    y_backprop=dy, x=x, scale=s, reserve_space_1=m, reserve_space_2=v, epsilon=0.001,
+                    is_training=training)[:3]
+                yield fn, [f(*shape), x, *stats]
     elif op == "OneHot":
         dt = tf.as_dtype(attrs["T"])
         it = np.int32 if attrs["TI"] == "int32" else np.int64
@@ -1161,7 +1200,8 @@ for name in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "ArgMax", "ArgMi
     CASES[name] = reduce_cases
 for name in ("MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"):
     CASES[name] = matmul_cases
-for name in ("Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool", "FusedBatchNormV3",
+for name in ("Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool", "MaxPoolV2", "AvgPool",
+             "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV2",
              "FusedBatchNormGradV3", "OneHot", "Range"):
     CASES[name] = nn_cases
 for name in ("_FusedConv2D", "_FusedMatMul"):
@@ -1173,10 +1213,10 @@ for name in GRADS:
     CASES[name] = grad_cases
 for name in ("BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits"):
     CASES[name] = training_cases
-for name in ("Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
+for name in ("Conv2DBackpropInput", "Conv2DBackpropInputV2", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
              "DepthwiseConv2dNativeBackpropFilter"):
     CASES[name] = conv_grad_cases
-for name in ("MaxPoolGrad", "AvgPoolGrad"):
+for name in ("MaxPoolGrad", "MaxPoolGradV2", "AvgPoolGrad"):
     CASES[name] = pool_grad_cases
 for name in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "StatelessRandomNormalV2",
              "StatelessTruncatedNormalV2"):
@@ -1267,8 +1307,8 @@ def test_kernel_matches_cpu(kernel, strict_placement, variable_access):
             want = fused_reference(fop, fused, args).numpy()
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"{fop} {fused}")
             continue
-        fn, args = case
-        got, want = run(fn, args, op)
+        fn, args, *reference = case  # a case may name its CPU reference (an op TF-CPU lacks)
+        got, want = run(fn, args, op, *reference)
         assert_same(op, got, want)
 
 
