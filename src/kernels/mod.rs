@@ -652,7 +652,7 @@ fn build_table() -> Vec<KernelDef> {
         fused::matmul,
     ));
     table.push(kernel("Einsum", f32, &[], &[("equation", AttrKind::Str)], einsum::compute));
-    // Image resizing: ResizeBilinear reads float images (float16 and float64 where the adapter
+    // Image resizing: ResizeBilinear and ResizeBicubic read float images (float16 and float64 where the adapter
     // has them) into float32; nearest-neighbour moves TF-GPU's float types; the gradients sum in
     // float32 (float16 through HALF_VIA_F32).
     const RESIZE_ATTRS: &[(&str, AttrKind)] =
@@ -666,11 +666,14 @@ fn build_table() -> Vec<KernelDef> {
     }
     for dtype in bilinear_images {
         table.push(kernel("ResizeBilinear", t_of(dtype), &["size"], RESIZE_ATTRS, resize::bilinear));
+        table.push(kernel("ResizeBicubic", t_of(dtype), &["size"], RESIZE_ATTRS, resize::bicubic));
     }
     for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
         table.push(kernel("ResizeNearestNeighbor", t_of(dtype), &["size"], RESIZE_ATTRS, resize::nearest));
     }
     table.push(kernel("ResizeBilinearGrad", f32, &[], RESIZE_ATTRS, resize::bilinear_grad));
+    // TF defines ResizeBicubicGrad for float32 and float64 gradients only (no float16).
+    table.push(kernel("ResizeBicubicGrad", f32, &[], RESIZE_ATTRS, resize::bicubic_grad));
     table.push(kernel("ResizeNearestNeighborGrad", f32, &["size"], RESIZE_ATTRS, resize::nearest_grad));
     // MirrorPad's gradient sums in float32 (float16 through HALF_VIA_F32), any int paddings type.
     table.push(kernel("MirrorPadGrad", f32, &["paddings"], &[("mode", AttrKind::Str)], index::mirror_pad_grad));

@@ -1,6 +1,7 @@
 //! Image resizing, NHWC (`wgsl/resize.wgsl`): ResizeBilinear and ResizeNearestNeighbor, and their
 //! gradients as two separable passes (columns, then rows) of weighted sums (`axis_sum`, which
-//! MirrorPadGrad also uses).
+//! MirrorPadGrad also uses); ResizeBicubic and its gradient as the same passes over TF's cubic
+//! taps.
 //!
 //! TF computes each output pixel's source coordinate in float32 (`image_resizer_state.h`). The
 //! host computes the same coordinates, indices and weights here, as TF-CPU does (Rust does not fuse
@@ -90,6 +91,79 @@ fn nearest_axis(out_size: i64, in_size: i64, scale: f32, align_corners: bool, ha
             index as u32
         })
         .collect()
+}
+
+/// TF's bicubic kernel table entry: the weight of a tap `x` pixels away (0 <= x <= 2), for Keys'
+/// cubic `a`, computed in double from a float x and stored in float, as `InitCoeffsTable` does.
+fn cubic_coefficient(x: f32, a: f64) -> f32 {
+    let x = f64::from(x);
+    if x <= 1.0 {
+        (((a + 2.0) * x - (a + 3.0)) * x * x + 1.0) as f32
+    } else {
+        (((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a) as f32
+    }
+}
+
+/// TF's bicubic `GetWeightsAndIndices` for each output index of an axis: the four source indices
+/// (clamped to the image) and their weights. With half-pixel centers (Keys' cubic, a = -0.5) taps
+/// outside the image weigh 0 and the rest are renormalised; the legacy kernel (a = -0.75) repeats
+/// the edge pixel instead.
+fn bicubic_axis(out_size: i64, in_size: i64, scale: f32, half_pixel_centers: bool) -> Vec<[(u32, f32); 4]> {
+    const TABLE_SIZE: i64 = 1 << 10;
+    let a = if half_pixel_centers { -0.5 } else { -0.75 };
+    // The table entry i holds the weights of taps i / 1024 and 1 + i / 1024 pixels away.
+    let table = |i: i64, far: bool| {
+        let x = (i as f64 / TABLE_SIZE as f64) as f32;
+        cubic_coefficient(if far { x + 1.0 } else { x }, a)
+    };
+    (0..out_size)
+        .map(|i| {
+            let at = bilinear_source(i, scale, half_pixel_centers);
+            let floor = at.floor();
+            let delta = at - floor;
+            let offset = (delta * TABLE_SIZE as f32).round_ties_even() as i64;
+            let start = floor as i64 - 1;
+            let mut weights = [
+                table(offset, true),
+                table(offset, false),
+                table(TABLE_SIZE - offset, false),
+                table(TABLE_SIZE - offset, true),
+            ];
+            let mut taps = [(0u32, 0f32); 4];
+            for (k, tap) in taps.iter_mut().enumerate() {
+                let wanted = start + k as i64;
+                let index = wanted.clamp(0, in_size - 1);
+                if half_pixel_centers && index != wanted {
+                    weights[k] = 0.0;
+                }
+                *tap = (index as u32, 0.0);
+            }
+            if half_pixel_centers {
+                let sum = weights[0] + weights[1] + weights[2] + weights[3];
+                if sum.abs() >= 1000.0 * f32::MIN_POSITIVE {
+                    let inverse = 1.0 / sum;
+                    weights.iter_mut().for_each(|w| *w *= inverse);
+                }
+            }
+            for (tap, weight) in taps.iter_mut().zip(weights) {
+                tap.1 = weight;
+            }
+            taps
+        })
+        .collect()
+}
+
+/// An axis's bicubic taps as the sources of each output index (`forward`) or, for the gradient,
+/// the output indices each source index gathers from.
+fn bicubic_sources(out_size: i64, in_size: i64, attrs: &Attrs, forward: bool) -> Sources {
+    let scale = resize_scale(in_size, out_size, attrs.align_corners);
+    let taps = bicubic_axis(out_size, in_size, scale, attrs.half_pixel_centers);
+    let terms: Vec<(u32, u32, f32)> = taps
+        .iter()
+        .enumerate()
+        .flat_map(|(i, taps)| taps.iter().map(move |&(s, w)| if forward { (i as u32, s, w) } else { (s, i as u32, w) }))
+        .collect();
+    Sources::new(if forward { out_size } else { in_size } as usize, &terms)
 }
 
 /// A gradient's sources per destination index, CSR: `offsets[d]..offsets[d + 1]` index `pairs`,
@@ -271,6 +345,29 @@ fn bilinear_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
     launch(ctx, "bilinear", &image, &out, &table, params, u64::from(n))
 }
 
+/// ResizeBicubic: float32 output, TF's cubic weights, as two separable passes (along the height,
+/// then the width: the order TF-CPU interpolates in).
+pub fn bicubic(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bicubic_whole)
+}
+
+fn bicubic_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let attrs = attrs(kernel)?;
+    let image = ctx.input(0)?;
+    let (in_h, in_w) = check_image(&image)?;
+    let (out_h, out_w) = output_size(ctx, 1, "output dimensions must be positive")?;
+    let (batch, channels) = (image.shape[0], image.shape[3]);
+    let out = ctx.allocate_output(0, DType::F32, &[batch, out_h, out_w, channels])?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let ys = bicubic_sources(out_h, in_h, &attrs, true);
+    let xs = bicubic_sources(out_w, in_w, &attrs, true);
+    let rows = ctx.allocate_temp(DType::F32, &[batch, out_h, in_w, channels])?;
+    axis_sum(ctx, &image, &rows, (batch, in_h, in_w * channels), &ys)?;
+    axis_sum(ctx, &rows, &out, (batch * out_h, in_w, channels), &xs)
+}
+
 /// ResizeNearestNeighbor: a gather of whole pixels, for elements of 2, 4 or 8 bytes.
 pub fn nearest(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, nearest_whole)
@@ -379,8 +476,9 @@ pub fn bilinear_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bilinear_grad_whole)
 }
 
-fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let attrs = attrs(kernel)?;
+/// TF's `ImageResizerGradientState` checks: the gradient (input 0) and the original image's
+/// height and width (input 1); returns them and the allocated output gradient.
+fn grad_geometry(ctx: &mut dyn KernelContext) -> Result<(TensorRef, TensorRef, (i64, i64), (i64, i64))> {
     let grads = ctx.input(0)?;
     if grads.shape.len() != 4 {
         return Err(Error::invalid_argument(format!("input_grad must be 4-dimensional{}", shape_string(&grads.shape))));
@@ -404,6 +502,12 @@ fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
         return Err(Error::invalid_argument("original sizes must be between 0 and max int32"));
     }
     let out = ctx.allocate_output(0, original.dtype, &[batch, orig_h, orig_w, channels])?;
+    Ok((grads, out, (resized_h, resized_w), (orig_h, orig_w)))
+}
+
+fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let attrs = attrs(kernel)?;
+    let (grads, out, (resized_h, resized_w), (orig_h, orig_w)) = grad_geometry(ctx)?;
     if out.num_elements() == 0 {
         return Ok(());
     }
@@ -419,6 +523,23 @@ fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
         Sources::new(original as usize, &terms)
     };
     let (ys, xs) = (terms(resized_h, orig_h), terms(resized_w, orig_w));
+    separable_grad(ctx, &grads, &out, &ys, &xs)
+}
+
+/// ResizeBicubicGrad: each output gradient pixel spread over its 4x4 source pixels with TF's
+/// weights, gathered per source pixel.
+pub fn bicubic_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bicubic_grad_whole)
+}
+
+fn bicubic_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let attrs = attrs(kernel)?;
+    let (grads, out, (resized_h, resized_w), (orig_h, orig_w)) = grad_geometry(ctx)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let ys = bicubic_sources(resized_h, orig_h, &attrs, false);
+    let xs = bicubic_sources(resized_w, orig_w, &attrs, false);
     separable_grad(ctx, &grads, &out, &ys, &xs)
 }
 

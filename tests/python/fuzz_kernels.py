@@ -1519,7 +1519,7 @@ def gen_space_depth(g, case):
 
 
 def gen_resize(g, case):
-    """ResizeBilinear/NearestNeighbor and their gradients: up- and downsampling, odd factors, every
+    """ResizeBilinear/Bicubic/NearestNeighbor and their gradients: up- and downsampling, odd factors, every
     mode; adversarially both modes at once, bad ranks and sizes, empty images, huge outputs."""
     T = case.row["T"]
     align, half = g.pick([(False, False), (True, False), (False, True)])
@@ -1544,15 +1544,15 @@ def gen_resize(g, case):
     image = [n, h, w, c]
     # Sizes with zeros counted as ones: NumPy refuses an empty array whose other dims overflow.
     small = np.prod([max(d, 1) for d in image], dtype=np.float64) < 10**6
-    if case.op in ("ResizeBilinear", "ResizeNearestNeighbor"):
+    if case.op in ("ResizeBilinear", "ResizeBicubic", "ResizeNearestNeighbor"):
         data = g.data(T, image, scale=3.0) if small else np.zeros([1, 1, 1, 1], np.float32)
         case.args.update(images=data, size=np.array(size, np.int32))
     else:
         grads_shape = [n, *(size if len(size) == 2 else [2, 2]), c]
         ok = np.prod([max(d, 1) for d in grads_shape], dtype=np.float64) < 10**6 and min(grads_shape) >= 0
-        grads_T = "float32" if case.op == "ResizeBilinearGrad" else T
+        grads_T = "float32" if case.op in ("ResizeBilinearGrad", "ResizeBicubicGrad") else T
         grads = g.data(grads_T, grads_shape, scale=1.0, specials=False) if ok else np.zeros([1, 2, 2, 1], np.float32)
-        if case.op == "ResizeBilinearGrad":
+        if case.op in ("ResizeBilinearGrad", "ResizeBicubicGrad"):
             original = g.data(T, image, scale=1.0) if small else np.zeros([1, 1, 1, 1], np.float32)
             case.args.update(grads=grads, original_image=original)
         else:
@@ -2235,6 +2235,7 @@ GENERATORS.update({
     "StridedSliceGrad": gen_strided_slice_grad, "ReverseSequence": gen_reverse_sequence,
     "ResizeBilinear": gen_resize, "ResizeNearestNeighbor": gen_resize, "ResizeBilinearGrad": gen_resize,
     "ResizeNearestNeighborGrad": gen_resize, "MirrorPadGrad": gen_mirror_pad_grad,
+    "ResizeBicubic": gen_resize, "ResizeBicubicGrad": gen_resize,
 })
 for _op in RNN_OPS:
     GENERATORS[_op] = gen_rnn

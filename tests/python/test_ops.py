@@ -45,7 +45,7 @@ TOLERANCE = {
     "UnsortedSegmentProd": 1e-5, "TensorScatterSub": 1e-5, "ResourceScatterMul": 1e-5, "ResourceScatterDiv": 1e-5,
     "ResourceScatterNdAdd": 1e-5, "ResourceScatterNdSub": 1e-5,
     "StatelessTruncatedNormalV2": 5e-5, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
-    "ResizeBilinear": 1e-6, "ResizeBilinearGrad": 1e-5, "ResizeNearestNeighborGrad": 1e-6, "MirrorPadGrad": 1e-6,
+    "ResizeBilinear": 1e-6, "ResizeBilinearGrad": 1e-5, "ResizeBicubic": 1e-5, "ResizeBicubicGrad": 1e-5, "ResizeNearestNeighborGrad": 1e-6, "MirrorPadGrad": 1e-6,
 }
 
 # Ops that accumulate long sums. TF-CPU's float16 kernels of these keep partial sums in half
@@ -54,7 +54,8 @@ HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseCo
                      "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
                      "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "UnsortedSegmentSum", "ScatterNd",
                      "TensorScatterAdd", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
-                     "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad"}
+                     "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad",
+                     "ResizeBicubic", "ResizeBicubicGrad"}
 
 # The older (or tensor-attribute) generations of an op check like the op they share a kernel with.
 SAME_AS = {"FusedBatchNorm": "FusedBatchNormV3", "FusedBatchNormV2": "FusedBatchNormV3",
@@ -215,7 +216,8 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax", "TensorScatterSub", "TensorScatterMin",
     "TensorScatterMax", "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterMin", "ResourceScatterMax",
     "ResourceScatterNdAdd", "ResourceScatterNdSub", "ResourceScatterNdMin", "ResourceScatterNdMax",
-    "ResizeBilinear", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad",
+    "ResizeBilinear", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad", "ResizeBicubic",
+    "ResizeBicubicGrad",
 }
 
 
@@ -1135,18 +1137,18 @@ RESIZE_SHAPES = [((2, 5, 7, 3), (9, 4)), ((1, 8, 8, 4), (3, 5)), ((1, 1, 1, 2), 
 
 
 def resize_cases(op, attrs, rng):
-    """ResizeBilinear/NearestNeighbor and their gradients in every mode, against TF-CPU."""
+    """ResizeBilinear/Bicubic/NearestNeighbor and their gradients in every mode, against TF-CPU."""
     dt = tf.as_dtype(attrs["T"]).as_numpy_dtype
     raw = getattr(tf.raw_ops, op)
     for align, half in RESIZE_MODES:
         mode = dict(align_corners=align, half_pixel_centers=half)
         for shape, size in RESIZE_SHAPES:
             size = np.array(size, np.int32)
-            if op == "ResizeBilinear":
+            if op in ("ResizeBilinear", "ResizeBicubic"):
                 yield (lambda t, size=size, mode=mode: raw(images=t, size=size, **mode)), [floats(rng, shape).astype(dt)]
             elif op == "ResizeNearestNeighbor":
                 yield (lambda t, size=size, mode=mode: raw(images=t, size=size, **mode)), [values(rng, dt, shape)]
-            elif op == "ResizeBilinearGrad":
+            elif op in ("ResizeBilinearGrad", "ResizeBicubicGrad"):
                 grads = floats(rng, (shape[0], *size, shape[3]), specials=False)
                 image = np.zeros(shape, dt)
                 yield (lambda g, i, mode=mode: raw(grads=g, original_image=i, **mode)), [grads, image]
@@ -1227,7 +1229,8 @@ for name in ("L2Loss", "UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSeg
     CASES[name] = scatter_and_loss_cases
 CASES["StridedSliceGrad"] = slice_grad_cases
 CASES["ReverseSequence"] = reverse_sequence_cases
-for name in ("ResizeBilinear", "ResizeNearestNeighbor", "ResizeBilinearGrad", "ResizeNearestNeighborGrad"):
+for name in ("ResizeBilinear", "ResizeBicubic", "ResizeNearestNeighbor", "ResizeBilinearGrad", "ResizeBicubicGrad",
+             "ResizeNearestNeighborGrad"):
     CASES[name] = resize_cases
 CASES["MirrorPadGrad"] = mirror_pad_grad_cases
 for name in ("CudnnRNN", "CudnnRNNV2", "CudnnRNNV3", "CudnnRNNBackprop", "CudnnRNNBackpropV2", "CudnnRNNBackpropV3"):
