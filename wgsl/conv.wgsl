@@ -10,6 +10,10 @@
 //   max_pool_grad: dx from x (`input`) and dy (`weights`); each window's gradient goes to its first
 //     maximum, as TF-CPU routes it
 //   avg_pool_grad: dx from dy (`input`), shared among each window's non-padding elements
+//   max_pool_argmax: MaxPoolWithArgmax, the first maximum of each window and its flat index (int64
+//     words into `shift_words`; the image's own index, or the batch's where `fc` is 1)
+//   max_pool_grad_grad: MaxPoolGradGrad, each window's gradient-of-gradient (`weights`, shaped
+//     like x) at the window's first element equal to orig_output (`shift`), 0 where none is
 
 struct Params {
     n: u32,
@@ -49,8 +53,10 @@ struct Params {
 @group(0) @binding(0) var<storage, read_write> input: array<f32>;
 @group(0) @binding(1) var<storage, read_write> weights: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-// Used by batch_norm only: the offset, mean and variance vectors.
+// Used by batch_norm only: the offset, mean and variance vectors; by the max pools' second
+// gradient, orig_output; by max_pool_argmax, the argmax output (as words).
 @group(0) @binding(3) var<storage, read_write> shift: array<f32>;
+@group(0) @binding(3) var<storage, read_write> shift_words: array<u32>;
 @group(0) @binding(4) var<storage, read_write> mean: array<f32>;
 @group(0) @binding(5) var<storage, read_write> variance: array<f32>;
 @group(0) @binding(6) var<uniform> p: Params;
@@ -661,4 +667,46 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
         }
     }
     out[p.out_off + i] = acc;
+}
+
+@compute @workgroup_size(256)
+fn max_pool_argmax(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let pos = position(i);
+    // SAME and VALID windows always hold an input element.
+    let at = u32(max(window_argmax(pos.b, pos.y, pos.x, pos.ch), 0));
+    out[p.out_off + i] = input[p.in_off + at];
+    let index = select(at - pos.b * p.h * p.w * p.c, at, p.fc == 1u);
+    shift_words[p.offset_off + 2u * i] = index;
+    shift_words[p.offset_off + 2u * i + 1u] = 0u;
+}
+
+@compute @workgroup_size(256)
+fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let pos = position(i);
+    let wanted = shift[p.offset_off + i];
+    var value = 0.0;
+    var found = false;
+    let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
+    let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
+    let ty = taps_inside(y0, p.kh, p.h);
+    let tx = taps_inside(x0, p.kw, p.w);
+    for (var ky = ty.x; ky < ty.y && !found; ky++) {
+        let iy = u32(y0 + i32(ky));
+        for (var kx = tx.x; kx < tx.y && !found; kx++) {
+            let ix = u32(x0 + i32(kx));
+            if (input_at(pos.b, iy, ix, pos.ch) == wanted) {
+                value = weights[p.f_off + ((pos.b * p.h + iy) * p.w + ix) * p.c + pos.ch];
+                found = true;
+            }
+        }
+    }
+    out[p.out_off + i] = value;
 }

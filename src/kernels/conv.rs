@@ -15,8 +15,9 @@ use super::binary::BinaryOp;
 use super::im2col::{self, Im2col};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
+use super::scatter::{self, Combine};
 use super::windows::{self, binding_limit};
-use super::{fast_div, shader_len, validate, AttrValue, KernelContext, KernelInstance, TensorRef};
+use super::{fast_div, shader_len, validate, AttrValue, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "conv",
@@ -568,7 +569,100 @@ fn check_gradient_shape(op: &str, grad: &TensorRef, expected: &[i64]) -> Result<
     Ok(())
 }
 
-/// MaxPoolV2 and MaxPoolGradV2: MaxPool's and MaxPoolGrad's kernels, with `ksize` and `strides`
+/// MaxPoolWithArgmax (NHWC only): the max pool and each window's first maximum's flat index,
+/// int64, counted within its image or, with `include_batch_in_index`, within the batch (TF-GPU's
+/// convention, which TF-CPU follows).
+pub fn max_pool_with_argmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let mut p = pool_params(kernel, &input.shape)?;
+    if input.num_elements() == 0 {
+        return Err(Error::invalid_argument(format!(
+            "tensor_in must not be empty ({})",
+            input.shape.iter().filter(|&&d| d == 0).count()
+        )));
+    }
+    p.fc = u32::from(kernel.attrs.bool("include_batch_in_index")?);
+    let shape = pooled_shape(&p);
+    let out = ctx.allocate_output(0, input.dtype, &shape)?;
+    let argmax = ctx.allocate_output(1, DType::I64, &shape)?;
+    // The whole input in one binding: a part of the batch would count its indices from its own
+    // first image.
+    launch(ctx.stream()?, "max_pool_argmax", p, &[&input, &input, &argmax], &out)
+}
+
+/// MaxPoolGradWithArgmax: each gradient element added to the input element its argmax names
+/// (within its image, or within the batch with `include_batch_in_index`); indices outside the
+/// input are dropped, as scatters drop them.
+pub fn max_pool_grad_with_argmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let grad = ctx.input(1)?;
+    let argmax = ctx.input(2)?;
+    let p = pool_params(kernel, &input.shape)?;
+    let pooled = pooled_shape(&p);
+    check_gradient_shape(kernel.def.op, &grad, &pooled)?;
+    if argmax.shape != pooled {
+        return Err(Error::invalid_argument(format!(
+            "Expected argmax shape to be {}, but got {}",
+            validate::shape_string(&pooled),
+            validate::shape_string(&argmax.shape)
+        )));
+    }
+    let out = ctx.allocate_output(0, grad.dtype, &input.shape)?;
+    let stream = ctx.stream()?;
+    stream.fill(out.address, out.byte_len(), 0)?;
+    let flat = |t: &TensorRef, first: i64, count: i64| TensorRef {
+        address: t.address + (first * count) as u64 * t.dtype.size(),
+        dtype: t.dtype,
+        shape: vec![count],
+    };
+    let (batch, per_image, per_window_image) =
+        (input.shape[0], input.num_elements() as i64, grad.num_elements() as i64);
+    if kernel.attrs.bool("include_batch_in_index")? || batch <= 1 {
+        let (all, windows) = (flat(&out, 0, per_image), flat(&grad, 0, per_window_image));
+        return scatter::scatter(
+            stream,
+            Combine::Add,
+            &flat(&argmax, 0, per_window_image),
+            &[per_image],
+            &windows,
+            &all,
+        );
+    }
+    let (per_image, per_window_image) = (per_image / batch, per_window_image / batch);
+    for b in 0..batch {
+        let (image, windows) = (flat(&out, b, per_image), flat(&grad, b, per_window_image));
+        scatter::scatter(stream, Combine::Add, &flat(&argmax, b, per_window_image), &[per_image], &windows, &image)?;
+    }
+    Ok(())
+}
+
+/// MaxPoolGradGrad (and V2 through `pool_v2`): the gradient of MaxPoolGrad with respect to its
+/// `grad`, shaped like the pool's output: each window takes the second-order gradient at its first
+/// element equal to orig_output, as TF's kernels pick it.
+pub fn max_pool_grad_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if channels_first(kernel)? {
+        let images = ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] };
+        return layout::channels_last(ctx, kernel, &images, max_pool_grad_grad);
+    }
+    let x = ctx.input(0)?;
+    let y = ctx.input(1)?;
+    let grad = ctx.input(2)?;
+    let p = pool_params(kernel, &x.shape)?;
+    let pooled = pooled_shape(&p);
+    check_gradient_shape(kernel.def.op, &y, &pooled)?;
+    if grad.shape != x.shape {
+        return Err(Error::invalid_argument(format!(
+            "{}: the gradient has shape {}, but orig_input has shape {}",
+            kernel.def.op,
+            validate::shape_string(&grad.shape),
+            validate::shape_string(&x.shape)
+        )));
+    }
+    let out = ctx.allocate_output(0, grad.dtype, &pooled)?;
+    launch(ctx.stream()?, "max_pool_grad_grad", p, &[&x, &grad, &y], &out)
+}
+
+/// MaxPoolV2, MaxPoolGradV2 and MaxPoolGradGradV2: their V1 kernels, with `ksize` and `strides`
 /// read from the node's last two inputs (host-memory int32 vectors) instead of its attributes.
 pub fn pool_v2(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let n = ctx.num_inputs();
@@ -587,10 +681,10 @@ pub fn pool_v2(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         attrs.set(name, AttrValue::IntList(values));
     }
     let instance = KernelInstance { def: kernel.def, attrs };
-    if kernel.def.op == "MaxPoolV2" {
-        pool(ctx, &instance)
-    } else {
-        pool_grad(ctx, &instance)
+    match kernel.def.op {
+        "MaxPoolV2" => pool(ctx, &instance),
+        "MaxPoolGradGradV2" => max_pool_grad_grad(ctx, &instance),
+        _ => pool_grad(ctx, &instance),
     }
 }
 

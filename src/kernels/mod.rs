@@ -601,6 +601,18 @@ fn build_table() -> Vec<KernelDef> {
     const POOL_V2_ATTRS: &[(&str, AttrKind)] = &[("padding", AttrKind::Str), ("data_format", AttrKind::Str)];
     table.push(kernel("MaxPoolV2", f32, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
     table.push(kernel("MaxPoolGradV2", f32, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
+    table.push(kernel("MaxPoolGradGrad", f32, &[], POOL_ATTRS, conv::max_pool_grad_grad));
+    table.push(kernel("MaxPoolGradGradV2", f32, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
+    // TF's kernels (CPU and GPU) produce int64 indices only.
+    const ARGMAX_ATTRS: &[(&str, AttrKind)] = &[
+        ("ksize", AttrKind::IntList),
+        ("strides", AttrKind::IntList),
+        ("padding", AttrKind::Str),
+        ("include_batch_in_index", AttrKind::Bool),
+    ];
+    let with_argmax = leak(vec![("Targmax", DType::I64), ("T", DType::F32)]);
+    table.push(kernel("MaxPoolWithArgmax", with_argmax, &[], ARGMAX_ATTRS, conv::max_pool_with_argmax));
+    table.push(kernel("MaxPoolGradWithArgmax", with_argmax, &[], ARGMAX_ATTRS, conv::max_pool_grad_with_argmax));
     table.push(kernel("AvgPoolGrad", f32, &["orig_input_shape"], POOL_ATTRS, conv::pool_grad));
     // FusedBatchNorm's generations: V1 (float32, statistics typed T) and V2 (statistics typed U)
     // have no reserve_space_3, and only 4-D layouts in TF's op definitions.
@@ -933,7 +945,7 @@ fn build_table() -> Vec<KernelDef> {
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 40] = [
+const HALF_VIA_F32: [&str; 44] = [
     "CudnnRNN",
     "CudnnRNNV2",
     "CudnnRNNV3",
@@ -945,6 +957,10 @@ const HALF_VIA_F32: [&str; 40] = [
     "FusedBatchNormV2",
     "MaxPoolV2",
     "MaxPoolGradV2",
+    "MaxPoolGradGrad",
+    "MaxPoolGradGradV2",
+    "MaxPoolWithArgmax",
+    "MaxPoolGradWithArgmax",
     "Conv2DBackpropInputV2",
     "L2Loss",
     "Conv2DBackpropInput",

@@ -587,6 +587,26 @@ mod tests {
     }
 
     #[test]
+    fn bicubic_taps_of_a_same_size_resize_copy_the_pixel() {
+        for half_pixel_centers in [false, true] {
+            let taps = bicubic_axis(5, 5, resize_scale(5, 5, false), half_pixel_centers);
+            for (i, taps) in taps.iter().enumerate() {
+                assert_eq!(taps.map(|(_, w)| w), [0.0, 1.0, 0.0, 0.0]);
+                assert_eq!(taps[1].0, i as u32);
+            }
+        }
+    }
+
+    #[test]
+    fn keys_cubic_drops_taps_outside_the_image_and_renormalises() {
+        // 2 -> 4 with half-pixel centers: output 0 samples -0.25, so tap -2 and -1 fall outside.
+        let taps = bicubic_axis(4, 2, resize_scale(2, 4, false), true);
+        let [(i0, w0), (i1, w1), (_, w2), (_, w3)] = taps[0];
+        assert_eq!((i0, i1, w0, w1), (0, 0, 0.0, 0.0));
+        assert!((w2 + w3 - 1.0).abs() < 1e-6, "{:?}", taps[0]);
+    }
+
+    #[test]
     fn nearest_indices_round_or_floor() {
         assert_eq!(nearest_axis(4, 3, resize_scale(3, 4, true), true, false), [0, 1, 1, 2]);
         assert_eq!(nearest_axis(4, 3, resize_scale(3, 4, false), false, false), [0, 0, 1, 2]);

@@ -35,6 +35,7 @@ stderr tail, restarts the worker and goes on with the next case.
 
     python tests/python/fuzz_kernels.py --cases 5000 --seed 20     # totals and failing cases
     python tests/python/fuzz_kernels.py --replay 1234 --seed 20    # a case (or ids,in,order) in this process
+    python tests/python/fuzz_kernels.py --ops MaxPoolV2,Conv2D --cases 50   # 50 cases of each op
 """
 
 import argparse
@@ -72,6 +73,7 @@ ACCUMULATING = {
     "ResourceApplyMomentum", "ResourceApplyKerasMomentum", "UnsortedSegmentProd", "TensorScatterSub",
     "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterNdAdd", "ResourceScatterNdSub",
     "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormGrad", "FusedBatchNormGradV2", "Conv2DBackpropInputV2",
+    "MaxPoolGradWithArgmax",
 }
 GRADS = {
     "ReluGrad": ("gradients", "features"), "Relu6Grad": ("gradients", "features"),
@@ -970,6 +972,10 @@ def gen_pool(g, case):
         case.args.update(input=x, **attrs)
     elif case.op == "MaxPoolV2":  # ksize and strides as int32 tensors
         case.args.update(input=x, **_pool_lists_as_tensors(attrs))
+    elif case.op == "MaxPoolWithArgmax":  # NHWC only, no explicit paddings
+        attrs.pop("data_format", None)
+        attrs.pop("explicit_paddings", None)
+        case.args.update(input=x, include_batch_in_index=g.chance(0.5), **attrs)
     else:
         case.args.update(value=x, **attrs)
 
@@ -999,6 +1005,8 @@ def gen_pool_grad(g, case):
     ow = conv_out(cfg["w"], cfg["kw"], cfg["strides"][2], 1, cfg["padding"])
     yshape = [cfg["n"], oh, ow, cfg["c"]]
     max_pool = case.op.startswith("MaxPoolGrad")
+    with_argmax = case.op == "MaxPoolGradWithArgmax"
+    batch_index = g.chance(0.5)
     if max_pool:
         with tf.device(CPU):
             y = tf.raw_ops.MaxPool(input=x, **attrs).numpy()
@@ -1022,7 +1030,25 @@ def gen_pool_grad(g, case):
         else:
             g.tag(conv_attr_mutation(g, cfg, attrs, ("strides", "padding", "format")))
     dy = g.data(T, adv_shape or yshape, scale=1.0)
-    if case.op == "MaxPoolGrad":
+    if case.op.startswith("MaxPoolGradGrad"):  # the second-order gradient is shaped like the input
+        dy = g.data(T, adv_shape or xshape, scale=1.0)
+        lists = _pool_lists_as_tensors(attrs) if case.op.endswith("V2") else attrs
+        case.args.update(orig_input=x, orig_output=y.astype(x.dtype), grad=dy, **lists)
+    elif with_argmax:
+        attrs.pop("data_format", None)
+        attrs.pop("explicit_paddings", None)
+        try:
+            with tf.device(CPU):
+                argmax = tf.raw_ops.MaxPoolWithArgmax(input=x, include_batch_in_index=batch_index, **attrs)[1].numpy()
+        except Exception:  # noqa: BLE001  (attributes TF refuses: any indices will do)
+            argmax = np.zeros(yshape, np.int64)
+        if g.adversary("argmax", 0.5) and argmax.size:
+            # Indices outside the image: TF-GPU adds them wherever they point; the plugin drops them
+            # (TF-CPU aborts on them, which the run reports as a reference crash).
+            argmax = argmax.copy()
+            argmax.reshape(-1)[g.int(0, argmax.size - 1)] = g.pick([-1, x.size, 2**40])
+        case.args.update(input=x, grad=dy, argmax=argmax, include_batch_in_index=batch_index, **attrs)
+    elif case.op == "MaxPoolGrad":
         case.args.update(orig_input=x, orig_output=y.astype(x.dtype), grad=dy, **attrs)
     elif case.op == "MaxPoolGradV2":
         case.args.update(orig_input=x, orig_output=y.astype(x.dtype), grad=dy, **_pool_lists_as_tensors(attrs))
@@ -2220,6 +2246,8 @@ GENERATORS.update({
     "DepthwiseConv2dNativeBackpropInput": gen_conv_grad, "DepthwiseConv2dNativeBackpropFilter": gen_conv_grad,
     "MaxPool": gen_pool, "AvgPool": gen_pool, "MaxPoolGrad": gen_pool_grad, "AvgPoolGrad": gen_pool_grad,
     "MaxPoolV2": gen_pool, "MaxPoolGradV2": gen_pool_grad, "Conv2DBackpropInputV2": gen_conv_grad,
+    "MaxPoolWithArgmax": gen_pool, "MaxPoolGradWithArgmax": gen_pool_grad, "MaxPoolGradGrad": gen_pool_grad,
+    "MaxPoolGradGradV2": gen_pool_grad,
     **{op: gen_batch_norm for op in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
                                      "FusedBatchNormGradV2", "FusedBatchNormGradV3")},
     "StatelessRandomGetKeyCounter": gen_random, "StatelessRandomUniformV2": gen_random,
@@ -2526,9 +2554,12 @@ def _flush_outputs(outs):
 
 # --- documented TF-GPU answers -------------------------------------------------------------------
 
-# The image arguments of the pools, which TF-CPU serves in NHWC only.
+# The image arguments of the pools and batch-norm gradients, which TF-CPU serves in NHWC only (the
+# latter in inference mode).
 POOL_IMAGES = {"MaxPool": ("input",), "MaxPoolV2": ("input",), "AvgPool": ("value",), "AvgPoolGrad": ("grad",),
-               **{op: ("orig_input", "orig_output", "grad") for op in ("MaxPoolGrad", "MaxPoolGradV2")}}
+               **{op: ("orig_input", "orig_output", "grad")
+                  for op in ("MaxPoolGrad", "MaxPoolGradV2", "MaxPoolGradGrad", "MaxPoolGradGradV2")},
+               **{op: ("y_backprop", "x") for op in ("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3")}}
 
 
 def documented_answer(case, gots):
@@ -2655,7 +2686,7 @@ def documented_answer(case, gots):
         if np.size(a.get("explicit_paddings", [])) == 8:
             pairs = np.asarray(a["explicit_paddings"]).reshape(4, 2)
             args["explicit_paddings"] = pairs[[0, 2, 3, 1]].reshape(-1).tolist()
-        answers = [[np.moveaxis(o, -1, 1) for o in answer] for answer in references(case, args)]
+        answers = [[np.moveaxis(o, -1, 1) if o.ndim == 4 else o for o in answer] for answer in references(case, args)]
         return "NCHW: TF-CPU's NHWC answer, transposed", answers
     if op == "SparseSoftmaxCrossEntropyWithLogits":
         f, labels = a["features"], a["labels"]
@@ -2830,7 +2861,7 @@ NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2D
                  "Conv2DBackpropFilter", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
                  "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
                  "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax", "MaxPoolV2", "MaxPoolGradV2",
-                 "Conv2DBackpropInputV2"}
+                 "Conv2DBackpropInputV2", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2"}
 INTEGER_DIVISION_OPS = {"FloorDiv", "FloorMod", "Div", "TruncateDiv", "TruncateMod"}
 
 
@@ -3360,12 +3391,16 @@ def _exit_text(code):
     return f"exit status {code}"
 
 
-def run_fuzz(n_cases, seed, workers=2, case_timeout=60, python=None, progress=None, startup_timeout=300):
-    """Runs cases 0..n_cases-1 of `seed` in `workers` worker processes; returns the totals."""
+def run_fuzz(n_cases, seed, workers=2, case_timeout=60, python=None, progress=None, startup_timeout=300,
+             case_ids=None):
+    """Runs cases 0..n_cases-1 of `seed` (or the ids `case_ids`) in `workers` worker processes;
+    returns the totals."""
+    if case_ids is not None:
+        n_cases = len(case_ids)
     python = python or sys.executable
     env = dict(os.environ, **WORKER_ENV)
     env["PYTHONUNBUFFERED"] = "1"
-    pending = collections.deque(range(n_cases))
+    pending = collections.deque(range(n_cases) if case_ids is None else case_ids)
     results = {}
     starts = {}
     failures = []
@@ -3578,6 +3613,22 @@ def replay(case_ids, seed):
         print(json.dumps(run_case(case), default=str, indent=1), flush=True)
 
 
+def cases_of_ops(ops, per_op, seed, search=10**6):
+    """The first `per_op` case ids of `seed` whose rows are of each op in `ops`."""
+    rows = registered_kernels()
+    unknown = set(ops) - {op for op, _ in rows}
+    if unknown:
+        raise SystemExit(f"not registered: {sorted(unknown)}")
+    found = {op: [] for op in ops}
+    for case_id in range(search):
+        op = rows[pick_row(len(rows), seed, case_id)][0]
+        if op in found and len(found[op]) < per_op:
+            found[op].append(case_id)
+            if all(len(ids) == per_op for ids in found.values()):
+                break
+    return sorted(i for ids in found.values() for i in ids)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", action="store_true", help="run as a worker (cases on stdin)")
@@ -3587,6 +3638,7 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=60, help="seconds a case may take")
     parser.add_argument("--json", help="write the totals here")
     parser.add_argument("--replay", help="run these case ids (comma-separated, in order) in this process")
+    parser.add_argument("--ops", help="run only the cases of these ops (comma-separated), --cases of each")
     args = parser.parse_args(argv)
     if args.worker:
         return worker_main()
@@ -3598,7 +3650,9 @@ def main(argv=None):
         if done % 250 == 0 or done == total:
             print(f"  {done}/{total}", file=sys.stderr, flush=True)
 
-    totals = run_fuzz(args.cases, args.seed, workers=args.workers, case_timeout=args.timeout, progress=progress)
+    case_ids = None if args.ops is None else cases_of_ops(args.ops.split(","), args.cases, args.seed)
+    totals = run_fuzz(args.cases, args.seed, workers=args.workers, case_timeout=args.timeout, progress=progress,
+                      case_ids=case_ids)
     print(format_totals(totals))
     if args.json:
         with open(args.json, "w") as f:

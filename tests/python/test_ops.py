@@ -60,7 +60,9 @@ HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseCo
 # The older (or tensor-attribute) generations of an op check like the op they share a kernel with.
 SAME_AS = {"FusedBatchNorm": "FusedBatchNormV3", "FusedBatchNormV2": "FusedBatchNormV3",
            "FusedBatchNormGrad": "FusedBatchNormGradV3", "FusedBatchNormGradV2": "FusedBatchNormGradV3",
-           "MaxPoolV2": "MaxPool", "MaxPoolGradV2": "MaxPoolGrad", "Conv2DBackpropInputV2": "Conv2DBackpropInput"}
+           "MaxPoolV2": "MaxPool", "MaxPoolGradV2": "MaxPoolGrad", "Conv2DBackpropInputV2": "Conv2DBackpropInput",
+           "MaxPoolWithArgmax": "MaxPool", "MaxPoolGradGrad": "MaxPool", "MaxPoolGradGradV2": "MaxPool",
+           "MaxPoolGradWithArgmax": "AvgPoolGrad"}  # (a sum where windows overlap)
 for _new, _old in SAME_AS.items():
     if _old in TOLERANCE:
         TOLERANCE[_new] = TOLERANCE[_old]
@@ -323,6 +325,24 @@ def pool_grad_cases(op, attrs, rng):
         dy = f(*y.shape)
         if op == "MaxPoolGrad":
             yield (lambda x, y, dy, pool=pool: tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=y, grad=dy, **pool)), [x, y.numpy().astype(x.dtype), dy]
+        elif op in ("MaxPoolWithArgmax", "MaxPoolGradWithArgmax"):
+            # TF-GPU's flattened indices (TF-CPU follows them), within the image or the batch.
+            for batch_index in (False, True):
+                argmax = dict(pool, include_batch_in_index=batch_index)
+                if op == "MaxPoolWithArgmax":
+                    yield (lambda x, argmax=argmax: tf.raw_ops.MaxPoolWithArgmax(input=x, **argmax)), [x]
+                else:
+                    with tf.device("/CPU:0"):
+                        indices = tf.raw_ops.MaxPoolWithArgmax(input=x, **argmax)[1].numpy()
+                    yield (lambda x, dy, i, argmax=argmax: tf.raw_ops.MaxPoolGradWithArgmax(input=x, grad=dy, argmax=i, **argmax)), [x, dy, indices]
+        elif op.startswith("MaxPoolGradGrad"):  # the gradient of MaxPoolGrad with respect to its grad
+            ddx = f(*xs)
+            if op == "MaxPoolGradGrad":
+                yield (lambda x, y, g, pool=pool: tf.raw_ops.MaxPoolGradGrad(orig_input=x, orig_output=y, grad=g, **pool)), [x, y.numpy().astype(x.dtype), ddx]
+            else:
+                fn = lambda x, y, g, k, s, padding=padding: tf.raw_ops.MaxPoolGradGradV2(orig_input=x, orig_output=y, grad=g, ksize=k,
+                                                                                        strides=s, padding=padding)
+                yield fn, [x, y.numpy().astype(x.dtype), ddx, np.array(pool["ksize"], np.int32), np.array(pool["strides"], np.int32)]
         elif op == "MaxPoolGradV2":  # ksize and strides as (host-memory) tensors
             fn = lambda x, y, dy, k, s, padding=padding: tf.raw_ops.MaxPoolGradV2(orig_input=x, orig_output=y, grad=dy, ksize=k,
                                                                                    strides=s, padding=padding)
@@ -1218,7 +1238,8 @@ for name in ("BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCross
 for name in ("Conv2DBackpropInput", "Conv2DBackpropInputV2", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
              "DepthwiseConv2dNativeBackpropFilter"):
     CASES[name] = conv_grad_cases
-for name in ("MaxPoolGrad", "MaxPoolGradV2", "AvgPoolGrad"):
+for name in ("MaxPoolGrad", "MaxPoolGradV2", "AvgPoolGrad", "MaxPoolWithArgmax", "MaxPoolGradWithArgmax",
+             "MaxPoolGradGrad", "MaxPoolGradGradV2"):
     CASES[name] = pool_grad_cases
 for name in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "StatelessRandomNormalV2",
              "StatelessTruncatedNormalV2"):
