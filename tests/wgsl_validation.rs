@@ -52,6 +52,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::batch_norm::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::volume::SHADER, &[]);
 }
 
 #[test]
@@ -137,6 +138,7 @@ fn every_wgsl_file_is_covered() {
             "softmax.wgsl",
             "strided.wgsl",
             "unary.wgsl",
+            "volume.wgsl",
             "xent.wgsl"
         ],
         "add a validation test for the new shader"

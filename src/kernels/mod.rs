@@ -70,6 +70,7 @@ pub mod slice;
 pub mod unary;
 pub mod validate;
 pub mod variables;
+pub mod volume;
 pub mod windows;
 
 use crate::error::{Error, Result};
@@ -614,6 +615,39 @@ fn build_table() -> Vec<KernelDef> {
     table.push(kernel("MaxPoolWithArgmax", with_argmax, &[], ARGMAX_ATTRS, conv::max_pool_with_argmax));
     table.push(kernel("MaxPoolGradWithArgmax", with_argmax, &[], ARGMAX_ATTRS, conv::max_pool_grad_with_argmax));
     table.push(kernel("AvgPoolGrad", f32, &["orig_input_shape"], POOL_ATTRS, conv::pool_grad));
+    // 3-D convolutions and pools (NDHWC and NCDHW). (The first generation's gradients,
+    // Conv3DBackpropInput and Conv3DBackpropFilter, were removed in GraphDef version 10: TF runs
+    // them nowhere.)
+    const CONV3D_ATTRS: &[(&str, AttrKind)] = &[
+        ("strides", AttrKind::IntList),
+        ("dilations", AttrKind::IntList),
+        ("padding", AttrKind::Str),
+        ("data_format", AttrKind::Str),
+    ];
+    table.push(kernel("Conv3D", f32, &[], CONV3D_ATTRS, volume::conv3d));
+    for sizes in [DType::I32, DType::I64] {
+        let constraints = leak(vec![("T", DType::F32), ("Tshape", sizes)]);
+        table.push(kernel(
+            "Conv3DBackpropInputV2",
+            constraints,
+            &["input_sizes"],
+            CONV3D_ATTRS,
+            volume::conv3d_grad_input,
+        ));
+    }
+    table.push(kernel("Conv3DBackpropFilterV2", f32, &["filter_sizes"], CONV3D_ATTRS, volume::conv3d_grad_filter));
+    for op in ["MaxPool3D", "AvgPool3D"] {
+        table.push(kernel(op, f32, &[], POOL_ATTRS, volume::pool3d));
+    }
+    table.push(kernel(
+        "MaxPool3DGrad",
+        leak(vec![("T", DType::F32), ("TInput", DType::F32)]),
+        &[],
+        POOL_ATTRS,
+        volume::pool3d_grad,
+    ));
+    table.push(kernel("AvgPool3DGrad", f32, &["orig_input_shape"], POOL_ATTRS, volume::pool3d_grad));
+    table.push(kernel("MaxPool3DGradGrad", f32, &[], POOL_ATTRS, volume::pool3d_grad));
     // FusedBatchNorm's generations: V1 (float32, statistics typed T) and V2 (statistics typed U)
     // have no reserve_space_3, and only 4-D layouts in TF's op definitions.
     const BATCH_NORM_ATTRS: &[(&str, AttrKind)] = &[
@@ -945,7 +979,7 @@ fn build_table() -> Vec<KernelDef> {
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 44] = [
+const HALF_VIA_F32: [&str; 52] = [
     "CudnnRNN",
     "CudnnRNNV2",
     "CudnnRNNV3",
@@ -962,6 +996,14 @@ const HALF_VIA_F32: [&str; 44] = [
     "MaxPoolWithArgmax",
     "MaxPoolGradWithArgmax",
     "Conv2DBackpropInputV2",
+    "Conv3D",
+    "Conv3DBackpropInputV2",
+    "Conv3DBackpropFilterV2",
+    "MaxPool3D",
+    "AvgPool3D",
+    "MaxPool3DGrad",
+    "AvgPool3DGrad",
+    "MaxPool3DGradGrad",
     "L2Loss",
     "Conv2DBackpropInput",
     "Conv2DBackpropFilter",
@@ -1043,9 +1085,12 @@ pub fn op_table() -> String {
 /// `layout::channels_last`).
 fn layouts(op: &str) -> Option<&'static str> {
     let def = KERNELS.iter().find(|k| k.op == op)?;
-    def.attrs.iter().any(|(name, _)| *name == "data_format").then_some(
-        if op.starts_with("FusedBatchNorm") && op.ends_with("V3") { "NHWC NCHW NDHWC NCDHW" } else { "NHWC NCHW" },
-    )
+    let layouts = match op {
+        "FusedBatchNormV3" | "FusedBatchNormGradV3" => "NHWC NCHW NDHWC NCDHW",
+        _ if op.contains("3D") => "NDHWC NCDHW",
+        _ => "NHWC NCHW",
+    };
+    def.attrs.iter().any(|(name, _)| *name == "data_format").then_some(layouts)
 }
 
 /// The `FAST_DIV` override of `wgsl/quot.wgsl` for a pipeline whose dividends (flat indices) are

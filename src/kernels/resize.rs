@@ -476,9 +476,18 @@ pub fn bilinear_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bilinear_grad_whole)
 }
 
+/// A resize gradient's operands: the incoming gradient, the allocated output gradient, and the
+/// resized and original (height, width).
+struct GradGeometry {
+    grads: TensorRef,
+    out: TensorRef,
+    resized: (i64, i64),
+    original: (i64, i64),
+}
+
 /// TF's `ImageResizerGradientState` checks: the gradient (input 0) and the original image's
-/// height and width (input 1); returns them and the allocated output gradient.
-fn grad_geometry(ctx: &mut dyn KernelContext) -> Result<(TensorRef, TensorRef, (i64, i64), (i64, i64))> {
+/// height and width (input 1); allocates the output gradient.
+fn grad_geometry(ctx: &mut dyn KernelContext) -> Result<GradGeometry> {
     let grads = ctx.input(0)?;
     if grads.shape.len() != 4 {
         return Err(Error::invalid_argument(format!("input_grad must be 4-dimensional{}", shape_string(&grads.shape))));
@@ -502,12 +511,12 @@ fn grad_geometry(ctx: &mut dyn KernelContext) -> Result<(TensorRef, TensorRef, (
         return Err(Error::invalid_argument("original sizes must be between 0 and max int32"));
     }
     let out = ctx.allocate_output(0, original.dtype, &[batch, orig_h, orig_w, channels])?;
-    Ok((grads, out, (resized_h, resized_w), (orig_h, orig_w)))
+    Ok(GradGeometry { grads, out, resized: (resized_h, resized_w), original: (orig_h, orig_w) })
 }
 
 fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let attrs = attrs(kernel)?;
-    let (grads, out, (resized_h, resized_w), (orig_h, orig_w)) = grad_geometry(ctx)?;
+    let GradGeometry { grads, out, resized: (resized_h, resized_w), original: (orig_h, orig_w) } = grad_geometry(ctx)?;
     if out.num_elements() == 0 {
         return Ok(());
     }
@@ -534,7 +543,7 @@ pub fn bicubic_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Res
 
 fn bicubic_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let attrs = attrs(kernel)?;
-    let (grads, out, (resized_h, resized_w), (orig_h, orig_w)) = grad_geometry(ctx)?;
+    let GradGeometry { grads, out, resized: (resized_h, resized_w), original: (orig_h, orig_w) } = grad_geometry(ctx)?;
     if out.num_elements() == 0 {
         return Ok(());
     }

@@ -73,7 +73,8 @@ ACCUMULATING = {
     "ResourceApplyMomentum", "ResourceApplyKerasMomentum", "UnsortedSegmentProd", "TensorScatterSub",
     "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterNdAdd", "ResourceScatterNdSub",
     "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormGrad", "FusedBatchNormGradV2", "Conv2DBackpropInputV2",
-    "MaxPoolGradWithArgmax",
+    "MaxPoolGradWithArgmax", "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "AvgPool3D", "AvgPool3DGrad",
+    "MaxPool3DGrad",
 }
 GRADS = {
     "ReluGrad": ("gradients", "features"), "Relu6Grad": ("gradients", "features"),
@@ -92,7 +93,8 @@ OPTIMIZERS = optimizer_ops.SIGNATURES
 ACCUMULATING |= {op for op in OPTIMIZERS if op != "ResourceApplyGradientDescent"}
 OPTIMIZER_FLAGS = optimizer_ops.FLAGS
 # Ops with float16 kernels here and none on TF-CPU (see `references`).
-NO_HALF_ON_CPU = {"ResourceApplyProximalGradientDescent", "ResourceApplyProximalAdagrad"}
+NO_HALF_ON_CPU = {"ResourceApplyProximalGradientDescent", "ResourceApplyProximalAdagrad", "MaxPool3D", "AvgPool3D",
+                  "AvgPool3DGrad", "MaxPool3DGrad", "MaxPool3DGradGrad"}
 OPT_SCALARS = {"alpha": 0.25, "lr": 0.1, "momentum": 0.9, "beta1_power": 0.729, "beta2_power": 0.997, "beta1": 0.9,
                "beta2": 0.999, "epsilon": 1e-7, "rho": 0.9, "l1": 0.05, "l2": 0.1, "lr_power": -0.5,
                "l2_shrinkage": 0.05, "global_step": 3}
@@ -1055,6 +1057,73 @@ def gen_pool_grad(g, case):
     else:
         case.args.update(orig_input_shape=np.array(xshape, np.int32 if all(abs(s) < 2**31 for s in xshape) else np.int64),
                          grad=dy, **attrs)
+
+
+def gen_volume(g, case):
+    """Conv3D (and its gradients) and the 3-D pools: small NDHWC volumes, strides, dilations
+    (convolutions), SAME/VALID; adversarially bad ranks and list lengths, zero and huge strides and
+    windows, mismatched depths and gradients, empty volumes and bad formats."""
+    import tensorflow as tf
+
+    T = case.row["T"]
+    conv = case.op.startswith("Conv3D")
+    n, c = g.int(0, 2) if g.chance(0.1) else g.int(1, 2), g.int(1, 3)
+    size = [g.int(1, 6) for _ in range(3)]
+    k = [g.int(1, 3) for _ in range(3)]
+    strides = [g.int(1, 2) for _ in range(3)]
+    dilations = [g.int(1, 2) for _ in range(3)] if conv and g.chance(0.25) else [1, 1, 1]
+    padding = g.pick(["SAME", "VALID"])
+    if padding == "VALID":
+        size = [max(s, (kk - 1) * d + 1) for s, kk, d in zip(size, k, dilations)]
+    oc = g.int(1, 3)
+    xshape = [n, *size, c]
+    fshape = [*k, c, oc]
+    attrs = dict(strides=[1, *strides, 1], padding=padding)
+    if conv:
+        attrs["dilations"] = [1, *dilations, 1]
+    else:
+        attrs["ksize"] = [1, *k, 1]
+    out = [conv_out(sz, kk, st, d, padding) for sz, kk, st, d in zip(size, k, strides, dilations)]
+    yshape = [n, *out, oc if conv else c]
+    if g.adversary("volume"):
+        kind = g.int(0, 5)
+        if kind == 0:
+            xshape = xshape[1:]
+        elif kind == 1:
+            attrs["strides"] = g.pick([[1, 0, 1, 1, 1], [1, 1, 1, 1], [2, 1, 1, 1, 1], [1, 2**31, 1, 1, 1]])
+        elif kind == 2 and conv:
+            fshape = [*k, c + 1, oc]
+        elif kind == 2:
+            attrs["ksize"] = g.pick([[1, 0, 1, 1, 1], [1, 2, 2, 2], [1, 1, 1, 1, 2], [1, 2**31, 1, 1, 1]])
+        elif kind == 3:
+            yshape = [n, *[o + 1 for o in out], yshape[-1]]
+        elif kind == 4:
+            attrs["data_format"] = g.pick(["NCHW", "BOGUS", "NHWC"])
+        else:
+            xshape = [n, 0, *size[1:], c]
+            out[0] = 0 if padding == "SAME" else out[0]
+        g.tag(f"volume{kind}")
+    x = g.data(T, xshape, scale=1.0)
+    dy = g.data(T, yshape, scale=1.0)
+    if case.op == "Conv3D":
+        case.args.update(input=x, filter=g.data(T, fshape, scale=1.0), **attrs)
+    elif case.op == "Conv3DBackpropInputV2":
+        sizes = np.array(xshape, np.int64 if case.row.get("Tshape") == "int64" else np.int32)
+        case.args.update(input_sizes=sizes, filter=g.data(T, fshape, scale=1.0), out_backprop=dy, **attrs)
+    elif case.op == "Conv3DBackpropFilterV2":
+        case.args.update(input=x, filter_sizes=np.array(fshape, np.int32), out_backprop=dy, **attrs)
+    elif case.op in ("MaxPool3D", "AvgPool3D"):
+        case.args.update(input=x, **attrs)
+    elif case.op == "AvgPool3DGrad":
+        case.args.update(orig_input_shape=np.array(xshape, np.int32), grad=dy, **attrs)
+    else:
+        try:
+            with tf.device(CPU):
+                y = tf.raw_ops.MaxPool3D(input=x.astype(np.float32), **attrs).numpy().astype(x.dtype)
+        except Exception:  # noqa: BLE001  (attributes TF refuses: any tensor will do)
+            y = g.data(T, yshape, scale=1.0)
+        grad = dy if case.op == "MaxPool3DGrad" else g.data(T, xshape, scale=1.0)
+        case.args.update(orig_input=x, orig_output=y, grad=grad, **attrs)
 
 
 def gen_batch_norm(g, case):
@@ -2246,6 +2315,8 @@ GENERATORS.update({
     "DepthwiseConv2dNativeBackpropInput": gen_conv_grad, "DepthwiseConv2dNativeBackpropFilter": gen_conv_grad,
     "MaxPool": gen_pool, "AvgPool": gen_pool, "MaxPoolGrad": gen_pool_grad, "AvgPoolGrad": gen_pool_grad,
     "MaxPoolV2": gen_pool, "MaxPoolGradV2": gen_pool_grad, "Conv2DBackpropInputV2": gen_conv_grad,
+    **{op: gen_volume for op in ("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "AvgPool3D",
+                                 "MaxPool3DGrad", "AvgPool3DGrad", "MaxPool3DGradGrad")},
     "MaxPoolWithArgmax": gen_pool, "MaxPoolGradWithArgmax": gen_pool_grad, "MaxPoolGradGrad": gen_pool_grad,
     "MaxPoolGradGradV2": gen_pool_grad,
     **{op: gen_batch_norm for op in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
@@ -2670,6 +2741,10 @@ def documented_answer(case, gots):
         args = dict(a, input=np.moveaxis(a["input"], 1, -1), data_format="NHWC")
         answers = [[np.moveaxis(o, -1, 1) for o in answer] for answer in references(case, args)]
         return "NCHW: TF-CPU's NHWC answer, transposed", answers
+    if op.startswith("Conv3D") and a.get("data_format", "NDHWC") == "NDHWC":
+        answers = dilated_conv3d(case)
+        if answers is not None:
+            return "dilated 3-D convolution: TF-CPU's undilated one with a zero-spread filter", answers
     if op in ("Conv2DBackpropInput", "Conv2DBackpropInputV2", "Conv2DBackpropFilter"):
         answers = grouped_conv_grad(case)
         if answers is not None:
@@ -2702,6 +2777,30 @@ def documented_answer(case, gots):
         backprop = np.where(bad[:, None], np.nan, backprop).astype(backprop.dtype)
         return "sparse cross-entropy: NaN rows for out-of-range labels", [[loss, backprop]]
     return None
+
+
+def dilated_conv3d(case):
+    """A dilated Conv3D or gradient, which TF-CPU refuses, as its undilated op with the filter's
+    taps spread apart by zeros (the filter gradient read back at the taps); None if not one."""
+    import tensorflow as tf
+
+    a = case.args
+    dilations = list(a.get("dilations", [1] * 5))
+    if len(dilations) != 5 or dilations[0] != 1 or dilations[4] != 1 or not 1 < max(dilations) <= 8 or min(dilations) < 1:
+        return None
+    d = dilations[1:4]
+    fshape = list(np.shape(a["filter"])) if "filter" in a else [int(v) for v in a["filter_sizes"]]
+    if len(fshape) != 5 or min(fshape) < 0:
+        return None
+    spread_shape = [(k - 1) * dd + 1 if k > 0 else 0 for k, dd in zip(fshape[:3], d)] + fshape[3:]
+    args = dict(a, dilations=[1] * 5)
+    if "filter" in a:
+        spread = np.zeros(spread_shape, a["filter"].dtype)
+        spread[::d[0], ::d[1], ::d[2]] = a["filter"]
+        args["filter"] = spread
+        return references(case, args)
+    args["filter_sizes"] = np.array(spread_shape, np.int32)
+    return [[w[0][::d[0], ::d[1], ::d[2]]] for w in references(case, args)]
 
 
 def grouped_conv_grad(case):
@@ -2861,7 +2960,8 @@ NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2D
                  "Conv2DBackpropFilter", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
                  "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
                  "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax", "MaxPoolV2", "MaxPoolGradV2",
-                 "Conv2DBackpropInputV2", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2"}
+                 "Conv2DBackpropInputV2", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2", "Conv3D",
+                 "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "MaxPool3DGrad", "MaxPool3DGradGrad"}
 INTEGER_DIVISION_OPS = {"FloorDiv", "FloorMod", "Div", "TruncateDiv", "TruncateMod"}
 
 

@@ -184,6 +184,73 @@ def test_max_pool_v2_and_gradient_in_nchw(config, rng, strict_placement):
     np.testing.assert_allclose(dx, to_first(dx_last), rtol=TOL, atol=TOL)
 
 
+VOLUME_CONFIGS = [
+    # (batch, channels, d, h, w), (kd, kh, kw), strides, dilations, padding
+    ((2, 3, 5, 6, 7), (2, 3, 2), (1, 2, 1), (1, 1, 1), "SAME"),
+    ((1, 2, 7, 6, 5), (3, 2, 2), (2, 1, 2), (1, 1, 1), "VALID"),
+    ((1, 2, 7, 7, 6), (2, 2, 2), (1, 1, 1), (2, 1, 2), "SAME"),
+    ((0, 2, 4, 4, 4), (2, 2, 2), (1, 1, 1), (1, 1, 1), "SAME"),
+]
+
+
+@pytest.mark.parametrize("config", VOLUME_CONFIGS, ids=str)
+def test_conv3d_and_gradients_in_ncdhw(config, rng, strict_placement):
+    """Conv3D and its gradients in NCDHW against the NDHWC op on the transposed tensors (TF-CPU's
+    where it has the kernel: it refuses dilated 3-D gradients, which the adjoint identities tie to
+    the forward convolution instead)."""
+    shape, window, strides, dilations, padding = config
+    x = data(rng, *shape)
+    f = data(rng, *window, shape[1], 4)
+    lists = dict(strides=[1, 1, *strides], dilations=[1, 1, *dilations])
+    first = dict(padding=padding, data_format="NCDHW", **lists)
+    last = dict(padding=padding, data_format="NDHWC", **{k: list_to_last(v) for k, v in lists.items()})
+    dilated = dilations != (1, 1, 1)
+    reference = GPU if dilated else CPU
+    y_last = run("Conv3D", GPU, input=to_last(x), filter=f, **last)[0]
+    if not dilated:
+        check("Conv3D", dict(input=x, filter=f, **first), dict(input=to_last(x), filter=f, **last), [0])
+    y = run("Conv3D", GPU, input=x, filter=f, **first)[0]
+    np.testing.assert_allclose(y, to_first(y_last), rtol=TOL, atol=TOL)
+    dy = data(rng, *y_last.shape)
+    dx, = check("Conv3DBackpropInputV2",
+                dict(input_sizes=np.array(shape, np.int32), filter=f, out_backprop=to_first(dy), **first),
+                dict(input_sizes=np.array(to_last(np.zeros(shape)).shape, np.int32), filter=f, out_backprop=dy, **last),
+                [0], reference=reference)
+    df, = check("Conv3DBackpropFilterV2",
+                dict(input=x, filter_sizes=np.array(f.shape, np.int32), out_backprop=to_first(dy), **first),
+                dict(input=to_last(x), filter_sizes=np.array(f.shape, np.int32), out_backprop=dy, **last), [],
+                reference=reference)
+    # <conv(x, f), dy> = <x, dx> = <f, df>.
+    inner = np.vdot(y_last.astype(np.float64), dy)
+    scale = np.abs(y_last).sum() * np.abs(dy).max(initial=0) + 1e-6
+    assert abs(np.vdot(x.astype(np.float64), dx) - inner) <= 1e-5 * scale
+    assert abs(np.vdot(f.astype(np.float64), df) - inner) <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("config", [c for c in VOLUME_CONFIGS if c[3] == (1, 1, 1)], ids=str)
+@pytest.mark.parametrize("kind", ["Max", "Avg"])
+def test_pool3d_and_gradients_in_ncdhw(config, kind, rng, strict_placement):
+    shape, window, strides, _, padding = config
+    x = data(rng, *shape)
+    lists = dict(ksize=[1, 1, *window], strides=[1, 1, *strides])
+    first = dict(padding=padding, data_format="NCDHW", **lists)
+    last = dict(padding=padding, data_format="NDHWC", **{k: list_to_last(v) for k, v in lists.items()})
+    op = kind + "Pool3D"
+    y_last = run(op, CPU, input=to_last(x), **last)[0]
+    check(op, dict(input=x, **first), dict(input=to_last(x), **last), [0])
+    dy = data(rng, *y_last.shape)
+    if kind == "Max":
+        check("MaxPool3DGrad", dict(orig_input=x, orig_output=to_first(y_last), grad=to_first(dy), **first),
+              dict(orig_input=to_last(x), orig_output=y_last, grad=dy, **last), [0])
+        if x.size:  # (TF-CPU refuses empty tensors here)
+            ddx = data(rng, *shape)
+            check("MaxPool3DGradGrad", dict(orig_input=x, orig_output=to_first(y_last), grad=ddx, **first),
+                  dict(orig_input=to_last(x), orig_output=y_last, grad=to_last(ddx), **last), [0])
+    else:
+        check("AvgPool3DGrad", dict(orig_input_shape=np.array(shape, np.int32), grad=to_first(dy), **first),
+              dict(orig_input_shape=np.array(to_last(x).shape, np.int32), grad=dy, **last), [0])
+
+
 @pytest.mark.parametrize("op", ["SpaceToDepth", "DepthToSpace"])
 @pytest.mark.parametrize("block", [2, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.uint8])

@@ -62,7 +62,12 @@ SAME_AS = {"FusedBatchNorm": "FusedBatchNormV3", "FusedBatchNormV2": "FusedBatch
            "FusedBatchNormGrad": "FusedBatchNormGradV3", "FusedBatchNormGradV2": "FusedBatchNormGradV3",
            "MaxPoolV2": "MaxPool", "MaxPoolGradV2": "MaxPoolGrad", "Conv2DBackpropInputV2": "Conv2DBackpropInput",
            "MaxPoolWithArgmax": "MaxPool", "MaxPoolGradGrad": "MaxPool", "MaxPoolGradGradV2": "MaxPool",
-           "MaxPoolGradWithArgmax": "AvgPoolGrad"}  # (a sum where windows overlap)
+           "MaxPoolGradWithArgmax": "AvgPoolGrad",  # (a sum where windows overlap)
+           "Conv3D": "Conv2D", "Conv3DBackpropInputV2": "Conv2DBackpropInput",
+           "Conv3DBackpropFilterV2": "Conv2DBackpropFilter", "MaxPool3D": "MaxPool", "AvgPool3D": "AvgPool",
+           "MaxPool3DGrad": "AvgPoolGrad", "AvgPool3DGrad": "AvgPoolGrad", "MaxPool3DGradGrad": "MaxPool"}
+# TF-CPU has no float16 kernels of these (TF-GPU has): the widened float32 reference answers.
+HALF_ACCUMULATING |= {"MaxPool3D", "AvgPool3D", "AvgPool3DGrad", "MaxPool3DGradGrad"}
 for _new, _old in SAME_AS.items():
     if _old in TOLERANCE:
         TOLERANCE[_new] = TOLERANCE[_old]
@@ -349,6 +354,66 @@ def pool_grad_cases(op, attrs, rng):
             yield fn, [x, y.numpy().astype(x.dtype), dy, np.array(pool["ksize"], np.int32), np.array(pool["strides"], np.int32)]
         else:
             yield (lambda dy, xs=xs, pool=pool: tf.raw_ops.AvgPoolGrad(orig_input_shape=list(xs), grad=dy, **pool)), [dy]
+
+
+# 3-D windows: input shape, window (kd, kh, kw), strides, padding, dilations (forward only: TF-CPU's
+# 3-D gradients refuse dilations; test_layouts.py ties dilated gradients to the forward op).
+VOLUME_CONFIGS = [
+    ((2, 5, 6, 7, 3), (2, 3, 2), (1, 1, 1), "SAME", (1, 1, 1)),
+    ((1, 7, 6, 5, 2), (3, 2, 2), (2, 1, 2), "VALID", (1, 1, 1)),
+    ((2, 6, 5, 7, 3), (2, 2, 3), (1, 2, 1), "SAME", (1, 1, 1)),
+    ((2, 4, 4, 4, 1), (2, 2, 2), (2, 2, 2), "SAME", (1, 1, 1)),
+    ((1, 7, 7, 7, 2), (2, 2, 2), (1, 1, 1), "SAME", (2, 1, 2)),
+    ((0, 4, 4, 4, 2), (2, 2, 2), (1, 1, 1), "VALID", (1, 1, 1)),
+]
+
+
+def volume_cases(op, attrs, rng):
+    """Conv3D (forward and both gradients) and the 3-D pools against TF-CPU."""
+    f = lambda *s: typed(attrs, floats(rng, s, specials=False))
+    shape_type = np.int64 if attrs.get("Tshape") == "int64" else np.int32
+    for xs, window, strides, padding, dilations in VOLUME_CONFIGS:
+        dilated = dilations != (1, 1, 1)
+        x = f(*xs)
+        if op.startswith("Conv3D"):
+            ks = (*window, xs[4], 4)
+            k = f(*ks)
+            conv = dict(strides=[1, *strides, 1], padding=padding, dilations=[1, *dilations, 1])
+            # TF-CPU's Conv3D refuses dilations where oneDNN does not serve them: its reference is
+            # the undilated convolution with the filter's taps spread apart by zeros.
+            spread = np.zeros([(w - 1) * d + 1 for w, d in zip(window, dilations)] + list(ks[3:]), k.dtype)
+            spread[::dilations[0], ::dilations[1], ::dilations[2]] = k
+            undilated = dict(conv, dilations=[1] * 5)
+            with tf.device("/CPU:0"):
+                y_shape = tf.raw_ops.Conv3D(input=tf.zeros(xs), filter=tf.zeros(spread.shape), **undilated).shape
+            dy = f(*y_shape)
+            if op == "Conv3D":
+                reference = lambda x, k, undilated=undilated, spread=spread: tf.raw_ops.Conv3D(input=x, filter=spread, **undilated)
+                yield (lambda x, k, conv=conv: tf.raw_ops.Conv3D(input=x, filter=k, **conv)), [x, k], reference
+            elif dilated or xs[0] == 0:
+                continue
+            elif op == "Conv3DBackpropInputV2":
+                fn = lambda s, k, dy, conv=conv: tf.raw_ops.Conv3DBackpropInputV2(input_sizes=s, filter=k, out_backprop=dy, **conv)
+                yield fn, [np.array(xs, shape_type), k, dy]
+            elif op == "Conv3DBackpropFilterV2":
+                fn = lambda x, s, dy, conv=conv: tf.raw_ops.Conv3DBackpropFilterV2(input=x, filter_sizes=s, out_backprop=dy, **conv)
+                yield fn, [x, np.array(ks, np.int32), dy]
+            continue
+        if dilated:
+            continue
+        pool = dict(ksize=[1, *window, 1], strides=[1, *strides, 1], padding=padding)
+        with tf.device("/CPU:0"):  # (TF-CPU's MaxPool3D has no float16 kernel; the max is exact)
+            y = tf.raw_ops.MaxPool3D(input=x.astype(np.float32), **pool).numpy().astype(x.dtype)
+        dy = f(*y.shape)
+        if op in ("MaxPool3D", "AvgPool3D"):
+            yield (lambda x, pool=pool: getattr(tf.raw_ops, op)(input=x, **pool)), [x]
+        elif op == "MaxPool3DGrad":
+            yield (lambda x, y, dy, pool=pool: tf.raw_ops.MaxPool3DGrad(orig_input=x, orig_output=y, grad=dy, **pool)), [x, y, dy]
+        elif op == "AvgPool3DGrad":
+            yield (lambda dy, s=np.array(xs, np.int32), pool=pool: tf.raw_ops.AvgPool3DGrad(orig_input_shape=s, grad=dy, **pool)), [dy]
+        elif x.size:  # MaxPool3DGradGrad (TF-CPU refuses empty tensors)
+            fn = lambda x, y, g, pool=pool: tf.raw_ops.MaxPool3DGradGrad(orig_input=x, orig_output=y, grad=g, **pool)
+            yield fn, [x, y, f(*xs)]
 
 
 def random_cases(op, attrs, rng):
@@ -1248,6 +1313,8 @@ for name in ("L2Loss", "UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSeg
              "ScatterNd", "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax",
              "TensorScatterUpdate"):
     CASES[name] = scatter_and_loss_cases
+for name in ("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "AvgPool3D", "MaxPool3DGrad", "AvgPool3DGrad", "MaxPool3DGradGrad"):
+    CASES[name] = volume_cases
 CASES["StridedSliceGrad"] = slice_grad_cases
 CASES["ReverseSequence"] = reverse_sequence_cases
 for name in ("ResizeBilinear", "ResizeBicubic", "ResizeNearestNeighbor", "ResizeBilinearGrad", "ResizeBicubicGrad",

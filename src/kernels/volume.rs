@@ -1,0 +1,463 @@
+//! 3-D windows over NDHWC tensors (`wgsl/volume.wgsl`): Conv3D and its gradients as column matrices
+//! times the filter (`matmul`), the input gradient as the transposed convolution (the gradient read
+//! as if dilated by the strides, the filter flipped), and MaxPool3D/AvgPool3D with their gradients
+//! directly. Channels-first nodes (NCDHW) run through `layout::channels_last`; float16 through
+//! `half::via_f32`.
+
+use crate::error::{Error, Result};
+use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::Stream;
+
+use super::binary::{self, BinaryOp};
+use super::conv::{window, IMAGE_IN_OUT};
+use super::index::{self, DimMap, DimMode};
+use super::layout::{self, ImageArgs};
+use super::validate::shape_string;
+use super::{matmul, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader =
+    Shader { name: "volume", source: include_str!("../../wgsl/volume.wgsl"), storage_buffers: 4, uniform_buffers: 0 };
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    batch: u32,
+    c: u32,
+    row_begin: u32,
+    d: u32,
+    h: u32,
+    w: u32,
+    in_off: u32,
+    od: u32,
+    oh: u32,
+    ow: u32,
+    out_off: u32,
+    kd: u32,
+    kh: u32,
+    kw: u32,
+    aux_off: u32,
+    sd: u32,
+    sh: u32,
+    sw: u32,
+    aux2_off: u32,
+    dd: u32,
+    dh: u32,
+    dw: u32,
+    _pad: u32,
+    pd: i32,
+    ph: i32,
+    pw: i32,
+    _pad2: u32,
+    lhs_d: u32,
+    lhs_h: u32,
+    lhs_w: u32,
+    _pad3: u32,
+}
+
+/// Bytes of column matrix one launch of `columns` fills (rows are chunked to stay below).
+const COLUMN_CHUNK_BYTES: u64 = 64 << 20;
+
+/// The geometry of a 3-D window op: input [batch, d, h, w, c], windows `k` with `strides`,
+/// `dilations` and leading paddings `pads`, output [batch, out..., c or out channels].
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    batch: i64,
+    c: i64,
+    input: [i64; 3],
+    out: [i64; 3],
+    k: [i64; 3],
+    strides: [i64; 3],
+    dilations: [i64; 3],
+    pads: [i64; 3],
+}
+
+impl Geometry {
+    fn params(&self) -> Result<Params> {
+        let u = |v: i64, what: &str| {
+            u32::try_from(v).map_err(|_| Error::invalid_argument(format!("{what} {v} does not fit a uint32")))
+        };
+        let i = |v: i64| {
+            i32::try_from(v).map_err(|_| Error::invalid_argument(format!("padding {v} does not fit an int32")))
+        };
+        Ok(Params {
+            batch: u(self.batch, "batch")?,
+            c: u(self.c, "depth")?,
+            d: u(self.input[0], "input size")?,
+            h: u(self.input[1], "input size")?,
+            w: u(self.input[2], "input size")?,
+            od: u(self.out[0], "output size")?,
+            oh: u(self.out[1], "output size")?,
+            ow: u(self.out[2], "output size")?,
+            kd: u(self.k[0], "window")?,
+            kh: u(self.k[1], "window")?,
+            kw: u(self.k[2], "window")?,
+            sd: u(self.strides[0], "stride")?,
+            sh: u(self.strides[1], "stride")?,
+            sw: u(self.strides[2], "stride")?,
+            dd: u(self.dilations[0], "dilation")?,
+            dh: u(self.dilations[1], "dilation")?,
+            dw: u(self.dilations[2], "dilation")?,
+            pd: i(self.pads[0])?,
+            ph: i(self.pads[1])?,
+            pw: i(self.pads[2])?,
+            lhs_d: 1,
+            lhs_h: 1,
+            lhs_w: 1,
+            ..Params::default()
+        })
+    }
+
+    fn output_shape(&self, channels: i64) -> Vec<i64> {
+        vec![self.batch, self.out[0], self.out[1], self.out[2], channels]
+    }
+
+    /// Output pixels (rows of the column matrix) and taps of `channels` (its columns).
+    fn rows(&self) -> i64 {
+        self.batch * self.out.iter().product::<i64>()
+    }
+}
+
+fn channels_first(kernel: &KernelInstance) -> Result<bool> {
+    layout::is_channels_first(kernel.attrs.str("data_format")?)
+}
+
+/// The D, H and W entries of a 5-element NDHWC attribute list (strides, dilations, ksize), whose
+/// batch and channel entries must be 1.
+fn spatial(kernel: &KernelInstance, name: &str) -> Result<[i64; 3]> {
+    let list = kernel.attrs.ints(name)?;
+    if list.len() != 5 {
+        return Err(Error::invalid_argument(format!("{name} must have 5 elements, not {}", list.len())));
+    }
+    if list[0] != 1 || list[4] != 1 {
+        return Err(Error::invalid_argument(format!("{name} in the batch and depth dimensions must be 1: {list:?}")));
+    }
+    Ok([list[1], list[2], list[3]])
+}
+
+fn check_5d(t: &TensorRef, what: &str) -> Result<()> {
+    if t.shape.len() != 5 {
+        return Err(Error::invalid_argument(format!("{what} must be 5-dimensional{}", shape_string(&t.shape))));
+    }
+    Ok(())
+}
+
+/// The windows of a pool or convolution over `input` [batch, d, h, w, c] with window `k`.
+fn geometry(kernel: &KernelInstance, input: &[i64], k: [i64; 3], dilated: bool) -> Result<Geometry> {
+    if input.len() != 5 {
+        return Err(Error::invalid_argument(format!("input must be 5-dimensional{}", shape_string(input))));
+    }
+    let strides = spatial(kernel, "strides")?;
+    let dilations = if dilated { spatial(kernel, "dilations")? } else { [1; 3] };
+    let padding = kernel.attrs.str("padding")?;
+    let mut out = [0; 3];
+    let mut pads = [0; 3];
+    for axis in 0..3 {
+        (out[axis], pads[axis]) = window(input[axis + 1], k[axis], strides[axis], dilations[axis], padding, (0, 0))?;
+    }
+    Ok(Geometry {
+        batch: input[0],
+        c: input[4],
+        input: [input[1], input[2], input[3]],
+        out,
+        k,
+        strides,
+        dilations,
+        pads,
+    })
+}
+
+/// Encodes `entry` over `invocations`, binding `tensors` as (input, out, aux, aux2); missing ones
+/// repeat the input.
+fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&TensorRef], invocations: u64) -> Result<()> {
+    p.n = shader_len(invocations, entry)?;
+    if p.n == 0 {
+        return Ok(());
+    }
+    let device = stream.device();
+    let mems =
+        tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(4))).collect::<Result<Vec<_>>>()?;
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &[] })?;
+    stream.encode(|core, encoder| {
+        let mut bindings = Vec::with_capacity(4);
+        let mut offsets = Vec::with_capacity(4);
+        for mem in &mems {
+            let (binding, offset) = storage_window(core, mem, 4)?;
+            bindings.push(binding);
+            offsets.push(offset);
+        }
+        while bindings.len() < 4 {
+            bindings.push(bindings[0]);
+            offsets.push(0);
+        }
+        (p.in_off, p.out_off, p.aux_off, p.aux2_off) = (offsets[0], offsets[1], offsets[2], offsets[3]);
+        dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&p), invocations)
+    })
+}
+
+/// `t` as a matrix of `rows` x `cols` starting at row `first`.
+fn rows_of(t: &TensorRef, first: i64, rows: i64, cols: i64) -> TensorRef {
+    TensorRef { address: t.address + (first * cols) as u64 * 4, dtype: t.dtype, shape: vec![rows, cols] }
+}
+
+/// For each chunk of the column matrix of `input` under `p` (rows `[start, start + count)`),
+/// calls `f(ctx, columns, start, count)`.
+fn for_column_chunks(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    input: &TensorRef,
+    rows: i64,
+    mut f: impl FnMut(&mut dyn KernelContext, &TensorRef, i64, i64) -> Result<()>,
+) -> Result<()> {
+    let taps = i64::from(p.kd) * i64::from(p.kh) * i64::from(p.kw) * i64::from(p.c);
+    let chunk = (COLUMN_CHUNK_BYTES as i64 / (4 * taps.max(1))).clamp(1, rows.max(1));
+    let columns = ctx.allocate_temp(DType::F32, &[chunk, taps])?;
+    let mut start = 0;
+    while start < rows {
+        let count = chunk.min(rows - start);
+        let part = rows_of(&columns, 0, count, taps);
+        let params = Params { row_begin: shader_len(start as u64, "Conv3D")?, ..p };
+        launch(ctx.stream()?, "columns", params, &[input, &part], (count * taps) as u64)?;
+        f(ctx, &part, start, count)?;
+        start += count;
+    }
+    Ok(())
+}
+
+/// `out` [rows, oc] = the column matrix of `input` under `p` times `filter` [taps, oc].
+fn convolve(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let (rows, oc) = (out.shape[0], out.shape[1]);
+    for_column_chunks(ctx, p, input, rows, |ctx, columns, start, count| {
+        matmul::launch(ctx.stream()?, columns, filter, &rows_of(out, start, count, oc), false, false)
+    })
+}
+
+/// Conv3D: input [N, D, H, W, C], filter [KD, KH, KW, C, OC].
+pub fn conv3d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if channels_first(kernel)? {
+        return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, conv3d);
+    }
+    let input = ctx.input(0)?;
+    let filter = ctx.input(1)?;
+    let g = conv_geometry(kernel, &input.shape, &filter.shape)?;
+    let oc = filter.shape[4];
+    let out = ctx.allocate_output(0, input.dtype, &g.output_shape(oc))?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let taps = filter.shape[..4].iter().product::<i64>();
+    if taps == 0 {
+        return ctx.stream()?.fill(out.address, out.byte_len(), 0);
+    }
+    let flat_filter = TensorRef { shape: vec![taps, oc], ..filter };
+    let flat_out = TensorRef { shape: vec![g.rows(), oc], ..out };
+    convolve(ctx, g.params()?, &input, &flat_filter, &flat_out)
+}
+
+/// The forward geometry of a 3-D convolution, with TF's checks of the input and filter.
+fn conv_geometry(kernel: &KernelInstance, input: &[i64], filter: &[i64]) -> Result<Geometry> {
+    if input.len() != 5 {
+        return Err(Error::invalid_argument(format!("input must be 5-dimensional{}", shape_string(input))));
+    }
+    if filter.len() != 5 {
+        return Err(Error::invalid_argument(format!("filter must be 5-dimensional{}", shape_string(filter))));
+    }
+    if input[4] != filter[3] {
+        return Err(Error::invalid_argument(format!(
+            "Input depth must be equal to filter depth: {} vs {} (grouped 3-D convolutions are not supported)",
+            input[4], filter[3]
+        )));
+    }
+    let g = geometry(kernel, input, [filter[0], filter[1], filter[2]], true)?;
+    validate::num_elements(&g.output_shape(filter[4]))?;
+    Ok(g)
+}
+
+/// Conv3DBackpropInputV2 (input_sizes, filter, out_backprop).
+pub fn conv3d_grad_input(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if channels_first(kernel)? {
+        let images = ImageArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0] };
+        return layout::channels_last(ctx, kernel, &images, conv3d_grad_input);
+    }
+    let sizes = shape_input(ctx, 0, "input_sizes")?;
+    let filter = ctx.input(1)?;
+    let dy = ctx.input(2)?;
+    let g = conv_geometry(kernel, &sizes, &filter.shape)?;
+    check_gradient(&dy, &g.output_shape(filter.shape[4]))?;
+    let dx = ctx.allocate_output(0, dy.dtype, &sizes)?;
+    if dx.num_elements() == 0 {
+        return Ok(());
+    }
+    let (c, oc) = (filter.shape[3], filter.shape[4]);
+    let taps = filter.shape[..3].iter().product::<i64>() * oc;
+    if taps == 0 || dy.num_elements() == 0 {
+        return ctx.stream()?.fill(dx.address, dx.byte_len(), 0);
+    }
+    // dx is the convolution of dy, dilated by the strides and padded by (effective window - 1 -
+    // leading padding), with the filter flipped in space and its channels swapped.
+    let [kd, kh, kw] = [filter.shape[0], filter.shape[1], filter.shape[2]];
+    let flipped = ctx.allocate_temp(DType::F32, &[kd, kh, kw, oc, c])?;
+    let reversed =
+        |out: i64, stride: i64| DimMap { out, in_dim: out, in_stride: stride, offset: 0, mode: DimMode::Reverse };
+    let direct =
+        |out: i64, stride: i64| DimMap { out, in_dim: out, in_stride: stride, offset: 0, mode: DimMode::Direct };
+    let dims =
+        [reversed(kd, kh * kw * c * oc), reversed(kh, kw * c * oc), reversed(kw, c * oc), direct(oc, 1), direct(c, oc)];
+    index::map(ctx.stream()?, &filter, &flipped, &dims, None)?;
+    let mut p = Geometry { c: oc, input: g.out, out: g.input, strides: [1; 3], ..g }.params()?;
+    let back_pad = |axis: usize| -> Result<i32> {
+        let effective = (g.k[axis] - 1) * g.dilations[axis] + 1;
+        i32::try_from(effective - 1 - g.pads[axis])
+            .map_err(|_| Error::invalid_argument("padding does not fit an int32"))
+    };
+    (p.pd, p.ph, p.pw) = (back_pad(0)?, back_pad(1)?, back_pad(2)?);
+    // `window` has checked that the strides fit an int32.
+    let [sd, sh, sw] = g.strides.map(|s| s as u32);
+    (p.lhs_d, p.lhs_h, p.lhs_w) = (sd, sh, sw);
+    let flat_filter = TensorRef { shape: vec![taps, c], ..flipped };
+    let flat_dx = TensorRef { shape: vec![g.batch * g.input.iter().product::<i64>(), c], ..dx };
+    convolve(ctx, p, &dy, &flat_filter, &flat_dx)
+}
+
+/// Conv3DBackpropFilterV2 (input, filter_sizes, out_backprop): the column matrix of the input,
+/// transposed, times the gradient, summed over chunks of its rows.
+pub fn conv3d_grad_filter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if channels_first(kernel)? {
+        let images = ImageArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[] };
+        return layout::channels_last(ctx, kernel, &images, conv3d_grad_filter);
+    }
+    let input = ctx.input(0)?;
+    let sizes = shape_input(ctx, 1, "filter_sizes")?;
+    let dy = ctx.input(2)?;
+    let g = conv_geometry(kernel, &input.shape, &sizes)?;
+    let oc = sizes[4];
+    check_gradient(&dy, &g.output_shape(oc))?;
+    let df = ctx.allocate_output(0, dy.dtype, &sizes)?;
+    if df.num_elements() == 0 {
+        return Ok(());
+    }
+    let rows = g.rows();
+    if rows == 0 || input.num_elements() == 0 {
+        return ctx.stream()?.fill(df.address, df.byte_len(), 0);
+    }
+    let taps = sizes[..4].iter().product::<i64>();
+    let flat_df = TensorRef { shape: vec![taps, oc], ..df };
+    let partial = if rows * taps * 4 > COLUMN_CHUNK_BYTES as i64 {
+        Some(ctx.allocate_temp(DType::F32, &[taps, oc])?)
+    } else {
+        None
+    };
+    for_column_chunks(ctx, g.params()?, &input, rows, |ctx, columns, start, count| {
+        let stream = ctx.stream()?;
+        let dy_rows = rows_of(&dy, start, count, oc);
+        match &partial {
+            Some(sum) if start > 0 => {
+                matmul::launch(stream, columns, &dy_rows, sum, true, false)?;
+                binary::launch(stream, BinaryOp::Add, &flat_df, sum, &flat_df)
+            }
+            _ => matmul::launch(stream, columns, &dy_rows, &flat_df, true, false),
+        }
+    })
+}
+
+/// A host-memory shape input of 5 non-negative sizes.
+fn shape_input(ctx: &mut dyn KernelContext, index: usize, what: &str) -> Result<Vec<i64>> {
+    let (sizes, shape) = ctx.host_input_values(index)?;
+    if shape.len() != 1 || sizes.len() != 5 {
+        return Err(Error::invalid_argument(format!(
+            "{what} must be a vector of 5 sizes, not a tensor of shape {}",
+            shape_string(&shape)
+        )));
+    }
+    validate::num_elements(&sizes)?;
+    Ok(sizes)
+}
+
+fn check_gradient(grad: &TensorRef, expected: &[i64]) -> Result<()> {
+    if grad.shape != expected {
+        return Err(Error::invalid_argument(format!(
+            "the gradient has shape {}, but the forward op's output has shape {}",
+            shape_string(&grad.shape),
+            shape_string(expected)
+        )));
+    }
+    Ok(())
+}
+
+/// MaxPool3D and AvgPool3D.
+pub fn pool3d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    if channels_first(kernel)? {
+        return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, pool3d);
+    }
+    let input = ctx.input(0)?;
+    check_5d(&input, "tensor_in")?;
+    let g = geometry(kernel, &input.shape, spatial(kernel, "ksize")?, false)?;
+    let out = ctx.allocate_output(0, input.dtype, &g.output_shape(g.c))?;
+    let entry = if kernel.def.op == "MaxPool3D" { "max_pool" } else { "avg_pool" };
+    launch(ctx.stream()?, entry, g.params()?, &[&input, &out], out.num_elements())
+}
+
+/// MaxPool3DGrad (orig_input, orig_output, grad), AvgPool3DGrad (orig_input_shape, grad) and
+/// MaxPool3DGradGrad (orig_input, orig_output, grad shaped like the input).
+pub fn pool3d_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = kernel.def.op;
+    let average = op == "AvgPool3DGrad";
+    if channels_first(kernel)? {
+        let images = if average {
+            ImageArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0] }
+        } else {
+            ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] }
+        };
+        return layout::channels_last(ctx, kernel, &images, pool3d_grad);
+    }
+    let ksize = spatial(kernel, "ksize")?;
+    if average {
+        let shape = shape_input(ctx, 0, "orig_input_shape")?;
+        let dy = ctx.input(1)?;
+        let g = geometry(kernel, &shape, ksize, false)?;
+        check_gradient(&dy, &g.output_shape(g.c))?;
+        let dx = ctx.allocate_output(0, dy.dtype, &shape)?;
+        return launch(ctx.stream()?, "avg_pool_grad", g.params()?, &[&dy, &dx], dx.num_elements());
+    }
+    let x = ctx.input(0)?;
+    let y = ctx.input(1)?;
+    let grad = ctx.input(2)?;
+    for (t, what) in [(&x, "tensor_in"), (&y, "tensor_out"), (&grad, "out_backprop")] {
+        check_5d(t, what)?;
+    }
+    let g = geometry(kernel, &x.shape, ksize, false)?;
+    let pooled = g.output_shape(g.c);
+    if y.shape != pooled {
+        return Err(Error::invalid_argument(format!(
+            "tensor_out has shape {}, but the pool's output has shape {}",
+            shape_string(&y.shape),
+            shape_string(&pooled)
+        )));
+    }
+    if op == "MaxPool3DGrad" {
+        check_gradient(&grad, &pooled)?;
+        let dx = ctx.allocate_output(0, grad.dtype, &x.shape)?;
+        return launch(ctx.stream()?, "max_pool_grad", g.params()?, &[&x, &dx, &grad, &y], dx.num_elements());
+    }
+    // TF's kernels read the first element of each; an empty one is refused.
+    for (t, what) in [(&x, "tensor_in"), (&y, "tensor_out"), (&grad, "out_grad_backprop")] {
+        if t.num_elements() == 0 {
+            return Err(Error::invalid_argument(format!("received empty tensor {what}: {}", shape_string(&t.shape))));
+        }
+    }
+    if grad.shape != x.shape {
+        return Err(Error::invalid_argument(format!(
+            "tensor_in and out_grad_backprop must have the same shape: {} vs {}",
+            shape_string(&x.shape),
+            shape_string(&grad.shape)
+        )));
+    }
+    let out = ctx.allocate_output(0, grad.dtype, &pooled)?;
+    launch(ctx.stream()?, "max_pool_grad_grad", g.params()?, &[&x, &out, &grad, &y], out.num_elements())
+}
