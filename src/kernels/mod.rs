@@ -54,6 +54,7 @@ pub mod cast;
 pub mod conv;
 pub mod einsum;
 pub mod fused;
+pub mod generic_conv;
 pub mod half;
 pub mod im2col;
 pub mod index;
@@ -625,6 +626,18 @@ fn build_table() -> Vec<KernelDef> {
         ("data_format", AttrKind::Str),
     ];
     table.push(kernel("Conv3D", f32, &[], CONV3D_ATTRS, volume::conv3d));
+    // The generic Conv: any batch rank, 2 or 3 spatial dimensions, through Conv2D's and Conv3D's
+    // kernels.
+    const GENERIC_CONV_ATTRS: &[(&str, AttrKind)] = &[
+        ("strides", AttrKind::IntList),
+        ("dilations", AttrKind::IntList),
+        ("padding", AttrKind::Str),
+        ("explicit_paddings", AttrKind::IntList),
+        ("data_format", AttrKind::Str),
+        ("batch_dims", AttrKind::Int),
+        ("groups", AttrKind::Int),
+    ];
+    table.push(kernel("Conv", f32, &[], GENERIC_CONV_ATTRS, generic_conv::compute));
     for sizes in [DType::I32, DType::I64] {
         let constraints = leak(vec![("T", DType::F32), ("Tshape", sizes)]);
         table.push(kernel(
@@ -979,7 +992,7 @@ fn build_table() -> Vec<KernelDef> {
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 52] = [
+const HALF_VIA_F32: [&str; 53] = [
     "CudnnRNN",
     "CudnnRNNV2",
     "CudnnRNNV3",
@@ -996,6 +1009,7 @@ const HALF_VIA_F32: [&str; 52] = [
     "MaxPoolWithArgmax",
     "MaxPoolGradWithArgmax",
     "Conv2DBackpropInputV2",
+    "Conv",
     "Conv3D",
     "Conv3DBackpropInputV2",
     "Conv3DBackpropFilterV2",

@@ -142,6 +142,35 @@ fn check_5d(t: &TensorRef, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The D, H and W (before, after) paddings of `explicit_paddings` (the generic Conv op's; Conv3D
+/// and the pools have no such attribute), checked as TF checks them.
+fn explicit_pads(kernel: &KernelInstance, padding: &str) -> Result<[(i64, i64); 3]> {
+    let pads = kernel.attrs.ints("explicit_paddings").unwrap_or_default();
+    if padding != "EXPLICIT" {
+        if !pads.is_empty() {
+            return Err(Error::invalid_argument(
+                "explicit_paddings attribute must be empty if the padding attribute is not EXPLICIT",
+            ));
+        }
+        return Ok([(0, 0); 3]);
+    }
+    if pads.len() != 10 {
+        return Err(Error::invalid_argument(format!(
+            "explicit_paddings attribute must contain 10 values, but got: {}",
+            pads.len()
+        )));
+    }
+    if pads.iter().any(|&p| p < 0) {
+        return Err(Error::invalid_argument("All elements of explicit_paddings must be nonnegative"));
+    }
+    if pads[0] != 0 || pads[1] != 0 || pads[8] != 0 || pads[9] != 0 {
+        return Err(Error::invalid_argument(
+            "Nonzero explicit padding in the batch or depth dimensions is not supported",
+        ));
+    }
+    Ok([(pads[2], pads[3]), (pads[4], pads[5]), (pads[6], pads[7])])
+}
+
 /// The windows of a pool or convolution over `input` [batch, d, h, w, c] with window `k`.
 fn geometry(kernel: &KernelInstance, input: &[i64], k: [i64; 3], dilated: bool) -> Result<Geometry> {
     if input.len() != 5 {
@@ -150,10 +179,12 @@ fn geometry(kernel: &KernelInstance, input: &[i64], k: [i64; 3], dilated: bool) 
     let strides = spatial(kernel, "strides")?;
     let dilations = if dilated { spatial(kernel, "dilations")? } else { [1; 3] };
     let padding = kernel.attrs.str("padding")?;
+    let explicit = explicit_pads(kernel, padding)?;
     let mut out = [0; 3];
     let mut pads = [0; 3];
     for axis in 0..3 {
-        (out[axis], pads[axis]) = window(input[axis + 1], k[axis], strides[axis], dilations[axis], padding, (0, 0))?;
+        (out[axis], pads[axis]) =
+            window(input[axis + 1], k[axis], strides[axis], dilations[axis], padding, explicit[axis])?;
     }
     Ok(Geometry {
         batch: input[0],

@@ -74,7 +74,7 @@ ACCUMULATING = {
     "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterNdAdd", "ResourceScatterNdSub",
     "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormGrad", "FusedBatchNormGradV2", "Conv2DBackpropInputV2",
     "MaxPoolGradWithArgmax", "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "AvgPool3D", "AvgPool3DGrad",
-    "MaxPool3DGrad",
+    "MaxPool3DGrad", "Conv",
 }
 GRADS = {
     "ReluGrad": ("gradients", "features"), "Relu6Grad": ("gradients", "features"),
@@ -1124,6 +1124,47 @@ def gen_volume(g, case):
             y = g.data(T, yshape, scale=1.0)
         grad = dy if case.op == "MaxPool3DGrad" else g.data(T, xshape, scale=1.0)
         case.args.update(orig_input=x, orig_output=y, grad=grad, **attrs)
+
+
+def gen_generic_conv(g, case):
+    """The generic Conv op: 2 or 3 spatial dimensions, 1 or 2 batch dimensions, groups, both
+    channel orders, SAME/VALID/EXPLICIT, dilations; adversarially 1 or 4 spatial dimensions, bad
+    batch_dims and groups, list lengths and formats."""
+    T = case.row["T"]
+    spatial = g.pick([2, 3])
+    batch = [g.int(1, 2) for _ in range(g.pick([1, 1, 2]))]
+    groups = g.pick([1, 1, 2])
+    cin, cout = g.int(1, 2) * groups, g.int(1, 2) * groups
+    size = [g.int(1, 6) for _ in range(spatial)]
+    k = [g.int(1, 3) for _ in range(spatial)]
+    first = g.chance(0.25)
+    strides = [1, *[g.int(1, 2) for _ in range(spatial)], 1]
+    dilations = [1, *[g.int(1, 2) for _ in range(spatial)], 1] if g.chance(0.25) else [1] * (spatial + 2)
+    padding = g.pick(["SAME", "VALID", "EXPLICIT"])
+    attrs = dict(strides=strides, padding=padding, dilations=dilations, batch_dims=len(batch), groups=groups,
+                 data_format="CHANNELS_FIRST" if first else "CHANNELS_LAST")
+    if padding == "EXPLICIT":
+        attrs["explicit_paddings"] = [0, 0, *[g.int(0, 2) for _ in range(2 * spatial)], 0, 0]
+    else:
+        size = [max(sz, (kk - 1) * d + 1) for sz, kk, d in zip(size, k, dilations[1:-1])]
+    fshape = [*k, cin // groups, cout]
+    if g.adversary("conv"):
+        kind = g.int(0, 5)
+        if kind == 0:
+            size = size[:1] if spatial == 2 else size + [2]
+        elif kind == 1:
+            attrs["batch_dims"] = g.pick([0, -1, 7])
+        elif kind == 2:
+            attrs["groups"] = g.pick([0, -1, 3])
+        elif kind == 3:
+            attrs["strides"] = g.pick([[1, 1, 1], strides + [1], [1, 0] + strides[2:], [2] + strides[1:]])
+        elif kind == 4:
+            attrs["data_format"] = g.pick(["NHWC", "BOGUS"])
+        else:
+            fshape = [*k, cin + 1, cout]
+        g.tag(f"conv{kind}")
+    xshape = [*batch, cin, *size] if first else [*batch, *size, cin]
+    case.args.update(input=g.data(T, xshape, scale=1.0), filter=g.data(T, fshape, scale=1.0), **attrs)
 
 
 def gen_batch_norm(g, case):
@@ -2317,6 +2358,7 @@ GENERATORS.update({
     "MaxPoolV2": gen_pool, "MaxPoolGradV2": gen_pool_grad, "Conv2DBackpropInputV2": gen_conv_grad,
     **{op: gen_volume for op in ("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "AvgPool3D",
                                  "MaxPool3DGrad", "AvgPool3DGrad", "MaxPool3DGradGrad")},
+    "Conv": gen_generic_conv,
     "MaxPoolWithArgmax": gen_pool, "MaxPoolGradWithArgmax": gen_pool_grad, "MaxPoolGradGrad": gen_pool_grad,
     "MaxPoolGradGradV2": gen_pool_grad,
     **{op: gen_batch_norm for op in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
@@ -2404,8 +2446,25 @@ def _backprop_input_sized_by_shape(args):
     return "Conv2DBackpropInput", args
 
 
-# Ops TF-CPU (and TF-GPU) registers no kernel for, each with the op and arguments that answer for it.
-CPU_TWINS = {"Conv2DBackpropInputV2": _backprop_input_sized_by_shape}
+def _conv_explicit_3d_as_valid(args):
+    """A 3-D generic Conv with explicit padding (TF-CPU aborts on it: Eigen has no such padding) as
+    the VALID one on the zero-padded input; other Convs as they are."""
+    x = args["input"]
+    pads = list(args.get("explicit_paddings", []))
+    bd = int(args.get("batch_dims", 1))
+    if args.get("padding") != "EXPLICIT" or np.ndim(x) - bd - 1 != 3 or len(pads) != 10 or min(pads) < 0 \
+            or pads[:2] != [0, 0] or bd < 1:
+        return "Conv", args
+    pairs = [pads[2 * i:2 * i + 2] for i in range(5)]
+    first = args.get("data_format") == "CHANNELS_FIRST"
+    if pairs[1 if first else 4] != [0, 0]:
+        return "Conv", args
+    return "Conv", dict(args, input=np.pad(x, [[0, 0]] * bd + pairs[1:]), padding="VALID", explicit_paddings=[])
+
+
+# Ops TF-CPU (and TF-GPU) registers no kernel for, or aborts on, each with the op and arguments
+# that answer for it.
+CPU_TWINS = {"Conv2DBackpropInputV2": _backprop_input_sized_by_shape, "Conv": _conv_explicit_3d_as_valid}
 
 RAW_RENAMES = {"Split": {"split_dim": "axis"}, "SplitV": {"split_dim": "axis"}, "Select": {"t": "x", "e": "y"},
                **{op: {"reduction_indices": "axis"} for op in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any")}}
@@ -2741,6 +2800,10 @@ def documented_answer(case, gots):
         args = dict(a, input=np.moveaxis(a["input"], 1, -1), data_format="NHWC")
         answers = [[np.moveaxis(o, -1, 1) for o in answer] for answer in references(case, args)]
         return "NCHW: TF-CPU's NHWC answer, transposed", answers
+    if op == "Conv":
+        answers = generic_conv_answer(case)
+        if answers is not None:
+            return "Conv on merged batches, split groups, channels last or zero-padded (as TF-CPU's runs)", answers
     if op.startswith("Conv3D") and a.get("data_format", "NDHWC") == "NDHWC":
         answers = dilated_conv3d(case)
         if answers is not None:
@@ -2777,6 +2840,65 @@ def documented_answer(case, gots):
         backprop = np.where(bad[:, None], np.nan, backprop).astype(backprop.dtype)
         return "sparse cross-entropy: NaN rows for out-of-range labels", [[loss, backprop]]
     return None
+
+
+def generic_conv_answer(case):
+    """The generic Conv where TF-CPU's kernel refuses it (several batch dimensions, groups, channels
+    first, 3-D explicit padding), from TF-CPU's Conv on the input reshaped, split by group,
+    transposed or zero-padded, in float32; None where the case is not such a valid one."""
+    import tensorflow as tf
+
+    a = case.args
+    x, k = a["input"], a["filter"]
+    bd, groups = int(a.get("batch_dims", 1)), int(a.get("groups", 1))
+    first = a.get("data_format", "CHANNELS_LAST") == "CHANNELS_FIRST"
+    spatial = x.ndim - bd - 1
+    if bd < 1 or spatial not in (2, 3) or k.ndim != spatial + 2 or groups < 1 or x.size == 0:
+        return None
+    explicit3d = spatial == 3 and a.get("padding") == "EXPLICIT"
+    dilations = list(a.get("dilations", [])) or [1] * (spatial + 2)
+    dilated3d = spatial == 3 and len(dilations) == 5 and max(dilations) > 1
+    if bd == 1 and groups == 1 and not first and not explicit3d and not dilated3d:
+        return None
+    order = [0, *range(2, spatial + 2), 1]  # an NC... list in N...C order
+    attrs = {n: v for n, v in a.items() if n not in ("input", "filter", "batch_dims", "groups", "data_format")}
+    for name in ("strides", "dilations"):
+        if name in attrs and first and len(attrs[name]) == spatial + 2:
+            attrs[name] = [attrs[name][i] for i in order]
+    pads = list(attrs.get("explicit_paddings", []))
+    if pads and len(pads) != 2 * (spatial + 2):
+        return None
+    pairs = [pads[2 * i:2 * i + 2] for i in range(len(pads) // 2)]
+    if first and pairs:
+        pairs = [pairs[i] for i in order]
+        attrs["explicit_paddings"] = sum(pairs, [])
+    if first:
+        x = np.moveaxis(x, bd, -1)
+    batch = x.shape[:bd]
+    xs = x.reshape((-1,) + x.shape[bd:]).astype(np.float32)
+    if explicit3d:
+        if min(pads) < 0:
+            return None
+        xs = np.pad(xs, pairs)
+        attrs.update(padding="VALID", explicit_paddings=[])
+    cin = xs.shape[-1]
+    if k.shape[-2] * groups != cin or k.shape[-1] % groups:
+        return None
+    cout = k.shape[-1] // groups
+    ks = k.astype(np.float32)
+    if dilated3d:
+        # TF-CPU's 3-D Conv refuses dilations: the filter's taps spread apart by zeros instead.
+        d = attrs["dilations"][1:4]
+        if min(d) < 1 or max(d) > 8:
+            return None
+        spread = np.zeros([(n - 1) * dd + 1 for n, dd in zip(ks.shape[:3], d)] + list(ks.shape[3:]), np.float32)
+        spread[::d[0], ::d[1], ::d[2]] = ks
+        ks, attrs["dilations"] = spread, [1] * 5
+    with tf.device(CPU):
+        parts = [tf.raw_ops.Conv(input=xs[..., g * k.shape[-2]:(g + 1) * k.shape[-2]], filter=ks[..., g * cout:(g + 1) * cout],
+                                 **attrs).numpy() for g in range(groups)]
+    out = np.concatenate(parts, axis=-1).reshape(batch + parts[0].shape[1:-1] + (k.shape[-1],)).astype(k.dtype)
+    return [[np.moveaxis(out, -1, bd) if first else out]]
 
 
 def dilated_conv3d(case):
@@ -2961,7 +3083,8 @@ NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2D
                  "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
                  "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax", "MaxPoolV2", "MaxPoolGradV2",
                  "Conv2DBackpropInputV2", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2", "Conv3D",
-                 "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "MaxPool3DGrad", "MaxPool3DGradGrad"}
+                 "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "MaxPool3DGrad", "MaxPool3DGradGrad",
+                 "Conv"}
 INTEGER_DIVISION_OPS = {"FloorDiv", "FloorMod", "Div", "TruncateDiv", "TruncateMod"}
 
 

@@ -63,7 +63,7 @@ SAME_AS = {"FusedBatchNorm": "FusedBatchNormV3", "FusedBatchNormV2": "FusedBatch
            "MaxPoolV2": "MaxPool", "MaxPoolGradV2": "MaxPoolGrad", "Conv2DBackpropInputV2": "Conv2DBackpropInput",
            "MaxPoolWithArgmax": "MaxPool", "MaxPoolGradGrad": "MaxPool", "MaxPoolGradGradV2": "MaxPool",
            "MaxPoolGradWithArgmax": "AvgPoolGrad",  # (a sum where windows overlap)
-           "Conv3D": "Conv2D", "Conv3DBackpropInputV2": "Conv2DBackpropInput",
+           "Conv3D": "Conv2D", "Conv": "Conv2D", "Conv3DBackpropInputV2": "Conv2DBackpropInput",
            "Conv3DBackpropFilterV2": "Conv2DBackpropFilter", "MaxPool3D": "MaxPool", "AvgPool3D": "AvgPool",
            "MaxPool3DGrad": "AvgPoolGrad", "AvgPool3DGrad": "AvgPoolGrad", "MaxPool3DGradGrad": "MaxPool"}
 # TF-CPU has no float16 kernels of these (TF-GPU has): the widened float32 reference answers.
@@ -414,6 +414,35 @@ def volume_cases(op, attrs, rng):
         elif x.size:  # MaxPool3DGradGrad (TF-CPU refuses empty tensors)
             fn = lambda x, y, g, pool=pool: tf.raw_ops.MaxPool3DGradGrad(orig_input=x, orig_output=y, grad=g, **pool)
             yield fn, [x, y, f(*xs)]
+
+
+def generic_conv_cases(op, attrs, rng):
+    """The generic Conv op: 2-D and 3-D, explicit padding, dilations, several batch dimensions,
+    groups and channels first. TF-CPU's Conv refuses the last two and crashes on 3-D explicit
+    padding: those compare with TF-CPU's Conv on merged batches, split groups, transposed or
+    zero-padded inputs."""
+    f = lambda *s: typed(attrs, floats(rng, s, specials=False))
+    conv = tf.raw_ops.Conv
+    yield (lambda x, k: conv(input=x, filter=k, strides=[1, 2, 1, 1], padding="SAME")), [f(2, 7, 6, 3), f(3, 2, 3, 4)]
+    yield (lambda x, k: conv(input=x, filter=k, strides=[1, 1, 1, 1], padding="EXPLICIT", explicit_paddings=[0, 0, 1, 2, 0, 1, 0, 0],
+                             dilations=[1, 2, 1, 1])), [f(1, 6, 6, 2), f(2, 3, 2, 5)]
+    yield (lambda x, k: conv(input=x, filter=k, strides=[1, 1, 2, 1, 1], padding="VALID")), [f(2, 4, 5, 5, 3), f(2, 3, 3, 3, 4)]
+    x, k = f(2, 3, 5, 5, 3), f(3, 3, 3, 4)
+    yield ((lambda x, k: conv(input=x, filter=k, strides=[1, 1, 1, 1], padding="SAME", batch_dims=2)), [x, k],
+           lambda x, k: tf.reshape(conv(input=tf.reshape(x, [6, 5, 5, 3]), filter=k, strides=[1, 1, 1, 1], padding="SAME"),
+                                   [2, 3, 5, 5, 4]))
+    x, k = f(2, 5, 5, 4), f(3, 3, 2, 6)
+    yield ((lambda x, k: conv(input=x, filter=k, strides=[1, 1, 1, 1], padding="SAME", groups=2)), [x, k],
+           lambda x, k: tf.concat([conv(input=x[..., 2 * g:2 * g + 2], filter=k[..., 3 * g:3 * g + 3], strides=[1, 1, 1, 1],
+                                        padding="SAME") for g in range(2)], -1))
+    x, k = f(2, 3, 5, 6), f(3, 3, 3, 4)
+    yield ((lambda x, k: conv(input=x, filter=k, strides=[1, 1, 1, 1], padding="SAME", data_format="CHANNELS_FIRST")), [x, k],
+           lambda x, k: tf.transpose(conv(input=tf.transpose(x, [0, 2, 3, 1]), filter=k, strides=[1, 1, 1, 1], padding="SAME"),
+                                     [0, 3, 1, 2]))
+    pads = [[0, 0], [1, 0], [0, 2], [1, 1], [0, 0]]
+    yield ((lambda x, k: conv(input=x, filter=k, strides=[1, 1, 2, 1, 1], padding="EXPLICIT", explicit_paddings=sum(pads, []))),
+           [f(2, 4, 5, 5, 3), f(2, 3, 3, 3, 4)],
+           lambda x, k: conv(input=tf.pad(x, pads), filter=k, strides=[1, 1, 2, 1, 1], padding="VALID"))
 
 
 def random_cases(op, attrs, rng):
@@ -1315,6 +1344,7 @@ for name in ("L2Loss", "UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSeg
     CASES[name] = scatter_and_loss_cases
 for name in ("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "AvgPool3D", "MaxPool3DGrad", "AvgPool3DGrad", "MaxPool3DGradGrad"):
     CASES[name] = volume_cases
+CASES["Conv"] = generic_conv_cases
 CASES["StridedSliceGrad"] = slice_grad_cases
 CASES["ReverseSequence"] = reverse_sequence_cases
 for name in ("ResizeBilinear", "ResizeBicubic", "ResizeNearestNeighbor", "ResizeBilinearGrad", "ResizeBicubicGrad",
