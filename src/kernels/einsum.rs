@@ -11,17 +11,31 @@ use super::slice::{self, contiguous_strides, StridedView};
 use super::{matmul, reduce, KernelContext, KernelInstance, TensorRef};
 
 /// An equation's labels: each operand's and the output's, ellipses expanded into labels of their
-/// own (`'0'..`, right-aligned across operands as broadcasting aligns them).
+/// own (`ellipsis_label`s, right-aligned across operands as broadcasting aligns them).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Labels {
     pub inputs: Vec<Vec<char>>,
     pub output: Vec<char>,
 }
 
+/// The label of the `k`-th ellipsis dimension: a private-use character, so that no label of the
+/// equation can collide with it.
+fn ellipsis_label(k: usize) -> char {
+    char::from_u32(ELLIPSIS_LABELS + k as u32).unwrap_or('\u{E000}')
+}
+
+const ELLIPSIS_LABELS: u32 = 0xE000;
+
+/// Whether `c` labels an ellipsis dimension (which broadcasts: size 1 against any size).
+fn is_ellipsis_label(c: char) -> bool {
+    (ELLIPSIS_LABELS..ELLIPSIS_LABELS + 16).contains(&u32::from(c))
+}
+
 /// The labels of `equation` for operands of the given ranks.
 pub fn parse(equation: &str, ranks: &[usize]) -> Result<Labels> {
     let invalid = |why: &str| Error::invalid_argument(format!("Einsum equation {equation:?}: {why}"));
-    let equation: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
+    // TF's op takes every other character as a label, spaces and digits too (tf.einsum strips
+    // spaces before it builds the op).
     // TF's op takes explicit outputs only (tf.einsum writes implicit ones out).
     let (inputs, output) = match equation.split_once("->") {
         Some((i, o)) if !o.contains("->") => (i.to_string(), o.to_string()),
@@ -48,13 +62,11 @@ pub fn parse(equation: &str, ranks: &[usize]) -> Result<Labels> {
     if ellipsis_rank > 10 {
         return Err(invalid("more than 10 ellipsis dimensions"));
     }
-    let ellipsis = |dots: usize| -> Vec<char> {
-        (ellipsis_rank - dots..ellipsis_rank).map(|k| char::from(b'0' + k as u8)).collect()
-    };
+    let ellipsis = |dots: usize| -> Vec<char> { (ellipsis_rank - dots..ellipsis_rank).map(ellipsis_label).collect() };
     let mut labels_in = Vec::new();
     for (before, after, dots) in &parts {
-        if before.iter().chain(after).any(|c| !c.is_ascii_alphabetic()) {
-            return Err(invalid("labels must be letters"));
+        if before.iter().chain(after).any(|&c| is_ellipsis_label(c)) {
+            return Err(invalid("labels must not be private-use characters"));
         }
         labels_in.push([before.clone(), ellipsis(*dots), after.clone()].concat());
     }
@@ -231,8 +243,8 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     for (t, ls) in operands.iter().zip(&labels.inputs) {
         for (&l, &d) in ls.iter().zip(&t.shape) {
             match sizes.iter_mut().find(|(m, _)| *m == l) {
-                Some((_, s)) if *s == d || (d == 1 && l.is_ascii_digit()) => {}
-                Some((_, s)) if *s == 1 && l.is_ascii_digit() => *s = d,
+                Some((_, s)) if *s == d || (d == 1 && is_ellipsis_label(l)) => {}
+                Some((_, s)) if *s == 1 && is_ellipsis_label(l) => *s = d,
                 Some((_, s)) => {
                     return Err(Error::invalid_argument(format!(
                         "Einsum: label {l} has size {s} in one place and {d} in another"
@@ -304,10 +316,15 @@ mod tests {
     #[test]
     fn ellipses_expand_right_aligned() {
         let l = parse("...ij,jk->...ik", &[4, 2]).unwrap();
-        assert_eq!(l.inputs, vec![vec!['0', '1', 'i', 'j'], vec!['j', 'k']]);
-        assert_eq!(l.output, vec!['0', '1', 'i', 'k']);
+        let [e0, e1] = [ellipsis_label(0), ellipsis_label(1)];
+        assert_eq!(l.inputs, vec![vec![e0, e1, 'i', 'j'], vec!['j', 'k']]);
+        assert_eq!(l.output, vec![e0, e1, 'i', 'k']);
         let l = parse("...i,...i->...", &[3, 1]).unwrap();
-        assert_eq!((l.inputs[1].clone(), l.output.clone()), (vec!['i'], vec!['0', '1']));
+        assert_eq!((l.inputs[1].clone(), l.output.clone()), (vec!['i'], vec![e0, e1]));
+        // Spaces and digits are labels of TF's op (a space of 'i j' is a third dimension).
+        assert!(parse("i j,jk->ik", &[2, 2]).is_err());
+        assert_eq!(parse("i j,jk->ik", &[3, 2]).unwrap().inputs[0], vec!['i', ' ', 'j']);
+        assert_eq!(parse("a1,1b->ab", &[2, 2]).unwrap().inputs[1], vec!['1', 'b']);
         assert!(parse("ba,ac", &[2, 2]).is_err());
         assert!(parse("ab,bc->ad", &[2, 2]).is_err());
         assert!(parse("abc->a", &[2]).is_err());

@@ -36,12 +36,16 @@ pub fn num_elements(shape: &[i64]) -> Result<i64> {
     if let Some(&d) = shape.iter().find(|&&d| d < 0) {
         return Err(Error::invalid_argument(format!("Dimension {d} must be >= 0")));
     }
-    // A zero anywhere makes the tensor empty, whatever the other dimensions multiply to (TF's
-    // TensorShape accepts [0, 2**62, 2**62]).
-    if shape.contains(&0) {
-        return Ok(0);
+    // TensorShape multiplies the dimensions in order and aborts the process where the running
+    // product overflows, so [0, 2**62, 2**62] is an empty tensor but [18, 2**62, 0] is refused.
+    let mut n = 1i64;
+    for &d in shape {
+        if n == 0 {
+            break;
+        }
+        n = mul(n, d)?;
     }
-    shape.iter().try_fold(1i64, |n, &d| mul(n, d))
+    Ok(n)
 }
 
 /// Checks an output or temporary shape and returns its size in bytes. Sizes no allocation can
@@ -93,6 +97,9 @@ mod tests {
         assert_eq!(num_elements(&[2, 3]).unwrap(), 6);
         assert_eq!(num_elements(&[]).unwrap(), 1);
         assert_eq!(num_elements(&[0, 1 << 62, 1 << 62]).unwrap(), 0);
+        // The running product overflows before it reaches the zero: TensorShape aborts on it.
+        assert!(num_elements(&[18, 1 << 62, 0]).unwrap_err().message.contains("overflow"));
+        assert!(num_elements(&[1 << 62, 0, -1]).unwrap_err().message.contains("must be >= 0"));
         assert!(num_elements(&[-2, 12]).unwrap_err().message.contains("must be >= 0"));
         let overflow = num_elements(&[20_000_000_000_000_000, 100_000_000, 1]).unwrap_err();
         assert!(overflow.message.contains("overflow"), "{overflow}");

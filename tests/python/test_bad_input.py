@@ -37,6 +37,11 @@ CASES = {
     "range_huge": ("tf.range(0.0, 1e30, 1.0)", "InvalidArgumentError"),
     "range_nan": ("tf.range(0.0, float('nan'), 1.0)", "InvalidArgumentError"),
     "one_hot_past_budget": ("tf.one_hot(tf.zeros([2**20], tf.int64), 2**31 - 1)", "ResourceExhaustedError"),
+    # An empty output whose dimensions before the zero overflow: TensorShape multiplies in order
+    # and aborts (found by the fuzzer's fixed seed once new rows reshuffled it).
+    "space_to_batch_empty_overflow": (
+        "tf.raw_ops.SpaceToBatchND(input=tf.zeros([1, 1, 3, 0, 1], tf.int64), block_shape=[3, 3, 2], "
+        "paddings=tf.constant([[2**62, 1], [0, 3], [0, 0]], tf.int64))", "InvalidArgumentError"),
     # Split sizes that sum right with a negative entry read past the input before.
     "split_v_negative_entry": ("tf.split(tf.ones([3]), [5, -2])", "InvalidArgumentError"),
     "split_v_two_unknowns": ("tf.split(tf.ones([3]), [-1, -1, 3])", "InvalidArgumentError"),

@@ -884,6 +884,9 @@ def matmul_cases(op, attrs, rng):
         for eq, sa in [("ij->ji", (3, 4)), ("ii->i", (4, 4)), ("ii->", (4, 4)), ("ij->", (3, 4)), ("...ij->...j", (2, 3, 4)),
                        ("aab->ba", (3, 3, 2))]:
             yield (lambda a, eq=eq: tf.raw_ops.Einsum(inputs=[a], equation=eq)), [f(*sa)]
+        # TF's op takes any other character as a label: digits, and spaces (a dimension of their own).
+        for eq, sa, sb in [("a1,1b->ab", (3, 4), (4, 2)), ("i j,jk->ik", (2, 3, 4), (4, 5))]:
+            yield (lambda a, b, eq=eq: tf.raw_ops.Einsum(inputs=[a, b], equation=eq)), [f(*sa), f(*sb)]
 
 
 def nn_cases(op, attrs, rng):
