@@ -723,10 +723,27 @@ fn build_table() -> Vec<KernelDef> {
     if with_f64 {
         bilinear_images.push(DType::F64);
     }
+    const SCALE_AND_TRANSLATE_ATTRS: &[(&str, AttrKind)] =
+        &[("kernel_type", AttrKind::Str), ("antialias", AttrKind::Bool)];
     for dtype in bilinear_images {
         table.push(kernel("ResizeBilinear", t_of(dtype), &["size"], RESIZE_ATTRS, resize::bilinear));
         table.push(kernel("ResizeBicubic", t_of(dtype), &["size"], RESIZE_ATTRS, resize::bicubic));
+        table.push(kernel(
+            "ScaleAndTranslate",
+            t_of(dtype),
+            &["size", "scale", "translation"],
+            SCALE_AND_TRANSLATE_ATTRS,
+            resize::scale_and_translate,
+        ));
     }
+    // TF defines ScaleAndTranslateGrad for float32 only.
+    table.push(kernel(
+        "ScaleAndTranslateGrad",
+        f32,
+        &["scale", "translation"],
+        SCALE_AND_TRANSLATE_ATTRS,
+        resize::scale_and_translate_grad,
+    ));
     for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
         table.push(kernel("ResizeNearestNeighbor", t_of(dtype), &["size"], RESIZE_ATTRS, resize::nearest));
     }

@@ -1,7 +1,7 @@
 //! Image resizing, NHWC (`wgsl/resize.wgsl`): ResizeBilinear and ResizeNearestNeighbor, and their
 //! gradients as two separable passes (columns, then rows) of weighted sums (`axis_sum`, which
-//! MirrorPadGrad also uses); ResizeBicubic and its gradient as the same passes over TF's cubic
-//! taps.
+//! MirrorPadGrad also uses); ResizeBicubic, ScaleAndTranslate and their gradients as the same
+//! passes over TF's cubic taps and sampling-kernel spans.
 //!
 //! TF computes each output pixel's source coordinate in float32 (`image_resizer_state.h`). The
 //! host computes the same coordinates, indices and weights here, as TF-CPU does (Rust does not fuse
@@ -164,6 +164,168 @@ fn bicubic_sources(out_size: i64, in_size: i64, attrs: &Attrs, forward: bool) ->
         .flat_map(|(i, taps)| taps.iter().map(move |&(s, w)| if forward { (i as u32, s, w) } else { (s, i as u32, w) }))
         .collect();
     Sources::new(if forward { out_size } else { in_size } as usize, &terms)
+}
+
+/// The sampling kernels of ScaleAndTranslate (TF's `sampling_kernels.h`), computed in float as
+/// TF computes them (Rust's `f32::sin` is the C library's `sinf`, as TF's `std::sin(float)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Sampling {
+    Lanczos(f32),
+    Gaussian,
+    Box,
+    Triangle,
+    KeysCubic,
+    MitchellCubic,
+}
+
+impl Sampling {
+    fn parse(name: &str) -> Result<Sampling> {
+        Ok(match name {
+            "lanczos1" => Sampling::Lanczos(1.0),
+            "lanczos3" => Sampling::Lanczos(3.0),
+            "lanczos5" => Sampling::Lanczos(5.0),
+            "gaussian" => Sampling::Gaussian,
+            "box" => Sampling::Box,
+            "triangle" => Sampling::Triangle,
+            "keyscubic" => Sampling::KeysCubic,
+            "mitchellcubic" => Sampling::MitchellCubic,
+            other => return Err(Error::invalid_argument(format!("Unrecognized kernel type: {other}"))),
+        })
+    }
+
+    fn radius(self) -> f32 {
+        match self {
+            Sampling::Lanczos(radius) => radius,
+            Sampling::Gaussian => 1.5,
+            Sampling::Box | Sampling::Triangle => 1.0,
+            Sampling::KeysCubic | Sampling::MitchellCubic => 2.0,
+        }
+    }
+
+    fn weight(self, x: f32) -> f32 {
+        let x = x.abs();
+        match self {
+            Sampling::Lanczos(radius) => {
+                const PI: f32 = 3.14159265359;
+                if x > radius {
+                    0.0
+                } else if f64::from(x) <= 1e-3 {
+                    1.0
+                } else {
+                    radius * (PI * x).sin() * (PI * x / radius).sin() / (PI * PI * x * x)
+                }
+            }
+            Sampling::Gaussian => {
+                let sigma = 1.5f32 / 3.0;
+                if x >= 1.5 {
+                    0.0
+                } else {
+                    (f64::from(-x * x) / (2.0 * f64::from(sigma) * f64::from(sigma))).exp() as f32
+                }
+            }
+            Sampling::Box if x < 0.5 => 1.0,
+            Sampling::Box if x == 0.5 => 0.5,
+            Sampling::Box => 0.0,
+            Sampling::Triangle if x < 1.0 => 1.0 - x,
+            Sampling::Triangle => 0.0,
+            Sampling::KeysCubic if x >= 2.0 => 0.0,
+            Sampling::KeysCubic if x >= 1.0 => ((-0.5 * x + 2.5) * x - 4.0) * x + 2.0,
+            Sampling::KeysCubic => ((1.5 * x - 2.5) * x) * x + 1.0,
+            Sampling::MitchellCubic if x >= 2.0 => 0.0,
+            Sampling::MitchellCubic if x >= 1.0 => (((-7.0 / 18.0) * x + 2.0) * x - 10.0 / 3.0) * x + 16.0 / 9.0,
+            Sampling::MitchellCubic => (((7.0 / 6.0) * x - 2.0) * x) * x + 8.0 / 9.0,
+        }
+    }
+}
+
+/// TF's `Spans` of one axis: per output index, the first input index and `size` weights (zero
+/// past the index's own span).
+struct Spans {
+    size: usize,
+    starts: Vec<i64>,
+    weights: Vec<f32>,
+}
+
+impl Spans {
+    /// TF's `ComputeSpansCore`: the kernel's taps of each output index, normalised to sum to 1.
+    fn new(kernel: Sampling, output: i64, input: i64, scale: f32, translate: f32, antialias: bool) -> Result<Spans> {
+        let inv_scale = (1.0 / f64::from(scale)) as f32;
+        let inv_translate = -inv_scale * translate;
+        let kernel_scale = if antialias { inv_scale.max(1.0) } else { 1.0 };
+        let reach = kernel.radius() * kernel_scale;
+        // TF computes the span's size as an int; past that its kernel's arithmetic overflows.
+        if !(reach.ceil() <= (i32::MAX / 2 - 1) as f32) {
+            return Err(Error::invalid_argument(format!(
+                "the sampling kernel's reach ({reach} input pixels, at scale {scale}) does not fit an int32"
+            )));
+        }
+        let size = (2 * reach.ceil() as i64 + 1).min(input).max(0) as usize;
+        let one_over_kernel_scale = 1.0 / kernel_scale;
+        let mut starts = vec![0; output as usize];
+        let mut weights = vec![0f32; size * output as usize];
+        for x in 0..output as usize {
+            let sample = (x as f32 + 0.5) * inv_scale + inv_translate;
+            // No taps where the sample lies outside the input.
+            if !(sample >= 0.0 && sample <= input as f32) {
+                continue;
+            }
+            let first = ((sample - reach - 0.5).ceil() as i64).clamp(0, input - 1);
+            let end = ((sample + reach - 0.5).floor() as i64).clamp(0, input - 1) + 1;
+            if (end - first) as usize > size {
+                return Err(Error::internal(format!("Span is too large: {} vs {size}.", end - first)));
+            }
+            let taps: Vec<f32> = (first..end)
+                .map(|source| kernel.weight((source as f32 + 0.5 - sample) * one_over_kernel_scale))
+                .collect();
+            let total = taps.iter().fold(0f32, |sum, &w| sum + w);
+            if total.abs() >= 1000.0 * f32::MIN_POSITIVE {
+                let inverse = 1.0 / total;
+                for (slot, w) in weights[x * size..].iter_mut().zip(&taps) {
+                    *slot = w * inverse;
+                }
+            }
+            starts[x] = first;
+        }
+        Ok(Spans { size, starts, weights })
+    }
+
+    /// TF's `ComputeGradSpansCore`: for each input index, the output indices that weigh it.
+    fn transposed(&self, input: i64) -> Spans {
+        let mut components: Vec<Vec<(i64, f32)>> = vec![Vec::new(); input as usize];
+        for (out, &start) in self.starts.iter().enumerate() {
+            for j in 0..self.size {
+                let (source, weight) = (start + j as i64, self.weights[out * self.size + j]);
+                if weight != 0.0 && source < input {
+                    components[source as usize].push((out as i64, weight));
+                }
+            }
+        }
+        let size = components.iter().filter_map(|c| Some(c.last()?.0 - c.first()?.0 + 1)).max().unwrap_or(0) as usize;
+        let mut starts = vec![0; input as usize];
+        let mut weights = vec![0f32; size * input as usize];
+        for (i, list) in components.iter().enumerate() {
+            if let Some(&(first, _)) = list.first() {
+                starts[i] = first;
+                for &(out, weight) in list {
+                    weights[i * size + (out - first) as usize] += weight;
+                }
+            }
+        }
+        Spans { size, starts, weights }
+    }
+
+    /// The spans as `axis_sum` sources: each index's taps from its start up to the span's size or
+    /// the end of the axis it reads (`input`), zero weights included, as TF's gathers multiply them.
+    fn sources(&self, input: i64) -> Sources {
+        let mut terms = Vec::new();
+        for (d, &start) in self.starts.iter().enumerate() {
+            let end = (start + self.size as i64).min(input);
+            for source in start..end {
+                terms.push((d as u32, source as u32, self.weights[d * self.size + (source - start) as usize]));
+            }
+        }
+        Sources::new(self.starts.len(), &terms)
+    }
 }
 
 /// A gradient's sources per destination index, CSR: `offsets[d]..offsets[d + 1]` index `pairs`,
@@ -366,6 +528,115 @@ fn bicubic_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let rows = ctx.allocate_temp(DType::F32, &[batch, out_h, in_w, channels])?;
     axis_sum(ctx, &image, &rows, (batch, in_h, in_w * channels), &ys)?;
     axis_sum(ctx, &rows, &out, (batch * out_h, in_w, channels), &xs)
+}
+
+/// ScaleAndTranslate's and ScaleAndTranslateGrad's attributes and their `scale` and
+/// `translation` inputs (host memory, two floats each: rows, then columns).
+struct Transform {
+    kernel: Sampling,
+    antialias: bool,
+    scale: [f32; 2],
+    translation: [f32; 2],
+}
+
+fn transform(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<Transform> {
+    let sampling = Sampling::parse(kernel.attrs.str("kernel_type")?)?;
+    let mut pair = |index: usize| -> Result<[f32; 2]> {
+        let shape = ctx.input(index)?.shape;
+        if shape.len() != 1 {
+            return Err(Error::invalid_argument(format!("t must be 1-dimensional{}", shape_string(&shape))));
+        }
+        match ctx.host_input_floats(index)?[..] {
+            [a, b] => Ok([a as f32, b as f32]),
+            _ => Err(Error::invalid_argument(format!("t must have two elements{}", shape_string(&shape)))),
+        }
+    };
+    let scale = pair(2)?;
+    if !(scale[0] > 0.0 && scale[1] > 0.0) {
+        return Err(Error::invalid_argument("Scale must be greater than zero."));
+    }
+    let translation = pair(3)?;
+    Ok(Transform { kernel: sampling, antialias: kernel.attrs.bool("antialias")?, scale, translation })
+}
+
+/// ScaleAndTranslate: each output pixel a normalised kernel-weighted sum of the input pixels its
+/// (scaled, translated) position covers, float32 out; the rows' pass, then the columns', as TF.
+/// (TF has a CPU kernel only; this one follows it.)
+pub fn scale_and_translate(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, scale_and_translate_whole)
+}
+
+fn scale_and_translate_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let image = ctx.input(0)?;
+    if image.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("input must be 4-dimensional{}", shape_string(&image.shape))));
+    }
+    let (size, size_shape) = ctx.host_input_values(1)?;
+    if size_shape.len() != 1 {
+        return Err(Error::invalid_argument(format!(
+            "output_shape_t must be 1-dimensional{}",
+            shape_string(&size_shape)
+        )));
+    }
+    let [out_h, out_w] = size[..] else {
+        return Err(Error::invalid_argument(format!(
+            "output_shape_t must have two elements{}",
+            shape_string(&size_shape)
+        )));
+    };
+    let [batch, in_h, in_w, channels] = image.shape[..] else { unreachable!("checked 4-D") };
+    if in_h >= i32::MAX as i64 || in_w >= i32::MAX as i64 {
+        return Err(Error::invalid_argument("input sizes must be between 0 and max int32"));
+    }
+    if out_h <= 0 || out_w <= 0 {
+        return Err(Error::invalid_argument("output dimensions must be positive"));
+    }
+    if channels <= 0 {
+        return Err(Error::invalid_argument("image must have at least one channel"));
+    }
+    if in_h <= 0 || in_w <= 0 {
+        return Err(Error::invalid_argument("input image must be of non-zero size"));
+    }
+    let t = transform(ctx, kernel)?;
+    let out = ctx.allocate_output(0, DType::F32, &[batch, out_h, out_w, channels])?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let cols = Spans::new(t.kernel, out_w, in_w, t.scale[1], t.translation[1], t.antialias)?;
+    let rows = Spans::new(t.kernel, out_h, in_h, t.scale[0], t.translation[0], t.antialias)?;
+    let between = ctx.allocate_temp(DType::F32, &[batch, out_h, in_w, channels])?;
+    axis_sum(ctx, &image, &between, (batch, in_h, in_w * channels), &rows.sources(in_h))?;
+    axis_sum(ctx, &between, &out, (batch * out_h, in_w, channels), &cols.sources(in_w))
+}
+
+/// ScaleAndTranslateGrad: the forward spans transposed (TF's grad spans), applied the same way.
+pub fn scale_and_translate_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let grads = ctx.input(0)?;
+    if grads.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!("input_grad must be 4-dimensional{}", shape_string(&grads.shape))));
+    }
+    let original = ctx.input(1)?;
+    if original.shape.len() != 4 {
+        return Err(Error::invalid_argument(format!(
+            "original_image must be 4-dimensional{}",
+            shape_string(&original.shape)
+        )));
+    }
+    let [batch, out_h, out_w, channels] = grads.shape[..] else { unreachable!("checked 4-D") };
+    let (in_h, in_w) = (original.shape[1], original.shape[2]);
+    if in_h >= i32::MAX as i64 || in_w >= i32::MAX as i64 {
+        return Err(Error::invalid_argument("original sizes must be between 0 and max int32"));
+    }
+    let out = ctx.allocate_output(0, original.dtype, &[batch, in_h, in_w, channels])?;
+    let t = transform(ctx, kernel)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let cols = Spans::new(t.kernel, out_w, in_w, t.scale[1], t.translation[1], t.antialias)?.transposed(in_w);
+    let rows = Spans::new(t.kernel, out_h, in_h, t.scale[0], t.translation[0], t.antialias)?.transposed(in_h);
+    let between = ctx.allocate_temp(DType::F32, &[batch, in_h, out_w, channels])?;
+    axis_sum(ctx, &grads, &between, (batch, out_h, out_w * channels), &rows.sources(out_h))?;
+    axis_sum(ctx, &between, &out, (batch * in_h, out_w, channels), &cols.sources(out_w))
 }
 
 /// ResizeNearestNeighbor: a gather of whole pixels, for elements of 2, 4 or 8 bytes.

@@ -1695,6 +1695,41 @@ def gen_resize(g, case):
     case.args.update(align_corners=align, half_pixel_centers=half)
 
 
+def gen_scale_and_translate(g, case):
+    """ScaleAndTranslate and its gradient: every sampling kernel, antialiasing, scales and
+    translations; adversarially zero, negative, NaN and huge scales, bad sizes and shapes, unknown
+    kernels."""
+    T = case.row["T"]
+    n, h, w, c = g.int(0, 2), g.int(1, 7), g.int(1, 7), g.int(1, 3)
+    size = [g.int(1, 9), g.int(1, 9)]
+    scale = [float(g.pick([0.3, 0.5, 1.0, 1.7, 2.5, 4.0])) for _ in range(2)]
+    translation = [float(g.pick([0.0, 0.5, -1.3, 2.0])) for _ in range(2)]
+    kernel = g.pick(["lanczos1", "lanczos3", "lanczos5", "gaussian", "box", "triangle", "keyscubic", "mitchellcubic"])
+    if g.adversary("transform"):
+        kind = g.int(0, 4)
+        if kind == 0:
+            scale[g.int(0, 1)] = g.pick([0.0, -1.0, float("nan"), 1e-30, 1e30, float("inf")])
+        elif kind == 1:
+            translation[g.int(0, 1)] = g.pick([float("nan"), 1e30, -1e30, float("inf")])
+        elif kind == 2:
+            size = g.pick([[0, 3], [-1, 2], [3], [2**31 - 1, 1]])
+        elif kind == 3:
+            kernel = g.pick(["lanczos2", "BOX", ""])
+        else:
+            h = g.pick([0, 2**31])
+        g.tag(f"transform{kind}")
+    image = [n, h, w, c]
+    small = np.prod([max(d, 1) for d in image], dtype=np.float64) < 10**5
+    data = g.data(T, image, scale=3.0) if small else np.zeros([1, 1, 1, 1], np.dtype(T) if T != "bfloat16" else np.float32)
+    transform = dict(scale=np.array(scale, np.float32), translation=np.array(translation, np.float32), kernel_type=kernel,
+                     antialias=g.chance(0.5))
+    if case.op == "ScaleAndTranslate":
+        case.args.update(images=data, size=np.array(size, np.int32), **transform)
+    else:
+        grads_shape = [n, *(size if len(size) == 2 and min(size) >= 0 and max(size) < 64 else [2, 2]), c]
+        case.args.update(grads=g.data("float32", grads_shape, scale=1.0, specials=False), original_image=data, **transform)
+
+
 def gen_mirror_pad_grad(g, case):
     """MirrorPadGrad: both modes, paddings up to and past their limits, negative paddings, bad
     shapes of `paddings`, ranks past 5, bad modes."""
@@ -2376,6 +2411,7 @@ GENERATORS.update({
     "ResizeBilinear": gen_resize, "ResizeNearestNeighbor": gen_resize, "ResizeBilinearGrad": gen_resize,
     "ResizeNearestNeighborGrad": gen_resize, "MirrorPadGrad": gen_mirror_pad_grad,
     "ResizeBicubic": gen_resize, "ResizeBicubicGrad": gen_resize,
+    "ScaleAndTranslate": gen_scale_and_translate, "ScaleAndTranslateGrad": gen_scale_and_translate,
 })
 for _op in RNN_OPS:
     GENERATORS[_op] = gen_rnn

@@ -63,6 +63,7 @@ SAME_AS = {"FusedBatchNorm": "FusedBatchNormV3", "FusedBatchNormV2": "FusedBatch
            "MaxPoolV2": "MaxPool", "MaxPoolGradV2": "MaxPoolGrad", "Conv2DBackpropInputV2": "Conv2DBackpropInput",
            "MaxPoolWithArgmax": "MaxPool", "MaxPoolGradGrad": "MaxPool", "MaxPoolGradGradV2": "MaxPool",
            "MaxPoolGradWithArgmax": "AvgPoolGrad",  # (a sum where windows overlap)
+           "ScaleAndTranslate": "ResizeBicubic", "ScaleAndTranslateGrad": "ResizeBicubicGrad",
            "Conv3D": "Conv2D", "Conv": "Conv2D", "Conv3DBackpropInputV2": "Conv2DBackpropInput",
            "Conv3DBackpropFilterV2": "Conv2DBackpropFilter", "MaxPool3D": "MaxPool", "AvgPool3D": "AvgPool",
            "MaxPool3DGrad": "AvgPoolGrad", "AvgPool3DGrad": "AvgPoolGrad", "MaxPool3DGradGrad": "MaxPool"}
@@ -1280,6 +1281,30 @@ def resize_cases(op, attrs, rng):
                     yield (lambda g, original=original: raw(grads=g, size=original, **both)), [grads]
 
 
+SAMPLING_KERNELS = ["lanczos1", "lanczos3", "lanczos5", "gaussian", "box", "triangle", "keyscubic", "mitchellcubic"]
+
+
+def scale_and_translate_cases(op, attrs, rng):
+    """ScaleAndTranslate (tf.image.resize's lanczos, gaussian, area-like and antialiased methods)
+    and its gradient: every sampling kernel, with and without antialiasing, up- and downscaling,
+    translations that move samples off the image."""
+    dt = tf.as_dtype(attrs["T"]).as_numpy_dtype
+    for kernel in SAMPLING_KERNELS:
+        for antialias in (False, True):
+            for shape, size, scale, translation in [((2, 5, 7, 3), (9, 4), (1.8, 0.6), (0.3, -0.7)),
+                                                   ((1, 8, 8, 2), (3, 5), (0.4, 0.6), (0.0, 0.0)),
+                                                   ((1, 9, 4, 1), (20, 11), (2.2, 2.75), (-3.0, 1.0))]:
+                transform = dict(scale=np.array(scale, np.float32), translation=np.array(translation, np.float32),
+                                 kernel_type=kernel, antialias=antialias)
+                if op == "ScaleAndTranslate":
+                    fn = lambda x, size=np.array(size, np.int32), t=transform: tf.raw_ops.ScaleAndTranslate(images=x, size=size, **t)
+                    yield fn, [floats(rng, shape).astype(dt)]
+                else:
+                    grads = floats(rng, (shape[0], *size, shape[3]), specials=False)
+                    fn = lambda g, x, t=transform: tf.raw_ops.ScaleAndTranslateGrad(grads=g, original_image=x, **t)
+                    yield fn, [grads, np.zeros(shape, dt)]
+
+
 def mirror_pad_grad_cases(op, attrs, rng):
     """MirrorPadGrad in both modes: padded dims first, last and all, int32 and int64 paddings,
     paddings up to their limits, an unpadded (same-shape) gradient. (TF 2.21 refuses empty
@@ -1354,6 +1379,8 @@ for name in ("ResizeBilinear", "ResizeBicubic", "ResizeNearestNeighbor", "Resize
              "ResizeNearestNeighborGrad"):
     CASES[name] = resize_cases
 CASES["MirrorPadGrad"] = mirror_pad_grad_cases
+for name in ("ScaleAndTranslate", "ScaleAndTranslateGrad"):
+    CASES[name] = scale_and_translate_cases
 for name in ("CudnnRNN", "CudnnRNNV2", "CudnnRNNV3", "CudnnRNNBackprop", "CudnnRNNBackpropV2", "CudnnRNNBackpropV3"):
     CASES[name] = rnn_cases
 
