@@ -206,7 +206,8 @@ impl Sampling {
         let x = x.abs();
         match self {
             Sampling::Lanczos(radius) => {
-                const PI: f32 = 3.14159265359;
+                // TF's kPI = 3.14159265359 rounds to the same float.
+                use std::f32::consts::PI;
                 if x > radius {
                     0.0
                 } else if f64::from(x) <= 1e-3 {
