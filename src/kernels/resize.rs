@@ -255,7 +255,8 @@ impl Spans {
         let kernel_scale = if antialias { inv_scale.max(1.0) } else { 1.0 };
         let reach = kernel.radius() * kernel_scale;
         // TF computes the span's size as an int; past that its kernel's arithmetic overflows.
-        if !(reach.ceil() <= (i32::MAX / 2 - 1) as f32) {
+        let fits = reach.ceil() <= (i32::MAX / 2 - 1) as f32;
+        if !fits {
             return Err(Error::invalid_argument(format!(
                 "the sampling kernel's reach ({reach} input pixels, at scale {scale}) does not fit an int32"
             )));
