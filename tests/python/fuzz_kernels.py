@@ -3074,6 +3074,11 @@ def inferred_shapes(case):
 
     from tensorflow.python.framework import op_def_registry
 
+    if case.op == "_FusedConv2D":
+        # The fused op's output has the convolution's shape (its shape function is internal).
+        conv = {k: v for k, v in case.args.items()
+                if k in ("input", "filter", "strides", "padding", "explicit_paddings", "dilations", "data_format")}
+        return inferred_shapes(Case_with(Case("Conv2D", case.row, case.id, case.seed), conv))
     if case.mode != "raw":
         return None
     inputs = {a.name for a in op_def_registry.get(case.op).input_arg}
