@@ -10,6 +10,10 @@
 //   from_i64:   int64 -> f32/f64
 //   widen_i32:  int32 -> int64 (sign-extended)
 //   narrow_i64: int64 -> int32 (the low word, wrapping as C++'s static_cast does)
+//   from_bf16:  bfloat16 -> f32 (exact: the high half of the float's bits)
+//   to_bf16:    f32 -> bfloat16, rounded to nearest even as Eigen's bfloat16 rounds (NaN to the
+//               quiet NaN of its sign); an invocation per output word, halves outside the output
+//               kept (`out_off` in halves)
 // The raw-word views (`input_words`, `out_words`) alias the typed ones; each entry point uses one.
 
 struct Params {
@@ -140,4 +144,42 @@ fn narrow_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
         return;
     }
     out[p.out_off + i] = D(bitcast<i32>(input_words[p.in_off + 2u * i]));
+}
+
+@compute @workgroup_size(256)
+fn from_bf16(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let at = p.in_off + i;
+    let half = (input_words[at >> 1u] >> ((at & 1u) * 16u)) & 0xffffu;
+    out[p.out_off + i] = D(bitcast<f32>(half << 16u));
+}
+
+fn bf16_bits(x: f32) -> u32 {
+    let bits = bitcast<u32>(x);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) {
+        return select(0x7fc0u, 0xffc0u, (bits & 0x80000000u) != 0u);
+    }
+    return (bits + 0x7fffu + ((bits >> 16u) & 1u)) >> 16u;
+}
+
+@compute @workgroup_size(256)
+fn to_bf16(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = linear_id(gid, nwg);
+    let lead = p.out_off % 2u;
+    if (2u * w >= p.n + lead) {
+        return;
+    }
+    let at = p.out_off / 2u + w;
+    var word = out_words[at];
+    for (var half = 0u; half < 2u; half++) {
+        let slot = 2u * w + half;
+        if (slot >= lead && slot - lead < p.n) {
+            let shift = 16u * half;
+            word = (word & ~(0xffffu << shift)) | (bf16_bits(f32(input[p.in_off + slot - lead])) << shift);
+        }
+    }
+    out_words[at] = word;
 }

@@ -1,4 +1,5 @@
-//! Cast between float, int32, int64 and bool dtypes (`wgsl/cast.wgsl`).
+//! Cast between float, int32, int64 and bool dtypes, and between bfloat16 and float32
+//! (`wgsl/cast.wgsl`).
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
@@ -35,6 +36,8 @@ pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
         (I64, F32 | F64) => Some("from_i64"),
         (I32, I64) => Some("widen_i32"),
         (I64, I32) => Some("narrow_i64"),
+        (BF16, F32) => Some("from_bf16"),
+        (F32, BF16) => Some("to_bf16"),
         _ => None,
     }
 }
@@ -53,8 +56,9 @@ pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()>
     }
     let entry = entry_for(input.dtype, out.dtype)
         .ok_or_else(|| Error::unimplemented(format!("Cast {:?} -> {:?} on WGPU", input.dtype, out.dtype)))?;
-    // Each view is typed (alias), raw bytes (bool) or raw words (int64); unused aliases are u32.
-    let typed = |d: DType| if matches!(d, DType::Bool | DType::I64) { "u32" } else { d.wgsl() };
+    // Each view is typed (alias), raw bytes (bool), halves (bfloat16) or raw words (int64);
+    // unused aliases are u32.
+    let typed = |d: DType| if matches!(d, DType::Bool | DType::I64 | DType::BF16) { "u32" } else { d.wgsl() };
     let unit = |d: DType| match d {
         DType::Bool => 1,
         DType::I64 => 4,
@@ -67,13 +71,18 @@ pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()>
     let wide = if input.dtype == DType::F64 || out.dtype == DType::F64 { "f64" } else { "f32" };
     let aliases = [("S", typed(input.dtype)), ("D", typed(out.dtype)), ("W", wide)];
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
-    let threads = if entry == "to_bool" { n.div_ceil(4) } else { n };
     stream.encode(|core, encoder| {
         let (in_bind, in_off) = storage_window(core, &in_mem, unit(input.dtype))?;
         let (out_bind, out_off) = storage_window(core, &out_mem, unit(out.dtype))?;
         if entry == "to_bool" && out_off % 4 != 0 {
             return Err(Error::unimplemented("bool output that is not word-aligned"));
         }
+        let threads = match entry {
+            "to_bool" => n.div_ceil(4),
+            // A word of two halves each, one more where the output starts mid-word.
+            "to_bf16" => (n + out_off % 2).div_ceil(2),
+            _ => n,
+        };
         let params = Params { n, in_off, out_off, _pad: 0 };
         dispatch(core, encoder, "cast", &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&params), threads as u64)
     })

@@ -1,25 +1,30 @@
-//! float16 kernels for ops whose shaders work in float32 (reductions, softmax, convolutions, pools,
-//! batch norm, Einsum): the float16 inputs are cast into float32 temporaries, the op's float32
-//! kernel runs on them, and its float32 results are cast back into the float16 outputs. TF-CPU does
-//! the same for most of these ops (Eigen accumulates half in float), and one path per op keeps the
-//! shaders single-typed.
+//! float16 and bfloat16 kernels for ops whose shaders work in float32 (reductions, softmax,
+//! convolutions, pools, batch norm, resizes, Einsum): the 16-bit inputs are cast into float32
+//! temporaries, the op's float32 kernel runs on them, and its float32 results are cast back into
+//! the 16-bit outputs. TF-CPU does the same for most of these ops (Eigen accumulates half in float),
+//! and one path per op keeps the shaders single-typed.
 
 use crate::error::{Error, Result};
 use crate::runtime::Stream;
 
 use super::{cast, DType, KernelContext, KernelDef, KernelInstance, TensorRef, KERNELS};
 
-/// The op's float32 row: the same op with every float16 type constraint replaced by float32.
+/// Whether `dtype` is a 16-bit float these kernels widen.
+fn is_narrow(dtype: DType) -> bool {
+    matches!(dtype, DType::F16 | DType::BF16)
+}
+
+/// The op's float32 row: the same op with every 16-bit float type constraint replaced by float32.
 fn f32_twin(def: &KernelDef) -> Result<&'static KernelDef> {
     let wanted: Vec<(&str, DType)> =
-        def.constraints.iter().map(|&(a, d)| (a, if d == DType::F16 { DType::F32 } else { d })).collect();
+        def.constraints.iter().map(|&(a, d)| (a, if is_narrow(d) { DType::F32 } else { d })).collect();
     KERNELS
         .iter()
         .find(|k| k.op == def.op && k.constraints == wanted.as_slice())
-        .ok_or_else(|| Error::internal(format!("{}: no float32 kernel to run float16 through", def.op)))
+        .ok_or_else(|| Error::internal(format!("{}: no float32 kernel to run 16-bit floats through", def.op)))
 }
 
-/// Runs a float16 node through its op's float32 kernel.
+/// Runs a float16 or bfloat16 node through its op's float32 kernel.
 pub fn via_f32(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let twin = f32_twin(kernel.def)?;
     let instance = KernelInstance { def: twin, attrs: kernel.attrs.clone() };
@@ -33,10 +38,10 @@ pub fn via_f32(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     Ok(())
 }
 
-/// A `KernelContext` that shows float16 tensors to a float32 kernel as float32 temporaries.
+/// A `KernelContext` that shows 16-bit float tensors to a float32 kernel as float32 temporaries.
 struct F32View<'a> {
     inner: &'a mut dyn KernelContext,
-    /// (float32 temporary the kernel writes, float16 output it is cast into afterwards).
+    /// (float32 temporary the kernel writes, 16-bit output it is cast into afterwards).
     pending: Vec<(TensorRef, TensorRef)>,
     /// Inputs already cast, by index: kernels may read an input more than once.
     widened: Vec<(usize, TensorRef)>,
@@ -44,7 +49,7 @@ struct F32View<'a> {
 
 impl F32View<'_> {
     fn widen(&mut self, tensor: TensorRef) -> Result<TensorRef> {
-        if tensor.dtype != DType::F16 {
+        if !is_narrow(tensor.dtype) {
             return Ok(tensor);
         }
         let wide = self.inner.allocate_temp(DType::F32, &tensor.shape)?;
@@ -67,10 +72,11 @@ impl KernelContext for F32View<'_> {
     }
 
     fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
-        if dtype != DType::F32 || self.inner.expected_output_dtype(index)? != DType::F16 {
+        let expected = self.inner.expected_output_dtype(index)?;
+        if dtype != DType::F32 || !is_narrow(expected) {
             return self.inner.allocate_output(index, dtype, shape);
         }
-        let out = self.inner.allocate_output(index, DType::F16, shape)?;
+        let out = self.inner.allocate_output(index, expected, shape)?;
         let wide = self.inner.allocate_temp(DType::F32, shape)?;
         self.pending.push((wide.clone(), out));
         Ok(wide)

@@ -530,7 +530,7 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, t_of(dtype), &[], &[], binary::select));
         }
     }
-    let mut cast_types = vec![DType::F32, DType::I32, DType::Bool, DType::I64];
+    let mut cast_types = vec![DType::F32, DType::I32, DType::Bool, DType::I64, DType::BF16];
     if with_f16 {
         cast_types.push(DType::F16);
     }
@@ -1001,11 +1001,53 @@ fn build_table() -> Vec<KernelDef> {
             }
         }
     }
+    let bfloat16 = narrow_twins(&table, &BFLOAT16_VIA_F32, DType::BF16);
     if with_f16 {
-        table.extend(half_twins(&table));
+        table.extend(narrow_twins(&table, &HALF_VIA_F32, DType::F16));
     }
+    table.extend(bfloat16);
     table
 }
+
+/// Ops whose bfloat16 kernels run through their float32 kernel (`half::via_f32`): the
+/// convolution, pooling, batch-norm and resize family, bfloat16 storage with float32 math (every
+/// adapter: no bfloat16 arithmetic is needed).
+const BFLOAT16_VIA_F32: [&str; 34] = [
+    "Conv2D",
+    "Conv2DBackpropInput",
+    "Conv2DBackpropInputV2",
+    "Conv2DBackpropFilter",
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropInput",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "Conv",
+    "Conv3D",
+    "Conv3DBackpropInputV2",
+    "Conv3DBackpropFilterV2",
+    "MaxPool",
+    "MaxPoolV2",
+    "AvgPool",
+    "MaxPoolGrad",
+    "MaxPoolGradV2",
+    "AvgPoolGrad",
+    "MaxPoolGradGrad",
+    "MaxPoolGradGradV2",
+    "MaxPoolWithArgmax",
+    "MaxPoolGradWithArgmax",
+    "MaxPool3D",
+    "AvgPool3D",
+    "MaxPool3DGrad",
+    "AvgPool3DGrad",
+    "MaxPool3DGradGrad",
+    "FusedBatchNormV2",
+    "FusedBatchNormV3",
+    "FusedBatchNormGradV2",
+    "FusedBatchNormGradV3",
+    "ResizeBilinear",
+    "ResizeBicubic",
+    "ResizeBilinearGrad",
+    "ScaleAndTranslate",
+];
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
@@ -1065,17 +1107,17 @@ const HALF_VIA_F32: [&str; 53] = [
     "MirrorPadGrad",
 ];
 
-/// float16 rows for the float32 rows of `HALF_VIA_F32` ops. FusedBatchNormV3 keeps its statistics
-/// (type attribute `U`) in float32, as TF does.
-fn half_twins(table: &[KernelDef]) -> Vec<KernelDef> {
+/// `narrow` (float16 or bfloat16) rows for the float32 rows of `ops`. The batch norms keep their
+/// statistics (type attribute `U`) in float32, as TF does.
+fn narrow_twins(table: &[KernelDef], ops: &[&str], narrow: DType) -> Vec<KernelDef> {
     table
         .iter()
-        .filter(|k| HALF_VIA_F32.contains(&k.op) && k.constraints.iter().any(|&(a, d)| d == DType::F32 && a != "U"))
+        .filter(|k| ops.contains(&k.op) && k.constraints.iter().any(|&(a, d)| d == DType::F32 && a != "U"))
         .map(|k| {
             let constraints = k
                 .constraints
                 .iter()
-                .map(|&(attr, d)| (attr, if d == DType::F32 && attr != "U" { DType::F16 } else { d }))
+                .map(|&(attr, d)| (attr, if d == DType::F32 && attr != "U" { narrow } else { d }))
                 .collect();
             KernelDef { constraints: leak(constraints), compute: half::via_f32, ..k.clone() }
         })

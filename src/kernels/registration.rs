@@ -196,8 +196,8 @@ macro_rules! row {
     };
 }
 
-/// Room for 1024 kernels.
-static CREATE_FNS: [[CreateFn; 16]; 64] = [
+/// Room for `MAX_KERNELS` kernels.
+static CREATE_FNS: [[CreateFn; 16]; MAX_KERNELS / 16] = [
     row!(0),
     row!(1),
     row!(2),
@@ -262,6 +262,70 @@ static CREATE_FNS: [[CreateFn; 16]; 64] = [
     row!(61),
     row!(62),
     row!(63),
+    row!(64),
+    row!(65),
+    row!(66),
+    row!(67),
+    row!(68),
+    row!(69),
+    row!(70),
+    row!(71),
+    row!(72),
+    row!(73),
+    row!(74),
+    row!(75),
+    row!(76),
+    row!(77),
+    row!(78),
+    row!(79),
+    row!(80),
+    row!(81),
+    row!(82),
+    row!(83),
+    row!(84),
+    row!(85),
+    row!(86),
+    row!(87),
+    row!(88),
+    row!(89),
+    row!(90),
+    row!(91),
+    row!(92),
+    row!(93),
+    row!(94),
+    row!(95),
+    row!(96),
+    row!(97),
+    row!(98),
+    row!(99),
+    row!(100),
+    row!(101),
+    row!(102),
+    row!(103),
+    row!(104),
+    row!(105),
+    row!(106),
+    row!(107),
+    row!(108),
+    row!(109),
+    row!(110),
+    row!(111),
+    row!(112),
+    row!(113),
+    row!(114),
+    row!(115),
+    row!(116),
+    row!(117),
+    row!(118),
+    row!(119),
+    row!(120),
+    row!(121),
+    row!(122),
+    row!(123),
+    row!(124),
+    row!(125),
+    row!(126),
+    row!(127),
 ];
 
 unsafe extern "C" fn delete_kernel(state: *mut c_void) {
@@ -721,7 +785,7 @@ pub extern "C" fn tf_wgpu_kernel_table() -> *const c_char {
 }
 
 /// The number of create functions available, checked against the table size in a test.
-pub const MAX_KERNELS: usize = 64 * 16;
+pub const MAX_KERNELS: usize = 128 * 16;
 
 #[cfg(test)]
 mod tests {

@@ -129,13 +129,19 @@ def run(fn, args, op=None, reference=None):
     with tf.device(GPU):
         got = fn(*[tf.constant(a) for a in args])
     fn = reference or fn
+    bfloat16 = tf.bfloat16.as_numpy_dtype
     with tf.device("/CPU:0"):
-        if op in HALF_ACCUMULATING and any(getattr(a, "dtype", None) == np.float16 for a in args):
+        narrow = [np.float16] if op in HALF_ACCUMULATING else []
+        if op in FLOAT_MATH:
+            # bfloat16 math rows compute in float32 and round once (TF-CPU's bfloat16 kernels, where
+            # it has them, round intermediate results too): the widened float32 reference.
+            narrow.append(bfloat16)
+        if any(getattr(a, "dtype", None) in narrow for a in args):
             # TF-CPU's half kernels for these ops keep their partial sums in half, so their error
             # grows with the length of the sum; our kernels sum in f32 and round once. The
             # reference is TF-CPU's float32 kernel on the same (exactly widened) inputs, rounded
             # to half.
-            wide = fn(*[tf.constant(a.astype(np.float32) if a.dtype == np.float16 else a) for a in args])
+            wide = fn(*[tf.constant(a.astype(np.float32) if a.dtype in narrow else a) for a in args])
             gots = got if isinstance(got, (list, tuple)) else [got]
             wides = wide if isinstance(wide, (list, tuple)) else [wide]
             want = [tf.cast(w, g.dtype) for g, w in zip(gots, wides)]
@@ -157,6 +163,15 @@ def assert_same(op, got, want):
             # float64 kernels compute in f64: elementwise results within a few ulp (most are
             # exact), sums in another order within their terms' size times a few ulp.
             rtol = atol = 1e-12 if op in HALF_ACCUMULATING else 1e-15
+            if op in HALF_ACCUMULATING:
+                finite = np.abs(wn[np.isfinite(wn)])
+                atol *= max(1.0, float(finite.max()) if finite.size else 1.0)
+            np.testing.assert_allclose(gn, wn, rtol=rtol, atol=atol, equal_nan=True, err_msg=op)
+        elif g.dtype == tf.bfloat16 and op in FLOAT_MATH:
+            # float32 math rounded once to bfloat16 against the float32 reference rounded once:
+            # equal, or a bfloat16 ulp (2^-8 relative) apart where the float32 sums differ.
+            gn, wn = gn.astype(np.float32), wn.astype(np.float32)
+            rtol = atol = 1e-2
             if op in HALF_ACCUMULATING:
                 finite = np.abs(wn[np.isfinite(wn)])
                 atol *= max(1.0, float(finite.max()) if finite.size else 1.0)
@@ -326,8 +341,10 @@ def pool_grad_cases(op, attrs, rng):
         padding = "VALID" if ties else padding
         pool = dict(ksize=[1, *ksize, 1], strides=[1, *strides, 1], padding=padding)
         x = np.round(f(*xs)).clip(-1, 1).astype(f(1).dtype) if ties else f(*xs)
-        with tf.device("/CPU:0"):
-            y = tf.raw_ops.MaxPool(input=x, **pool) if op.startswith("MaxPool") else tf.raw_ops.AvgPool(value=x, **pool)
+        with tf.device("/CPU:0"):  # (in float32: TF-CPU lacks some bfloat16 pools; the max is exact)
+            wide = x.astype(np.float32)
+            y = tf.raw_ops.MaxPool(input=wide, **pool) if op.startswith("MaxPool") else tf.raw_ops.AvgPool(value=wide, **pool)
+            y = tf.cast(y, x.dtype)
         dy = f(*y.shape)
         if op == "MaxPoolGrad":
             yield (lambda x, y, dy, pool=pool: tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=y, grad=dy, **pool)), [x, y.numpy().astype(x.dtype), dy]
@@ -339,7 +356,7 @@ def pool_grad_cases(op, attrs, rng):
                     yield (lambda x, argmax=argmax: tf.raw_ops.MaxPoolWithArgmax(input=x, **argmax)), [x]
                 else:
                     with tf.device("/CPU:0"):
-                        indices = tf.raw_ops.MaxPoolWithArgmax(input=x, **argmax)[1].numpy()
+                        indices = tf.raw_ops.MaxPoolWithArgmax(input=x.astype(np.float32), **argmax)[1].numpy()
                     yield (lambda x, dy, i, argmax=argmax: tf.raw_ops.MaxPoolGradWithArgmax(input=x, grad=dy, argmax=i, **argmax)), [x, dy, indices]
         elif op.startswith("MaxPoolGradGrad"):  # the gradient of MaxPoolGrad with respect to its grad
             ddx = f(*xs)
