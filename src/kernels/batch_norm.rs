@@ -12,7 +12,7 @@ use super::binary::{self, BinaryOp};
 use super::layout::{self, ImageArgs};
 use super::reduce;
 use super::windows::binding_limit;
-use super::{shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "batch_norm",
@@ -101,20 +101,6 @@ pub fn geometry(x: &TensorRef, per_channel: &[(&TensorRef, &str)]) -> Result<(u3
     }
     let rows = shader_len(x.num_elements() / c.max(1) as u64, "batch norm")?;
     Ok((rows, c as u32))
-}
-
-/// FusedBatchNorm and FusedBatchNormV2, and their gradients, take 4-D images only (their
-/// `data_format` has no 5-D values); V3 takes 5-D ones in a 5-D layout (NDHWC, NCDHW) only, as
-/// TF's kernels check. Other ranks `geometry` refuses.
-pub fn check_rank(kernel: &KernelInstance, x: &TensorRef) -> Result<()> {
-    let five_d_layout = kernel.attrs.str("data_format")?.len() == 5;
-    if x.shape.len() == 5 && !(kernel.def.op.ends_with("V3") && five_d_layout) {
-        return Err(Error::invalid_argument(format!(
-            "input must be 4-dimensional{}",
-            validate::shape_string(&x.shape)
-        )));
-    }
-    Ok(())
 }
 
 /// FusedBatchNorm (V1, V2, V3) with `is_training`: normalizes with the batch statistics and outputs the running
@@ -240,7 +226,6 @@ fn statistics_in_windows(
 /// FusedBatchNormGrad (V1, V2, V3; V3's reserve_space_3 is not read): x, scale and offset gradients from y's, given the statistics the forward
 /// pass used (batch statistics in training mode, population ones otherwise).
 pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    check_rank(kernel, &ctx.input(1)?)?;
     if layout::is_channels_first(kernel.attrs.str("data_format")?)? {
         // (y_backprop, x, ...) -> (x_backprop, ...).
         let images = ImageArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0] };

@@ -1205,7 +1205,6 @@ fn launch_grad_filter(
 
 /// FusedBatchNorm, V2 and V3; with is_training = false: normalise with the given mean and variance.
 pub fn fused_batch_norm(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    super::batch_norm::check_rank(kernel, &ctx.input(0)?)?;
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, fused_batch_norm);
     }

@@ -2895,6 +2895,18 @@ def documented_answer(case, gots):
         answers = grouped_conv_grad(case)
         if answers is not None:
             return "grouped convolution gradient (TF-GPU serves it, TF-CPU refuses): TF-CPU's per group", answers
+    if op.startswith("FusedBatchNorm") and np.ndim(a.get("x")) == 5:
+        # TF-CPU's oneDNN kernels refuse 5-D inputs in a 4-D layout; TF's own kernels (TF-GPU's
+        # too) read them as the 3-D layout: the same statistics as the 4-D input with D merged into H.
+        first = a.get("data_format", "NHWC") in ("NCHW", "NCDHW")
+        shape = a["x"].shape
+        merged = shape[:2] + (shape[2] * shape[3], shape[4]) if first else (shape[0], shape[1] * shape[2]) + shape[3:]
+        args = dict(a, data_format="NCHW" if first else "NHWC")
+        for k in ("x", "y_backprop"):
+            if k in args and np.shape(args[k]) == shape:
+                args[k] = args[k].reshape(merged)
+        answers = [[o.reshape(shape) if j == 0 else o for j, o in enumerate(answer)] for answer in references(case, args)]
+        return "5-D batch norm in a 4-D layout: TF's own kernels read it as the 3-D layout", answers
     images = POOL_IMAGES.get(op, ())
     if images and a.get("data_format") == "NCHW" and all(np.ndim(a[k]) == 4 for k in images):
         # TF-GPU's NCHW pools (TF-CPU's refuse NCHW): the NHWC answer on the transposed images.
