@@ -53,6 +53,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::batch_norm::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::volume::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::matrix::SHADER, &[]);
 }
 
 #[test]
@@ -123,6 +124,7 @@ fn every_wgsl_file_is_covered() {
             "matmul_pack.wgsl",
             "matmul_tiles.wgsl",
             "matmul_tiles_subgroup.wgsl",
+            "matrix.wgsl",
             "memory.wgsl",
             "quot.wgsl",
             "random.wgsl",

@@ -60,6 +60,7 @@ pub mod im2col;
 pub mod index;
 pub mod layout;
 pub mod matmul;
+pub mod matrix;
 pub mod nn;
 pub mod random;
 pub mod reduce;
@@ -903,6 +904,10 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("Pad", t, &["paddings"], &[], index::pad));
         table.push(kernel("PadV2", t, &["paddings"], &[], index::pad));
         table.push(kernel("MirrorPad", t, &["paddings"], &[("mode", AttrKind::Str)], index::pad));
+        for bounds in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("T", dtype), ("Tindex", bounds)]);
+            table.push(kernel("MatrixBandPart", constraints, &["num_lower", "num_upper"], &[], matrix::band_part));
+        }
         table.push(kernel("ReverseV2", t, &["axis"], &[], index::reverse));
         table.push(kernel("BroadcastTo", t, &["shape"], &[], index::broadcast_to));
         table.push(kernel("Fill", t, &["dims"], &[], index::fill));

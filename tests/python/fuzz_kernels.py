@@ -1730,6 +1730,28 @@ def gen_scale_and_translate(g, case):
         case.args.update(grads=g.data("float32", grads_shape, scale=1.0, specials=False), original_image=data, **transform)
 
 
+def gen_band_part(g, case):
+    """MatrixBandPart: batches of matrices and bands; adversarially limits past the matrix, non-scalar
+    limits, ranks below 2."""
+    T = case.row["T"]
+    it = npdtype(case.row["Tindex"])
+    shape = g.shape(g.int(2, 4), lo=0 if g.chance(0.1) else 1, hi=7)
+    lower, upper = g.int(-1, shape[-2]), g.int(-1, shape[-1])
+    lower_arg, upper_arg = np.array(lower, it), np.array(upper, it)
+    if g.adversary("band"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            lower_arg = np.array(shape[-2] + g.int(1, 5), it)
+        elif kind == 1:
+            upper_arg = np.array([upper], it)
+        elif kind == 2:
+            shape = shape[-1:]
+        else:
+            lower_arg = np.array(np.iinfo(it).min, it)
+        g.tag(f"band{kind}")
+    case.args.update(input=g.data(T, shape, scale=3.0), num_lower=lower_arg, num_upper=upper_arg)
+
+
 def gen_mirror_pad_grad(g, case):
     """MirrorPadGrad: both modes, paddings up to and past their limits, negative paddings, bad
     shapes of `paddings`, ranks past 5, bad modes."""
@@ -2412,6 +2434,7 @@ GENERATORS.update({
     "ResizeNearestNeighborGrad": gen_resize, "MirrorPadGrad": gen_mirror_pad_grad,
     "ResizeBicubic": gen_resize, "ResizeBicubicGrad": gen_resize,
     "ScaleAndTranslate": gen_scale_and_translate, "ScaleAndTranslateGrad": gen_scale_and_translate,
+    "MatrixBandPart": gen_band_part,
 })
 for _op in RNN_OPS:
     GENERATORS[_op] = gen_rnn
@@ -3177,7 +3200,9 @@ def exc_record(e):
 #    sparse FTRL kernels check them; the plugin's kernels, like TF's dense GPU kernels, read the
 #    scalars in device memory and do not;
 #  - AdagradDA with a non-finite lr: TF-CPU's own answer depends on the row width (NaN for
-#    one-element rows, finite otherwise).
+#    one-element rows, finite otherwise);
+#  - MatrixBandPart limits past int32: TF's functors take them as int, and TF-CPU's answer then
+#    depends on its code path.
 NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2DBackpropInput",
                  "Conv2DBackpropFilter", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
                  "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
@@ -3273,6 +3298,12 @@ def known_divergence(case, record):
         return "integer division by zero (TF's GPU kernels do not check)"
     if kind == "accepted" and "Apply" in case.op and _invalid_hyperparameter(case):
         return "hyperparameter values unchecked on the device (TF-CPU checks them)"
+    if kind == "mismatch" and case.op == "MatrixBandPart" and any(
+            not -(2**31) <= int(case.args[k]) < 2**31 for k in ("num_lower", "num_upper") if np.ndim(case.args[k]) == 0):
+        # TF's functors take the limits as int; TF-CPU's answer for an int64 limit past int32 then
+        # depends on its kernel's code path (zeros below the diagonal for some dtypes and shapes,
+        # not for others). The plugin wraps them as TF-GPU's functor does.
+        return "MatrixBandPart limit past int32 (TF-CPU's answer depends on its code path)"
     if kind == "mismatch" and "AdagradDA" in case.op and not np.isfinite(np.asarray(case.args.get("lr", 0.0))).all():
         return "AdagradDA with a non-finite lr (TF-CPU's answer depends on the row width)"
     if kind == "accepted" and case.op == "ResourceScatterDiv":
