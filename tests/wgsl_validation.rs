@@ -54,6 +54,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::scatter::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::volume::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matrix::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::scan::SHADER, &[]);
 }
 
 #[test]
@@ -135,6 +136,7 @@ fn every_wgsl_file_is_covered() {
             "reverse_sequence.wgsl",
             "rnn.wgsl",
             "rows.wgsl",
+            "scan.wgsl",
             "scatter.wgsl",
             "select.wgsl",
             "softmax.wgsl",

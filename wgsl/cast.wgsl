@@ -11,8 +11,8 @@
 //   widen_i32:  int32 -> int64 (sign-extended)
 //   narrow_i64: int64 -> int32 (the low word, wrapping as C++'s static_cast does)
 //   from_bf16:  bfloat16 -> f32 (exact: the high half of the float's bits)
-//   to_bf16:    f32 -> bfloat16, rounded to nearest even as Eigen's bfloat16 rounds (NaN to the
-//               quiet NaN of its sign); an invocation per output word, halves outside the output
+//   to_bf16:    f32 -> bfloat16, rounded to nearest even as Eigen's bfloat16 rounds, or truncated
+//               with `truncate` (NaN to the quiet NaN of its sign either way); an invocation per output word, halves outside the output
 //               kept (`out_off` in halves)
 // The raw-word views (`input_words`, `out_words`) alias the typed ones; each entry point uses one.
 
@@ -21,7 +21,8 @@ struct Params {
     // Offsets in elements of the typed views, or in bytes / words for the raw ones.
     in_off: u32,
     out_off: u32,
-    _pad: u32,
+    // to_bf16: 1 truncates instead of rounding (Cast's Truncate).
+    truncate: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> input: array<S>;
@@ -161,6 +162,9 @@ fn bf16_bits(x: f32) -> u32 {
     let bits = bitcast<u32>(x);
     if ((bits & 0x7fffffffu) > 0x7f800000u) {
         return select(0x7fc0u, 0xffc0u, (bits & 0x80000000u) != 0u);
+    }
+    if (p.truncate != 0u) {
+        return bits >> 16u;
     }
     return (bits + 0x7fffu + ((bits >> 16u) & 1u)) >> 16u;
 }

@@ -17,7 +17,8 @@ struct Params {
     n: u32,
     in_off: u32,
     out_off: u32,
-    _pad: u32,
+    /// to_bf16: truncate instead of rounding (Cast's `Truncate`).
+    truncate: u32,
 }
 
 /// The `cast.wgsl` entry for a (source, destination) pair, or None when the pair is not supported.
@@ -44,11 +45,16 @@ pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
 
 /// Encodes `out = cast(input)`; both tensors have the same shape.
 pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    launch_with(stream, input, out, false)
+}
+
+/// `launch`, truncating where a float narrows to bfloat16 if `truncate` (TF's `Truncate`).
+fn launch_with(stream: &Stream, input: &TensorRef, out: &TensorRef, truncate: bool) -> Result<()> {
     if input.shape != out.shape {
         return Err(Error::invalid_argument("Cast: input and output shapes differ"));
     }
     if let Some(parts) = elementwise_parts(stream.device(), out, &[input])? {
-        return parts.iter().try_for_each(|p| launch(stream, &p.operands[0], &p.out));
+        return parts.iter().try_for_each(|p| launch_with(stream, &p.operands[0], &p.out, truncate));
     }
     let n = shader_len(out.num_elements(), "Cast")?;
     if n == 0 {
@@ -83,7 +89,7 @@ pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()>
             "to_bf16" => (n + out_off % 2).div_ceil(2),
             _ => n,
         };
-        let params = Params { n, in_off, out_off, _pad: 0 };
+        let params = Params { n, in_off, out_off, truncate: u32::from(truncate) };
         dispatch(core, encoder, "cast", &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&params), threads as u64)
     })
 }
@@ -97,5 +103,7 @@ pub fn cast(ctx: &mut dyn KernelContext, def: &KernelInstance) -> Result<()> {
     if out.num_elements() == 0 {
         return Ok(());
     }
-    launch(ctx.stream()?, &input, &out)
+    // Older TFs' Cast has no Truncate attribute.
+    let truncate = def.attrs.bool("Truncate").unwrap_or(false);
+    launch_with(ctx.stream()?, &input, &out, truncate)
 }

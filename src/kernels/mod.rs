@@ -67,6 +67,7 @@ pub mod reduce;
 pub mod registration;
 pub mod resize;
 pub mod rnn;
+pub mod scan;
 pub mod scatter;
 pub mod slice;
 pub mod unary;
@@ -542,7 +543,8 @@ fn build_table() -> Vec<KernelDef> {
         for &dst in &cast_types {
             // bool -> int32 is left to TF core: its int32 results feed host-memory shape math.
             if cast::entry_for(src, dst).is_some() && !(src == DType::Bool && dst == DType::I32) {
-                table.push(kernel("Cast", leak(vec![("SrcT", src), ("DstT", dst)]), &[], &[], cast::cast));
+                let truncate: &[(&str, AttrKind)] = &[("Truncate", AttrKind::Bool)];
+                table.push(kernel("Cast", leak(vec![("SrcT", src), ("DstT", dst)]), &[], truncate, cast::cast));
             }
         }
     }
@@ -780,6 +782,13 @@ fn build_table() -> Vec<KernelDef> {
     for op in ["Softmax", "LogSoftmax"] {
         table.push(kernel(op, f32, &[], &[], nn::softmax));
     }
+    // Cumulative sums and products (float16 and bfloat16 through float32).
+    const SCAN_ATTRS: &[(&str, AttrKind)] = &[("exclusive", AttrKind::Bool), ("reverse", AttrKind::Bool)];
+    for op in ["Cumsum", "Cumprod"] {
+        for axis in [DType::I32, DType::I64] {
+            table.push(kernel(op, leak(vec![("T", DType::F32), ("Tidx", axis)]), &["axis"], SCAN_ATTRS, scan::compute));
+        }
+    }
     for int in [DType::I32, DType::I64] {
         table.push(kernel(
             "StatelessRandomGetKeyCounter",
@@ -1015,9 +1024,9 @@ fn build_table() -> Vec<KernelDef> {
 }
 
 /// Ops whose bfloat16 kernels run through their float32 kernel (`half::via_f32`): the
-/// convolution, pooling, batch-norm and resize family, bfloat16 storage with float32 math (every
-/// adapter: no bfloat16 arithmetic is needed).
-const BFLOAT16_VIA_F32: [&str; 34] = [
+/// convolution, pooling, batch-norm and resize family and the scans, bfloat16 storage with float32
+/// math (every adapter: no bfloat16 arithmetic is needed).
+const BFLOAT16_VIA_F32: [&str; 36] = [
     "Conv2D",
     "Conv2DBackpropInput",
     "Conv2DBackpropInputV2",
@@ -1052,11 +1061,15 @@ const BFLOAT16_VIA_F32: [&str; 34] = [
     "ResizeBicubic",
     "ResizeBilinearGrad",
     "ScaleAndTranslate",
+    "Cumsum",
+    "Cumprod",
 ];
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 53] = [
+const HALF_VIA_F32: [&str; 55] = [
+    "Cumsum",
+    "Cumprod",
     "CudnnRNN",
     "CudnnRNNV2",
     "CudnnRNNV3",

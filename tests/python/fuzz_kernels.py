@@ -74,7 +74,7 @@ ACCUMULATING = {
     "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterNdAdd", "ResourceScatterNdSub",
     "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormGrad", "FusedBatchNormGradV2", "Conv2DBackpropInputV2",
     "MaxPoolGradWithArgmax", "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "AvgPool3D", "AvgPool3DGrad",
-    "MaxPool3DGrad", "Conv",
+    "MaxPool3DGrad", "Conv", "Cumsum", "Cumprod",
 }
 GRADS = {
     "ReluGrad": ("gradients", "features"), "Relu6Grad": ("gradients", "features"),
@@ -1752,6 +1752,35 @@ def gen_band_part(g, case):
     case.args.update(input=g.data(T, shape, scale=3.0), num_lower=lower_arg, num_upper=upper_arg)
 
 
+def gen_scan(g, case):
+    """Cumsum and Cumprod: any axis, exclusive, reverse; adversarially axes out of range, non-scalar
+    axes, scalars, empty tensors and an axis past llvmpipe's loop limit."""
+    T = case.row["T"]
+    it = npdtype(case.row["Tidx"])
+    shape = g.shape(g.int(1, 4), hi=6)
+    if g.chance(0.03):
+        shape = [g.int(1, 2), 65536 + g.int(0, 3000)]
+    axis = g.int(-len(shape), len(shape) - 1)
+    axis_arg = np.array(axis, it)
+    if g.adversary("scan"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            axis_arg = np.array(g.pick([len(shape), -len(shape) - 1, np.iinfo(it).max, np.iinfo(it).min]), it)
+        elif kind == 1:
+            axis_arg = np.array([axis], it)
+        elif kind == 2:
+            shape = []
+            axis_arg = np.array(0, it)
+        else:
+            shape[axis] = 0
+        g.tag(f"scan{kind}")
+    scale = 1.0 if case.op == "Cumsum" else 0.3
+    x = g.data(T, shape, scale=scale)
+    if case.op == "Cumprod":
+        x = (x.astype(np.float32) * 0.1 + 1.0).astype(x.dtype) if prod(shape) > 1000 else x
+    case.args.update(x=x, axis=axis_arg, exclusive=g.chance(0.5), reverse=g.chance(0.5))
+
+
 def gen_mirror_pad_grad(g, case):
     """MirrorPadGrad: both modes, paddings up to and past their limits, negative paddings, bad
     shapes of `paddings`, ranks past 5, bad modes."""
@@ -2435,6 +2464,7 @@ GENERATORS.update({
     "ResizeBicubic": gen_resize, "ResizeBicubicGrad": gen_resize,
     "ScaleAndTranslate": gen_scale_and_translate, "ScaleAndTranslateGrad": gen_scale_and_translate,
     "MatrixBandPart": gen_band_part,
+    "Cumsum": gen_scan, "Cumprod": gen_scan,
 })
 for _op in RNN_OPS:
     GENERATORS[_op] = gen_rnn
@@ -2614,7 +2644,7 @@ BFLOAT16_MATH = {
     "MaxPoolGradV2", "AvgPoolGrad", "MaxPoolGradGrad", "MaxPoolGradGradV2", "MaxPoolWithArgmax",
     "MaxPoolGradWithArgmax", "MaxPool3D", "AvgPool3D", "MaxPool3DGrad", "AvgPool3DGrad", "MaxPool3DGradGrad",
     "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGradV2", "FusedBatchNormGradV3", "ResizeBilinear",
-    "ResizeBicubic", "ResizeBilinearGrad", "ScaleAndTranslate",
+    "ResizeBicubic", "ResizeBilinearGrad", "ScaleAndTranslate", "Cumsum", "Cumprod",
 }
 # bfloat16 rows of those that pick elements (exact).
 BFLOAT16_MOVES = {"MaxPool", "MaxPoolV2", "MaxPool3D", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2",
@@ -2764,23 +2794,33 @@ def compare_any(op, gots, answers, flush=False):
     return first
 
 
+def _is_float(x):
+    return isinstance(x, np.ndarray) and (x.dtype.kind == "f" or x.dtype.name == "bfloat16") and x.size > 0
+
+
+def _subnormals(x):
+    """The subnormal elements of a float array (bfloat16 has float32's exponent range)."""
+    wide = x.astype(np.float32) if x.dtype.name == "bfloat16" else x
+    tiny = np.finfo(np.float32 if x.dtype.name == "bfloat16" else x.dtype).tiny
+    return (wide != 0) & (np.abs(wide) < tiny)
+
+
 def _subnormal_free(v):
     if isinstance(v, list):
         return [_subnormal_free(x) for x in v]
-    if isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.dtype.name != "bfloat16" and v.size:
-        tiny = np.finfo(v.dtype).tiny
-        if ((v != 0) & (np.abs(v) < tiny)).any():
+    if _is_float(v):
+        mask = _subnormals(v)
+        if mask.any():
             v = v.copy()
-            v[(v != 0) & (np.abs(v) < tiny)] = 0
+            v[mask] = 0
     return v
 
 
 def _has_subnormal(case):
     for v in list(case.args.values()) + list(case.variables.values()):
         for x in (v if isinstance(v, list) else [v]):
-            if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype.name != "bfloat16" and x.size:
-                if ((x != 0) & (np.abs(x) < np.finfo(x.dtype).tiny)).any():
-                    return True
+            if _is_float(x) and _subnormals(x).any():
+                return True
     return False
 
 

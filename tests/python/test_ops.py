@@ -69,6 +69,10 @@ SAME_AS = {"FusedBatchNorm": "FusedBatchNormV3", "FusedBatchNormV2": "FusedBatch
            "MaxPool3DGrad": "AvgPoolGrad", "AvgPool3DGrad": "AvgPoolGrad", "MaxPool3DGradGrad": "MaxPool"}
 # TF-CPU has no float16 kernels of these (TF-GPU has): the widened float32 reference answers.
 HALF_ACCUMULATING |= {"MaxPool3D", "AvgPool3D", "AvgPool3DGrad", "MaxPool3DGradGrad"}
+HALF_ACCUMULATING |= {"Cumsum", "Cumprod"}  # (TF-CPU's half scans round each partial result)
+# A product of 140,001 factors drifts from the exact one by about sqrt(n) float32 ulps in either
+# order (TF-CPU's sequential one, or blocks of 65,535 and their offsets): 1e-5 relative apart here.
+TOLERANCE.update({"Cumsum": 1e-5, "Cumprod": 1e-4})
 for _new, _old in SAME_AS.items():
     if _old in TOLERANCE:
         TOLERANCE[_new] = TOLERANCE[_old]
@@ -240,7 +244,7 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "TensorScatterMax", "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterMin", "ResourceScatterMax",
     "ResourceScatterNdAdd", "ResourceScatterNdSub", "ResourceScatterNdMin", "ResourceScatterNdMax",
     "ResizeBilinear", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad", "ResizeBicubic",
-    "ResizeBicubicGrad",
+    "ResizeBicubicGrad", "Cumsum", "Cumprod",
 }
 
 
@@ -651,6 +655,11 @@ def cast_cases(op, attrs, rng):
         x = rng.integers(-(2**31), 2**31 - 1, size=(5, 301), dtype=np.int32)
     yield (lambda t: tf.cast(t, dst)), [x]
     yield (lambda t: tf.cast(t, dst)), [x[:0]]
+    if src == tf.float32:
+        # Truncate: narrowing to bfloat16 drops the low bits instead of rounding (odd count, NaN).
+        t = x.reshape(-1)[:1001].copy()
+        t[7:9] = [np.nan, -np.nan]
+        yield (lambda t: tf.raw_ops.Cast(x=t, DstT=dst, Truncate=True)), [t]
 
 
 def movement_cases(op, attrs, rng):
@@ -1310,6 +1319,22 @@ def band_part_cases(op, attrs, rng):
             yield (lambda x, lo, up: tf.raw_ops.MatrixBandPart(input=x, num_lower=lo, num_upper=up)), [x, it(lower), it(upper)]
 
 
+def scan_cases(op, attrs, rng):
+    """Cumsum and Cumprod on every axis, exclusive and reverse, NaN/Inf, empty tensors, and axes
+    longer than llvmpipe's loop limit (65535: scanned in blocks)."""
+    it = np.int32 if attrs["Tidx"] == "int32" else np.int64
+    scan = getattr(tf.raw_ops, op)
+    for shape, axis in [((7,), 0), ((3, 5), 1), ((3, 5), -2), ((2, 3, 4), 1), ((2, 0, 3), 1), ((2, 70001), 1),
+                        ((140001, 2), 0)]:
+        x = typed(attrs, floats(rng, shape, specials=max(shape) < 100, scale=1.0))
+        if op == "Cumprod" and max(shape) > 100:
+            # Long products under- or overflow: factors near 1 keep them finite.
+            x = typed(attrs, 1.0 + floats(rng, shape, specials=False, scale=1e-3))
+        for exclusive in (False, True):
+            for reverse in (False, True):
+                yield (lambda x, a, e=exclusive, r=reverse: scan(x=x, axis=a, exclusive=e, reverse=r)), [x, it(axis)]
+
+
 SAMPLING_KERNELS = ["lanczos1", "lanczos3", "lanczos5", "gaussian", "box", "triangle", "keyscubic", "mitchellcubic"]
 
 
@@ -1409,6 +1434,8 @@ for name in ("ResizeBilinear", "ResizeBicubic", "ResizeNearestNeighbor", "Resize
     CASES[name] = resize_cases
 CASES["MirrorPadGrad"] = mirror_pad_grad_cases
 CASES["MatrixBandPart"] = band_part_cases
+for name in ("Cumsum", "Cumprod"):
+    CASES[name] = scan_cases
 for name in ("ScaleAndTranslate", "ScaleAndTranslateGrad"):
     CASES[name] = scale_and_translate_cases
 for name in ("CudnnRNN", "CudnnRNNV2", "CudnnRNNV3", "CudnnRNNBackprop", "CudnnRNNBackpropV2", "CudnnRNNBackpropV3"):

@@ -1,0 +1,128 @@
+//! Cumsum and Cumprod (`wgsl/scan.wgsl`) along any axis, `exclusive` and `reverse`, in float32
+//! (float16 and bfloat16 through `half::via_f32`). An axis longer than the adapter's loop budget
+//! is scanned in blocks: each block's running values and total, then the exclusive scan of the
+//! totals (the same routine, one level up), combined into the later blocks' elements.
+
+use crate::error::{Error, Result};
+use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSpec, Shader};
+
+use super::validate;
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader =
+    Shader { name: "scan", source: include_str!("../../wgsl/scan.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    len: u32,
+    inner: u32,
+    block: u32,
+    blocks: u32,
+    exclusive: u32,
+    reverse: u32,
+    in_off: u32,
+    out_off: u32,
+    totals_off: u32,
+    _pad: [u32; 2],
+}
+
+/// Cumsum and Cumprod (x, axis).
+pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let x = ctx.input(0)?;
+    let (axis, axis_shape) = ctx.host_input_values(1)?;
+    if !axis_shape.is_empty() {
+        return Err(Error::invalid_argument(format!(
+            "ScanOp: axis must be a scalar, not {}",
+            validate::shape_string(&axis_shape)
+        )));
+    }
+    let rank = x.shape.len();
+    let axis = validate::scalar(&axis, &axis_shape, "axis")?;
+    if rank == 0 || axis < -(rank as i64) || axis >= rank as i64 {
+        return Err(Error::invalid_argument(format!(
+            "ScanOp: Expected scan axis in the range [{}, {rank}), but got {axis}",
+            -(rank as i64)
+        )));
+    }
+    let axis = axis.rem_euclid(rank as i64) as usize;
+    let out = ctx.allocate_output(0, x.dtype, &x.shape)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let outer: i64 = x.shape[..axis].iter().product();
+    let inner: i64 = x.shape[axis + 1..].iter().product();
+    let product = kernel.def.op == "Cumprod";
+    let flags = (kernel.attrs.bool("exclusive")?, kernel.attrs.bool("reverse")?);
+    scan(ctx, product, flags, &x, &out, (outer, x.shape[axis], inner))
+}
+
+/// `out` = the scan of `input` ([outer, len, inner]) with `(exclusive, reverse)`.
+fn scan(
+    ctx: &mut dyn KernelContext,
+    product: bool,
+    (exclusive, reverse): (bool, bool),
+    input: &TensorRef,
+    out: &TensorRef,
+    (outer, len, inner): (i64, i64, i64),
+) -> Result<()> {
+    let block = loop_budget(ctx.stream()?.device(), 16).min(len as u64).max(1) as i64;
+    let blocks = (len + block - 1) / block;
+    let totals = ctx.allocate_temp(DType::F32, &[outer, blocks, inner])?;
+    let p = Params {
+        n: shader_len((outer * blocks * inner) as u64, "Cumsum")?,
+        len: shader_len(len as u64, "Cumsum")?,
+        inner: shader_len(inner as u64, "Cumsum")?,
+        block: block as u32,
+        blocks: blocks as u32,
+        exclusive: u32::from(exclusive),
+        reverse: u32::from(reverse),
+        ..Params::default()
+    };
+    shader_len(input.num_elements(), "Cumsum")?;
+    launch(ctx, "scan_blocks", product, p, input, out, &totals)?;
+    if blocks == 1 {
+        return Ok(());
+    }
+    // Each block's offset: the exclusive scan of the block totals before it (in the scan's own
+    // direction, which the totals are already in).
+    let offsets = ctx.allocate_temp(DType::F32, &[outer, blocks, inner])?;
+    scan(ctx, product, (true, false), &totals, &offsets, (outer, blocks, inner))?;
+    let p = Params { n: shader_len(out.num_elements(), "Cumsum")?, ..p };
+    launch(ctx, "scan_offsets", product, p, out, out, &offsets)
+}
+
+fn launch(
+    ctx: &mut dyn KernelContext,
+    entry: &'static str,
+    product: bool,
+    mut p: Params,
+    input: &TensorRef,
+    out: &TensorRef,
+    totals: &TensorRef,
+) -> Result<()> {
+    let stream = ctx.stream()?;
+    let device = stream.device();
+    let [in_mem, out_mem, totals_mem] =
+        [input, out, totals].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
+    let (in_mem, out_mem, totals_mem) = (in_mem?, out_mem?, totals_mem?);
+    let constants = [("PRODUCT", f64::from(u8::from(product)))];
+    let pipeline =
+        device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
+    stream.encode(|core, encoder| {
+        let (in_bind, in_off) = storage_window(core, &in_mem, 4)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        let (totals_bind, totals_off) = storage_window(core, &totals_mem, 4)?;
+        (p.in_off, p.out_off, p.totals_off) = (in_off, out_off, totals_off);
+        dispatch(
+            core,
+            encoder,
+            entry,
+            &pipeline,
+            &[in_bind, out_bind, totals_bind],
+            bytemuck::bytes_of(&p),
+            u64::from(p.n),
+        )
+    })
+}
