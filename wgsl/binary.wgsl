@@ -135,6 +135,12 @@ fn apply_op(op: u32, x: f32, y: f32) -> f32 {
             let d = 1.0 + abs(y);
             return x / (d * d);
         }
+        // Xlogy, Xdivy, Xlog1py: 0 wherever x is 0 (even for a NaN y), as TF's functors.
+        case 25u: { return select(x * math_log(y), 0.0, x == 0.0); }
+        case 26u: { return select(x / y, 0.0, x == 0.0); }
+        case 27u: { return select(x * math_log1p(y), 0.0, x == 0.0); }
+        // Atan2(y, x): the first operand is y.
+        case 28u: { return math_atan2(x, y); }
         default: { return x; }
     }
 }

@@ -647,6 +647,44 @@ fn math_atanh(x: f32) -> f32 {
     return math_copysign(r, x);
 }
 
+// atan2(y, x): fdlibm's atan2f (the quadrant from both signs, zero and infinite operands as C's
+// atan2, atan of |y / x| in between, pi's low part added back in the left half-plane).
+fn math_atan2(y: f32, x: f32) -> f32 {
+    if (math_is_nan(x) || math_is_nan(y)) { return x + y; }
+    let pi = 3.1415927410125732;
+    let pi_lo = -8.7422776573e-08;
+    let half_pi = 1.5707963705062866;
+    let x_negative = (bitcast<u32>(x) & 0x80000000u) != 0u;
+    let m = select(0u, 2u, x_negative) + select(0u, 1u, (bitcast<u32>(y) & 0x80000000u) != 0u);
+    if (y == 0.0) {
+        if (m < 2u) { return y; }
+        return select(pi, -pi, m == 3u);
+    }
+    if (x == 0.0) { return math_copysign(half_pi, y); }
+    if (math_is_inf(x)) {
+        if (math_is_inf(y)) {
+            return math_copysign(select(0.78539818525314331, 2.3561944961547852, x_negative), y);
+        }
+        return math_copysign(select(0.0, pi, x_negative), y);
+    }
+    if (math_is_inf(y)) { return math_copysign(half_pi, y); }
+    let k = i32((bitcast<u32>(y) >> 23u) & 0xffu) - i32((bitcast<u32>(x) >> 23u) & 0xffu);
+    var z: f32;
+    if (k > 26) {
+        z = half_pi + 0.5 * pi_lo;
+    } else if (x_negative && k < -26) {
+        z = 0.0;
+    } else {
+        z = math_atan(abs(y / x));
+    }
+    switch m {
+        case 0u: { return z; }
+        case 1u: { return -z; }
+        case 2u: { return pi - (z - pi_lo); }
+        default: { return (z - pi_lo) - pi; }
+    }
+}
+
 // atan: fdlibm's atanf (reduction to |x| < 7/16 around atan(1/2), atan(1), atan(3/2) and pi/2,
 // each in two parts, then an odd polynomial).
 fn math_atan(x: f32) -> f32 {

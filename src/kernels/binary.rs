@@ -77,6 +77,10 @@ pub enum BinaryOp {
     /// ClipByValue's lower bound, `x < lo ? lo : x` (Eigen's cwiseMax).
     ClipLow = 23,
     SoftsignGrad = 24,
+    Xlogy = 25,
+    Xdivy = 26,
+    Xlog1py = 27,
+    Atan2 = 28,
 }
 
 /// Activation gradients: same-shape elementwise ops of `binary.wgsl`.
@@ -97,7 +101,7 @@ pub const GRAD_OPS: [(&str, BinaryOp); 13] = [
 ];
 
 /// TF op name → binary op.
-pub const BINARY_OPS: [(&str, BinaryOp); 13] = [
+pub const BINARY_OPS: [(&str, BinaryOp); 17] = [
     ("AddV2", BinaryOp::Add),
     ("Add", BinaryOp::Add),
     ("Mul", BinaryOp::Mul),
@@ -111,6 +115,10 @@ pub const BINARY_OPS: [(&str, BinaryOp); 13] = [
     ("Minimum", BinaryOp::Minimum),
     ("Pow", BinaryOp::Pow),
     ("SquaredDifference", BinaryOp::SquaredDifference),
+    ("Xlogy", BinaryOp::Xlogy),
+    ("Xdivy", BinaryOp::Xdivy),
+    ("Xlog1py", BinaryOp::Xlog1py),
+    ("Atan2", BinaryOp::Atan2),
 ];
 
 /// The binary ops `binary_f64.wgsl` computes in f64: the arithmetic ones (FloorMod and Pow, which

@@ -88,7 +88,7 @@ UNARY = set("Abs Neg Sign Square Sqrt Rsqrt Reciprocal Inv Exp Expm1 Log Log1p S
             "Floor Ceil Round Rint Relu Relu6 Elu Selu LeakyRelu Softplus Softsign ZerosLike OnesLike IsNan IsInf "
             "IsFinite LogicalNot".split())
 BINARY = set("AddV2 Add Mul Sub RealDiv Div DivNoNan FloorDiv FloorMod Maximum Minimum Pow SquaredDifference Equal "
-             "NotEqual Less LessEqual Greater GreaterEqual LogicalAnd LogicalOr".split())
+             "NotEqual Less LessEqual Greater GreaterEqual LogicalAnd LogicalOr Xlogy Xdivy Xlog1py Atan2".split())
 OPTIMIZERS = optimizer_ops.SIGNATURES
 ACCUMULATING |= {op for op in OPTIMIZERS if op != "ResourceApplyGradientDescent"}
 OPTIMIZER_FLAGS = optimizer_ops.FLAGS
@@ -438,6 +438,8 @@ def gen_binary(g, case):
                 g.tag("divide-by-zero")
     if dtype in ("float32", "float16") and case.op in ("FloorDiv", "FloorMod", "RealDiv", "Div", "DivNoNan") and y.size and g.chance(0.3):
         y.reshape(-1)[g.int(0, y.size - 1)] = 0
+    if case.op in ("Xlogy", "Xdivy", "Xlog1py") and x.size and g.chance(0.4):
+        x.reshape(-1)[g.int(0, x.size - 1)] = 0  # TF's answer there is 0, whatever y is
     case.args[names[0]], case.args[names[1]] = x, y
     if case.op == "LeakyReluGrad":
         case.args["alpha"] = g.pick([0.2, 0.0, -0.5]) if not g.adversary("alpha", 0.3) else g.pick([float("nan"), float("inf")])

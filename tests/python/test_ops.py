@@ -72,7 +72,7 @@ HALF_ACCUMULATING |= {"MaxPool3D", "AvgPool3D", "AvgPool3DGrad", "MaxPool3DGradG
 HALF_ACCUMULATING |= {"Cumsum", "Cumprod"}  # (TF-CPU's half scans round each partial result)
 # A product of 140,001 factors drifts from the exact one by about sqrt(n) float32 ulps in either
 # order (TF-CPU's sequential one, or blocks of 65,535 and their offsets): 1e-5 relative apart here.
-TOLERANCE.update({"Cumsum": 1e-5, "Cumprod": 1e-4})
+TOLERANCE.update({"Cumsum": 1e-5, "Cumprod": 1e-4, "Xlogy": 2e-6, "Xlog1py": 2e-6, "Xdivy": 1e-6, "Atan2": 2e-6})
 for _new, _old in SAME_AS.items():
     if _old in TOLERANCE:
         TOLERANCE[_new] = TOLERANCE[_old]
@@ -217,7 +217,8 @@ BINARY = {
     "AddV2": tf.add, "Add": lambda a, b: tf.raw_ops.Add(x=a, y=b), "Mul": tf.multiply, "Sub": tf.subtract,
     "RealDiv": tf.divide, "Div": lambda a, b: tf.raw_ops.Div(x=a, y=b), "DivNoNan": tf.math.divide_no_nan,
     "FloorDiv": tf.math.floordiv, "FloorMod": tf.math.floormod, "Maximum": tf.maximum, "Minimum": tf.minimum,
-    "Pow": tf.pow, "SquaredDifference": tf.math.squared_difference,
+    "Pow": tf.pow, "SquaredDifference": tf.math.squared_difference, "Xlogy": tf.math.xlogy, "Xdivy": tf.math.xdivy,
+    "Xlog1py": tf.math.xlog1py, "Atan2": tf.math.atan2,
 }
 COMPARE = {
     "Equal": tf.equal, "NotEqual": tf.not_equal, "Less": tf.less, "LessEqual": tf.less_equal,
