@@ -1273,6 +1273,64 @@ pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     .run()
 }
 
+/// LinSpace(start, stop, num): `num` evenly spaced values from start to stop, computed on the host
+/// in the output's type as TF's kernel computes them (`start`, then `start + step * i`, the last
+/// one `stop`) and uploaded.
+pub fn lin_space(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let mut scalar = |i: usize, name: &str| -> Result<f64> {
+        let shape = ctx.input(i)?.shape;
+        if !shape.is_empty() {
+            return Err(Error::invalid_argument(format!(
+                "{name} must be a scalar, not shape {}",
+                validate::shape_string(&shape)
+            )));
+        }
+        Ok(ctx.host_input_floats(i)?.first().copied().unwrap_or(0.0))
+    };
+    let (start, stop) = (scalar(0, "start")?, scalar(1, "stop")?);
+    let shape = ctx.input(2)?.shape;
+    if !shape.is_empty() {
+        return Err(Error::invalid_argument(format!(
+            "num must be a scalar, not shape {}",
+            validate::shape_string(&shape)
+        )));
+    }
+    let (num, _) = ctx.host_input_values(2)?;
+    let num = num.first().copied().unwrap_or(0);
+    if num <= 0 {
+        return Err(Error::invalid_argument(format!("Requires num > 0: {num}")));
+    }
+    let out = ctx.allocate_output(0, dtype, &[num])?;
+    let bytes: Vec<u8> = match dtype {
+        DType::F32 => {
+            let (start, stop) = (start as f32, stop as f32);
+            let step = (stop - start) / (num - 1) as f32;
+            let values: Vec<f32> = (0..num)
+                .map(|i| match i {
+                    0 => start,
+                    i if i == num - 1 => stop,
+                    i => start + step * i as f32,
+                })
+                .collect();
+            bytemuck::cast_slice(&values).to_vec()
+        }
+        DType::F64 => {
+            let step = (stop - start) / (num - 1) as f64;
+            let values: Vec<f64> = (0..num)
+                .map(|i| match i {
+                    0 => start,
+                    i if i == num - 1 => stop,
+                    i => start + step * i as f64,
+                })
+                .collect();
+            bytemuck::cast_slice(&values).to_vec()
+        }
+        other => return Err(Error::internal(format!("LinSpace of {other:?}"))),
+    };
+    ctx.stream()?.memcpy_htod(out.address, &bytes)
+}
+
 pub fn range(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
     let read = |ctx: &mut dyn KernelContext, i: usize, name: &str| -> Result<f32> {
         match ctx.host_input_floats(i)?.as_slice() {

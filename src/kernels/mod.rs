@@ -841,6 +841,13 @@ fn build_table() -> Vec<KernelDef> {
         }
     }
     table.push(kernel("Range", &[("Tidx", DType::F32)], &["start", "limit", "delta"], &[], index::range));
+    // Computed on the host and uploaded (no float64 arithmetic on the device).
+    for dtype in [DType::F32, DType::F64] {
+        for count in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("T", dtype), ("Tidx", count)]);
+            table.push(kernel("LinSpace", constraints, &["start", "stop", "num"], &[], index::lin_space));
+        }
+    }
     for dtype in [DType::F32, DType::F64, DType::I64] {
         for indices in [DType::I32, DType::I64] {
             let constraints = leak(vec![("T", dtype), ("TI", indices)]);

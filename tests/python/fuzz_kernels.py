@@ -1389,6 +1389,27 @@ def gen_range(g, case):
     case.args.update(start=np.array(start, f), limit=np.array(limit, f), delta=np.array(delta, f))
 
 
+def gen_lin_space(g, case):
+    """LinSpace: spans up, down and empty, one value, huge and non-finite ends; adversarially
+    non-positive and huge counts, non-scalar arguments."""
+    T, it = npdtype(case.row["T"]), npdtype(case.row["Tidx"])
+    start, stop = float(np.round(g.rng.standard_normal() * 5, 2)), float(np.round(g.rng.standard_normal() * 50, 2))
+    num = g.pick([1, 2, 3, 7, 100, 1001])
+    start_arg, stop_arg, num_arg = np.array(start, T), np.array(stop, T), np.array(num, it)
+    if g.adversary("linspace"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            num_arg = np.array(g.pick([0, -1, np.iinfo(it).max]), it)
+        elif kind == 1:
+            start_arg = np.array([start], T)
+        elif kind == 2:
+            num_arg = np.array([num], it)
+        else:
+            start_arg, stop_arg = np.array(g.pick([np.nan, np.inf, -3e38]), T), np.array(g.pick([np.inf, 3e38, 0.0]), T)
+        g.tag(f"linspace{kind}")
+    case.args.update(start=start_arg, stop=stop_arg, num=num_arg)
+
+
 # --- data movement -----------------------------------------------------------------------------
 
 def movable(g, case, shape):
@@ -2467,6 +2488,7 @@ GENERATORS.update({
     "ScaleAndTranslate": gen_scale_and_translate, "ScaleAndTranslateGrad": gen_scale_and_translate,
     "MatrixBandPart": gen_band_part,
     "Cumsum": gen_scan, "Cumprod": gen_scan,
+    "LinSpace": gen_lin_space,
 })
 for _op in RNN_OPS:
     GENERATORS[_op] = gen_rnn

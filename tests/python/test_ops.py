@@ -1014,6 +1014,11 @@ def nn_cases(op, attrs, rng):
     elif op == "Range":
         yield (lambda: tf.range(1.5, 9.0, 0.75)), []
         yield (lambda: tf.range(5.0, -3.0, -1.5)), []
+    elif op == "LinSpace":
+        dt = tf.as_dtype(attrs["T"]).as_numpy_dtype
+        it = np.int32 if attrs["Tidx"] == "int32" else np.int64
+        for start, stop, num in [(0, 1, 5), (1.5, -2.25, 7), (3, 4, 1), (0.1, 1e6, 100001), (-1e30, 1e30, 3), (2, 2, 4)]:
+            yield (lambda a, b, n: tf.raw_ops.LinSpace(start=a, stop=b, num=n)), [dt(start), dt(stop), it(num)]
 
 
 def fused_cases(op, attrs, rng):
@@ -1401,7 +1406,7 @@ for name in ("MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"):
     CASES[name] = matmul_cases
 for name in ("Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool", "MaxPoolV2", "AvgPool",
              "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV2",
-             "FusedBatchNormGradV3", "OneHot", "Range"):
+             "FusedBatchNormGradV3", "OneHot", "Range", "LinSpace"):
     CASES[name] = nn_cases
 for name in ("_FusedConv2D", "_FusedMatMul"):
     CASES[name] = fused_cases
