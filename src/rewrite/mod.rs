@@ -250,10 +250,6 @@ impl Emitter<'_> {
         let attrs = vec![("T", type_attr(tindices)), ("Tdim", type_attr(DT_INT32))];
         self.push("wgpu_index_tuples", "ExpandDims", &[indices, &axis], attrs)
     }
-
-    fn assign(&mut self, resource: &str, value: &str, dtype: u64) -> String {
-        self.push("wgpu_assign", "AssignVariableOp", &[resource, value], assign_attrs(dtype))
-    }
 }
 
 /// `AssignVariableOp`'s attributes. The kernels refuse a value of another shape than the variable;
@@ -276,7 +272,14 @@ impl Update<'_> {
     }
 
     fn assign(&mut self, resource: &str, value: &str) {
-        let name = self.e.assign(resource, value, self.dtype);
+        self.assign_after(resource, value, &[]);
+    }
+
+    /// `assign`, after the nodes of the control inputs `after` ("^name").
+    fn assign_after(&mut self, resource: &str, value: &str, after: &[String]) {
+        let mut inputs = vec![resource, value];
+        inputs.extend(after.iter().map(String::as_str));
+        let name = self.e.push("wgpu_assign", "AssignVariableOp", &inputs, assign_attrs(self.dtype));
         self.assigns.push(format!("^{name}"));
     }
 
@@ -388,13 +391,16 @@ fn optimizer_update(
     let grad_shape = u.e.push("wgpu_grad_shape", "Shape", &[&args[grad_at]], shape_attrs());
     args[grad_at] = u.e.push("wgpu_checked_grad", "BroadcastTo", &[&args[grad_at], &rows_shape], broadcast_attrs());
     rows[0] = u.e.push("wgpu_checked_rows", "BroadcastTo", &[&rows[0], &grad_shape], broadcast_attrs());
+    // The assigns wait for both checks: with no indices Grappler folds the empty scatter away, and
+    // the formula (the checks' only other consumer) with it.
+    let checks = [format!("^{}", args[grad_at]), format!("^{}", rows[0])];
     let updated = optimizer.update(&mut u, &rows, &args).ok()?;
     let tuples = u.e.tuples(indices, tindices, &current[0]);
     for ((resource, read), value) in data.iter().zip(&current).zip(updated) {
         if let Some(value) = value {
             let attrs = vec![("T", type_attr(dtype)), ("Tindices", type_attr(tindices))];
             let scattered = u.e.push("wgpu_scattered", "TensorScatterUpdate", &[read, &tuples, &value], attrs);
-            u.assign(resource, &scattered);
+            u.assign_after(resource, &scattered, &checks);
         }
     }
     Some(u.finish())
