@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tensorflow_wgpu::kernels::{
-    batch_norm, binary, cast, conv, im2col, index, matmul, nn, random, reduce, resize, rnn, scatter, slice, unary,
+    batch_norm, binary, cast, conv, im2col, index, matmul, matrix, nn, random, reduce, resize, rnn, scan, scatter,
+    slice, unary, volume,
 };
 use tensorflow_wgpu::runtime::device::{portable_floor, portable_limits, requested_features, LimitsProfile};
 use tensorflow_wgpu::runtime::pipeline::{specialised_source, PipelineSpec, Shader};
@@ -68,6 +69,9 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::cast::SHADER", &cast::SHADER, CASTS),
         ("kernels::unary::SHADER", &unary::SHADER, FLOATS),
         ("kernels::unary::CLASSIFY_SHADER", &unary::CLASSIFY_SHADER, NONE),
+        ("kernels::volume::SHADER", &volume::SHADER, NONE),
+        ("kernels::matrix::SHADER", &matrix::SHADER, NONE),
+        ("kernels::scan::SHADER", &scan::SHADER, NONE),
     ]
 }
 
