@@ -615,21 +615,10 @@ pub fn max_pool_grad_with_argmax(ctx: &mut dyn KernelContext, kernel: &KernelIns
         dtype: t.dtype,
         shape: vec![count],
     };
-    let (batch, per_image, per_window_image) =
-        (input.shape[0], input.num_elements() as i64, grad.num_elements() as i64);
-    if kernel.attrs.bool("include_batch_in_index")? || batch <= 1 {
-        let (all, windows) = (flat(&out, 0, per_image), flat(&grad, 0, per_window_image));
-        return scatter::scatter(
-            stream,
-            Combine::Add,
-            &flat(&argmax, 0, per_window_image),
-            &[per_image],
-            &windows,
-            &all,
-        );
-    }
-    let (per_image, per_window_image) = (per_image / batch, per_window_image / batch);
-    for b in 0..batch {
+    // Indices count within each image, or within the whole batch as one.
+    let images = if kernel.attrs.bool("include_batch_in_index")? { 1 } else { input.shape[0].max(1) };
+    let (per_image, per_window_image) = (input.num_elements() as i64 / images, grad.num_elements() as i64 / images);
+    for b in 0..images {
         let (image, windows) = (flat(&out, b, per_image), flat(&grad, b, per_window_image));
         scatter::scatter(stream, Combine::Add, &flat(&argmax, b, per_window_image), &[per_image], &windows, &image)?;
     }

@@ -1273,6 +1273,25 @@ pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     .run()
 }
 
+/// LinSpace's `num` values in the float type `T` (`index` converts a position to it).
+fn spaced<T>(start: T, stop: T, num: i64, index: impl Fn(i64) -> T) -> Vec<T>
+where
+    T: Copy
+        + std::ops::Add<Output = T>
+        + std::ops::Sub<Output = T>
+        + std::ops::Mul<Output = T>
+        + std::ops::Div<Output = T>,
+{
+    let step = (stop - start) / index(num - 1);
+    (0..num)
+        .map(|i| match i {
+            0 => start,
+            i if i == num - 1 => stop,
+            i => start + step * index(i),
+        })
+        .collect()
+}
+
 /// LinSpace(start, stop, num): `num` evenly spaced values from start to stop, computed on the host
 /// in the output's type as TF's kernel computes them (`start`, then `start + step * i`, the last
 /// one `stop`) and uploaded.
@@ -1303,29 +1322,8 @@ pub fn lin_space(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     }
     let out = ctx.allocate_output(0, dtype, &[num])?;
     let bytes: Vec<u8> = match dtype {
-        DType::F32 => {
-            let (start, stop) = (start as f32, stop as f32);
-            let step = (stop - start) / (num - 1) as f32;
-            let values: Vec<f32> = (0..num)
-                .map(|i| match i {
-                    0 => start,
-                    i if i == num - 1 => stop,
-                    i => start + step * i as f32,
-                })
-                .collect();
-            bytemuck::cast_slice(&values).to_vec()
-        }
-        DType::F64 => {
-            let step = (stop - start) / (num - 1) as f64;
-            let values: Vec<f64> = (0..num)
-                .map(|i| match i {
-                    0 => start,
-                    i if i == num - 1 => stop,
-                    i => start + step * i as f64,
-                })
-                .collect();
-            bytemuck::cast_slice(&values).to_vec()
-        }
+        DType::F32 => bytemuck::cast_slice(&spaced(start as f32, stop as f32, num, |i| i as f32)).to_vec(),
+        DType::F64 => bytemuck::cast_slice(&spaced(start, stop, num, |i| i as f64)).to_vec(),
         other => return Err(Error::internal(format!("LinSpace of {other:?}"))),
     };
     ctx.stream()?.memcpy_htod(out.address, &bytes)

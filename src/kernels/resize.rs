@@ -379,13 +379,13 @@ fn attrs(kernel: &KernelInstance) -> Result<Attrs> {
 }
 
 /// The `size` input (host memory): two positive int32s.
-fn output_size(ctx: &mut dyn KernelContext, index: usize, what: &str) -> Result<(i64, i64)> {
+fn output_size(ctx: &mut dyn KernelContext, index: usize, name: &str, what: &str) -> Result<(i64, i64)> {
     let (size, shape) = ctx.host_input_values(index)?;
     if shape.len() != 1 {
-        return Err(Error::invalid_argument(format!("shape_t must be 1-dimensional{}", shape_string(&shape))));
+        return Err(Error::invalid_argument(format!("{name} must be 1-dimensional{}", shape_string(&shape))));
     }
     if size.len() != 2 {
-        return Err(Error::invalid_argument(format!("shape_t must have two elements{}", shape_string(&shape))));
+        return Err(Error::invalid_argument(format!("{name} must have two elements{}", shape_string(&shape))));
     }
     if size[0] <= 0 || size[1] <= 0 {
         return Err(Error::invalid_argument(what.to_string()));
@@ -475,7 +475,7 @@ fn bilinear_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
     let attrs = attrs(kernel)?;
     let image = ctx.input(0)?;
     let (in_h, in_w) = check_image(&image)?;
-    let (out_h, out_w) = output_size(ctx, 1, "output dimensions must be positive")?;
+    let (out_h, out_w) = output_size(ctx, 1, "shape_t", "output dimensions must be positive")?;
     let (batch, channels) = (image.shape[0], image.shape[3]);
     let out = ctx.allocate_output(0, DType::F32, &[batch, out_h, out_w, channels])?;
     if out.num_elements() == 0 {
@@ -519,7 +519,7 @@ fn bicubic_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let attrs = attrs(kernel)?;
     let image = ctx.input(0)?;
     let (in_h, in_w) = check_image(&image)?;
-    let (out_h, out_w) = output_size(ctx, 1, "output dimensions must be positive")?;
+    let (out_h, out_w) = output_size(ctx, 1, "shape_t", "output dimensions must be positive")?;
     let (batch, channels) = (image.shape[0], image.shape[3]);
     let out = ctx.allocate_output(0, DType::F32, &[batch, out_h, out_w, channels])?;
     if out.num_elements() == 0 {
@@ -527,9 +527,7 @@ fn bicubic_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     }
     let ys = bicubic_sources(out_h, in_h, &attrs, true);
     let xs = bicubic_sources(out_w, in_w, &attrs, true);
-    let rows = ctx.allocate_temp(DType::F32, &[batch, out_h, in_w, channels])?;
-    axis_sum(ctx, &image, &rows, (batch, in_h, in_w * channels), &ys)?;
-    axis_sum(ctx, &rows, &out, (batch * out_h, in_w, channels), &xs)
+    separable_rows_first(ctx, &image, &out, &ys, &xs)
 }
 
 /// ScaleAndTranslate's and ScaleAndTranslateGrad's attributes and their `scale` and
@@ -570,35 +568,9 @@ pub fn scale_and_translate(ctx: &mut dyn KernelContext, kernel: &KernelInstance)
 
 fn scale_and_translate_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let image = ctx.input(0)?;
-    if image.shape.len() != 4 {
-        return Err(Error::invalid_argument(format!("input must be 4-dimensional{}", shape_string(&image.shape))));
-    }
-    let (size, size_shape) = ctx.host_input_values(1)?;
-    if size_shape.len() != 1 {
-        return Err(Error::invalid_argument(format!(
-            "output_shape_t must be 1-dimensional{}",
-            shape_string(&size_shape)
-        )));
-    }
-    let [out_h, out_w] = size[..] else {
-        return Err(Error::invalid_argument(format!(
-            "output_shape_t must have two elements{}",
-            shape_string(&size_shape)
-        )));
-    };
-    let [batch, in_h, in_w, channels] = image.shape[..] else { unreachable!("checked 4-D") };
-    if in_h >= i32::MAX as i64 || in_w >= i32::MAX as i64 {
-        return Err(Error::invalid_argument("input sizes must be between 0 and max int32"));
-    }
-    if out_h <= 0 || out_w <= 0 {
-        return Err(Error::invalid_argument("output dimensions must be positive"));
-    }
-    if channels <= 0 {
-        return Err(Error::invalid_argument("image must have at least one channel"));
-    }
-    if in_h <= 0 || in_w <= 0 {
-        return Err(Error::invalid_argument("input image must be of non-zero size"));
-    }
+    let (in_h, in_w) = check_image(&image)?;
+    let (out_h, out_w) = output_size(ctx, 1, "output_shape_t", "output dimensions must be positive")?;
+    let (batch, channels) = (image.shape[0], image.shape[3]);
     let t = transform(ctx, kernel)?;
     let out = ctx.allocate_output(0, DType::F32, &[batch, out_h, out_w, channels])?;
     if out.num_elements() == 0 {
@@ -606,9 +578,7 @@ fn scale_and_translate_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstanc
     }
     let cols = Spans::new(t.kernel, out_w, in_w, t.scale[1], t.translation[1], t.antialias)?;
     let rows = Spans::new(t.kernel, out_h, in_h, t.scale[0], t.translation[0], t.antialias)?;
-    let between = ctx.allocate_temp(DType::F32, &[batch, out_h, in_w, channels])?;
-    axis_sum(ctx, &image, &between, (batch, in_h, in_w * channels), &rows.sources(in_h))?;
-    axis_sum(ctx, &between, &out, (batch * out_h, in_w, channels), &cols.sources(in_w))
+    separable_rows_first(ctx, &image, &out, &rows.sources(in_h), &cols.sources(in_w))
 }
 
 /// ScaleAndTranslateGrad: the forward spans transposed (TF's grad spans), applied the same way.
@@ -636,9 +606,7 @@ pub fn scale_and_translate_grad(ctx: &mut dyn KernelContext, kernel: &KernelInst
     }
     let cols = Spans::new(t.kernel, out_w, in_w, t.scale[1], t.translation[1], t.antialias)?.transposed(in_w);
     let rows = Spans::new(t.kernel, out_h, in_h, t.scale[0], t.translation[0], t.antialias)?.transposed(in_h);
-    let between = ctx.allocate_temp(DType::F32, &[batch, in_h, out_w, channels])?;
-    axis_sum(ctx, &grads, &between, (batch, out_h, out_w * channels), &rows.sources(out_h))?;
-    axis_sum(ctx, &between, &out, (batch * in_h, out_w, channels), &cols.sources(out_w))
+    separable_rows_first(ctx, &grads, &out, &rows.sources(out_h), &cols.sources(out_w))
 }
 
 /// ResizeNearestNeighbor: a gather of whole pixels, for elements of 2, 4 or 8 bytes.
@@ -650,7 +618,7 @@ fn nearest_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let attrs = attrs(kernel)?;
     let image = ctx.input(0)?;
     let (in_h, in_w) = check_image(&image)?;
-    let (out_h, out_w) = output_size(ctx, 1, "output dimensions must be positive")?;
+    let (out_h, out_w) = output_size(ctx, 1, "shape_t", "output dimensions must be positive")?;
     if in_h >= 1 << 24 || in_w >= 1 << 24 {
         return Err(Error::invalid_argument("nearest neighbor requires max height & width of 2^24"));
     }
@@ -723,6 +691,24 @@ pub(super) fn axis_sum(
         k_begin = k_end;
     }
     Ok(())
+}
+
+/// Two separable passes in TF-CPU's order for bicubic and ScaleAndTranslate: along the height
+/// (`ys`, into a temporary of the output's height and the input's width), then the width (`xs`).
+fn separable_rows_first(
+    ctx: &mut dyn KernelContext,
+    input: &TensorRef,
+    out: &TensorRef,
+    ys: &Sources,
+    xs: &Sources,
+) -> Result<()> {
+    let [batch, in_h, in_w, channels] = input.shape[..] else {
+        return Err(Error::internal("separable resize: not 4-D"));
+    };
+    let out_h = ys.offsets.len() as i64 - 1;
+    let rows = ctx.allocate_temp(DType::F32, &[batch, out_h, in_w, channels])?;
+    axis_sum(ctx, input, &rows, (batch, in_h, in_w * channels), ys)?;
+    axis_sum(ctx, &rows, out, (batch * out_h, in_w, channels), xs)
 }
 
 /// A gradient as two separable passes: along the width (`xs`), then the height (`ys`).
@@ -836,7 +822,7 @@ fn nearest_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> R
     if grads.shape.len() != 4 {
         return Err(Error::invalid_argument(format!("input must be 4-dimensional{}", shape_string(&grads.shape))));
     }
-    let (out_h, out_w) = output_size(ctx, 1, "shape_t's elements must be positive")?;
+    let (out_h, out_w) = output_size(ctx, 1, "shape_t", "shape_t's elements must be positive")?;
     let (batch, grad_h, grad_w, channels) = (grads.shape[0], grads.shape[1], grads.shape[2], grads.shape[3]);
     let out = ctx.allocate_output(0, grads.dtype, &[batch, out_h, out_w, channels])?;
     if out.num_elements() == 0 {

@@ -13,7 +13,7 @@ use super::conv::{window, IMAGE_IN_OUT};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
 use super::validate::shape_string;
-use super::{matmul, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
+use super::{matmul, shader_len, validate, windows, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
     Shader { name: "volume", source: include_str!("../../wgsl/volume.wgsl"), storage_buffers: 4, uniform_buffers: 0 };
@@ -226,11 +226,6 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&Tenso
     })
 }
 
-/// `t` as a matrix of `rows` x `cols` starting at row `first`.
-fn rows_of(t: &TensorRef, first: i64, rows: i64, cols: i64) -> TensorRef {
-    TensorRef { address: t.address + (first * cols) as u64 * 4, dtype: t.dtype, shape: vec![rows, cols] }
-}
-
 /// For each chunk of the column matrix of `input` under `p` (rows `[start, start + count)`),
 /// calls `f(ctx, columns, start, count)`.
 fn for_column_chunks(
@@ -246,7 +241,7 @@ fn for_column_chunks(
     let mut start = 0;
     while start < rows {
         let count = chunk.min(rows - start);
-        let part = rows_of(&columns, 0, count, taps);
+        let part = windows::rows(&columns, 0, count);
         let params = Params { row_begin: shader_len(start as u64, "Conv3D")?, ..p };
         launch(ctx.stream()?, "columns", params, &[input, &part], (count * taps) as u64)?;
         f(ctx, &part, start, count)?;
@@ -263,9 +258,9 @@ fn convolve(
     filter: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
-    let (rows, oc) = (out.shape[0], out.shape[1]);
+    let rows = out.shape[0];
     for_column_chunks(ctx, p, input, rows, |ctx, columns, start, count| {
-        matmul::launch(ctx.stream()?, columns, filter, &rows_of(out, start, count, oc), false, false)
+        matmul::launch(ctx.stream()?, columns, filter, &windows::rows(out, start, count), false, false)
     })
 }
 
@@ -379,6 +374,7 @@ pub fn conv3d_grad_filter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
     }
     let taps = sizes[..4].iter().product::<i64>();
     let flat_df = TensorRef { shape: vec![taps, oc], ..df };
+    let flat_dy = TensorRef { shape: vec![rows, oc], ..dy };
     let partial = if rows * taps * 4 > COLUMN_CHUNK_BYTES as i64 {
         Some(ctx.allocate_temp(DType::F32, &[taps, oc])?)
     } else {
@@ -386,7 +382,7 @@ pub fn conv3d_grad_filter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
     };
     for_column_chunks(ctx, g.params()?, &input, rows, |ctx, columns, start, count| {
         let stream = ctx.stream()?;
-        let dy_rows = rows_of(&dy, start, count, oc);
+        let dy_rows = windows::rows(&flat_dy, start, count);
         match &partial {
             Some(sum) if start > 0 => {
                 matmul::launch(stream, columns, &dy_rows, sum, true, false)?;
