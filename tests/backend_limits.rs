@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tensorflow_wgpu::kernels::{
-    batch_norm, binary, cast, conv, im2col, index, matmul, matrix, nn, random, reduce, resize, rnn, scan, scatter,
+    batch_norm, binary, cast, conv, im2col, index, integer, matmul, matrix, nn, random, reduce, resize, rnn, scan, scatter,
     slice, unary, volume,
 };
 use tensorflow_wgpu::runtime::device::{portable_floor, portable_limits, requested_features, LimitsProfile};
@@ -45,7 +45,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::binary::COMPARE_SHADER", &binary::COMPARE_SHADER, FLOATS),
         ("kernels::binary::LOGICAL_SHADER", &binary::LOGICAL_SHADER, NONE),
         ("kernels::binary::SELECT_SHADER", &binary::SELECT_SHADER, NONE),
-        ("kernels::binary::INT64_SHADER", &binary::INT64_SHADER, NONE),
+        ("kernels::integer::SHADER", &integer::SHADER, NONE),
         ("kernels::binary::FLOAT64_SHADER", &binary::FLOAT64_SHADER, NONE),
         ("kernels::reduce::SHADER", &reduce::SHADER, NONE),
         ("kernels::reduce::F64_SHADER", &reduce::F64_SHADER, NONE),

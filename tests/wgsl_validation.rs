@@ -19,14 +19,14 @@ fn memory_shader_is_valid() {
 
 #[test]
 fn broadcasting_shaders_are_valid() {
-    use tensorflow_wgpu::kernels::binary::{COMPARE_SHADER, INT64_SHADER, LOGICAL_SHADER, SELECT_SHADER, SHADER};
+    use tensorflow_wgpu::kernels::binary::{COMPARE_SHADER, LOGICAL_SHADER, SELECT_SHADER, SHADER};
     for ty in ["f32", "f16"] {
         validate(&SHADER, &[("T", ty)]);
         validate(&COMPARE_SHADER, &[("T", ty)]);
     }
     validate(&LOGICAL_SHADER, &[]);
     validate(&SELECT_SHADER, &[]);
-    validate(&INT64_SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::integer::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::binary::FLOAT64_SHADER, &[]);
 }
 
@@ -110,7 +110,6 @@ fn every_wgsl_file_is_covered() {
             "batch_norm.wgsl",
             "binary.wgsl",
             "binary_f64.wgsl",
-            "binary_int64.wgsl",
             "broadcast.wgsl",
             "cast.wgsl",
             "classify.wgsl",
@@ -118,6 +117,7 @@ fn every_wgsl_file_is_covered() {
             "conv.wgsl",
             "conv_tiles_subgroup.wgsl",
             "index.wgsl",
+            "integer.wgsl",
             "logical.wgsl",
             "math.wgsl",
             "math_f64.wgsl",

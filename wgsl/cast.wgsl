@@ -1,13 +1,16 @@
-// Cast. `S` and `D` are aliased per (SrcT, DstT), `W` (the type to_i32 and from_i64 compute in)
+// Cast. `S` and `D` are aliased per (SrcT, DstT), `W` (the type to_i32 and the int64 steps compute in)
 // to f64 where either is float64, else f32. Float to int truncates toward zero. Entry points:
 //   main:       between f32, f16, f64, i32 and u32 (float -> int32 excepted)
 //   to_i32:     f32/f16/f64 -> int32; NaN and values outside int32 give INT32_MIN, as TF-CPU's
 //               static_cast does (x86's cvttss2si "integer indefinite")
 //   to_bool:    S -> bool (x != 0), packed four per word
 //   from_bool:  bool -> D
-//   to_i64:     f32 -> int64 (two words, two's complement; NaN and values outside int64 give
+//   to_i64:     f32/f64 -> int64 (two words, two's complement; NaN and values outside int64 give
 //               INT64_MIN, as for int32)
+//   to_u64:     f32/f64 -> uint64 (values from 2^63 keep their bits; the rest as to_i64)
 //   from_i64:   int64 -> f32/f64
+//   from_u64:   uint64 -> f64
+//   f64_to_bool: f64 -> bool (x != 0), packed four per word
 //   widen_i32:  int32 -> int64 (sign-extended)
 //   narrow_i64: int64 -> int32 (the low word, wrapping as C++'s static_cast does)
 //   from_bf16:  bfloat16 -> f32 (exact: the high half of the float's bits)
@@ -84,29 +87,65 @@ fn from_bool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     out[p.out_off + i] = D(select(0.0, 1.0, byte != 0u));
 }
 
+// The two's complement words of trunc(v); outside int64 (NaN too) INT64_MIN, as for int32. With
+// `unsigned`, values in [2^63, 2^64) keep their own bits (C++'s float to uint64).
+fn int64_words(v: W, unsigned: bool) -> vec2<u32> {
+    let two63 = W(9223372036854775808.0);
+    var x = v;
+    var top = 0u;
+    if (unsigned && v >= two63 && v < 2.0 * two63) {
+        x = v - two63;
+        top = 0x80000000u;
+    }
+    if (!(x >= -two63 && x < two63)) {
+        return vec2<u32>(0u, 0x80000000u);
+    }
+    let magnitude = abs(trunc(x));
+    let hi = floor(magnitude / 4294967296.0);
+    var lo_word = u32(magnitude - hi * 4294967296.0);
+    var hi_word = u32(hi);
+    if (x < 0.0) {
+        // Two's complement negation of the 64-bit magnitude.
+        lo_word = ~lo_word + 1u;
+        hi_word = ~hi_word + select(0u, 1u, lo_word == 0u);
+    }
+    return vec2<u32>(lo_word, hi_word | top);
+}
+
 @compute @workgroup_size(256)
 fn to_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);
     if (i >= p.n) {
         return;
     }
-    let v = trunc(f32(input[p.in_off + i]));
-    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) {
-        out_words[p.out_off + 2u * i] = 0u;
-        out_words[p.out_off + 2u * i + 1u] = 0x80000000u;
+    let words = int64_words(W(input[p.in_off + i]), false);
+    out_words[p.out_off + 2u * i] = words.x;
+    out_words[p.out_off + 2u * i + 1u] = words.y;
+}
+
+@compute @workgroup_size(256)
+fn to_u64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
         return;
     }
-    let magnitude = abs(v);
-    let hi = floor(magnitude / 4294967296.0);
-    var lo_word = u32(magnitude - hi * 4294967296.0);
-    var hi_word = u32(hi);
-    if (v < 0.0) {
-        // Two's complement negation of the 64-bit magnitude.
-        lo_word = ~lo_word + 1u;
-        hi_word = ~hi_word + select(0u, 1u, lo_word == 0u);
+    let words = int64_words(W(input[p.in_off + i]), true);
+    out_words[p.out_off + 2u * i] = words.x;
+    out_words[p.out_off + 2u * i + 1u] = words.y;
+}
+
+// int64 (or, with `unsigned`, uint64) words to D, rounded once in W.
+fn from_words(lo_word: u32, hi_word: u32, unsigned: bool) -> D {
+    var lo = lo_word;
+    var hi = hi_word;
+    let negative = !unsigned && (hi & 0x80000000u) != 0u;
+    if (negative) {
+        lo = ~lo + 1u;
+        hi = ~hi + select(0u, 1u, lo == 0u);
     }
-    out_words[p.out_off + 2u * i] = lo_word;
-    out_words[p.out_off + 2u * i + 1u] = hi_word;
+    // In f64 (W) one rounding: both words and the scaling are exact.
+    let magnitude = W(hi) * 4294967296.0 + W(lo);
+    return D(select(magnitude, -magnitude, negative));
 }
 
 @compute @workgroup_size(256)
@@ -115,16 +154,34 @@ fn from_i64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     if (i >= p.n) {
         return;
     }
-    var lo = input_words[p.in_off + 2u * i];
-    var hi = input_words[p.in_off + 2u * i + 1u];
-    let negative = (hi & 0x80000000u) != 0u;
-    if (negative) {
-        lo = ~lo + 1u;
-        hi = ~hi + select(0u, 1u, lo == 0u);
+    out[p.out_off + i] = from_words(input_words[p.in_off + 2u * i], input_words[p.in_off + 2u * i + 1u], false);
+}
+
+@compute @workgroup_size(256)
+fn from_u64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
     }
-    // In f64 (W) one rounding: both words and the scaling are exact.
-    let magnitude = W(hi) * 4294967296.0 + W(lo);
-    out[p.out_off + i] = D(select(magnitude, -magnitude, negative));
+    out[p.out_off + i] = from_words(input_words[p.in_off + 2u * i], input_words[p.in_off + 2u * i + 1u], true);
+}
+
+// float64 -> bool by the bits of each value's two words (NaN is true).
+@compute @workgroup_size(256)
+fn f64_to_bool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = linear_id(gid, nwg);
+    if (w * 4u >= p.n) {
+        return;
+    }
+    var word = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        let i = w * 4u + k;
+        let at = 2u * (p.in_off + i);
+        if (i < p.n && ((input_words[at + 1u] & 0x7fffffffu) | input_words[at]) != 0u) {
+            word |= 1u << (k * 8u);
+        }
+    }
+    out_words[p.out_off / 4u + w] = word;
 }
 
 @compute @workgroup_size(256)

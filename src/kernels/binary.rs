@@ -37,15 +37,9 @@ pub const BATCH_SHADER: Shader = broadcast_shader!("binary batch", "binary.wgsl"
 pub const COMPARE_SHADER: Shader = broadcast_shader!("compare", "compare.wgsl", 3);
 pub const LOGICAL_SHADER: Shader = broadcast_shader!("logical", "logical.wgsl", 3);
 pub const SELECT_SHADER: Shader = broadcast_shader!("select", "select.wgsl", 4);
-pub const INT64_SHADER: Shader = broadcast_shader!("binary_int64", "binary_int64.wgsl", 3, "math.wgsl");
 /// float64 binary ops, comparisons and unary ops, computed in f64 (needs SHADER_F64). Bindings 3
 /// and 4 are the operands again, read as words for their NaN bits (`launch_two`).
 pub const FLOAT64_SHADER: Shader = broadcast_shader!("binary_f64", "binary_f64.wgsl", 5, "math_f64.wgsl");
-
-/// The int64 ops of `binary_int64.wgsl`, which TF-GPU also runs on the device (Keras's iteration
-/// counter and random-seed state are int64 variables updated with them).
-pub const INT64_OPS: [(&str, u32); 6] =
-    [("AddV2", 0), ("Add", 0), ("Sub", 1), ("Mul", 2), ("FloorMod", 3), ("FloorDiv", 4)];
 
 /// The ops of `binary.wgsl`, by the value of its `OP` override constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,14 +153,14 @@ fn broadcast_strides(shape: &[i64], out: &[i64]) -> Vec<u32> {
 }
 
 /// The index arithmetic of one broadcasting launch: rank, shape and per-operand strides, padded to 8.
-struct Layout {
-    rank: u32,
-    shape: [u32; MAX_RANK],
-    strides: Vec<[u32; MAX_RANK]>,
+pub(super) struct Layout {
+    pub rank: u32,
+    pub shape: [u32; MAX_RANK],
+    pub strides: Vec<[u32; MAX_RANK]>,
 }
 
 impl Layout {
-    fn new(out: &[i64], operands: &[&[i64]]) -> Result<Self> {
+    pub fn new(out: &[i64], operands: &[&[i64]]) -> Result<Self> {
         let mut layout = Layout { rank: 1, shape: [1; MAX_RANK], strides: vec![[0; MAX_RANK]; operands.len()] };
         // Operands shaped like the output index it the same way: one flat dimension.
         if operands.iter().all(|s| *s == out) {
@@ -227,16 +221,16 @@ fn shape_len(shape: &[i64]) -> Result<u32> {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct TwoOperandParams {
-    n: u32,
-    rank: u32,
-    a_off: u32,
-    b_off: u32,
-    out_off: u32,
-    _pad: [u32; 3],
-    shape: [u32; MAX_RANK],
-    a_strides: [u32; MAX_RANK],
-    b_strides: [u32; MAX_RANK],
+pub(super) struct TwoOperandParams {
+    pub n: u32,
+    pub rank: u32,
+    pub a_off: u32,
+    pub b_off: u32,
+    pub out_off: u32,
+    pub _pad: [u32; 3],
+    pub shape: [u32; MAX_RANK],
+    pub a_strides: [u32; MAX_RANK],
+    pub b_strides: [u32; MAX_RANK],
 }
 
 /// Shared launch of the two-operand shaders. `unit` is the binding unit in bytes of the inputs (the
@@ -578,22 +572,6 @@ pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     launch_binary(ctx.stream()?, &[("OP", op as u32 as f64), ("ALPHA", f64::from(alpha))], &a, &b, &out)
 }
 
-/// int64 AddV2, Add, Sub, Mul, FloorMod and FloorDiv.
-pub fn compute_int64(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let a = ctx.input(0)?;
-    let b = ctx.input(1)?;
-    let shape = broadcast_shapes(&a.shape, &b.shape)?;
-    let out = ctx.forward_input_or_allocate_output(&[0, 1], 0, DType::I64, &shape)?;
-    launch_int64(ctx.stream()?, kernel.def.op, &a, &b, &out)
-}
-
-/// Encodes `out = op(a, b)` on int64 tensors, `op` named as the TF op; `out` may alias either.
-pub fn launch_int64(stream: &Stream, op: &str, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
-    let op = op_by_name(&INT64_OPS, op)?;
-    let spec = PipelineSpec { entry: "main", aliases: &[], constants: &[("OP", op as f64)] };
-    launch_two(stream, &INT64_SHADER, spec, a, b, out, 8, false)
-}
-
 /// BiasAdd: `value + bias` along the channel dimension (NHWC: the last one).
 pub fn bias_add(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
@@ -774,7 +752,13 @@ pub fn launch_select(stream: &Stream, cond: &TensorRef, t: &TensorRef, e: &Tenso
     if n == 0 {
         return Ok(());
     }
-    let words = out.dtype.size() / 4;
+    let size = out.dtype.size();
+    // Whole words per element, or one word of several elements (`main_packed`).
+    let (entry, unit, constant, threads) = if size >= 4 {
+        ("main", 4, ("WORDS", (size / 4) as f64), u64::from(n) * size / 4)
+    } else {
+        ("main_packed", 1, ("BYTES", size as f64), u64::from(n).div_ceil(4 / size))
+    };
     let layout = Layout::new(&shape, &[&cond.shape, &t.shape, &e.shape])?;
     let device = stream.device();
     let mems: Vec<DeviceSlice> =
@@ -782,17 +766,16 @@ pub fn launch_select(stream: &Stream, cond: &TensorRef, t: &TensorRef, e: &Tenso
     let pipeline = device.pipelines.get(
         device,
         &SELECT_SHADER,
-        &PipelineSpec {
-            entry: "main",
-            aliases: &[],
-            constants: &[("WORDS", words as f64), fast_div(n), rank_constant(layout.rank)],
-        },
+        &PipelineSpec { entry, aliases: &[], constants: &[constant, fast_div(n), rank_constant(layout.rank)] },
     )?;
     stream.encode(|core, encoder| {
         let (c_bind, cond_byte) = storage_window(core, &mems[0], 1)?;
-        let (t_bind, t_off) = storage_window(core, &mems[1], 4)?;
-        let (e_bind, e_off) = storage_window(core, &mems[2], 4)?;
-        let (o_bind, out_off) = storage_window(core, &mems[3], 4)?;
+        let (t_bind, t_off) = storage_window(core, &mems[1], unit)?;
+        let (e_bind, e_off) = storage_window(core, &mems[2], unit)?;
+        let (o_bind, out_off) = storage_window(core, &mems[3], unit)?;
+        if unit == 1 && out_off % 4 != 0 {
+            return Err(Error::internal("select: an output that does not start on a word"));
+        }
         let params = SelectParams {
             n,
             rank: layout.rank,
@@ -807,7 +790,7 @@ pub fn launch_select(stream: &Stream, cond: &TensorRef, t: &TensorRef, e: &Tenso
             e_strides: layout.strides[2],
         };
         let bindings: [Binding; 4] = [c_bind, t_bind, e_bind, o_bind];
-        dispatch(core, encoder, "select", &pipeline, &bindings, bytemuck::bytes_of(&params), n as u64 * words)
+        dispatch(core, encoder, "select", &pipeline, &bindings, bytemuck::bytes_of(&params), threads)
     })
 }
 

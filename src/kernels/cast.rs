@@ -1,12 +1,13 @@
-//! Cast between float, int32, int64 and bool dtypes, and between bfloat16 and float32
-//! (`wgsl/cast.wgsl`).
+//! Cast between every pair of float, integer and bool dtypes: one step where `wgsl/cast.wgsl` or the
+//! integer family (`integer.rs`) converts directly, else a route through float32, int32 or int64
+//! that converts as TF-CPU does (`route`).
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::windows::elementwise_parts;
-use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{integer, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
     Shader { name: "cast", source: include_str!("../../wgsl/cast.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
@@ -33,8 +34,11 @@ pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
         (s, d) if typed(s) && typed(d) && s != d => Some("main"),
         (F32 | F16, Bool) => Some("to_bool"),
         (Bool, F32 | F16 | F64 | I32) => Some("from_bool"),
-        (F32, I64) => Some("to_i64"),
+        (F64, Bool) => Some("f64_to_bool"),
+        (F32 | F64, I64) => Some("to_i64"),
+        (F32 | F64, U64) => Some("to_u64"),
         (I64, F32 | F64) => Some("from_i64"),
+        (U64, F64) => Some("from_u64"),
         (I32, I64) => Some("widen_i32"),
         (I64, I32) => Some("narrow_i64"),
         (BF16, F32) => Some("from_bf16"),
@@ -43,7 +47,49 @@ pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
     }
 }
 
-/// Encodes `out = cast(input)`; both tensors have the same shape.
+/// The `integer.wgsl` op that converts `src` to `dst` in one step: between integer types and bool,
+/// and from them to float32 (rounded once, to nearest even).
+fn integer_step(src: DType, dst: DType) -> Option<u32> {
+    if !integer::is_integral(src) || src == dst {
+        return None;
+    }
+    match dst {
+        DType::Bool => Some(integer::TO_BOOL),
+        DType::F32 => Some(integer::TO_F32),
+        d if integer::is_integral(d) => Some(integer::CAST),
+        _ => None,
+    }
+}
+
+fn is_step(src: DType, dst: DType) -> bool {
+    integer_step(src, dst).is_some() || entry_for(src, dst).is_some()
+}
+
+/// The dtypes a Cast passes through, `src` first and `dst` last, one launch per step; None where no
+/// route converts as TF-CPU does. float16 and bfloat16 convert through float32 (Eigen's half and
+/// bfloat16 convert through float), floats to the narrow integers through int32 and to uint32
+/// through int64 (C++'s conversions on x86-64 for in-range values, and the results TF-CPU's scalar
+/// code gives out of range), and integers to float64 through int64.
+pub fn route(src: DType, dst: DType) -> Option<Vec<DType>> {
+    use DType::*;
+    if is_step(src, dst) {
+        return Some(vec![src, dst]);
+    }
+    let through = |middle: DType| {
+        let mut steps = route(src, middle)?;
+        steps.extend(&route(middle, dst)?[1..]);
+        Some(steps)
+    };
+    match (src, dst) {
+        (F16 | BF16, _) | (_, F16 | BF16) => through(F32),
+        (F32 | F64, I8 | U8 | I16 | U16) => through(I32),
+        (F32 | F64, U32) => through(I64),
+        (s, F64) if integer::is_integral(s) => through(I64),
+        _ => None,
+    }
+}
+
+/// Encodes `out = cast(input)` for a pair `route` converts in one step; same shapes.
 pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()> {
     launch_with(stream, input, out, false)
 }
@@ -52,6 +98,9 @@ pub fn launch(stream: &Stream, input: &TensorRef, out: &TensorRef) -> Result<()>
 fn launch_with(stream: &Stream, input: &TensorRef, out: &TensorRef, truncate: bool) -> Result<()> {
     if input.shape != out.shape {
         return Err(Error::invalid_argument("Cast: input and output shapes differ"));
+    }
+    if let Some(code) = integer_step(input.dtype, out.dtype) {
+        return integer::launch(stream, code, input, input, out);
     }
     if let Some(parts) = elementwise_parts(stream.device(), out, &[input])? {
         return parts.iter().try_for_each(|p| launch_with(stream, &p.operands[0], &p.out, truncate));
@@ -64,10 +113,10 @@ fn launch_with(stream: &Stream, input: &TensorRef, out: &TensorRef, truncate: bo
         .ok_or_else(|| Error::unimplemented(format!("Cast {:?} -> {:?} on WGPU", input.dtype, out.dtype)))?;
     // Each view is typed (alias), raw bytes (bool), halves (bfloat16) or raw words (int64);
     // unused aliases are u32.
-    let typed = |d: DType| if matches!(d, DType::Bool | DType::I64 | DType::BF16) { "u32" } else { d.wgsl() };
+    let typed = |d: DType| if matches!(d, DType::Bool | DType::I64 | DType::U64 | DType::BF16) { "u32" } else { d.wgsl() };
     let unit = |d: DType| match d {
         DType::Bool => 1,
-        DType::I64 => 4,
+        DType::I64 | DType::U64 => 4,
         other => other.size(),
     };
     let device = stream.device();
@@ -80,11 +129,12 @@ fn launch_with(stream: &Stream, input: &TensorRef, out: &TensorRef, truncate: bo
     stream.encode(|core, encoder| {
         let (in_bind, in_off) = storage_window(core, &in_mem, unit(input.dtype))?;
         let (out_bind, out_off) = storage_window(core, &out_mem, unit(out.dtype))?;
-        if entry == "to_bool" && out_off % 4 != 0 {
+        let to_bool = entry == "to_bool" || entry == "f64_to_bool";
+        if to_bool && out_off % 4 != 0 {
             return Err(Error::unimplemented("bool output that is not word-aligned"));
         }
         let threads = match entry {
-            "to_bool" => n.div_ceil(4),
+            _ if to_bool => n.div_ceil(4),
             // A word of two halves each, one more where the output starts mid-word.
             "to_bf16" => (n + out_off % 2).div_ceil(2),
             _ => n,
@@ -105,5 +155,12 @@ pub fn cast(ctx: &mut dyn KernelContext, def: &KernelInstance) -> Result<()> {
     }
     // Older TFs' Cast has no Truncate attribute.
     let truncate = def.attrs.bool("Truncate").unwrap_or(false);
-    launch_with(ctx.stream()?, &input, &out, truncate)
+    let steps = route(src, dst).ok_or_else(|| Error::internal(format!("Cast {src:?} -> {dst:?}: no route")))?;
+    let mut tensors = vec![input.clone()];
+    for &middle in &steps[1..steps.len() - 1] {
+        tensors.push(ctx.allocate_temp(middle, &input.shape)?);
+    }
+    tensors.push(out);
+    let stream = ctx.stream()?;
+    tensors.windows(2).try_for_each(|pair| launch_with(stream, &pair[0], &pair[1], truncate))
 }

@@ -58,6 +58,7 @@ pub mod generic_conv;
 pub mod half;
 pub mod im2col;
 pub mod index;
+pub mod integer;
 pub mod layout;
 pub mod matmul;
 pub mod matrix;
@@ -518,21 +519,20 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("BiasAddGrad", t, &[], &[("data_format", AttrKind::Str)], reduce::bias_add_grad));
         table.push(kernel("L2Loss", t, &[], &[], reduce::l2_loss));
     }
-    for (op, _) in binary::INT64_OPS {
-        table.push(kernel(op, t_of(DType::I64), &[], &[], binary::compute_int64));
-    }
+    integer::register(&mut table);
     for op in ["IsNan", "IsInf", "IsFinite"] {
         table.push(kernel(op, f32, &[], &[], unary::classify));
     }
     for op in ["LogicalAnd", "LogicalOr", "LogicalNot"] {
         table.push(kernel(op, &[], &[], &[], binary::logical));
     }
-    for dtype in [DType::F32, DType::F64, DType::I64] {
+    for dtype in MOVABLE_DTYPES {
         for op in ["Select", "SelectV2"] {
             table.push(kernel(op, t_of(dtype), &[], &[], binary::select));
         }
     }
-    let mut cast_types = vec![DType::F32, DType::I32, DType::Bool, DType::I64, DType::BF16];
+    let mut cast_types = vec![DType::F32, DType::BF16, DType::Bool, DType::I32];
+    cast_types.extend([DType::I8, DType::U8, DType::I16, DType::U16, DType::U32, DType::I64, DType::U64]);
     if with_f16 {
         cast_types.push(DType::F16);
     }
@@ -542,7 +542,7 @@ fn build_table() -> Vec<KernelDef> {
     for &src in &cast_types {
         for &dst in &cast_types {
             // bool -> int32 is left to TF core: its int32 results feed host-memory shape math.
-            if cast::entry_for(src, dst).is_some() && !(src == DType::Bool && dst == DType::I32) {
+            if src != dst && cast::route(src, dst).is_some() && !(src == DType::Bool && dst == DType::I32) {
                 let truncate: &[(&str, AttrKind)] = &[("Truncate", AttrKind::Bool)];
                 table.push(kernel("Cast", leak(vec![("SrcT", src), ("DstT", dst)]), &[], truncate, cast::cast));
             }

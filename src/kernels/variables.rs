@@ -18,7 +18,7 @@ use crate::optimizer::{Arithmetic, Optimizer};
 use super::binary::{self, BinaryOp};
 use super::scatter::{self, Combine};
 use super::unary::{self, UnaryOp};
-use super::{index, DType, KernelContext, KernelInstance, TensorRef};
+use super::{index, integer, DType, KernelContext, KernelInstance, TensorRef};
 
 pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     if !ctx.variables_accessible() {
@@ -69,8 +69,8 @@ fn assign_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
                 let math = if subtract { BinaryOp::Sub } else { BinaryOp::Add };
                 binary::launch(stream, math, variable, &value, variable)
             }
-            DType::I64 => {
-                binary::launch_int64(stream, if subtract { "Sub" } else { "AddV2" }, variable, &value, variable)
+            dtype if integer::is_integral(dtype) && dtype != DType::Bool => {
+                integer::launch(stream, if subtract { integer::SUB } else { integer::ADD }, variable, &value, variable)
             }
             other => Err(Error::unimplemented(format!("{op} of a {} variable on WGPU", other.tf_name()))),
         }

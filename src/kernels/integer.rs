@@ -1,0 +1,183 @@
+//! Integer elementwise ops on every integer width TF stores, int8 to uint64 (`wgsl/integer.wgsl`):
+//! arithmetic, bitwise ops, comparisons and unary ops with broadcasting, and the integer and bool
+//! steps of Cast. int32 is registered for none of them: TF core's DEVICE_DEFAULT kernels keep
+//! int32 tensors in host memory, as TF-GPU does.
+
+use crate::error::{Error, Result};
+use crate::runtime::memory::DeviceSlice;
+use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::Stream;
+
+use super::binary::{broadcast_shapes, Layout, TwoOperandParams};
+use super::windows::elementwise_parts;
+use super::{fast_div, kernel, rank_constant, shader_len, t_of, DType, KernelContext, KernelDef, KernelInstance, TensorRef};
+
+pub const SHADER: Shader = Shader {
+    name: "integer",
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/broadcast.wgsl"),
+        include_str!("../../wgsl/integer.wgsl")
+    ),
+    storage_buffers: 3,
+    uniform_buffers: 0,
+};
+
+/// `OP` of `integer.wgsl` for AddV2 and Sub.
+pub const ADD: u32 = 0;
+pub const SUB: u32 = 1;
+/// `OP` of `integer.wgsl` for a cast between integer types (bool included) and for one into bool.
+pub const CAST: u32 = 28;
+pub const TO_BOOL: u32 = 29;
+/// `OP` of `integer.wgsl`: the nearest float32, ties to even (as C++ converts).
+pub const TO_F32: u32 = 36;
+
+use DType::{Bool, I16, I64, I8, U16, U32, U64, U8};
+
+/// The integer dtypes TF-GPU serves on the device.
+const ALL: &[DType] = &[I8, U8, I16, U16, U32, I64, U64];
+const SIGNED: &[DType] = &[I8, I16, I64];
+
+/// Two-operand ops: TF op, `OP`, and the integer dtypes its op definition allows (TF-CPU has kernels
+/// for each, the reference of the tests).
+pub const BINARY_OPS: [(&str, u32, &[DType]); 24] = [
+    ("Add", 0, &[I8, U8, I16, I64]),
+    ("AddV2", 0, ALL),
+    ("Sub", 1, ALL),
+    ("Mul", 2, ALL),
+    ("Div", 3, ALL),
+    ("TruncateDiv", 3, ALL),
+    ("FloorDiv", 4, ALL),
+    ("TruncateMod", 5, &[I64]),
+    ("FloorMod", 6, ALL),
+    ("Maximum", 7, ALL),
+    ("Minimum", 8, ALL),
+    ("SquaredDifference", 9, &[I64]),
+    ("Pow", 10, SIGNED),
+    ("BitwiseAnd", 11, ALL),
+    ("BitwiseOr", 12, ALL),
+    ("BitwiseXor", 13, ALL),
+    ("LeftShift", 14, ALL),
+    ("RightShift", 15, ALL),
+    ("Equal", 30, &[I8, U8, I16, U16, U32, I64, U64, Bool]),
+    ("NotEqual", 31, &[I8, U8, I16, U16, U32, I64, U64, Bool]),
+    ("Less", 32, ALL),
+    ("LessEqual", 33, ALL),
+    ("Greater", 34, ALL),
+    ("GreaterEqual", 35, ALL),
+];
+
+/// One-operand ops, as `BINARY_OPS`.
+pub const UNARY_OPS: [(&str, u32, &[DType]); 8] = [
+    ("Abs", 20, SIGNED),
+    ("Neg", 21, SIGNED),
+    ("Sign", 22, SIGNED),
+    ("Square", 23, ALL),
+    ("Invert", 24, ALL),
+    ("PopulationCount", 25, ALL),
+    ("ZerosLike", 26, &[I8, U8, I16, U16, U32, I64, U64, Bool]),
+    ("OnesLike", 27, &[I8, U8, I16, U16, U32, I64, U64, Bool]),
+];
+
+/// The registration rows of the family.
+pub fn register(table: &mut Vec<KernelDef>) {
+    for (op, _, dtypes) in BINARY_OPS.iter().chain(UNARY_OPS.iter()) {
+        for &dtype in *dtypes {
+            table.push(kernel(op, t_of(dtype), &[], &[], compute));
+        }
+    }
+}
+
+/// Whether `dtype` is stored as an integer this family reads (bool as an unsigned byte).
+pub fn is_integral(dtype: DType) -> bool {
+    matches!(dtype, I8 | U8 | I16 | U16 | DType::I32 | U32 | I64 | U64 | Bool)
+}
+
+fn op_code(op: &str) -> Result<(u32, bool)> {
+    if let Some((_, code, _)) = BINARY_OPS.iter().find(|(name, _, _)| *name == op) {
+        return Ok((*code, false));
+    }
+    UNARY_OPS
+        .iter()
+        .find(|(name, _, _)| *name == op)
+        .map(|(_, code, _)| (*code, true))
+        .ok_or_else(|| Error::internal(format!("integer: unknown op {op}")))
+}
+
+/// The dtype of `OP`'s result for operands of `dtype`.
+fn result_dtype(code: u32, dtype: DType) -> DType {
+    match code {
+        25 => U8,
+        30..=35 => Bool,
+        _ => dtype,
+    }
+}
+
+pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let (code, unary) = op_code(kernel.def.op)?;
+    let dtype = kernel.dtype("T")?;
+    let a = ctx.input(0)?;
+    let (b, shape, candidates): (TensorRef, Vec<i64>, &[usize]) = if unary {
+        (a.clone(), a.shape.clone(), &[0])
+    } else {
+        let b = ctx.input(1)?;
+        let shape = broadcast_shapes(&a.shape, &b.shape)?;
+        (b, shape, &[0, 1])
+    };
+    let out_dtype = result_dtype(code, dtype);
+    let out = if out_dtype == dtype {
+        ctx.forward_input_or_allocate_output(candidates, 0, out_dtype, &shape)?
+    } else {
+        ctx.allocate_output(0, out_dtype, &shape)?
+    };
+    launch(ctx.stream()?, code, &a, &b, &out)
+}
+
+/// Encodes `out = OP(a, b)` with broadcasting; `a` and `b` share a dtype (for one-operand ops and
+/// casts `b` is `a`), `out` has its own. `out` may alias an operand of its shape.
+pub fn launch(stream: &Stream, code: u32, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
+    if let Some(parts) = elementwise_parts(stream.device(), out, &[a, b])? {
+        return parts.iter().try_for_each(|p| launch(stream, code, &p.operands[0], &p.operands[1], &p.out));
+    }
+    let n = shader_len(out.num_elements(), "integer")?;
+    if n == 0 {
+        return Ok(());
+    }
+    let layout = Layout::new(&out.shape, &[&a.shape, &b.shape])?;
+    let device = stream.device();
+    let mems: Vec<DeviceSlice> =
+        [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
+    let signed = matches!(a.dtype, I8 | I16 | DType::I32 | I64);
+    let out_width = out.dtype.size();
+    let constants = [
+        ("OP", f64::from(code)),
+        ("WIDTH", a.dtype.size() as f64),
+        ("SIGNED", f64::from(u8::from(signed))),
+        ("OUT_WIDTH", out_width as f64),
+        fast_div(n),
+        rank_constant(layout.rank),
+    ];
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &[], constants: &constants })?;
+    stream.encode(|core, encoder| {
+        let (a_bind, a_byte) = storage_window(core, &mems[0], 1)?;
+        let (b_bind, b_byte) = storage_window(core, &mems[1], 1)?;
+        let (out_bind, out_byte) = storage_window(core, &mems[2], 1)?;
+        if out_byte % 4 != 0 {
+            return Err(Error::internal("integer: an output that does not start on a word"));
+        }
+        let params = TwoOperandParams {
+            n,
+            rank: layout.rank,
+            a_off: a_byte,
+            b_off: b_byte,
+            out_off: out_byte,
+            _pad: [0; 3],
+            shape: layout.shape,
+            a_strides: layout.strides[0],
+            b_strides: layout.strides[1],
+        };
+        let threads = if out_width >= 4 { u64::from(n) } else { u64::from(n).div_ceil(4 / out_width) };
+        dispatch(core, encoder, "integer", &pipeline, &[a_bind, b_bind, out_bind], bytemuck::bytes_of(&params), threads)
+    })
+}
