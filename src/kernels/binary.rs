@@ -656,6 +656,9 @@ pub fn compare(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let dtype = kernel.dtype("T")?;
     let a = ctx.input(0)?;
     let b = ctx.input(1)?;
+    if super::integer::answer_incompatible_equality(ctx, kernel, &a, &b)? {
+        return Ok(());
+    }
     let shape = broadcast_shapes(&a.shape, &b.shape)?;
     let out = ctx.allocate_output(0, DType::Bool, &shape)?;
     launch_compare(ctx.stream()?, kernel.def.op, dtype, &a, &b, &out)

@@ -10,7 +10,7 @@ use crate::runtime::Stream;
 
 use super::binary::{broadcast_shapes, Layout, TwoOperandParams};
 use super::windows::elementwise_parts;
-use super::{fast_div, kernel, rank_constant, shader_len, t_of, DType, KernelContext, KernelDef, KernelInstance, TensorRef};
+use super::{fast_div, kernel, rank_constant, AttrKind, shader_len, t_of, DType, KernelContext, KernelDef, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "integer",
@@ -27,6 +27,9 @@ pub const SHADER: Shader = Shader {
 /// `OP` of `integer.wgsl` for AddV2 and Sub.
 pub const ADD: u32 = 0;
 pub const SUB: u32 = 1;
+/// `OP` of `integer.wgsl` for ZerosLike and OnesLike.
+pub const ZEROS: u32 = 26;
+pub const ONES: u32 = 27;
 /// `OP` of `integer.wgsl` for a cast between integer types (bool included) and for one into bool.
 pub const CAST: u32 = 28;
 pub const TO_BOOL: u32 = 29;
@@ -80,13 +83,46 @@ pub const UNARY_OPS: [(&str, u32, &[DType]); 8] = [
     ("OnesLike", 27, &[I8, U8, I16, U16, U32, I64, U64, Bool]),
 ];
 
+/// Equal's and NotEqual's attribute.
+pub const EQUALITY_ATTRS: &[(&str, AttrKind)] = &[("incompatible_shape_error", AttrKind::Bool)];
+
+/// The attributes an elementwise comparison reads.
+pub fn compare_attrs(op: &str) -> &'static [(&'static str, AttrKind)] {
+    if op == "Equal" || op == "NotEqual" {
+        EQUALITY_ATTRS
+    } else {
+        &[]
+    }
+}
+
 /// The registration rows of the family.
 pub fn register(table: &mut Vec<KernelDef>) {
     for (op, _, dtypes) in BINARY_OPS.iter().chain(UNARY_OPS.iter()) {
         for &dtype in *dtypes {
-            table.push(kernel(op, t_of(dtype), &[], &[], compute));
+            table.push(kernel(op, t_of(dtype), &[], compare_attrs(op), compute));
         }
     }
+}
+
+/// Equal and NotEqual with `incompatible_shape_error=false` on shapes that do not broadcast: a
+/// scalar false (Equal) or true (NotEqual), as TF's kernels answer. Returns whether it answered.
+pub fn answer_incompatible_equality(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    a: &TensorRef,
+    b: &TensorRef,
+) -> Result<bool> {
+    let op = kernel.def.op;
+    let lenient = (op == "Equal" || op == "NotEqual")
+        && !kernel.attrs.bool("incompatible_shape_error").unwrap_or(true)
+        && broadcast_shapes(&a.shape, &b.shape).is_err();
+    if !lenient {
+        return Ok(false);
+    }
+    let out = ctx.allocate_output(0, Bool, &[])?;
+    let code = if op == "Equal" { ZEROS } else { ONES };
+    launch(ctx.stream()?, code, &out, &out, &out)?;
+    Ok(true)
 }
 
 /// Whether `dtype` is stored as an integer this family reads (bool as an unsigned byte).
@@ -122,6 +158,9 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         (a.clone(), a.shape.clone(), &[0])
     } else {
         let b = ctx.input(1)?;
+        if answer_incompatible_equality(ctx, kernel, &a, &b)? {
+            return Ok(());
+        }
         let shape = broadcast_shapes(&a.shape, &b.shape)?;
         (b, shape, &[0, 1])
     };

@@ -481,7 +481,7 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, t, &[], &[], binary::compute));
         }
         for (op, _) in binary::COMPARE_OPS {
-            table.push(kernel(op, t, &[], &[], binary::compare));
+            table.push(kernel(op, t, &[], integer::compare_attrs(op), binary::compare));
         }
         for (op, _) in unary::UnaryOp::ALL {
             // TF-CPU has no float16 Rint: keep the device's set the same as the reference's.
@@ -504,7 +504,7 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, t, &[], &[], binary::compute));
         }
         for (op, _) in binary::COMPARE_OPS {
-            table.push(kernel(op, t, &[], &[], binary::compare));
+            table.push(kernel(op, t, &[], integer::compare_attrs(op), binary::compare));
         }
         for op in unary::FLOAT64_OPS {
             table.push(kernel(op, t, &[], alpha_attr(op), unary::compute));
