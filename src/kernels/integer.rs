@@ -79,8 +79,8 @@ pub const UNARY_OPS: [(&str, u32, &[DType]); 8] = [
     ("Square", 23, ALL),
     ("Invert", 24, ALL),
     ("PopulationCount", 25, ALL),
-    ("ZerosLike", 26, &[I8, U8, I16, U16, U32, I64, U64, Bool]),
-    ("OnesLike", 27, &[I8, U8, I16, U16, U32, I64, U64, Bool]),
+    ("ZerosLike", 26, &[I8, U8, I16, U16, DType::I32, U32, I64, U64, Bool]),
+    ("OnesLike", 27, &[I8, U8, I16, U16, DType::I32, U32, I64, U64, Bool]),
 ];
 
 /// Equal's and NotEqual's attribute.

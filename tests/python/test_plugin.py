@@ -53,6 +53,27 @@ def test_int32_stays_in_host_memory_like_cuda_tf():
     np.testing.assert_array_equal(y.numpy(), np.arange(10))
 
 
+INT32_LIKE_SCRIPT = """
+import numpy as np, tensorflow as tf
+a = tf.constant(np.array([[1, -2, 3], [4, 5, -6]], np.int32))
+print(tf.zeros_like(a).numpy().sum(), tf.ones_like(a).numpy().sum(), tf.raw_ops.OnesLike(x=a).device)
+"""
+
+
+def test_int32_zeros_like_and_ones_like_of_an_eager_tensor():
+    """TF core's DEVICE_DEFAULT int32 ZerosLike/OnesLike take `x` in device memory while TF's eager
+    runtime passes an int32 handle as host memory: TF copied the device address as a host one and
+    the process died (SIGSEGV). The plugin's own int32 kernels take that over (a subprocess, since
+    a regression kills the interpreter)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", INT32_LIKE_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    zeros, ones, device = out.stdout.split()[-3:]
+    assert (zeros, ones) == ("0", "6") and device.endswith("GPU:0"), out.stdout
+
+
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "function"])
 def test_int32_strided_slices_run_on_the_device_in_host_memory(graph, strict_placement):
     """CUDA TF registers int32 StridedSlice for the GPU with every argument in host memory; TF's
