@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tensorflow_wgpu::kernels::{
-    batch_norm, binary, cast, conv, im2col, index, integer, matmul, matrix, nn, random, reduce, resize, rnn, scan, scatter,
-    slice, unary, volume,
+    batch_norm, binary, cast, conv, im2col, index, integer, matmul, matrix, nn, random, reduce, resize, rnn, scan,
+    scatter, slice, unary, volume,
 };
 use tensorflow_wgpu::runtime::device::{portable_floor, portable_limits, requested_features, LimitsProfile};
 use tensorflow_wgpu::runtime::pipeline::{specialised_source, PipelineSpec, Shader};

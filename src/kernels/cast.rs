@@ -113,7 +113,8 @@ fn launch_with(stream: &Stream, input: &TensorRef, out: &TensorRef, truncate: bo
         .ok_or_else(|| Error::unimplemented(format!("Cast {:?} -> {:?} on WGPU", input.dtype, out.dtype)))?;
     // Each view is typed (alias), raw bytes (bool), halves (bfloat16) or raw words (int64);
     // unused aliases are u32.
-    let typed = |d: DType| if matches!(d, DType::Bool | DType::I64 | DType::U64 | DType::BF16) { "u32" } else { d.wgsl() };
+    let typed =
+        |d: DType| if matches!(d, DType::Bool | DType::I64 | DType::U64 | DType::BF16) { "u32" } else { d.wgsl() };
     let unit = |d: DType| match d {
         DType::Bool => 1,
         DType::I64 | DType::U64 => 4,
@@ -153,8 +154,9 @@ pub fn cast(ctx: &mut dyn KernelContext, def: &KernelInstance) -> Result<()> {
     if out.num_elements() == 0 {
         return Ok(());
     }
-    // Older TFs' Cast has no Truncate attribute.
-    let truncate = def.attrs.bool("Truncate").unwrap_or(false);
+    // Older TFs' Cast has no Truncate attribute. TF truncates float32 sources only (float16,
+    // float64 and integers narrowing to bfloat16 are rounded whatever it says).
+    let truncate = def.attrs.bool("Truncate").unwrap_or(false) && src == DType::F32;
     let steps = route(src, dst).ok_or_else(|| Error::internal(format!("Cast {src:?} -> {dst:?}: no route")))?;
     let mut tensors = vec![input.clone()];
     for &middle in &steps[1..steps.len() - 1] {

@@ -10,7 +10,10 @@ use crate::runtime::Stream;
 
 use super::binary::{broadcast_shapes, Layout, TwoOperandParams};
 use super::windows::elementwise_parts;
-use super::{fast_div, kernel, rank_constant, AttrKind, shader_len, t_of, DType, KernelContext, KernelDef, KernelInstance, TensorRef};
+use super::{
+    fast_div, kernel, rank_constant, shader_len, t_of, AttrKind, DType, KernelContext, KernelDef, KernelInstance,
+    TensorRef,
+};
 
 pub const SHADER: Shader = Shader {
     name: "integer",
@@ -197,7 +200,8 @@ pub fn launch(stream: &Stream, code: u32, a: &TensorRef, b: &TensorRef, out: &Te
         fast_div(n),
         rank_constant(layout.rank),
     ];
-    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &[], constants: &constants })?;
+    let pipeline =
+        device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {
         let (a_bind, a_byte) = storage_window(core, &mems[0], 1)?;
         let (b_bind, b_byte) = storage_window(core, &mems[1], 1)?;
