@@ -1,5 +1,5 @@
 // Softmax cross-entropy with its gradient, per row of `features` [rows, cols]:
-//   loss[r] = log(sum_j exp(f[r, j] - max)) - sum_j p[r, j] * (f[r, j] - max)
+//   loss[r] = sum_j p[r, j] * (log(sum_k exp(f[r, k] - max)) - (f[r, j] - max))
 //   backprop[r, j] = softmax(f)[r, j] - p[r, j]
 // where p is one-hot(labels[r]) for `sparse` (int32 labels, or int64 read as their low word) and
 // the dense `labels` row for `dense` (float32 bits). A sparse label outside [0, cols) makes the
@@ -63,8 +63,18 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     }
     let total = row_reduce(lane, math_sum_value(s), OP_SUM);
     let target_dot = row_reduce(lane, math_sum_value(dot), OP_SUM);
-    // Dense labels need not sum to 1: the loss is sum_j p_j * (log(total) - shifted_j).
     let target_sum = row_reduce(lane, math_sum_value(mass), OP_SUM);
+    // Dense labels need not sum to 1: the loss is sum_j p_j * (log(total) - shifted_j), term by term
+    // as TF sums it (an infinite label times a positive term is inf, where lse * sum(p) - dot would
+    // be inf - inf).
+    let lse = math_log(total);
+    var terms = MathSum(0.0, 0.0);
+    if (valid && !sparse) {
+        for (var j = lane; j < p.cols; j += LANES) {
+            math_sum_add(&terms, target_of(false, row, j) * (lse - (features[base + j] - row_max)));
+        }
+    }
+    let dense_loss = row_reduce(lane, math_sum_value(terms), OP_SUM);
     if (!valid) {
         return;
     }
@@ -75,7 +85,8 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     }
     let nan = bitcast<f32>(0x7fc00000u);
     if (lane == 0u) {
-        loss[p.loss_off + row] = select(math_log(total) * target_sum - target_dot, nan, out_of_range);
+        let value = select(dense_loss, lse * target_sum - target_dot, sparse);
+        loss[p.loss_off + row] = select(value, nan, out_of_range);
     }
     let back = p.back_off + row * p.cols;
     for (var j = lane; j < p.cols; j += LANES) {
