@@ -46,6 +46,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::binary::LOGICAL_SHADER", &binary::LOGICAL_SHADER, NONE),
         ("kernels::binary::SELECT_SHADER", &binary::SELECT_SHADER, NONE),
         ("kernels::integer::SHADER", &integer::SHADER, NONE),
+        ("kernels::reduce::INTEGER_SHADER", &reduce::INTEGER_SHADER, NONE),
         ("kernels::binary::FLOAT64_SHADER", &binary::FLOAT64_SHADER, NONE),
         ("kernels::reduce::SHADER", &reduce::SHADER, NONE),
         ("kernels::reduce::F64_SHADER", &reduce::F64_SHADER, NONE),

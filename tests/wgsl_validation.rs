@@ -27,6 +27,7 @@ fn broadcasting_shaders_are_valid() {
     validate(&LOGICAL_SHADER, &[]);
     validate(&SELECT_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::integer::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::reduce::INTEGER_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::binary::FLOAT64_SHADER, &[]);
 }
 
@@ -117,7 +118,9 @@ fn every_wgsl_file_is_covered() {
             "conv.wgsl",
             "conv_tiles_subgroup.wgsl",
             "index.wgsl",
+            "int64.wgsl",
             "integer.wgsl",
+            "integer_reduce.wgsl",
             "logical.wgsl",
             "math.wgsl",
             "math_f64.wgsl",

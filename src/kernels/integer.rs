@@ -19,6 +19,7 @@ pub const SHADER: Shader = Shader {
     name: "integer",
     source: concat!(
         include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/int64.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
         include_str!("../../wgsl/broadcast.wgsl"),
         include_str!("../../wgsl/integer.wgsl")
@@ -98,11 +99,17 @@ pub fn compare_attrs(op: &str) -> &'static [(&'static str, AttrKind)] {
     }
 }
 
-/// The registration rows of the family.
+/// The registration rows of the family, and of the integer reductions (`reduce.rs`).
 pub fn register(table: &mut Vec<KernelDef>) {
     for (op, _, dtypes) in BINARY_OPS.iter().chain(UNARY_OPS.iter()) {
         for &dtype in *dtypes {
             table.push(kernel(op, t_of(dtype), &[], compare_attrs(op), compute));
+        }
+    }
+    for (op, _) in super::reduce::FLOAT_REDUCTIONS {
+        for &dtype in ALL {
+            let keep_dims: &[(&str, AttrKind)] = &[("keep_dims", AttrKind::Bool)];
+            table.push(kernel(op, t_of(dtype), &["reduction_indices"], keep_dims, super::reduce::compute_integer));
         }
     }
 }

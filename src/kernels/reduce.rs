@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch_workgroups, grid, loop_budget, storage_window, Binding, Pipeline, PipelineSpec,
-    Shader,
+    check_loop_iterations, dispatch, dispatch_workgroups, grid, loop_budget, storage_window, Binding, Pipeline,
+    PipelineSpec, Shader,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -39,6 +39,23 @@ pub const F64_SHADER: Shader = Shader {
     storage_buffers: 3,
     uniform_buffers: 0,
 };
+
+/// Integer Sum, Prod, Max, Min and Mean, int8 to uint64, in 64 bits (`wgsl/integer_reduce.wgsl`).
+pub const INTEGER_SHADER: Shader = Shader {
+    name: "integer_reduce",
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/int64.wgsl"),
+        include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/reduce_index.wgsl"),
+        include_str!("../../wgsl/integer_reduce.wgsl")
+    ),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+};
+
+/// Elements one invocation of `integer_reduce.wgsl` combines in one launch.
+const INTEGER_CHUNK: u64 = 4096;
 
 const MAX_RANK: usize = 8;
 
@@ -574,6 +591,89 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         }
         _ => launch(stream, "reduce_f32", code, p, &input, &out),
     }
+}
+
+/// Sum, Prod, Max, Min and Mean of an integer tensor (int8 to uint64): launches of
+/// `integer_reduce.wgsl` that each combine chunks of `INTEGER_CHUNK` elements into 64-bit partial
+/// results, until one per output is left; narrower outputs are then cast (truncated) from them.
+pub fn compute_integer(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (axes, _) = ctx.host_input_values(1)?;
+    let mask = reduced_mask(&input.shape, &axes)?;
+    let shape = reduced_shape(&input.shape, &mask, kernel.attrs.bool("keep_dims")?);
+    let out = ctx.allocate_output(0, input.dtype, &shape)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == kernel.def.op).map(|(_, c)| *c).unwrap_or(0);
+    let signed = matches!(input.dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64);
+    let wide = if signed { DType::I64 } else { DType::U64 };
+    let mut p = params_for(&split_dims(&input.shape, &mask))?;
+    let chunk = INTEGER_CHUNK.min(loop_budget(ctx.stream()?.device(), 16)) as u32;
+    let outputs = p.outputs;
+    let (mut source, mut width, mut rows) = (input.clone(), input.dtype.size(), p.count);
+    loop {
+        let slices = rows.div_ceil(chunk).max(1);
+        let last = slices == 1;
+        let dest = match (last, out.dtype.size()) {
+            (true, 8) => out.clone(),
+            (true, _) => ctx.allocate_temp(wide, &out.shape)?,
+            (false, _) => ctx.allocate_temp(wide, &[i64::from(outputs) * i64::from(slices)])?,
+        };
+        (p.rows, p.rows_per_slice, p.slices, p.partial) = (rows, chunk, slices, u32::from(!last));
+        let stream = ctx.stream()?;
+        launch_integer(stream, code, width, signed, p, &source, &dest)?;
+        if last {
+            if dest.address != out.address {
+                super::integer::launch(stream, super::integer::CAST, &dest, &dest, &out)?;
+            }
+            return Ok(());
+        }
+        // The partial results, [outputs, slices] row-major, reduce along their rows next.
+        (p.kept_rank, p.red_rank) = (1, 1);
+        (p.kept_shape, p.kept_stride, p.red_shape, p.red_stride) =
+            ([1; MAX_RANK], [0; MAX_RANK], [1; MAX_RANK], [0; MAX_RANK]);
+        (p.kept_shape[0], p.kept_stride[0], p.red_shape[0], p.red_stride[0]) = (outputs, slices, slices, 1);
+        (source, width, rows) = (dest, 8, slices);
+    }
+}
+
+/// One launch of `integer_reduce.wgsl` over `p` (elements of `width` bytes) into 64-bit `out`.
+fn launch_integer(
+    stream: &Stream,
+    op: u32,
+    width: u64,
+    signed: bool,
+    mut p: Params,
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let device = stream.device();
+    check_loop_iterations(device, u64::from(p.rows_per_slice), "reduction")?;
+    // An empty input (TF's address for it is no allocation) is never read: bind the output.
+    let input = if input.byte_len() == 0 { out } else { input };
+    let in_mem = device.memory.resolve(input.address, input.byte_len())?;
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let constants = [
+        ("OP", f64::from(op)),
+        ("WIDTH", width as f64),
+        ("SIGNED", f64::from(u8::from(signed))),
+        fast_div(p.count.max(p.outputs).max(p.rows)),
+        ("KEPT_RANK", rank_constant(p.kept_rank).1),
+        ("RED_RANK", rank_constant(p.red_rank).1),
+    ];
+    let pipeline = device.pipelines.get(
+        device,
+        &INTEGER_SHADER,
+        &PipelineSpec { entry: "main", aliases: &[], constants: &constants },
+    )?;
+    stream.encode(|core, encoder| {
+        let (in_bind, in_off) = storage_window(core, &in_mem, 1)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, 1)?;
+        (p.in_off, p.out_off) = (in_off, out_off);
+        let threads = u64::from(p.outputs) * u64::from(p.slices);
+        dispatch(core, encoder, "integer_reduce", &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&p), threads)
+    })
 }
 
 /// BiasAddGrad: `out_backprop` summed over every dimension but the channel one.

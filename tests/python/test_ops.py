@@ -937,6 +937,19 @@ def reduce_cases(op, attrs, rng):
             yield (lambda t, axis=axis: fn(t, axis=axis, output_type=out)), [x]
         return
     fn = {"Sum": tf.reduce_sum, "Prod": tf.reduce_prod, "Max": tf.reduce_max, "Min": tf.reduce_min, "Mean": tf.reduce_mean}[op]
+    dt = tf.as_dtype(attrs["T"])
+    if dt.is_integer:
+        # Bit patterns with the extremes: sums and products wrap, Mean of 8- to 32-bit integers
+        # does not. 70,001 elements take three launches of partial results; leading axes; empty.
+        for _ in range(4):
+            shape = random_shape(rng)
+            axes = [a for a in range(len(shape)) if rng.random() < 0.5] or None
+            yield (lambda t, axes=axes: fn(t, axis=axes, keepdims=bool(axes) and len(axes) == 1)), [integers(rng, dt, shape)]
+        yield (lambda t: fn(t, axis=1)), [integers(rng, dt, (3, 0, 2))]
+        yield (lambda t: fn(t)), [integers(rng, dt, (70001,))]
+        yield (lambda t: fn(t, axis=0)), [integers(rng, dt, (5000, 17))]
+        yield (lambda t: fn(t, axis=[0, 2])), [integers(rng, dt, (6, 40, 3))]
+        return
     for _ in range(5):
         shape = random_shape(rng)
         x = typed(attrs, floats(rng, shape, specials=op in ("Max", "Min"), scale=0.8))
