@@ -45,6 +45,9 @@ use DType::{Bool, I16, I64, I8, U16, U32, U64, U8};
 /// The integer dtypes TF-GPU serves on the device.
 const ALL: &[DType] = &[I8, U8, I16, U16, U32, I64, U64];
 const SIGNED: &[DType] = &[I8, I16, I64];
+/// The ops TF-GPU also serves for int32 in device memory (the bitwise family), which TF core's
+/// DEVICE_DEFAULT kernels leave out.
+const WITH_I32: &[DType] = &[I8, U8, I16, U16, DType::I32, U32, I64, U64];
 
 /// Two-operand ops: TF op, `OP`, and the integer dtypes its op definition allows (TF-CPU has kernels
 /// for each, the reference of the tests).
@@ -62,11 +65,11 @@ pub const BINARY_OPS: [(&str, u32, &[DType]); 24] = [
     ("Minimum", 8, ALL),
     ("SquaredDifference", 9, &[I64]),
     ("Pow", 10, SIGNED),
-    ("BitwiseAnd", 11, ALL),
-    ("BitwiseOr", 12, ALL),
-    ("BitwiseXor", 13, ALL),
-    ("LeftShift", 14, ALL),
-    ("RightShift", 15, ALL),
+    ("BitwiseAnd", 11, WITH_I32),
+    ("BitwiseOr", 12, WITH_I32),
+    ("BitwiseXor", 13, WITH_I32),
+    ("LeftShift", 14, WITH_I32),
+    ("RightShift", 15, WITH_I32),
     ("Equal", 30, &[I8, U8, I16, U16, U32, I64, U64, Bool]),
     ("NotEqual", 31, &[I8, U8, I16, U16, U32, I64, U64, Bool]),
     ("Less", 32, ALL),
@@ -81,8 +84,8 @@ pub const UNARY_OPS: [(&str, u32, &[DType]); 8] = [
     ("Neg", 21, SIGNED),
     ("Sign", 22, SIGNED),
     ("Square", 23, ALL),
-    ("Invert", 24, ALL),
-    ("PopulationCount", 25, ALL),
+    ("Invert", 24, WITH_I32),
+    ("PopulationCount", 25, WITH_I32),
     ("ZerosLike", 26, &[I8, U8, I16, U16, DType::I32, U32, I64, U64, Bool]),
     ("OnesLike", 27, &[I8, U8, I16, U16, DType::I32, U32, I64, U64, Bool]),
 ];
@@ -106,11 +109,16 @@ pub fn register(table: &mut Vec<KernelDef>) {
             table.push(kernel(op, t_of(dtype), &[], compare_attrs(op), compute));
         }
     }
+    let keep_dims: &[(&str, AttrKind)] = &[("keep_dims", AttrKind::Bool)];
     for (op, _) in super::reduce::FLOAT_REDUCTIONS {
         for &dtype in ALL {
-            let keep_dims: &[(&str, AttrKind)] = &[("keep_dims", AttrKind::Bool)];
             table.push(kernel(op, t_of(dtype), &["reduction_indices"], keep_dims, super::reduce::compute_integer));
         }
+    }
+    // int32 Sum, Prod and Mean in host memory, as TF-GPU runs them (TF core registers Max and Min).
+    for op in ["Sum", "Prod", "Mean"] {
+        let host: &[&str] = &["input", "reduction_indices", "output"];
+        table.push(kernel(op, t_of(DType::I32), host, keep_dims, super::reduce::compute_int32_on_host));
     }
 }
 

@@ -526,7 +526,7 @@ fn build_table() -> Vec<KernelDef> {
     for op in ["LogicalAnd", "LogicalOr", "LogicalNot"] {
         table.push(kernel(op, &[], &[], &[], binary::logical));
     }
-    for dtype in MOVABLE_DTYPES {
+    for dtype in MOVABLE_DTYPES.into_iter().chain([DType::I32]) {
         for op in ["Select", "SelectV2"] {
             table.push(kernel(op, t_of(dtype), &[], &[], binary::select));
         }
@@ -862,6 +862,11 @@ fn build_table() -> Vec<KernelDef> {
         STRIDED_SLICE_ATTRS,
         slice::strided_slice_host,
     ));
+    // int32 in device memory where TF-GPU keeps it there (its Transpose, Tile and Select kernels
+    // take every type) and TF core registers no DEVICE_DEFAULT kernel for it.
+    let i32 = t_of(DType::I32);
+    table.push(kernel("Transpose", i32, &["perm"], &[], index::transpose));
+    table.push(kernel("Tile", i32, &["multiples"], &[], index::tile));
     // Data movement: any dtype, the kernels only move bytes.
     for dtype in MOVABLE_DTYPES {
         let t = t_of(dtype);

@@ -638,6 +638,41 @@ pub fn compute_integer(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
     }
 }
 
+/// int32 Sum, Prod and Mean with every tensor in host memory (TF-GPU's int32 reductions): sums and
+/// products wrap in int32, Mean divides the 64-bit sum toward zero (0 for no elements).
+pub fn compute_int32_on_host(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let (values, shape) = ctx.host_input_values(0)?;
+    let (axes, _) = ctx.host_input_values(1)?;
+    let mask = reduced_mask(&shape, &axes)?;
+    let out_shape = reduced_shape(&shape, &mask, kernel.attrs.bool("keep_dims")?);
+    let kept: Vec<i64> = shape.iter().zip(&mask).filter(|(_, &m)| !m).map(|(&d, _)| d).collect();
+    let outputs: i64 = kept.iter().product();
+    let count: i64 = shape.iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+    let strides = contiguous_strides(&shape);
+    let (identity, combine): (i64, fn(i64, i64) -> i64) = match kernel.def.op {
+        "Prod" => (1, |a, b| (a as i32).wrapping_mul(b as i32) as i64),
+        "Mean" => (0, i64::wrapping_add),
+        _ => (0, |a, b| (a as i32).wrapping_add(b as i32) as i64),
+    };
+    let mut results = vec![identity; outputs.max(0) as usize];
+    for (flat, &value) in values.iter().enumerate() {
+        // The output this element reduces into: its coordinates along the kept dimensions.
+        let mut output = 0i64;
+        for d in 0..shape.len() {
+            if !mask[d] {
+                output = output * shape[d] + (flat as i64 / strides[d]) % shape[d];
+            }
+        }
+        let slot = &mut results[output as usize];
+        *slot = combine(*slot, value);
+    }
+    if kernel.def.op == "Mean" {
+        results.iter_mut().for_each(|sum| *sum = if count == 0 { 0 } else { *sum / count });
+    }
+    let bytes: Vec<u8> = results.iter().flat_map(|&v| (v as i32).to_le_bytes()).collect();
+    ctx.write_host_output(0, DType::I32, &out_shape, &bytes)
+}
+
 /// One launch of `integer_reduce.wgsl` over `p` (elements of `width` bytes) into 64-bit `out`.
 fn launch_integer(
     stream: &Stream,
