@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tensorflow_wgpu::kernels::{
-    batch_norm, binary, cast, conv, im2col, index, integer, matmul, matrix, nn, random, reduce, resize, rnn, scan,
-    scatter, slice, unary, volume,
+    batch_norm, binary, cast, complex, conv, im2col, index, integer, matmul, matrix, nn, random, reduce, resize, rnn,
+    scan, scatter, slice, unary, volume,
 };
 use tensorflow_wgpu::runtime::device::{portable_floor, portable_limits, requested_features, LimitsProfile};
 use tensorflow_wgpu::runtime::pipeline::{specialised_source, PipelineSpec, Shader};
@@ -46,6 +46,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::binary::LOGICAL_SHADER", &binary::LOGICAL_SHADER, NONE),
         ("kernels::binary::SELECT_SHADER", &binary::SELECT_SHADER, NONE),
         ("kernels::integer::SHADER", &integer::SHADER, NONE),
+        ("kernels::complex::SHADER", &complex::SHADER, NONE),
         ("kernels::reduce::INTEGER_SHADER", &reduce::INTEGER_SHADER, NONE),
         ("kernels::binary::FLOAT64_SHADER", &binary::FLOAT64_SHADER, NONE),
         ("kernels::reduce::SHADER", &reduce::SHADER, NONE),

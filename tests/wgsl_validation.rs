@@ -27,6 +27,7 @@ fn broadcasting_shaders_are_valid() {
     validate(&LOGICAL_SHADER, &[]);
     validate(&SELECT_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::integer::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::complex::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::reduce::INTEGER_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::binary::FLOAT64_SHADER, &[]);
 }
@@ -115,6 +116,7 @@ fn every_wgsl_file_is_covered() {
             "cast.wgsl",
             "classify.wgsl",
             "compare.wgsl",
+            "complex.wgsl",
             "conv.wgsl",
             "conv_tiles_subgroup.wgsl",
             "index.wgsl",

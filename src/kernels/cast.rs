@@ -7,7 +7,7 @@ use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::windows::elementwise_parts;
-use super::{integer, shader_len, DType, KernelContext, KernelInstance, TensorRef};
+use super::{complex, integer, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
     Shader { name: "cast", source: include_str!("../../wgsl/cast.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
@@ -28,9 +28,10 @@ pub fn entry_for(src: DType, dst: DType) -> Option<&'static str> {
     let typed = |d: DType| matches!(d, F32 | F16 | F64 | I32 | U32);
     match (src, dst) {
         (F32 | F16 | F64, I32) => Some("to_i32"),
-        // float64 to uint32 would convert out-of-range values as the hardware does, not as C++;
         // TF-CPU rounds float64 to float16 through float32 (Eigen's half from double), twice.
-        (F64, U32 | F16) => None,
+        (F64, F16) => None,
+        // Floats to uint32 go through int64 (C++ on x86-64: negative values wrap).
+        (F32 | F16 | F64, U32) => None,
         (s, d) if typed(s) && typed(d) && s != d => Some("main"),
         (F32 | F16, Bool) => Some("to_bool"),
         (Bool, F32 | F16 | F64 | I32) => Some("from_bool"),
@@ -61,8 +62,37 @@ fn integer_step(src: DType, dst: DType) -> Option<u32> {
     }
 }
 
+/// The real type of a complex one's parts.
+fn part_of(dtype: DType) -> Option<DType> {
+    match dtype {
+        DType::C64 => Some(DType::F32),
+        DType::C128 => Some(DType::F64),
+        _ => None,
+    }
+}
+
+/// The `complex.wgsl` op of a step between a complex type and its part's: the real part (TF's Cast
+/// drops the imaginary one), or the number with a zero imaginary part.
+fn complex_step(src: DType, dst: DType) -> Option<u32> {
+    if part_of(src) == Some(dst) {
+        Some(complex::REAL)
+    } else if part_of(dst) == Some(src) {
+        Some(complex::FROM_REAL)
+    } else {
+        None
+    }
+}
+
+/// complex64 <-> complex128: their parts, cast as a tensor of twice as many floats.
+fn is_parts_step(src: DType, dst: DType) -> bool {
+    matches!((src, dst), (DType::C64, DType::C128) | (DType::C128, DType::C64))
+}
+
 fn is_step(src: DType, dst: DType) -> bool {
-    integer_step(src, dst).is_some() || entry_for(src, dst).is_some()
+    integer_step(src, dst).is_some()
+        || complex_step(src, dst).is_some()
+        || is_parts_step(src, dst)
+        || entry_for(src, dst).is_some()
 }
 
 /// The dtypes a Cast passes through, `src` first and `dst` last, one launch per step; None where no
@@ -81,6 +111,8 @@ pub fn route(src: DType, dst: DType) -> Option<Vec<DType>> {
         Some(steps)
     };
     match (src, dst) {
+        (C64 | C128, _) => through(part_of(src)?),
+        (_, C64 | C128) => through(part_of(dst)?),
         (F16 | BF16, _) | (_, F16 | BF16) => through(F32),
         (F32 | F64, I8 | U8 | I16 | U16) => through(I32),
         (F32 | F64, U32) => through(I64),
@@ -101,6 +133,16 @@ fn launch_with(stream: &Stream, input: &TensorRef, out: &TensorRef, truncate: bo
     }
     if let Some(code) = integer_step(input.dtype, out.dtype) {
         return integer::launch(stream, code, input, input, out);
+    }
+    if let Some(code) = complex_step(input.dtype, out.dtype) {
+        return complex::launch(stream, code, input, input, out);
+    }
+    if is_parts_step(input.dtype, out.dtype) {
+        let parts = |t: &TensorRef| {
+            let part = part_of(t.dtype).unwrap_or(t.dtype);
+            TensorRef { dtype: part, shape: vec![2 * t.num_elements() as i64], ..t.clone() }
+        };
+        return launch_with(stream, &parts(input), &parts(out), truncate);
     }
     if let Some(parts) = elementwise_parts(stream.device(), out, &[input])? {
         return parts.iter().try_for_each(|p| launch_with(stream, &p.operands[0], &p.out, truncate));

@@ -51,6 +51,7 @@ pub mod batch;
 pub mod batch_norm;
 pub mod binary;
 pub mod cast;
+pub mod complex;
 pub mod conv;
 pub mod einsum;
 pub mod fused;
@@ -520,6 +521,7 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("L2Loss", t, &[], &[], reduce::l2_loss));
     }
     integer::register(&mut table);
+    complex::register(&mut table);
     for op in ["IsNan", "IsInf", "IsFinite"] {
         table.push(kernel(op, f32, &[], &[], unary::classify));
     }
@@ -536,8 +538,9 @@ fn build_table() -> Vec<KernelDef> {
     if with_f16 {
         cast_types.push(DType::F16);
     }
+    cast_types.push(DType::C64);
     if with_f64 {
-        cast_types.push(DType::F64);
+        cast_types.extend([DType::F64, DType::C128]);
     }
     for &src in &cast_types {
         for &dst in &cast_types {

@@ -86,10 +86,10 @@ GRADS = {
 UNARY = set("Abs Neg Sign Square Sqrt Rsqrt Reciprocal Inv Exp Expm1 Log Log1p Sin Cos Tan Tanh Sigmoid Erf Erfc "
             "Sinh Cosh Asinh Acosh Atanh Atan Asin Acos Lgamma Digamma "
             "Floor Ceil Round Rint Relu Relu6 Elu Selu LeakyRelu Softplus Softsign ZerosLike OnesLike IsNan IsInf "
-            "IsFinite LogicalNot Invert PopulationCount".split())
+            "IsFinite LogicalNot Invert PopulationCount Real Imag Conj ComplexAbs Angle".split())
 BINARY = set("AddV2 Add Mul Sub RealDiv Div DivNoNan FloorDiv FloorMod Maximum Minimum Pow SquaredDifference Equal "
              "NotEqual Less LessEqual Greater GreaterEqual LogicalAnd LogicalOr Xlogy Xdivy Xlog1py Atan2 TruncateDiv "
-             "TruncateMod BitwiseAnd BitwiseOr BitwiseXor LeftShift RightShift".split())
+             "TruncateMod BitwiseAnd BitwiseOr BitwiseXor LeftShift RightShift Complex".split())
 OPTIMIZERS = optimizer_ops.SIGNATURES
 ACCUMULATING |= {op for op in OPTIMIZERS if op != "ResourceApplyGradientDescent"}
 OPTIMIZER_FLAGS = optimizer_ops.FLAGS
@@ -408,6 +408,10 @@ def gen_unary(g, case):
     if g.adversary("shape"):
         shape = g.pick([[0], [2, 0, 3], [0, 2**40], [2**31, 0], [1] * 9, [1] * 12 + [3], [0] * 9])
     case.args[name] = g.data(dtype, shape)
+    if "Tout" in case.row:  # Real, Imag, ComplexAbs, Angle: the part's type
+        import tensorflow as tf
+
+        case.args["Tout"] = tf.as_dtype(case.row["Tout"])
     if case.op == "LeakyRelu":
         case.args["alpha"] = g.pick([0.2, 0.0, 1.0, -0.5, 3.0]) if not g.adversary("alpha", 0.4) else \
             g.pick([float("nan"), float("inf"), -1e30, 1e30])
@@ -442,6 +446,10 @@ def gen_binary(g, case):
     if case.op in ("Xlogy", "Xdivy", "Xlog1py") and x.size and g.chance(0.4):
         x.reshape(-1)[g.int(0, x.size - 1)] = 0  # TF's answer there is 0, whatever y is
     case.args[names[0]], case.args[names[1]] = x, y
+    if "Tout" in case.row:  # Complex
+        import tensorflow as tf
+
+        case.args["Tout"] = tf.as_dtype(case.row["Tout"])
     if case.op == "LeakyReluGrad":
         case.args["alpha"] = g.pick([0.2, 0.0, -0.5]) if not g.adversary("alpha", 0.3) else g.pick([float("nan"), float("inf")])
     if case.op in ("Equal", "NotEqual") and g.chance(0.3):
