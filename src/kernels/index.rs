@@ -1255,6 +1255,9 @@ pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     shape.insert(axis, depth);
     let out = ctx.allocate_output(0, dtype, &shape)?;
     let total = shader_len(out.num_elements(), "OneHot")?;
+    if !matches!(dtype, DType::F32 | DType::F64 | DType::I64) {
+        return one_hot_by_select(ctx, &indices, depth, [outer, inner], &on, &off, &out);
+    }
     let (unit, _) = element_unit(dtype);
     let mut p = Params::zeroed();
     p.unit = unit;
@@ -1290,6 +1293,36 @@ where
             i => start + step * index(i),
         })
         .collect()
+}
+
+/// OneHot of any dtype as `Select(indices == iota, on, off)`: the [outer, 1, inner] indices compared
+/// with [1, depth, 1] positions (an index outside [0, depth) matches none, as TF's), then each
+/// element picked from the scalars.
+fn one_hot_by_select(
+    ctx: &mut dyn KernelContext,
+    indices: &TensorRef,
+    depth: i64,
+    [outer, inner]: [i64; 2],
+    on: &TensorRef,
+    off: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let positions = ctx.allocate_temp(indices.dtype, &[1, depth, 1])?;
+    let mask = ctx.allocate_temp(DType::Bool, &[outer, depth, inner])?;
+    let stream = ctx.stream()?;
+    let bytes: Vec<u8> = if indices.dtype == DType::I64 {
+        (0..depth).flat_map(|i| i.to_le_bytes()).collect()
+    } else {
+        (0..depth).flat_map(|i| (i as i32).to_le_bytes()).collect()
+    };
+    stream.memcpy_htod(positions.address, &bytes)?;
+    let columns = TensorRef { shape: vec![outer, 1, inner], ..indices.clone() };
+    super::integer::launch(stream, super::integer::EQUAL, &columns, &positions, &mask)?;
+    let flat = TensorRef { shape: vec![outer, depth, inner], ..out.clone() };
+    super::binary::launch_select(stream, &mask, on, off, &flat)
 }
 
 /// LinSpace(start, stop, num): `num` evenly spaced values from start to stop, computed on the host

@@ -31,6 +31,8 @@ pub const SHADER: Shader = Shader {
 /// `OP` of `integer.wgsl` for AddV2 and Sub.
 pub const ADD: u32 = 0;
 pub const SUB: u32 = 1;
+/// `OP` of `integer.wgsl` for Equal.
+pub const EQUAL: u32 = 30;
 /// `OP` of `integer.wgsl` for ZerosLike and OnesLike.
 pub const ZEROS: u32 = 26;
 pub const ONES: u32 = 27;

@@ -851,7 +851,9 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel("LinSpace", constraints, &["start", "stop", "num"], &[], index::lin_space));
         }
     }
-    for dtype in [DType::F32, DType::F64, DType::I64] {
+    // Whole-word float32, float64 and int64 values by the index kernel, the others by a select;
+    // int32 in device memory, as TF-GPU's OneHot (TF core has no int32 kernel of it).
+    for dtype in MOVABLE_DTYPES.into_iter().chain([DType::I32]) {
         for indices in [DType::I32, DType::I64] {
             let constraints = leak(vec![("T", dtype), ("TI", indices)]);
             table.push(kernel("OneHot", constraints, &["depth"], &[("axis", AttrKind::Int)], index::one_hot));

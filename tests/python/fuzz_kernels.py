@@ -1369,7 +1369,9 @@ def gen_one_hot(g, case):
     depth = g.int(0, 6)
     idx = g.rng.integers(-2, depth + 2, size=shape)  # out-of-range ids give off_value rows
     axis = g.int(-1, len(shape))
-    on, off = g.scalar(T, 2), g.scalar(T, -1)
+    on, off = g.scalar(T, 2), g.scalar(T, 0 if T.startswith("uint") else -1)
+    if T == "bool":
+        on, off = np.array(True), np.array(False)
     depth_arr = np.array(depth, np.int32)
     if g.adversary("onehot"):
         kind = g.int(0, 4)

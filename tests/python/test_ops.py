@@ -1147,8 +1147,12 @@ def nn_cases(op, attrs, rng):
     elif op == "OneHot":
         dt = tf.as_dtype(attrs["T"])
         it = np.int32 if attrs["TI"] == "int32" else np.int64
-        on, off = np.array(2, dt.as_numpy_dtype), np.array(-1, dt.as_numpy_dtype)
+        on = values(rng, dt, ()) if dt != tf.bool else np.array(True)
+        off = values(rng, dt, ()) if dt != tf.bool else np.array(False)
         yield (lambda i, a, b: tf.one_hot(i, 5, on_value=a, off_value=b)), [np.array([0, 3, 7, -1, 4], it), on, off]
+        # 1001 one-hot rows: packed outputs over many words, a tail of a word.
+        yield (lambda i, a, b: tf.one_hot(i, 7, on_value=a, off_value=b, axis=1)), [
+            rng.integers(-2, 9, size=(11, 91)).astype(it), on, off]
         yield (lambda i, a, b: tf.one_hot(i, 4, on_value=a, off_value=b, axis=0)), [np.array([[0, 3], [1, 2]], it), on, off]
     elif op == "Range":
         yield (lambda: tf.range(1.5, 9.0, 0.75)), []
