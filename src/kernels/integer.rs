@@ -11,7 +11,7 @@ use crate::runtime::Stream;
 use super::binary::{broadcast_shapes, Layout, TwoOperandParams};
 use super::windows::elementwise_parts;
 use super::{
-    fast_div, kernel, rank_constant, shader_len, t_of, AttrKind, DType, KernelContext, KernelDef, KernelInstance,
+    fast_div, kernel, leak, rank_constant, shader_len, t_of, AttrKind, DType, KernelContext, KernelDef, KernelInstance,
     TensorRef,
 };
 
@@ -115,6 +115,14 @@ pub fn register(table: &mut Vec<KernelDef>) {
     for (op, _) in super::reduce::FLOAT_REDUCTIONS {
         for &dtype in ALL {
             table.push(kernel(op, t_of(dtype), &["reduction_indices"], keep_dims, super::reduce::compute_integer));
+        }
+    }
+    for op in ["ArgMax", "ArgMin"] {
+        for &dtype in ALL {
+            for out in [DType::I64, DType::I32] {
+                let constraints = leak(vec![("T", dtype), ("output_type", out)]);
+                table.push(kernel(op, constraints, &["dimension"], &[], super::reduce::compute_integer_arg));
+            }
         }
     }
     // int32 Sum, Prod and Mean in host memory, as TF-GPU runs them (TF core registers Max and Min).

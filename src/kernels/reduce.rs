@@ -606,26 +606,76 @@ pub fn compute_integer(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
         return Ok(());
     }
     let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == kernel.def.op).map(|(_, c)| *c).unwrap_or(0);
+    let p = params_for(&split_dims(&input.shape, &mask))?;
+    integer_passes(ctx, code, p, &input, &out)
+}
+
+/// ArgMax and ArgMin of an integer tensor over `dimension`: (value, index) records, combined in
+/// chunks as `compute_integer`'s partial results, until the last launch writes the index.
+pub fn compute_integer_arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (axis, axis_shape) = ctx.host_input_values(1)?;
+    let axis = validate::scalar(&axis, &axis_shape, "dimension")?;
+    validate::axis(axis, input.shape.len(), "dimension")?;
+    let mask = reduced_mask(&input.shape, &[axis])?;
+    let d = mask.iter().position(|&m| m).unwrap_or(0);
+    if input.shape[d] == 0 {
+        return Err(Error::invalid_argument(format!("Reduction axis {axis} is empty in shape {:?}", input.shape)));
+    }
+    let out = ctx.allocate_output(0, kernel.dtype("output_type")?, &reduced_shape(&input.shape, &mask, false))?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    // One reduced dimension, kept as is (no merging) so `red_stride[0]` is its stride.
+    let strides = contiguous_strides(&input.shape);
+    let split = Split {
+        kept: (0..input.shape.len()).filter(|&k| k != d).map(|k| (input.shape[k], strides[k])).collect(),
+        reduced: vec![(input.shape[d], strides[d])],
+    };
+    let code = if kernel.def.op == "ArgMin" { INTEGER_ARG_MIN } else { INTEGER_ARG_MAX };
+    integer_passes(ctx, code, params_for(&split)?, &input, &out)
+}
+
+/// `OP` of `integer_reduce.wgsl` for ArgMax and ArgMin.
+const INTEGER_ARG_MAX: u32 = 5;
+const INTEGER_ARG_MIN: u32 = 6;
+
+/// The launches of `integer_reduce.wgsl` for op `code` over `p`, from `input` into `out`.
+fn integer_passes(
+    ctx: &mut dyn KernelContext,
+    code: u32,
+    mut p: Params,
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let arg = code >= INTEGER_ARG_MAX;
     let signed = matches!(input.dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64);
     let wide = if signed { DType::I64 } else { DType::U64 };
-    let mut p = params_for(&split_dims(&input.shape, &mask))?;
     let chunk = INTEGER_CHUNK.min(loop_budget(ctx.stream()?.device(), 16)) as u32;
     let outputs = p.outputs;
-    let (mut source, mut width, mut rows) = (input.clone(), input.dtype.size(), p.count);
+    let (mut source, mut width, mut rows, mut records) = (input.clone(), input.dtype.size(), p.count, false);
     loop {
         let slices = rows.div_ceil(chunk).max(1);
         let last = slices == 1;
-        let dest = match (last, out.dtype.size()) {
-            (true, 8) => out.clone(),
-            (true, _) => ctx.allocate_temp(wide, &out.shape)?,
-            (false, _) => ctx.allocate_temp(wide, &[i64::from(outputs) * i64::from(slices)])?,
+        let partials = i64::from(outputs) * i64::from(slices);
+        // Partial results: 64-bit values, or (value, index) records of 4 words.
+        let dest = match (last, arg || out.dtype.size() == 8) {
+            (true, true) => out.clone(),
+            (true, false) => ctx.allocate_temp(wide, &out.shape)?,
+            (false, _) if arg => ctx.allocate_temp(DType::U32, &[partials * 4])?,
+            (false, _) => ctx.allocate_temp(wide, &[partials])?,
         };
         (p.rows, p.rows_per_slice, p.slices, p.partial) = (rows, chunk, slices, u32::from(!last));
+        p.out_words = match (arg, last) {
+            (false, _) => 2,
+            (true, false) => 4,
+            (true, true) => (out.dtype.size() / 4) as u32,
+        };
         let stream = ctx.stream()?;
-        launch_integer(stream, code, width, signed, p, &source, &dest)?;
+        launch_integer(stream, code, width, signed, records, p, &source, &dest)?;
         if last {
             if dest.address != out.address {
-                super::integer::launch(stream, super::integer::CAST, &dest, &dest, &out)?;
+                super::integer::launch(stream, super::integer::CAST, &dest, &dest, out)?;
             }
             return Ok(());
         }
@@ -634,7 +684,7 @@ pub fn compute_integer(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
         (p.kept_shape, p.kept_stride, p.red_shape, p.red_stride) =
             ([1; MAX_RANK], [0; MAX_RANK], [1; MAX_RANK], [0; MAX_RANK]);
         (p.kept_shape[0], p.kept_stride[0], p.red_shape[0], p.red_stride[0]) = (outputs, slices, slices, 1);
-        (source, width, rows) = (dest, 8, slices);
+        (source, width, rows, records) = (dest, 8, slices, arg);
     }
 }
 
@@ -673,12 +723,15 @@ pub fn compute_int32_on_host(ctx: &mut dyn KernelContext, kernel: &KernelInstanc
     ctx.write_host_output(0, DType::I32, &out_shape, &bytes)
 }
 
-/// One launch of `integer_reduce.wgsl` over `p` (elements of `width` bytes) into 64-bit `out`.
+/// One launch of `integer_reduce.wgsl` over `p` (elements of `width` bytes, or ArgMax/ArgMin
+/// `records`) into `out`.
+#[allow(clippy::too_many_arguments)]
 fn launch_integer(
     stream: &Stream,
     op: u32,
     width: u64,
     signed: bool,
+    records: bool,
     mut p: Params,
     input: &TensorRef,
     out: &TensorRef,
@@ -693,6 +746,7 @@ fn launch_integer(
         ("OP", f64::from(op)),
         ("WIDTH", width as f64),
         ("SIGNED", f64::from(u8::from(signed))),
+        ("RECORDS", f64::from(u8::from(records))),
         fast_div(p.count.max(p.outputs).max(p.rows)),
         ("KEPT_RANK", rank_constant(p.kept_rank).1),
         ("RED_RANK", rank_constant(p.red_rank).1),
