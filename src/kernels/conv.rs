@@ -608,21 +608,24 @@ pub fn max_pool_grad_with_argmax(ctx: &mut dyn KernelContext, kernel: &KernelIns
         )));
     }
     let out = ctx.allocate_output(0, grad.dtype, &input.shape)?;
+    let flat = |t: &TensorRef| TensorRef { shape: vec![t.num_elements() as i64], ..t.clone() };
+    // Indices count within each image (then offset by the image's start, so that one outside its
+    // image adds where it points, as TF's kernels add it), or within the whole batch.
+    let mut indices = argmax.clone();
+    if !kernel.attrs.bool("include_batch_in_index")? && input.shape[0] > 1 {
+        let images = input.shape[0];
+        let per_image = input.num_elements() as i64 / images;
+        let starts = ctx.allocate_temp(DType::I64, &[images, 1, 1, 1])?;
+        indices = ctx.allocate_temp(DType::I64, &argmax.shape)?;
+        let stream = ctx.stream()?;
+        let bytes: Vec<u8> = (0..images).flat_map(|b| (b * per_image).to_le_bytes()).collect();
+        stream.memcpy_htod(starts.address, &bytes)?;
+        super::integer::launch(stream, super::integer::ADD, &argmax, &starts, &indices)?;
+    }
     let stream = ctx.stream()?;
     stream.fill(out.address, out.byte_len(), 0)?;
-    let flat = |t: &TensorRef, first: i64, count: i64| TensorRef {
-        address: t.address + (first * count) as u64 * t.dtype.size(),
-        dtype: t.dtype,
-        shape: vec![count],
-    };
-    // Indices count within each image, or within the whole batch as one.
-    let images = if kernel.attrs.bool("include_batch_in_index")? { 1 } else { input.shape[0].max(1) };
-    let (per_image, per_window_image) = (input.num_elements() as i64 / images, grad.num_elements() as i64 / images);
-    for b in 0..images {
-        let (image, windows) = (flat(&out, b, per_image), flat(&grad, b, per_window_image));
-        scatter::scatter(stream, Combine::Add, &flat(&argmax, b, per_window_image), &[per_image], &windows, &image)?;
-    }
-    Ok(())
+    // Indices outside the whole tensor are dropped (TF-GPU would write past it; TF-CPU aborts).
+    scatter::scatter(stream, Combine::Add, &flat(&indices), &[out.num_elements() as i64], &flat(&grad), &flat(&out))
 }
 
 /// MaxPoolGradGrad (and V2 through `pool_v2`): the gradient of MaxPoolGrad with respect to its

@@ -1056,8 +1056,9 @@ def gen_pool_grad(g, case):
                 argmax = tf.raw_ops.MaxPoolWithArgmax(input=x.astype(np.float32), include_batch_in_index=batch_index,
                                                       **attrs)[1].numpy()
         if g.adversary("argmax", 0.5) and argmax.size:
-            # Indices outside the image: TF-GPU adds them wherever they point; the plugin drops them
-            # (TF-CPU aborts on them, which the run reports as a reference crash).
+            # Indices outside the image: TF's kernels add them wherever they point, and so does the
+            # plugin inside the tensor; outside it the plugin drops them (TF-CPU aborts, which the
+            # run reports as a reference crash).
             argmax = argmax.copy()
             argmax.reshape(-1)[g.int(0, argmax.size - 1)] = g.pick([-1, x.size, 2**40])
         case.args.update(input=x, grad=dy, argmax=argmax, include_batch_in_index=batch_index, **attrs)
@@ -3319,14 +3320,17 @@ def _square_overflows(y):
 def _subnormal_quotient(case):
     """Whether x / y has a subnormal element (TF-CPU flushes it to zero before the floor)."""
     x, y = case.args.get("x"), case.args.get("y")
-    if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.dtype.kind == "f"):
+    if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
+        return False
+    bfloat16 = x.dtype.name == "bfloat16"  # (computed in float32, as its reference)
+    if not (x.dtype.kind == "f" or bfloat16):
         return False
     try:
         with np.errstate(all="ignore"):
             q = np.abs(x.astype(np.float64) / y.astype(np.float64))
     except ValueError:
         return False
-    return bool(((q > 0) & (q < np.finfo(x.dtype).tiny)).any())
+    return bool(((q > 0) & (q < np.finfo(np.float32 if bfloat16 else x.dtype).tiny)).any())
 
 
 def _invalid_hyperparameter(case):
