@@ -72,19 +72,20 @@ fn shift_left(x: vec2<u32>, s: u32) -> vec2<u32> {
     return vec2<u32>(x.x << s, (x.y << s) | (x.x >> (32u - s)));
 }
 
-// Arithmetic for signed values, logical for unsigned.
-fn shift_right(x: vec2<u32>, s: u32) -> vec2<u32> {
+// Logical: zeros shift in.
+fn shift_right_unsigned(x: vec2<u32>, s: u32) -> vec2<u32> {
     if (s == 0u) {
         return x;
     }
-    let fill = select(0u, 0xffffffffu, negative(x));
     if (s >= 32u) {
-        let k = (s - 32u) & 31u;
-        let high = select(x.y >> k, bitcast<u32>(bitcast<i32>(x.y) >> k), SIGNED);
-        return vec2<u32>(high, fill);
+        return vec2<u32>(x.y >> ((s - 32u) & 31u), 0u);
     }
-    let high = select(x.y >> s, bitcast<u32>(bitcast<i32>(x.y) >> s), SIGNED);
-    return vec2<u32>((x.x >> s) | (x.y << (32u - s)), high);
+    return vec2<u32>((x.x >> s) | (x.y << (32u - s)), x.y >> s);
+}
+
+// Arithmetic for negative signed values (~(~x >> s)), logical for the rest.
+fn shift_right(x: vec2<u32>, s: u32) -> vec2<u32> {
+    return select(shift_right_unsigned(x, s), ~shift_right_unsigned(~x, s), negative(x));
 }
 
 // Unsigned quotient (xy) and remainder (zw) of n / d, d nonzero.

@@ -84,16 +84,6 @@ fn to_f32_bits(x: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(bitcast<u32>(select(value, -value, negative(x))), 0u);
 }
 
-fn shift_right_unsigned(x: vec2<u32>, s: u32) -> vec2<u32> {
-    if (s == 0u) {
-        return x;
-    }
-    if (s >= 32u) {
-        return vec2<u32>(x.y >> ((s - 32u) & 31u), 0u);
-    }
-    return vec2<u32>((x.x >> s) | (x.y << (32u - s)), x.y >> s);
-}
-
 fn apply(x: vec2<u32>, y: vec2<u32>) -> vec2<u32> {
     switch OP {
         case 0u: { return add64(x, y); }

@@ -153,14 +153,14 @@ fn broadcast_strides(shape: &[i64], out: &[i64]) -> Vec<u32> {
 }
 
 /// The index arithmetic of one broadcasting launch: rank, shape and per-operand strides, padded to 8.
-pub(super) struct Layout {
-    pub rank: u32,
-    pub shape: [u32; MAX_RANK],
-    pub strides: Vec<[u32; MAX_RANK]>,
+struct Layout {
+    rank: u32,
+    shape: [u32; MAX_RANK],
+    strides: Vec<[u32; MAX_RANK]>,
 }
 
 impl Layout {
-    pub fn new(out: &[i64], operands: &[&[i64]]) -> Result<Self> {
+    fn new(out: &[i64], operands: &[&[i64]]) -> Result<Self> {
         let mut layout = Layout { rank: 1, shape: [1; MAX_RANK], strides: vec![[0; MAX_RANK]; operands.len()] };
         // Operands shaped like the output index it the same way: one flat dimension.
         if operands.iter().all(|s| *s == out) {
@@ -221,35 +221,58 @@ fn shape_len(shape: &[i64]) -> Result<u32> {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-pub(super) struct TwoOperandParams {
-    pub n: u32,
-    pub rank: u32,
-    pub a_off: u32,
-    pub b_off: u32,
-    pub out_off: u32,
-    pub _pad: [u32; 3],
-    pub shape: [u32; MAX_RANK],
-    pub a_strides: [u32; MAX_RANK],
-    pub b_strides: [u32; MAX_RANK],
+struct TwoOperandParams {
+    n: u32,
+    rank: u32,
+    a_off: u32,
+    b_off: u32,
+    out_off: u32,
+    _pad: [u32; 3],
+    shape: [u32; MAX_RANK],
+    a_strides: [u32; MAX_RANK],
+    b_strides: [u32; MAX_RANK],
 }
 
-/// Shared launch of the two-operand shaders. `unit` is the binding unit in bytes of the inputs (the
-/// element size, or 1 for packed bools); bool outputs are written as whole words.
-#[allow(clippy::too_many_arguments)]
-fn launch_two(
+/// How a two-operand shader binds its tensors and covers its output.
+#[derive(Clone, Copy)]
+pub(super) struct Units {
+    /// Binding unit of the inputs, in bytes: offsets are counted in these.
+    pub input: u64,
+    /// Binding unit of the output.
+    pub output: u64,
+    /// Output elements one invocation writes: more than one where it writes whole words of packed
+    /// 1- or 2-byte elements (the output must then start on a word).
+    pub per_thread: u64,
+}
+
+impl Units {
+    /// Elements of `size` bytes in and out, one per invocation.
+    pub const fn elements(size: u64) -> Self {
+        Units { input: size, output: size, per_thread: 1 }
+    }
+
+    /// Inputs in units of `input` bytes into packed bools, four per invocation.
+    const fn to_bool(input: u64) -> Self {
+        Units { input, output: 1, per_thread: 4 }
+    }
+}
+
+/// Shared launch of the two-operand broadcasting shaders (`Params` of `n`, `rank`, the three
+/// offsets and the broadcast strides): parts of tensors past a binding, the layout, the binding
+/// windows, one invocation per `units.per_thread` output elements.
+pub(super) fn launch_two(
     stream: &Stream,
     shader: &Shader,
     spec: PipelineSpec,
     a: &TensorRef,
     b: &TensorRef,
     out: &TensorRef,
-    input_unit: u64,
-    bool_output: bool,
+    units: Units,
 ) -> Result<()> {
     if let Some(parts) = elementwise_parts(stream.device(), out, &[a, b])? {
         return parts.iter().try_for_each(|p| {
             let spec = PipelineSpec { ..spec };
-            launch_two(stream, shader, spec, &p.operands[0], &p.operands[1], &p.out, input_unit, bool_output)
+            launch_two(stream, shader, spec, &p.operands[0], &p.operands[1], &p.out, units)
         });
     }
     let n = shape_len(&out.shape)?;
@@ -263,11 +286,11 @@ fn launch_two(
     let constants: Vec<_> = spec.constants.iter().copied().chain([fast_div(n), rank_constant(layout.rank)]).collect();
     let pipeline = device.pipelines.get(device, shader, &PipelineSpec { constants: &constants, ..spec })?;
     stream.encode(|core, encoder| {
-        let (a_bind, a_off) = storage_window(core, &mems[0], input_unit)?;
-        let (b_bind, b_off) = storage_window(core, &mems[1], input_unit)?;
-        let (out_bind, out_off) = storage_window(core, &mems[2], if bool_output { 1 } else { input_unit })?;
-        if bool_output && out_off % 4 != 0 {
-            return Err(Error::unimplemented("bool output that is not word-aligned"));
+        let (a_bind, a_off) = storage_window(core, &mems[0], units.input)?;
+        let (b_bind, b_off) = storage_window(core, &mems[1], units.input)?;
+        let (out_bind, out_off) = storage_window(core, &mems[2], units.output)?;
+        if units.output == 1 && out_off % 4 != 0 {
+            return Err(Error::unimplemented("packed output that is not word-aligned"));
         }
         let params = TwoOperandParams {
             n,
@@ -280,11 +303,11 @@ fn launch_two(
             a_strides: layout.strides[0],
             b_strides: layout.strides[1],
         };
-        let threads = if bool_output { n.div_ceil(4) } else { n };
+        let threads = u64::from(n).div_ceil(units.per_thread);
         // A shader with five storage buffers reads the operands a second time, as raw words.
         let bindings = [a_bind, b_bind, out_bind, a_bind, b_bind];
         let bindings = &bindings[..shader.storage_buffers as usize];
-        dispatch(core, encoder, shader.name, &pipeline, bindings, bytemuck::bytes_of(&params), threads as u64)
+        dispatch(core, encoder, shader.name, &pipeline, bindings, bytemuck::bytes_of(&params), threads)
     })
 }
 
@@ -293,7 +316,7 @@ fn launch_two(
 pub fn launch_unary_f64(stream: &Stream, op: u32, alpha: f32, input: &TensorRef, out: &TensorRef) -> Result<()> {
     let constants = [("OP", f64::from(op)), ("ALPHA", f64::from(alpha))];
     let spec = PipelineSpec { entry: "unary", aliases: &[], constants: &constants };
-    launch_two(stream, &FLOAT64_SHADER, spec, input, input, out, 8, false)
+    launch_two(stream, &FLOAT64_SHADER, spec, input, input, out, Units::elements(8))
 }
 
 /// Encodes `out = op(a, b)`; `out` has the broadcast shape of `a` and `b` and may alias either.
@@ -415,7 +438,7 @@ fn launch_binary(
     }
     if out.dtype == DType::F64 {
         let spec = PipelineSpec { entry: "main", aliases: &[], constants };
-        return launch_two(stream, &FLOAT64_SHADER, spec, a, b, out, 8, false);
+        return launch_two(stream, &FLOAT64_SHADER, spec, a, b, out, Units::elements(8));
     }
     if launch_batched(stream, constants, a, b, out)? {
         return Ok(());
@@ -425,7 +448,7 @@ fn launch_binary(
     }
     let aliases = [("T", out.dtype.wgsl())];
     let spec = PipelineSpec { entry: "main", aliases: &aliases, constants };
-    launch_two(stream, &SHADER, spec, a, b, out, out.dtype.size(), false)
+    launch_two(stream, &SHADER, spec, a, b, out, Units::elements(out.dtype.size()))
 }
 
 /// How `main_vec4` reads an operand.
@@ -676,11 +699,11 @@ pub fn launch_compare(
     let op = op_by_name(&COMPARE_OPS, op)?;
     if dtype == DType::F64 {
         let spec = PipelineSpec { entry: "compare_main", aliases: &[], constants: &[("OP", op as f64)] };
-        return launch_two(stream, &FLOAT64_SHADER, spec, a, b, out, 8, true);
+        return launch_two(stream, &FLOAT64_SHADER, spec, a, b, out, Units::to_bool(8));
     }
     let aliases = [("T", dtype.wgsl())];
     let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &[("OP", op as f64)] };
-    launch_two(stream, &COMPARE_SHADER, spec, a, b, out, dtype.size(), true)
+    launch_two(stream, &COMPARE_SHADER, spec, a, b, out, Units::to_bool(dtype.size()))
 }
 
 /// LogicalAnd, LogicalOr (broadcasting) and LogicalNot.
@@ -695,7 +718,7 @@ pub fn logical(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let shape = broadcast_shapes(&a.shape, &b.shape)?;
     let out = ctx.allocate_output(0, DType::Bool, &shape)?;
     let spec = PipelineSpec { entry: "main", aliases: &[], constants: &[("OP", op as f64)] };
-    launch_two(ctx.stream()?, &LOGICAL_SHADER, spec, &a, &b, &out, 1, true)
+    launch_two(ctx.stream()?, &LOGICAL_SHADER, spec, &a, &b, &out, Units::to_bool(1))
 }
 
 #[repr(C)]

@@ -62,21 +62,12 @@ fn integer_step(src: DType, dst: DType) -> Option<u32> {
     }
 }
 
-/// The real type of a complex one's parts.
-fn part_of(dtype: DType) -> Option<DType> {
-    match dtype {
-        DType::C64 => Some(DType::F32),
-        DType::C128 => Some(DType::F64),
-        _ => None,
-    }
-}
-
 /// The `complex.wgsl` op of a step between a complex type and its part's: the real part (TF's Cast
 /// drops the imaginary one), or the number with a zero imaginary part.
 fn complex_step(src: DType, dst: DType) -> Option<u32> {
-    if part_of(src) == Some(dst) {
+    if complex::part_of(src) == Some(dst) {
         Some(complex::REAL)
-    } else if part_of(dst) == Some(src) {
+    } else if complex::part_of(dst) == Some(src) {
         Some(complex::FROM_REAL)
     } else {
         None
@@ -111,8 +102,8 @@ pub fn route(src: DType, dst: DType) -> Option<Vec<DType>> {
         Some(steps)
     };
     match (src, dst) {
-        (C64 | C128, _) => through(part_of(src)?),
-        (_, C64 | C128) => through(part_of(dst)?),
+        (C64 | C128, _) => through(complex::part_of(src)?),
+        (_, C64 | C128) => through(complex::part_of(dst)?),
         (F16 | BF16, _) | (_, F16 | BF16) => through(F32),
         (F32 | F64, I8 | U8 | I16 | U16) => through(I32),
         (F32 | F64, U32) => through(I64),
@@ -138,11 +129,7 @@ fn launch_with(stream: &Stream, input: &TensorRef, out: &TensorRef, truncate: bo
         return complex::launch(stream, code, input, input, out);
     }
     if is_parts_step(input.dtype, out.dtype) {
-        let parts = |t: &TensorRef| {
-            let part = part_of(t.dtype).unwrap_or(t.dtype);
-            TensorRef { dtype: part, shape: vec![2 * t.num_elements() as i64], ..t.clone() }
-        };
-        return launch_with(stream, &parts(input), &parts(out), truncate);
+        return launch_with(stream, &complex::as_parts(input), &complex::as_parts(out), truncate);
     }
     if let Some(parts) = elementwise_parts(stream.device(), out, &[input])? {
         return parts.iter().try_for_each(|p| launch_with(stream, &p.operands[0], &p.out, truncate));

@@ -3,15 +3,11 @@
 //! broadcasting.
 
 use crate::error::{Error, Result};
-use crate::runtime::memory::DeviceSlice;
-use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{PipelineSpec, Shader};
 use crate::runtime::Stream;
 
-use super::binary::{broadcast_shapes, Layout, TwoOperandParams};
-use super::windows::elementwise_parts;
-use super::{
-    fast_div, kernel, leak, rank_constant, shader_len, t_of, DType, KernelContext, KernelDef, KernelInstance, TensorRef,
-};
+use super::binary::{broadcast_shapes, launch_two, Units};
+use super::{kernel, leak, t_of, DType, KernelContext, KernelDef, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "complex",
@@ -83,53 +79,32 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     launch(ctx.stream()?, code, &a, &b, &out)
 }
 
+/// The real type of a complex one's parts.
+pub fn part_of(dtype: DType) -> Option<DType> {
+    match dtype {
+        DType::C64 => Some(DType::F32),
+        DType::C128 => Some(DType::F64),
+        _ => None,
+    }
+}
+
+/// A complex tensor's memory as its parts: the same words, twice as many floats (others as they are).
+pub fn as_parts(t: &TensorRef) -> TensorRef {
+    match part_of(t.dtype) {
+        Some(part) => TensorRef { dtype: part, shape: vec![2 * t.num_elements() as i64], ..t.clone() },
+        None => t.clone(),
+    }
+}
+
 /// `OP` of `complex.wgsl` for Real (a complex number's real part) and for a real number as complex.
 pub const REAL: u32 = 0;
 pub const FROM_REAL: u32 = 5;
 
 /// Encodes `out = OP(a, b)` with broadcasting (`b` is `a` for one-operand ops).
 pub fn launch(stream: &Stream, code: u32, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
-    if let Some(parts) = elementwise_parts(stream.device(), out, &[a, b])? {
-        return parts.iter().try_for_each(|p| launch(stream, code, &p.operands[0], &p.operands[1], &p.out));
-    }
-    let n = shader_len(out.num_elements(), "complex")?;
-    if n == 0 {
-        return Ok(());
-    }
     // Words per real part: the complex operand's half, or the real operand's whole.
     let complex = if matches!(a.dtype, DType::C64 | DType::C128) { a } else { out };
-    let part_words = complex.dtype.size() / 8;
-    let layout = Layout::new(&out.shape, &[&a.shape, &b.shape])?;
-    let device = stream.device();
-    let mems: Vec<DeviceSlice> =
-        [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
-    let constants =
-        [("OP", f64::from(code)), ("PART_WORDS", part_words as f64), fast_div(n), rank_constant(layout.rank)];
-    let pipeline =
-        device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &[], constants: &constants })?;
-    stream.encode(|core, encoder| {
-        let (a_bind, a_off) = storage_window(core, &mems[0], 4)?;
-        let (b_bind, b_off) = storage_window(core, &mems[1], 4)?;
-        let (out_bind, out_off) = storage_window(core, &mems[2], 4)?;
-        let params = TwoOperandParams {
-            n,
-            rank: layout.rank,
-            a_off,
-            b_off,
-            out_off,
-            _pad: [0; 3],
-            shape: layout.shape,
-            a_strides: layout.strides[0],
-            b_strides: layout.strides[1],
-        };
-        dispatch(
-            core,
-            encoder,
-            "complex",
-            &pipeline,
-            &[a_bind, b_bind, out_bind],
-            bytemuck::bytes_of(&params),
-            u64::from(n),
-        )
-    })
+    let constants = [("OP", f64::from(code)), ("PART_WORDS", (complex.dtype.size() / 8) as f64)];
+    let spec = PipelineSpec { entry: "main", aliases: &[], constants: &constants };
+    launch_two(stream, &SHADER, spec, a, b, out, Units::elements(4))
 }

@@ -4,16 +4,11 @@
 //! int32 tensors in host memory, as TF-GPU does.
 
 use crate::error::{Error, Result};
-use crate::runtime::memory::DeviceSlice;
-use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{PipelineSpec, Shader};
 use crate::runtime::Stream;
 
-use super::binary::{broadcast_shapes, Layout, TwoOperandParams};
-use super::windows::elementwise_parts;
-use super::{
-    fast_div, kernel, leak, rank_constant, shader_len, t_of, AttrKind, DType, KernelContext, KernelDef, KernelInstance,
-    TensorRef,
-};
+use super::binary::{broadcast_shapes, launch_two, Units};
+use super::{kernel, leak, t_of, AttrKind, DType, KernelContext, KernelDef, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "integer",
@@ -204,17 +199,6 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
 /// Encodes `out = OP(a, b)` with broadcasting; `a` and `b` share a dtype (for one-operand ops and
 /// casts `b` is `a`), `out` has its own. `out` may alias an operand of its shape.
 pub fn launch(stream: &Stream, code: u32, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
-    if let Some(parts) = elementwise_parts(stream.device(), out, &[a, b])? {
-        return parts.iter().try_for_each(|p| launch(stream, code, &p.operands[0], &p.operands[1], &p.out));
-    }
-    let n = shader_len(out.num_elements(), "integer")?;
-    if n == 0 {
-        return Ok(());
-    }
-    let layout = Layout::new(&out.shape, &[&a.shape, &b.shape])?;
-    let device = stream.device();
-    let mems: Vec<DeviceSlice> =
-        [a, b, out].iter().map(|t| device.memory.resolve(t.address, t.byte_len())).collect::<Result<_>>()?;
     let signed = matches!(a.dtype, I8 | I16 | DType::I32 | I64);
     let out_width = out.dtype.size();
     let constants = [
@@ -222,30 +206,9 @@ pub fn launch(stream: &Stream, code: u32, a: &TensorRef, b: &TensorRef, out: &Te
         ("WIDTH", a.dtype.size() as f64),
         ("SIGNED", f64::from(u8::from(signed))),
         ("OUT_WIDTH", out_width as f64),
-        fast_div(n),
-        rank_constant(layout.rank),
     ];
-    let pipeline =
-        device.pipelines.get(device, &SHADER, &PipelineSpec { entry: "main", aliases: &[], constants: &constants })?;
-    stream.encode(|core, encoder| {
-        let (a_bind, a_byte) = storage_window(core, &mems[0], 1)?;
-        let (b_bind, b_byte) = storage_window(core, &mems[1], 1)?;
-        let (out_bind, out_byte) = storage_window(core, &mems[2], 1)?;
-        if out_byte % 4 != 0 {
-            return Err(Error::internal("integer: an output that does not start on a word"));
-        }
-        let params = TwoOperandParams {
-            n,
-            rank: layout.rank,
-            a_off: a_byte,
-            b_off: b_byte,
-            out_off: out_byte,
-            _pad: [0; 3],
-            shape: layout.shape,
-            a_strides: layout.strides[0],
-            b_strides: layout.strides[1],
-        };
-        let threads = if out_width >= 4 { u64::from(n) } else { u64::from(n).div_ceil(4 / out_width) };
-        dispatch(core, encoder, "integer", &pipeline, &[a_bind, b_bind, out_bind], bytemuck::bytes_of(&params), threads)
-    })
+    let spec = PipelineSpec { entry: "main", aliases: &[], constants: &constants };
+    // Offsets in bytes; narrow outputs a word of elements per invocation.
+    let units = Units { input: 1, output: 1, per_thread: (4 / out_width).max(1) };
+    launch_two(stream, &SHADER, spec, a, b, out, units)
 }

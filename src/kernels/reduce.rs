@@ -613,27 +613,12 @@ pub fn compute_integer(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
 /// ArgMax and ArgMin of an integer tensor over `dimension`: (value, index) records, combined in
 /// chunks as `compute_integer`'s partial results, until the last launch writes the index.
 pub fn compute_integer_arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let input = ctx.input(0)?;
-    let (axis, axis_shape) = ctx.host_input_values(1)?;
-    let axis = validate::scalar(&axis, &axis_shape, "dimension")?;
-    validate::axis(axis, input.shape.len(), "dimension")?;
-    let mask = reduced_mask(&input.shape, &[axis])?;
-    let d = mask.iter().position(|&m| m).unwrap_or(0);
-    if input.shape[d] == 0 {
-        return Err(Error::invalid_argument(format!("Reduction axis {axis} is empty in shape {:?}", input.shape)));
-    }
-    let out = ctx.allocate_output(0, kernel.dtype("output_type")?, &reduced_shape(&input.shape, &mask, false))?;
+    let (input, out, p) = arg_plan(ctx, kernel)?;
     if out.num_elements() == 0 {
         return Ok(());
     }
-    // One reduced dimension, kept as is (no merging) so `red_stride[0]` is its stride.
-    let strides = contiguous_strides(&input.shape);
-    let split = Split {
-        kept: (0..input.shape.len()).filter(|&k| k != d).map(|k| (input.shape[k], strides[k])).collect(),
-        reduced: vec![(input.shape[d], strides[d])],
-    };
     let code = if kernel.def.op == "ArgMin" { INTEGER_ARG_MIN } else { INTEGER_ARG_MAX };
-    integer_passes(ctx, code, params_for(&split)?, &input, &out)
+    integer_passes(ctx, code, p, &input, &out)
 }
 
 /// `OP` of `integer_reduce.wgsl` for ArgMax and ArgMin.
@@ -820,6 +805,14 @@ pub fn arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
 }
 
 fn arg_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let (input, out, mut p) = arg_plan(ctx, kernel)?;
+    p.out_words = if out.dtype == DType::I64 { 2 } else { 1 };
+    launch(ctx.stream()?, "arg_f32", u32::from(kernel.def.op == "ArgMin"), p, &input, &out)
+}
+
+/// ArgMax/ArgMin's input, its output (allocated) and the parameters of a reduction over
+/// `dimension`; an empty reduced axis is InvalidArgument, as in TF.
+fn arg_plan(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(TensorRef, TensorRef, Params)> {
     let input = ctx.input(0)?;
     let (axis, axis_shape) = ctx.host_input_values(1)?;
     let axis = validate::scalar(&axis, &axis_shape, "dimension")?;
@@ -829,18 +822,14 @@ fn arg_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()>
     if input.shape[d] == 0 {
         return Err(Error::invalid_argument(format!("Reduction axis {axis} is empty in shape {:?}", input.shape)));
     }
-    let out_dtype = kernel.dtype("output_type")?;
-    let shape = reduced_shape(&input.shape, &mask, false);
-    let out = ctx.allocate_output(0, out_dtype, &shape)?;
+    let out = ctx.allocate_output(0, kernel.dtype("output_type")?, &reduced_shape(&input.shape, &mask, false))?;
     // One reduced dimension, kept as is (no merging) so `red_stride[0]` is its stride.
     let strides = contiguous_strides(&input.shape);
     let split = Split {
         kept: (0..input.shape.len()).filter(|&k| k != d).map(|k| (input.shape[k], strides[k])).collect(),
         reduced: vec![(input.shape[d], strides[d])],
     };
-    let mut p = params_for(&split)?;
-    p.out_words = if out_dtype == DType::I64 { 2 } else { 1 };
-    launch(ctx.stream()?, "arg_f32", u32::from(kernel.def.op == "ArgMin"), p, &input, &out)
+    Ok((input, out, params_for(&split)?))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use crate::optimizer::{Arithmetic, Optimizer};
 use super::binary::{self, BinaryOp};
 use super::scatter::{self, Combine};
 use super::unary::{self, UnaryOp};
-use super::{cast, index, integer, DType, KernelContext, KernelInstance, TensorRef};
+use super::{cast, complex, index, integer, DType, KernelContext, KernelInstance, TensorRef};
 
 pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     if !ctx.variables_accessible() {
@@ -64,12 +64,6 @@ fn assign_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
         }
         let subtract = op == "AssignSubVariableOp";
         let math = if subtract { BinaryOp::Sub } else { BinaryOp::Add };
-        // Complex values add as their float parts: the same words, twice as many floats.
-        let parts = |t: &TensorRef, part: DType| TensorRef {
-            dtype: part,
-            shape: vec![2 * t.num_elements() as i64],
-            ..t.clone()
-        };
         match variable.dtype {
             DType::BF16 => {
                 // float32 math rounded once, as TF's bfloat16 kernels round each op's result.
@@ -81,20 +75,11 @@ fn assign_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
                 binary::launch(stream, math, &wide, &wide_value, &wide)?;
                 cast::launch(stream, &wide, variable)
             }
-            DType::C64 => binary::launch(
-                ctx.stream()?,
-                math,
-                &parts(variable, DType::F32),
-                &parts(&value, DType::F32),
-                &parts(variable, DType::F32),
-            ),
-            DType::C128 => binary::launch(
-                ctx.stream()?,
-                math,
-                &parts(variable, DType::F64),
-                &parts(&value, DType::F64),
-                &parts(variable, DType::F64),
-            ),
+            // Complex values add as their float parts.
+            DType::C64 | DType::C128 => {
+                let parts = complex::as_parts(variable);
+                binary::launch(ctx.stream()?, math, &parts, &complex::as_parts(&value), &parts)
+            }
             DType::F32 | DType::F16 | DType::F64 => binary::launch(ctx.stream()?, math, variable, &value, variable),
             dtype if integer::is_integral(dtype) && dtype != DType::Bool => {
                 let code = if subtract { integer::SUB } else { integer::ADD };
