@@ -6,14 +6,23 @@
 //     counter + 256 g and draws Box-Muller pairs from them one sample at a time, keeping values with
 //     |v| < 2 until it has four (TF's variable-sample FillPhiloxRandomTask).
 
+//   fill_uniform_int (StatelessRandomUniformInt, StatelessRandomUniformFullInt): lo + bits % range
+//     in wrapping arithmetic (or the bits themselves), one sample per 32-bit value and two per
+//     64-bit one (low word first), as TF's integer UniformDistribution.
+// `n` counts 32-bit words; float values are stored as their bits.
+
 struct Params {
     n: u32,
     out_off: u32,
     key: vec2<u32>,
     counter: vec4<u32>,
+    lo: vec2<u32>,
+    range: vec2<u32>,
+    wide: u32,
+    full: u32,
 }
 
-@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @group(0) @binding(1) var<uniform> p: Params;
 
 fn philox(start: vec4<u32>, first_key: vec2<u32>) -> vec4<u32> {
@@ -73,7 +82,7 @@ fn fill_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     for (var j = 0u; j < 4u; j++) {
         let i = g * 4u + j;
         if (i < p.n) {
-            out[p.out_off + i] = values[j / 2u][j % 2u];
+            out[p.out_off + i] = bitcast<u32>(values[j / 2u][j % 2u]);
         }
     }
 }
@@ -105,7 +114,7 @@ fn fill_truncated_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
             if (kept < 4u && abs(f[k]) < 2.0) {
                 let i = g * 4u + kept;
                 if (i < p.n) {
-                    out[p.out_off + i] = f[k];
+                    out[p.out_off + i] = bitcast<u32>(f[k]);
                 }
                 kept += 1u;
             }
@@ -123,7 +132,35 @@ fn fill_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     for (var j = 0u; j < 4u; j++) {
         let i = g * 4u + j;
         if (i < p.n) {
-            out[p.out_off + i] = uint32_to_float(bits[j]);
+            out[p.out_off + i] = bitcast<u32>(uint32_to_float(bits[j]));
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn fill_uniform_int(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = group_id(gid, nwg);
+    if (g * 4u >= p.n) {
+        return;
+    }
+    let bits = philox(skip64(p.counter, g, 0u), p.key);
+    var words = bits;
+    if (p.full == 0u) {
+        if (p.wide == 0u) {
+            words = p.lo.x + bits % p.range.x;
+        } else {
+            for (var k = 0u; k < 2u; k++) {
+                let v = vec2<u32>(bits[2u * k], bits[2u * k + 1u]);
+                let value = add64(p.lo, divmod_unsigned(v, p.range).zw);
+                words[2u * k] = value.x;
+                words[2u * k + 1u] = value.y;
+            }
+        }
+    }
+    for (var j = 0u; j < 4u; j++) {
+        let i = g * 4u + j;
+        if (i < p.n) {
+            out[p.out_off + i] = words[j];
         }
     }
 }

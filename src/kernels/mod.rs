@@ -815,6 +815,47 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, constraints, &["shape", "key", "counter", "alg"], &[], fill));
         }
     }
+    // The stateless random ops' first generation (a seed) and the integer fills of both.
+    for shape in [DType::I32, DType::I64] {
+        for seed in [DType::I32, DType::I64] {
+            for (op, fill) in [
+                ("StatelessRandomUniform", random::uniform as ComputeFn),
+                ("StatelessRandomNormal", random::normal),
+                ("StatelessTruncatedNormal", random::truncated_normal),
+            ] {
+                let constraints = leak(vec![("dtype", DType::F32), ("T", shape), ("Tseed", seed)]);
+                table.push(kernel(op, constraints, &["shape", "seed"], &[], fill));
+            }
+            for dtype in [DType::I32, DType::I64] {
+                let constraints = leak(vec![("dtype", dtype), ("T", shape), ("Tseed", seed)]);
+                let host = &["shape", "seed", "minval", "maxval"];
+                table.push(kernel("StatelessRandomUniformInt", constraints, host, &[], random::uniform_int));
+            }
+            for dtype in [DType::I32, DType::I64, DType::U32, DType::U64] {
+                let constraints = leak(vec![("dtype", dtype), ("T", shape), ("Tseed", seed)]);
+                let host = &["shape", "seed"];
+                table.push(kernel("StatelessRandomUniformFullInt", constraints, host, &[], random::uniform_full_int));
+            }
+        }
+        for dtype in [DType::I32, DType::I64, DType::U32, DType::U64] {
+            let constraints = leak(vec![("dtype", dtype), ("Tshape", shape)]);
+            // (TF-CPU has no unsigned StatelessRandomUniformIntV2: the reference decides the set.)
+            if matches!(dtype, DType::I32 | DType::I64) {
+                let host = &["shape", "key", "counter", "alg", "minval", "maxval"];
+                table.push(kernel("StatelessRandomUniformIntV2", constraints, host, &[], random::uniform_int));
+            }
+            let host = &["shape", "key", "counter", "alg"];
+            table.push(kernel("StatelessRandomUniformFullIntV2", constraints, host, &[], random::uniform_full_int));
+        }
+        table.push(kernel(
+            "StatelessRandomGetKeyCounterAlg",
+            leak(vec![("Tseed", shape)]),
+            &["seed", "key", "counter", "alg"],
+            &[],
+            random::get_key_counter_alg,
+        ));
+    }
+    table.push(kernel("StatelessRandomGetAlg", &[], &["alg"], &[], random::get_alg));
     table.push(kernel("SoftmaxCrossEntropyWithLogits", f32, &[], &[], nn::cross_entropy));
     for labels in [DType::I32, DType::I64] {
         let constraints = leak(vec![("T", DType::F32), ("Tlabels", labels)]);

@@ -1,6 +1,7 @@
-//! Stateless random numbers (`wgsl/random.wgsl`): StatelessRandomGetKeyCounter,
-//! StatelessRandomUniformV2, StatelessRandomNormalV2 and StatelessTruncatedNormalV2 on TF's
-//! Philox-4x32-10 stream, so that Dropout masks and initializers draw TF-CPU's bits. The seed
+//! Stateless random numbers (`wgsl/random.wgsl`): both generations of StatelessRandomUniform,
+//! StatelessRandomNormal, StatelessTruncatedNormal, StatelessRandomUniformInt and
+//! StatelessRandomUniformFullInt (the first takes a seed, V2 a key, counter and algorithm), and
+//! the key/counter/algorithm ops, on TF's Philox-4x32-10 stream, so that Dropout masks and initializers draw TF-CPU's bits. The seed
 //! scrambling runs on the host (it is one Philox call); the fills run one invocation per group of
 //! four outputs, as TF's `FillPhiloxRandom` groups them.
 
@@ -12,7 +13,11 @@ use super::{shader_len, validate, DType, KernelContext, KernelInstance};
 
 pub const SHADER: Shader = Shader {
     name: "random",
-    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/random.wgsl")),
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/int64.wgsl"),
+        include_str!("../../wgsl/random.wgsl")
+    ),
     storage_buffers: 1,
     uniform_buffers: 0,
 };
@@ -68,40 +73,137 @@ pub fn get_key_counter(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) ->
 }
 
 #[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {
+    /// 32-bit words to write.
     n: u32,
     out_off: u32,
     key: [u32; 2],
     counter: [u32; 4],
+    /// Integer fills: the low bound and the range's width (64-bit, low word first).
+    lo: [u32; 2],
+    range: [u32; 2],
+    /// Integer fills: 1 for 64-bit values (two words from each pair of samples).
+    wide: u32,
+    /// Integer fills: 1 for the whole range of the type (the samples' bits).
+    full: u32,
+    _pad: [u32; 2],
 }
 
-/// StatelessRandomUniformV2 (float32): shape, key, counter and alg in host memory.
+/// Where a fill's Philox key and counter come from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// The V2 ops: key, counter and alg inputs after the shape.
+    KeyCounterAlg,
+    /// The first generation: a two-element seed after the shape, scrambled as TF's `GenerateKey`.
+    Seed,
+}
+
+/// The kernel's generation, from its op name.
+fn source_of(kernel: &KernelInstance) -> Source {
+    if kernel.def.op.ends_with("V2") {
+        Source::KeyCounterAlg
+    } else {
+        Source::Seed
+    }
+}
+
+/// StatelessRandomUniform(V2) (float32): 23 random mantissa bits per value.
 pub fn uniform(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    fill(ctx, kernel, "fill_uniform")
+    float_fill(ctx, kernel, "fill_uniform")
 }
 
-/// StatelessRandomNormalV2 (float32): Box-Muller pairs of the uniform stream.
+/// StatelessRandomNormal(V2) (float32): Box-Muller pairs of the uniform stream.
 pub fn normal(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    fill(ctx, kernel, "fill_normal")
+    float_fill(ctx, kernel, "fill_normal")
 }
 
-/// StatelessTruncatedNormalV2 (float32): normal values with |v| < 2, by rejection.
+/// StatelessTruncatedNormal(V2) (float32): normal values with |v| < 2, by rejection.
 pub fn truncated_normal(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    fill(ctx, kernel, "fill_truncated_normal")
+    float_fill(ctx, kernel, "fill_truncated_normal")
 }
 
-fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'static str) -> Result<()> {
+fn float_fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'static str) -> Result<()> {
+    let (shape, key, counter) = stream_of(ctx, kernel)?;
+    fill(ctx, kernel, entry, &shape, key, counter, Params::default())
+}
+
+/// StatelessRandomUniformInt(V2): `minval + bits % (maxval - minval)`, as TF's
+/// `UniformDistribution` for int32 (one sample a value) and int64 (two), in wrapping arithmetic.
+pub fn uniform_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("dtype")?;
+    let (shape, key, counter) = stream_of(ctx, kernel)?;
+    let bounds = match source_of(kernel) {
+        Source::KeyCounterAlg => 4,
+        Source::Seed => 2,
+    };
+    let mut params = Params { wide: u32::from(dtype.size() == 8), ..Params::default() };
+    if validate::num_elements(&shape)? > 0 {
+        let (lo, lo_shape) = ctx.host_input_values(bounds)?;
+        let (hi, hi_shape) = ctx.host_input_values(bounds + 1)?;
+        for (what, dims) in [("minval", &lo_shape), ("maxval", &hi_shape)] {
+            if !dims.is_empty() {
+                return Err(Error::invalid_argument(format!("{what} must be 0-D, got shape {}", validate::shape_string(dims))));
+            }
+        }
+        let (lo, hi) = (lo[0], hi[0]);
+        let below = match dtype {
+            DType::U32 | DType::U64 => (lo as u64) < (hi as u64),
+            _ => lo < hi,
+        };
+        if !below {
+            let show = |v: i64| if dtype == DType::U64 { (v as u64).to_string() } else { v.to_string() };
+            return Err(Error::invalid_argument(format!("Need minval < maxval: {} >= {}", show(lo), show(hi))));
+        }
+        let range = (hi as u64).wrapping_sub(lo as u64);
+        params.lo = [lo as u64 as u32, (lo as u64 >> 32) as u32];
+        params.range = [range as u32, (range >> 32) as u32];
+    }
+    fill(ctx, kernel, "fill_uniform_int", &shape, key, counter, params)
+}
+
+/// StatelessRandomUniformFullInt(V2): every bit pattern of the type, from the samples' bits.
+pub fn uniform_full_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("dtype")?;
+    let (shape, key, counter) = stream_of(ctx, kernel)?;
+    let params = Params { wide: u32::from(dtype.size() == 8), full: 1, ..Params::default() };
+    fill(ctx, kernel, "fill_uniform_int", &shape, key, counter, params)
+}
+
+/// StatelessRandomGetAlg: the algorithm TF picks on GPUs (and CPUs), Philox, in host memory.
+pub fn get_alg(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+    ctx.write_host_output(0, DType::I32, &[], &(RNG_ALG_PHILOX as i32).to_ne_bytes())
+}
+
+/// StatelessRandomGetKeyCounterAlg: StatelessRandomGetKeyCounter's outputs and Philox's id.
+pub fn get_key_counter_alg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    get_key_counter(ctx, kernel)?;
+    ctx.write_host_output(2, DType::I32, &[], &(RNG_ALG_PHILOX as i32).to_ne_bytes())
+}
+
+/// The output shape and the Philox key and counter of a fill, checked as TF checks them.
+fn stream_of(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(Vec<i64>, [u32; 2], [u32; 4])> {
     let (shape, shape_shape) = ctx.host_input_values(0)?;
-    let (key, key_shape) = ctx.host_input_values(1)?;
-    let (counter, counter_shape) = ctx.host_input_values(2)?;
-    let (alg, alg_shape) = ctx.host_input_values(3)?;
     if shape_shape.len() != 1 {
         return Err(Error::invalid_argument(format!(
             "shape must be a vector of {{int32,int64}}, got shape {shape_shape:?}"
         )));
     }
+    validate::num_elements(&shape)?;
+    if let Source::Seed = source_of(kernel) {
+        let (seed, seed_shape) = ctx.host_input_values(1)?;
+        if seed_shape != [2] {
+            return Err(Error::invalid_argument(format!(
+                "seed must have shape [2], not {}",
+                validate::shape_string(&seed_shape)
+            )));
+        }
+        let (key, counter) = key_counter_from_seed(seed[0] as u64, seed[1] as u64);
+        return Ok((shape, key, counter));
+    }
+    let (key, key_shape) = ctx.host_input_values(1)?;
+    let (counter, counter_shape) = ctx.host_input_values(2)?;
+    let (alg, alg_shape) = ctx.host_input_values(3)?;
     if key_shape != [1] {
         return Err(Error::invalid_argument(format!("key must have shape [1], not {key_shape:?}")));
     }
@@ -120,21 +222,34 @@ fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'static st
             counter.len()
         )));
     }
-    validate::num_elements(&shape)?;
-    let out = ctx.allocate_output(0, dtype, &shape)?;
-    let n = shader_len(out.num_elements(), kernel.def.op)?;
-    if n == 0 {
-        return Ok(());
-    }
     let split = |v: i64| [v as u64 as u32, (v as u64 >> 32) as u32];
     let [k0, k1] = split(key[0]);
     let ([c0, c1], [c2, c3]) = (split(counter[0]), split(counter[1]));
+    Ok((shape, [k0, k1], [c0, c1, c2, c3]))
+}
+
+fn fill(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    entry: &'static str,
+    shape: &[i64],
+    key: [u32; 2],
+    counter: [u32; 4],
+    params: Params,
+) -> Result<()> {
+    let dtype = kernel.dtype("dtype")?;
+    let out = ctx.allocate_output(0, dtype, shape)?;
+    let n = shader_len(out.byte_len() / 4, kernel.def.op)?;
+    if n == 0 {
+        return Ok(());
+    }
     let stream = ctx.stream()?;
     let device = stream.device();
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
-    // Outputs larger than a storage binding fill in parts of whole groups of 4 values, each part's
+    // Outputs larger than a storage binding fill in parts of whole groups of 4 words, each part's
     // counter advanced past the groups before it (as the shader's skip64 would), so the values are
     // those of one launch.
+    let [c0, c1, c2, c3] = counter;
     let counter = u128::from(c0) | u128::from(c1) << 32 | u128::from(c2) << 64 | u128::from(c3) << 96;
     let blocks_per_group: u128 = if entry == "fill_truncated_normal" { 256 } else { 1 };
     let per_part = (binding_limit(device) / 4 / 4 * 4).max(4) as u32;
@@ -146,7 +261,7 @@ fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'static st
         let words = [c as u32, (c >> 32) as u32, (c >> 64) as u32, (c >> 96) as u32];
         stream.encode(|core, encoder| {
             let (out_bind, out_off) = storage_window(core, &part, 4)?;
-            let params = Params { n: count, out_off, key: [k0, k1], counter: words };
+            let params = Params { n: count, out_off, key, counter: words, ..params };
             let groups = count.div_ceil(4) as u64;
             dispatch(core, encoder, entry, &pipeline, &[out_bind], bytemuck::bytes_of(&params), groups)
         })?;

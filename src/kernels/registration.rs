@@ -326,6 +326,70 @@ static CREATE_FNS: [[CreateFn; 16]; MAX_KERNELS / 16] = [
     row!(125),
     row!(126),
     row!(127),
+    row!(128),
+    row!(129),
+    row!(130),
+    row!(131),
+    row!(132),
+    row!(133),
+    row!(134),
+    row!(135),
+    row!(136),
+    row!(137),
+    row!(138),
+    row!(139),
+    row!(140),
+    row!(141),
+    row!(142),
+    row!(143),
+    row!(144),
+    row!(145),
+    row!(146),
+    row!(147),
+    row!(148),
+    row!(149),
+    row!(150),
+    row!(151),
+    row!(152),
+    row!(153),
+    row!(154),
+    row!(155),
+    row!(156),
+    row!(157),
+    row!(158),
+    row!(159),
+    row!(160),
+    row!(161),
+    row!(162),
+    row!(163),
+    row!(164),
+    row!(165),
+    row!(166),
+    row!(167),
+    row!(168),
+    row!(169),
+    row!(170),
+    row!(171),
+    row!(172),
+    row!(173),
+    row!(174),
+    row!(175),
+    row!(176),
+    row!(177),
+    row!(178),
+    row!(179),
+    row!(180),
+    row!(181),
+    row!(182),
+    row!(183),
+    row!(184),
+    row!(185),
+    row!(186),
+    row!(187),
+    row!(188),
+    row!(189),
+    row!(190),
+    row!(191),
 ];
 
 unsafe extern "C" fn delete_kernel(state: *mut c_void) {
@@ -524,6 +588,9 @@ impl KernelContext for TfKernelContext<'_> {
         let values = match tensor.dtype {
             DType::I32 => {
                 bytes.chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap_or_default()) as i64).collect()
+            }
+            DType::U32 => {
+                bytes.chunks_exact(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap_or_default()) as i64).collect()
             }
             // uint64 (random keys and counters) keeps its bits.
             DType::I64 | DType::U64 => {
@@ -785,7 +852,7 @@ pub extern "C" fn tf_wgpu_kernel_table() -> *const c_char {
 }
 
 /// The number of create functions available, checked against the table size in a test.
-pub const MAX_KERNELS: usize = 128 * 16;
+pub const MAX_KERNELS: usize = 192 * 16;
 
 #[cfg(test)]
 mod tests {

@@ -1234,8 +1234,10 @@ def gen_batch_norm(g, case):
 def gen_random(g, case):
     import tensorflow as tf
 
-    int_type = npdtype(case.row.get("Tseed") or case.row["Tshape"])
-    if case.op == "StatelessRandomGetKeyCounter":
+    if case.op == "StatelessRandomGetAlg":
+        return
+    int_type = npdtype(case.row.get("Tseed") or case.row.get("Tshape") or case.row["T"])
+    if case.op in ("StatelessRandomGetKeyCounter", "StatelessRandomGetKeyCounterAlg"):
         seed = [g.int(-(2**31), 2**31 - 1), g.int(-(2**31), 2**31 - 1)]
         shape = [2]
         if g.adversary("seed"):
@@ -1266,13 +1268,34 @@ def gen_random(g, case):
             shape = [0, 5]
         else:
             alg = None
-    shape_arr = np.array(shape, int_type) if all(np.iinfo(int_type).min <= s <= np.iinfo(int_type).max for s in shape) \
+    shape_type = npdtype(case.row.get("Tshape") or case.row["T"])
+    shape_arr = np.array(shape, shape_type) if all(np.iinfo(shape_type).min <= s <= np.iinfo(shape_type).max for s in shape) \
         else np.array(shape, np.int64)
     if g.adv and g.chance(0.2):
         shape_arr = shape_arr.reshape(1, -1)
         g.tag("shape-rank2")
-    case.args.update(shape=shape_arr, key=key, counter=counter,
-                     alg=np.array(alg if alg is not None else [1, 1], np.int32), dtype=tf.float32)
+    dtype = tf.as_dtype(case.row["dtype"])
+    case.args["shape"] = shape_arr
+    if "UniformInt" not in case.op:  # (its dtype is its bounds')
+        case.args["dtype"] = dtype
+    if case.op.endswith("V2"):
+        case.args.update(key=key, counter=counter, alg=np.array(alg if alg is not None else [1, 1], np.int32))
+    else:
+        seed = np.array([g.int(-(2**31), 2**31 - 1), g.int(-(2**31), 2**31 - 1)], int_type)
+        if g.adversary("seed"):
+            seed = g.pick([seed[:1], np.concatenate([seed, seed]), seed.reshape(1, 2), np.zeros(0, int_type)])
+        case.args["seed"] = seed
+    if "UniformInt" in case.op:
+        info = np.iinfo(dtype.as_numpy_dtype)
+        lo, hi = sorted(g.pick([(0, 10), (-5, 5), (info.min, info.max), (g.int(-1000, 1000), g.int(-1000, 1000)),
+                               (info.max - 3, info.max), (info.min, info.min + 1)]))
+        lo, hi = min(max(lo, info.min), info.max), min(max(hi, info.min), info.max)
+        if g.adversary("bounds"):
+            lo, hi = g.pick([(hi, lo), (lo, lo)])
+        minval, maxval = np.array(lo, dtype.as_numpy_dtype), np.array(hi, dtype.as_numpy_dtype)
+        if g.adversary("bounds-rank"):
+            minval = minval.reshape(1)
+        case.args.update(minval=minval, maxval=maxval)
 
 
 # --- scatter, segments, one-hot, range -----------------------------------------------------------
@@ -2485,6 +2508,10 @@ GENERATORS.update({
                                      "FusedBatchNormGradV2", "FusedBatchNormGradV3")},
     "StatelessRandomGetKeyCounter": gen_random, "StatelessRandomUniformV2": gen_random,
     "StatelessRandomNormalV2": gen_random, "StatelessTruncatedNormalV2": gen_random,
+    **{op: gen_random for op in ("StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal",
+                                 "StatelessRandomUniformInt", "StatelessRandomUniformFullInt",
+                                 "StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2",
+                                 "StatelessRandomGetAlg", "StatelessRandomGetKeyCounterAlg")},
     "ScatterNd": gen_scatter, "GatherNd": gen_gather_nd, "ResourceGatherNd": gen_variable,
     "OneHot": gen_one_hot, "Range": gen_range, "StridedSlice": gen_strided_slice, "Slice": gen_slice,
     "Split": gen_split, "SplitV": gen_split, "Transpose": gen_transpose, "Tile": gen_tile,

@@ -43,7 +43,7 @@ TOLERANCE = {
     "AvgPoolGrad": 1e-6, "FloorDiv": 1e-6, "L2Loss": 1e-5, "UnsortedSegmentSum": 1e-5, "ScatterNd": 1e-5,
     "TensorScatterAdd": 1e-5, "FusedBatchNormGradV3": 1e-5, "StatelessRandomNormalV2": 5e-5,
     "UnsortedSegmentProd": 1e-5, "TensorScatterSub": 1e-5, "ResourceScatterMul": 1e-5, "ResourceScatterDiv": 1e-5,
-    "ResourceScatterNdAdd": 1e-5, "ResourceScatterNdSub": 1e-5,
+    "ResourceScatterNdAdd": 1e-5, "ResourceScatterNdSub": 1e-5, "StatelessRandomNormal": 5e-5, "StatelessTruncatedNormal": 5e-5,
     "StatelessTruncatedNormalV2": 5e-5, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
     "ResizeBilinear": 1e-6, "ResizeBilinearGrad": 1e-5, "ResizeBicubic": 1e-5, "ResizeBicubicGrad": 1e-5, "ResizeNearestNeighborGrad": 1e-6, "MirrorPadGrad": 1e-6,
 }
@@ -248,7 +248,7 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "ResourceApplyRMSProp", "ResourceApplyAdagrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
     "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPoolGrad",
     "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "FusedBatchNormGradV3",
-    "StatelessRandomNormalV2", "StatelessTruncatedNormalV2",
+    "StatelessRandomNormalV2", "StatelessTruncatedNormalV2", "StatelessRandomNormal", "StatelessTruncatedNormal",
     "BiasAdd", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "MatMul", "BatchMatMulV2",
     "BatchMatMulV3", "Einsum", "Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool",
     "AvgPool", "FusedBatchNormV3", "_FusedConv2D", "_FusedMatMul", "Range", "Cast",
@@ -481,11 +481,41 @@ def generic_conv_cases(op, attrs, rng):
 
 def random_cases(op, attrs, rng):
     int_type = np.int32 if attrs.get("Tseed", attrs.get("Tshape")) == "int32" else np.int64
-    if op == "StatelessRandomGetKeyCounter":
-        for seed in [(0, 0), (1, 2), (-7, 2**31 - 1)]:
-            yield (lambda s: tf.raw_ops.StatelessRandomGetKeyCounter(seed=s)), [np.array(seed, int_type)]
-        return
     raw = getattr(tf.raw_ops, op)
+    if op == "StatelessRandomGetAlg":
+        yield raw, []
+        return
+    if op in ("StatelessRandomGetKeyCounter", "StatelessRandomGetKeyCounterAlg"):
+        for seed in [(0, 0), (1, 2), (-7, 2**31 - 1)]:
+            yield (lambda s: raw(seed=s)), [np.array(seed, int_type)]
+        return
+    dtype = tf.as_dtype(attrs["dtype"])
+    bounds = {}
+    if "UniformInt" in op:
+        # Narrow, wide, negative and whole-type ranges (a range past half the type wraps lo + bits %
+        # range around).
+        info = np.iinfo(dtype.as_numpy_dtype)
+        bounds = [dict(minval=np.array(lo, dtype.as_numpy_dtype), maxval=np.array(hi, dtype.as_numpy_dtype))
+                  for lo, hi in [(0, 10), (max(info.min, -7), 1000), (info.min, info.max), (info.max - 2, info.max)]]
+    if not op.endswith("V2"):
+        shape_type = np.int32 if attrs["T"] == "int32" else np.int64
+        for seed, shape in [((1, 2), []), ((3, -4), [5]), ((-5, 2**31 - 1), [3, 1001]), ((7, 8), [0, 4])]:
+            for extra in bounds or [dict(dtype=dtype)]:
+                yield (lambda s, shape=shape, extra=extra: raw(shape=np.array(shape, shape_type), seed=s, **extra)), \
+                    [np.array(seed, int_type)]
+        if op in PUBLIC_STATELESS:
+            yield (lambda: PUBLIC_STATELESS[op]([4, 9], seed=[11, 12])), []
+        return
+    if bounds or "FullInt" in op:
+        for seed, shape in [((1, 2), [7]), ((5, 6), [3, 1001]), ((7, 8), [0, 4])]:
+            with tf.device("/CPU:0"):
+                key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=np.array(seed, int_type))
+            for extra in bounds or [dict(dtype=dtype)]:
+                yield (lambda k, c, shape=shape, extra=extra: raw(shape=np.array(shape, int_type), key=k, counter=c,
+                                                                   alg=1, **extra)), [key.numpy(), counter.numpy()]
+        if op == "StatelessRandomUniformIntV2":
+            yield (lambda: tf.random.stateless_uniform([4, 9], seed=[11, 12], minval=-3, maxval=9, dtype=dtype)), []
+        return
     for seed, shape, alg in [((1, 2), [], 1), ((3, 4), [5], 3), ((5, 6), [3, 1001], 1), ((7, 8), [0, 4], 1)]:
         with tf.device("/CPU:0"):
             key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=np.array(seed, int_type))
@@ -498,6 +528,14 @@ def random_cases(op, attrs, rng):
     public = {"StatelessRandomUniformV2": tf.random.stateless_uniform, "StatelessRandomNormalV2": tf.random.stateless_normal,
               "StatelessTruncatedNormalV2": tf.random.stateless_truncated_normal}[op]
     yield (lambda: public([4, 9], seed=[11, 12])), []
+
+
+# The public functions that call the first-generation stateless ops.
+PUBLIC_STATELESS = {
+    "StatelessRandomUniform": lambda shape, seed: tf.compat.v1.random.stateless_uniform(shape, seed),
+    "StatelessRandomNormal": lambda shape, seed: tf.compat.v1.random.stateless_normal(shape, seed),
+    "StatelessTruncatedNormal": lambda shape, seed: tf.compat.v1.random.stateless_truncated_normal(shape, seed),
+}
 
 
 def scatter_and_loss_cases(op, attrs, rng):
@@ -1581,7 +1619,9 @@ for name in ("MaxPoolGrad", "MaxPoolGradV2", "AvgPoolGrad", "MaxPoolWithArgmax",
              "MaxPoolGradGrad", "MaxPoolGradGradV2"):
     CASES[name] = pool_grad_cases
 for name in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "StatelessRandomNormalV2",
-             "StatelessTruncatedNormalV2"):
+             "StatelessTruncatedNormalV2", "StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal",
+             "StatelessRandomUniformInt", "StatelessRandomUniformFullInt", "StatelessRandomUniformIntV2",
+             "StatelessRandomUniformFullIntV2", "StatelessRandomGetAlg", "StatelessRandomGetKeyCounterAlg"):
     CASES[name] = random_cases
 for name in ("L2Loss", "UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax",
              "ScatterNd", "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax",
