@@ -595,12 +595,13 @@ pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     launch_binary(ctx.stream()?, &[("OP", op as u32 as f64), ("ALPHA", f64::from(alpha))], &a, &b, &out)
 }
 
-/// BiasAdd: `value + bias` along the channel dimension (NHWC: the last one).
+/// BiasAdd and BiasAddV1: `value + bias` along the channel dimension (NHWC: the last one).
 pub fn bias_add(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let value = ctx.input(0)?;
     let mut bias = ctx.input(1)?;
-    let format = kernel.attrs.str("data_format")?;
+    // BiasAddV1, the first generation, has no data_format: channels last.
+    let format = if kernel.def.op == "BiasAddV1" { "NHWC" } else { kernel.attrs.str("data_format")? };
     if value.shape.len() < 2 {
         return Err(Error::invalid_argument(format!("Input tensor must be at least 2D: {:?}", value.shape)));
     }

@@ -98,6 +98,7 @@ pub fn as_parts(t: &TensorRef) -> TensorRef {
 
 /// `OP` of `complex.wgsl` for Real (a complex number's real part) and for a real number as complex.
 pub const REAL: u32 = 0;
+pub const CONJ: u32 = 2;
 pub const FROM_REAL: u32 = 5;
 
 /// Encodes `out = OP(a, b)` with broadcasting (`b` is `a` for one-operand ops).

@@ -512,6 +512,7 @@ pub fn direct_dims(shape: &[i64]) -> Vec<DimMap> {
         .collect()
 }
 
+/// Transpose, and ConjugateTranspose (complex numbers conjugated in the output).
 pub fn transpose(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;
@@ -528,7 +529,11 @@ pub fn transpose(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     }
     let perm: Vec<usize> = perm.iter().map(|&p| p as usize).collect();
     let out = ctx.allocate_output(0, dtype, &permuted_shape(&input.shape, &perm))?;
-    permute(ctx.stream()?, &input, &out, &perm)
+    permute(ctx.stream()?, &input, &out, &perm)?;
+    if kernel.def.op == "ConjugateTranspose" && matches!(dtype, DType::C64 | DType::C128) && out.num_elements() > 0 {
+        super::complex::launch(ctx.stream()?, super::complex::CONJ, &out, &out, &out)?;
+    }
+    Ok(())
 }
 
 /// `shape` with its dimensions in the order `perm` names them.
@@ -946,10 +951,11 @@ pub fn pad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     map(ctx.stream()?, &input, &out, &dims, fill.as_ref())
 }
 
+/// ReverseV2(tensor, axis): axes by number. Reverse(tensor, dims): one bool per dimension.
 pub fn reverse(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;
-    let (axes, axes_shape) = ctx.host_input_values(1)?;
+    let (mut axes, axes_shape) = ctx.host_input_values(1)?;
     if input.shape.is_empty() {
         // TF returns a scalar unchanged, whatever the axes.
         let out = ctx.allocate_output(0, dtype, &[])?;
@@ -957,6 +963,19 @@ pub fn reverse(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     }
     if axes_shape.len() != 1 {
         return Err(Error::invalid_argument(format!("'dims' must be 1-dimension, not {}", axes_shape.len())));
+    }
+    if kernel.def.op == "Reverse" {
+        if input.shape[0] == 0 {
+            return Err(Error::invalid_argument("Invalid input first dimension. Found 0."));
+        }
+        if axes.len() != input.shape.len() {
+            return Err(Error::invalid_argument(format!(
+                "'dims' must have the same number of values as 'input' has dimensions. 'input' has {}'dims' has {} values",
+                input.shape.len(),
+                axes.len()
+            )));
+        }
+        axes = (0..axes.len() as i64).filter(|&a| axes[a as usize] != 0).collect();
     }
     let mut dims = direct_dims(&input.shape);
     for &a in &axes {
@@ -1041,12 +1060,14 @@ fn concat_into(stream: &Stream, inputs: &[TensorRef], out: &TensorRef, axis: usi
     Ok(())
 }
 
+/// ConcatV2(values..., axis) and Concat(concat_dim, values...).
 pub fn concat(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let n = ctx.num_inputs() - 1;
-    let (axis, axis_shape) = ctx.host_input_values(n)?;
+    let (axis_at, first_value) = if kernel.def.op == "Concat" { (0, 1) } else { (n, 0) };
+    let (axis, axis_shape) = ctx.host_input_values(axis_at)?;
     let axis = validate::scalar(&axis, &axis_shape, "concat_dim")?;
-    let inputs: Vec<TensorRef> = (0..n).map(|i| ctx.input(i)).collect::<Result<_>>()?;
+    let inputs: Vec<TensorRef> = (first_value..first_value + n).map(|i| ctx.input(i)).collect::<Result<_>>()?;
     let first = inputs.first().ok_or_else(|| Error::invalid_argument("ConcatV2 needs inputs"))?;
     let rank = first.shape.len();
     let axis = validate::axis(axis, rank, "ConcatOp : Expected concatenating dimensions")?;
@@ -1107,9 +1128,13 @@ pub fn unpack(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     Ok(())
 }
 
+/// GatherV2(params, indices, axis), and Gather(params, indices) along the first axis.
 pub fn gather(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let params = ctx.input(0)?;
     let indices = ctx.input(1)?;
+    if kernel.def.op == "Gather" {
+        return gather_into(ctx, &params, &indices, 0, 0);
+    }
     let (axis, axis_shape) = ctx.host_input_values(2)?;
     let axis = validate::scalar(&axis, &axis_shape, "axis")?;
     gather_into(ctx, &params, &indices, axis, kernel.attrs.int("batch_dims")?)

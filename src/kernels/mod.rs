@@ -451,6 +451,7 @@ fn alpha_attr(op: &str) -> &'static [(&'static str, AttrKind)] {
 /// BiasAdd, AddN, ClipByValue, MatMul and BatchMatMulV2 for the float type constraint `t`.
 fn push_float_linear_algebra(table: &mut Vec<KernelDef>, t: &'static [(&'static str, DType)]) {
     table.push(kernel("BiasAdd", t, &[], &[("data_format", AttrKind::Str)], binary::bias_add));
+    table.push(kernel("BiasAddV1", t, &[], &[], binary::bias_add));
     table.push(kernel("AddN", t, &[], &[], binary::add_n));
     table.push(kernel("ClipByValue", t, &[], &[], binary::clip_by_value));
     table.push(kernel(
@@ -873,7 +874,9 @@ fn build_table() -> Vec<KernelDef> {
         }
         let constraints = leak(vec![("T", DType::F32), ("Tindices", indices)]);
         table.push(kernel("ScatterNd", constraints, &["shape"], policy, scatter::scatter_nd));
-        for op in ["TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax"] {
+        for op in
+            ["TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ScatterNdNonAliasingAdd"]
+        {
             table.push(kernel(op, constraints, &[], policy, scatter::tensor_scatter));
         }
         // Moves of whole 32-bit words: any dtype of 4, 8 or 16 bytes.
@@ -944,6 +947,11 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("Split", t, &["split_dim"], SPLIT_ATTRS, slice::split));
         table.push(kernel("SplitV", t, &["size_splits", "split_dim"], SPLIT_ATTRS, slice::split_v));
         table.push(kernel("Transpose", t, &["perm"], &[], index::transpose));
+        let perm_types = [DType::I32, DType::I64];
+        for perm in perm_types {
+            let constraints = leak(vec![("T", dtype), ("Tperm", perm)]);
+            table.push(kernel("ConjugateTranspose", constraints, &["perm"], &[], index::transpose));
+        }
         for op in ["SpaceToDepth", "DepthToSpace"] {
             table.push(kernel(op, t, &[], SPACE_DEPTH_ATTRS, index::space_depth));
         }
@@ -976,6 +984,8 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel("MatrixBandPart", constraints, &["num_lower", "num_upper"], &[], matrix::band_part));
         }
         table.push(kernel("ReverseV2", t, &["axis"], &[], index::reverse));
+        table.push(kernel("Reverse", t, &["dims"], &[], index::reverse));
+        table.push(kernel("Concat", t, &["concat_dim"], &[], index::concat));
         table.push(kernel("BroadcastTo", t, &["shape"], &[], index::broadcast_to));
         table.push(kernel("Fill", t, &["dims"], &[], index::fill));
         table.push(kernel("ConcatV2", t, &["axis"], &[], index::concat));
@@ -984,6 +994,7 @@ fn build_table() -> Vec<KernelDef> {
         for indices in [DType::I32, DType::I64] {
             let constraints = leak(vec![("Tparams", dtype), ("Tindices", indices)]);
             table.push(kernel("GatherV2", constraints, &["axis"], &[("batch_dims", AttrKind::Int)], index::gather));
+            table.push(kernel("Gather", constraints, &[], &[], index::gather));
         }
     }
     for dtype in MOVABLE_DTYPES {
@@ -1085,7 +1096,7 @@ fn build_table() -> Vec<KernelDef> {
 /// with float32 math, one rounding per op (every adapter: no bfloat16 arithmetic is needed). The
 /// elementwise ops, reductions, matmuls, softmax and losses, segment and scatter sums, and the
 /// convolution, pooling, batch-norm and resize family.
-const BFLOAT16_VIA_F32: [&str; 147] = [
+const BFLOAT16_VIA_F32: [&str; 149] = [
     "Conv2D",
     "Conv2DBackpropInput",
     "Conv2DBackpropInputV2",
@@ -1231,6 +1242,8 @@ const BFLOAT16_VIA_F32: [&str; 147] = [
     "TensorScatterSub",
     "TensorScatterMin",
     "TensorScatterMax",
+    "ScatterNdNonAliasingAdd",
+    "BiasAddV1",
     "ResizeNearestNeighborGrad",
     "MirrorPadGrad",
 ];

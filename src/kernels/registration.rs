@@ -592,6 +592,8 @@ impl KernelContext for TfKernelContext<'_> {
             DType::U32 => {
                 bytes.chunks_exact(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap_or_default()) as i64).collect()
             }
+            // (Reverse's dims.)
+            DType::Bool => bytes.iter().map(|&b| i64::from(b != 0)).collect(),
             // uint64 (random keys and counters) keeps its bits.
             DType::I64 | DType::U64 => {
                 bytes.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap_or_default())).collect()

@@ -36,7 +36,7 @@ impl Combine {
     pub fn of_op(op: &str) -> Option<Combine> {
         let name = op.trim_start_matches("TensorScatter").trim_start_matches("ResourceScatterNd");
         Some(match name.trim_start_matches("ResourceScatter") {
-            "Add" => Combine::Add,
+            "Add" | "ScatterNdNonAliasingAdd" => Combine::Add,
             "Sub" => Combine::Sub,
             "Mul" => Combine::Mul,
             "Div" => Combine::Div,
@@ -243,7 +243,8 @@ pub fn scatter_nd(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
     scatter(stream, Combine::Add, &indices, &shape[..depth], &updates, &out)
 }
 
-/// TensorScatterAdd, Sub, Min, Max and Update: `tensor` with `updates` combined in at `indices`.
+/// TensorScatterAdd, Sub, Min, Max and Update: `tensor` with `updates` combined in at `indices`;
+/// ScatterNdNonAliasingAdd (`input` for `tensor`) adds as TensorScatterAdd.
 pub fn tensor_scatter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     check_bad_indices_policy(kernel)?;
     let combine =

@@ -68,7 +68,8 @@ ACCUMULATING = {
     "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits",
     "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "BatchMatMulV3",
     "Einsum", "Conv2D", "DepthwiseConv2dNative", "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss",
-    "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "FusedBatchNormGradV3", "_FusedConv2D", "_FusedMatMul",
+    "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
+    "_FusedConv2D", "_FusedMatMul",
     "Softmax", "LogSoftmax", "ResourceApplyAdam", "ResourceApplyRMSProp", "ResourceApplyAdagrad",
     "ResourceApplyMomentum", "ResourceApplyKerasMomentum", "UnsortedSegmentProd", "TensorScatterSub",
     "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterNdAdd", "ResourceScatterNdSub",
@@ -103,7 +104,7 @@ OPT_SCALARS = {"alpha": 0.25, "lr": 0.1, "momentum": 0.9, "beta1_power": 0.729, 
 # whose variable input is named ref).
 RESOURCE_SCATTERS = {f"ResourceScatter{c}" for c in ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update")}
 RESOURCE_SCATTERS_ND = {f"ResourceScatterNd{c}" for c in ("Add", "Sub", "Min", "Max", "Update")}
-TENSOR_SCATTERS = {f"TensorScatter{c}" for c in ("Add", "Sub", "Min", "Max", "Update")}
+TENSOR_SCATTERS = {f"TensorScatter{c}" for c in ("Add", "Sub", "Min", "Max", "Update")} | {"ScatterNdNonAliasingAdd"}
 # Ops whose duplicate indices have no defined order (one update wins): their generators give
 # repeated indices equal updates (`same_updates_for_repeats`), and the sparse optimizers no repeats.
 ASSIGNING = {"TensorScatterUpdate", "ResourceScatterUpdate", "ResourceScatterNdUpdate"}
@@ -533,7 +534,9 @@ def gen_bias_add(g, case):
             bias = [c, 1]
         else:
             shape, bias = [0, c], [c]
-    if case.op == "BiasAdd":
+    if case.op == "BiasAddV1":
+        case.args.update(value=g.data(T, shape), bias=g.data(T, bias if fmt == "NHWC" else shape[-1:]))
+    elif case.op == "BiasAdd":
         case.args.update(value=g.data(T, shape), bias=g.data(T, bias), data_format=fmt)
     else:
         case.args.update(out_backprop=g.data(T, shape if not g.adversary("rank", 0.3) else g.pick([[3], [], [0, 0]])),
@@ -1362,7 +1365,8 @@ def gen_scatter(g, case):
                          shape=np.array(shape, it if all(abs(s) < 2**31 for s in shape) else np.int64))
     else:
         tshape = shape if all(0 <= s <= 64 for s in shape) else [3, 3]
-        case.args.update(tensor=g.data(case.row["T"], tshape, scale=1.0), indices=idx.astype(it), updates=updates)
+        first = "input" if case.op == "ScatterNdNonAliasingAdd" else "tensor"
+        case.args.update({first: g.data(case.row["T"], tshape, scale=1.0)}, indices=idx.astype(it), updates=updates)
     if policy is not None:
         case.args["bad_indices_policy"] = policy
 
@@ -1684,7 +1688,10 @@ def gen_transpose(g, case):
             perm = perm + [len(perm)]
         else:
             shape, perm = [1] * 9, list(range(8, -1, -1))
-    case.args.update(x=movable(g, case, shape), perm=g.ivec(perm))
+    perm = g.ivec(perm)
+    if "Tperm" in case.row:
+        perm = perm.astype(npdtype(case.row["Tperm"])) if np.all(np.abs(perm.astype(np.int64)) < 2**31) else perm
+    case.args.update(x=movable(g, case, shape), perm=perm)
 
 
 def gen_space_depth(g, case):
@@ -1974,6 +1981,13 @@ def gen_reverse(g, case):
             axes = [0, -len(shape)]
         else:
             axes = [[0, 1]]
+    if case.op == "Reverse":
+        dims = [a % len(shape) in [b % len(shape) for b in axes if isinstance(b, (int, np.integer))]
+                for a in range(len(shape))] if shape else []
+        if g.adversary("dims"):
+            dims = g.pick([dims + [True], dims[:-1], [[True]], []])
+        case.args.update(tensor=movable(g, case, shape), dims=np.array(dims, bool))
+        return
     case.args.update(tensor=movable(g, case, shape), axis=np.array(axes, g.index_dtype(np.ravel(axes))))
 
 
@@ -2036,6 +2050,10 @@ def gen_concat(g, case):
         else:
             shapes = [[0] * len(shape)] + shapes
     dt = g.index_dtype([axis])
+    if case.op == "Concat":
+        case.args.update(concat_dim=np.array(axis, np.int32 if abs(axis) < 2**31 else np.int64),
+                         values=[movable(g, case, s) for s in shapes])
+        return
     case.args.update(values=[movable(g, case, s) for s in shapes], axis=np.array(axis, dt))
 
 
@@ -2105,6 +2123,11 @@ def gather_inputs(g, case):
 def gen_gather(g, case):
     it = npdtype(case.row["Tindices"])
     shape, idx, axis, bd = gather_inputs(g, case)
+    if case.op == "Gather":
+        case.args.update(params=movable(g, case, shape), indices=idx.astype(it))
+        if g.chance(0.2):
+            case.args["validate_indices"] = g.chance(0.5)
+        return
     case.args.update(params=movable(g, case, shape), indices=idx.astype(it), axis=np.array(axis, g.index_dtype([axis])))
     if bd or g.chance(0.2):
         case.args["batch_dims"] = bd
@@ -2490,6 +2513,8 @@ for _op in BINARY | set(GRADS):
     GENERATORS[_op] = gen_binary
 GENERATORS.update({
     "Select": gen_select, "SelectV2": gen_select, "Cast": gen_cast, "BiasAdd": gen_bias_add, "BiasAddGrad": gen_bias_add,
+    "BiasAddV1": gen_bias_add, "Reverse": gen_reverse, "Concat": gen_concat, "Gather": gen_gather,
+    "ConjugateTranspose": gen_transpose, "ScatterNdNonAliasingAdd": gen_scatter,
     "AddN": gen_add_n, "ClipByValue": gen_clip, "L2Loss": gen_l2loss, "Softmax": gen_softmax, "LogSoftmax": gen_softmax,
     "SoftmaxCrossEntropyWithLogits": gen_xent, "SparseSoftmaxCrossEntropyWithLogits": gen_xent,
     "MatMul": gen_matmul, "BatchMatMulV2": gen_matmul, "BatchMatMulV3": gen_matmul, "_FusedMatMul": gen_matmul,
@@ -2723,7 +2748,7 @@ BFLOAT16_MATH = {
     "SparseSoftmaxCrossEntropyWithLogits", "L2Loss", "Sum", "Prod", "Max", "Min", "Mean", "ArgMax", "ArgMin",
     "UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentProd", "ScatterNd",
     "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ResizeNearestNeighborGrad",
-    "MirrorPadGrad",
+    "MirrorPadGrad", "ScatterNdNonAliasingAdd", "BiasAddV1",
 }
 # bfloat16 rows of those that pick elements (exact).
 BFLOAT16_MOVES = {"MaxPool", "MaxPoolV2", "MaxPool3D", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2",
@@ -2923,10 +2948,10 @@ def documented_answer(case, gots):
 
     op, a = case.op, case.args
     policy = a.get("bad_indices_policy", "")
-    if op in ("GatherV2", "ResourceGather"):
-        params = a["params"] if op == "GatherV2" else case.variables["resource"]
+    if op in ("GatherV2", "Gather", "ResourceGather"):
+        params = case.variables["resource"] if op == "ResourceGather" else a["params"]
         idx = a["indices"]
-        axis = int(a["axis"]) if op == "GatherV2" else int(a.get("batch_dims", 0))
+        axis = {"GatherV2": lambda: int(a["axis"]), "Gather": lambda: 0}.get(op, lambda: int(a.get("batch_dims", 0)))()
         bd = int(a.get("batch_dims", 0))
         r = params.ndim
         if not (-r <= axis < r):
@@ -2971,7 +2996,7 @@ def documented_answer(case, gots):
     if (op in ("ScatterNd", *TENSOR_SCATTERS, *RESOURCE_SCATTERS_ND)) and policy in ("", "DEFAULT", "IGNORE"):
         idx = a["indices"]
         shape = list(a["shape"]) if op == "ScatterNd" else list(
-            case.variables["ref"].shape if op in RESOURCE_SCATTERS_ND else a["tensor"].shape)
+            case.variables["ref"].shape if op in RESOURCE_SCATTERS_ND else a.get("tensor", a.get("input")).shape)
         if idx.ndim == 0 or idx.shape[-1] > len(shape) or any(int(s) < 0 for s in shape):
             return None
         k = idx.shape[-1]

@@ -41,7 +41,7 @@ TOLERANCE = {
     "SoftmaxCrossEntropyWithLogits": 1e-5, "SparseSoftmaxCrossEntropyWithLogits": 1e-5, "Conv2DBackpropInput": 1e-5,
     "Conv2DBackpropFilter": 1e-5, "DepthwiseConv2dNativeBackpropInput": 1e-5, "DepthwiseConv2dNativeBackpropFilter": 1e-5,
     "AvgPoolGrad": 1e-6, "FloorDiv": 1e-6, "L2Loss": 1e-5, "UnsortedSegmentSum": 1e-5, "ScatterNd": 1e-5,
-    "TensorScatterAdd": 1e-5, "FusedBatchNormGradV3": 1e-5, "StatelessRandomNormalV2": 5e-5,
+    "TensorScatterAdd": 1e-5, "ScatterNdNonAliasingAdd": 1e-5, "FusedBatchNormGradV3": 1e-5, "StatelessRandomNormalV2": 5e-5,
     "UnsortedSegmentProd": 1e-5, "TensorScatterSub": 1e-5, "ResourceScatterMul": 1e-5, "ResourceScatterDiv": 1e-5,
     "ResourceScatterNdAdd": 1e-5, "ResourceScatterNdSub": 1e-5, "StatelessRandomNormal": 5e-5, "StatelessTruncatedNormal": 5e-5,
     "StatelessTruncatedNormalV2": 5e-5, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
@@ -53,7 +53,7 @@ TOLERANCE = {
 HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
                      "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
                      "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "UnsortedSegmentSum", "ScatterNd",
-                     "TensorScatterAdd", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
+                     "TensorScatterAdd", "ScatterNdNonAliasingAdd", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
                      "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad",
                      "ResizeBicubic", "ResizeBicubicGrad"}
 
@@ -247,9 +247,9 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyKerasMomentum", "ResourceApplyAdam",
     "ResourceApplyRMSProp", "ResourceApplyAdagrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
     "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPoolGrad",
-    "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "FusedBatchNormGradV3",
+    "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
     "StatelessRandomNormalV2", "StatelessTruncatedNormalV2", "StatelessRandomNormal", "StatelessTruncatedNormal",
-    "BiasAdd", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "MatMul", "BatchMatMulV2",
+    "BiasAdd", "BiasAddV1", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "MatMul", "BatchMatMulV2",
     "BatchMatMulV3", "Einsum", "Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool",
     "AvgPool", "FusedBatchNormV3", "_FusedConv2D", "_FusedMatMul", "Range", "Cast",
     "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax", "TensorScatterSub", "TensorScatterMin",
@@ -577,6 +577,8 @@ def scatter_and_loss_cases(op, attrs, rng):
         yield fn, [v(2, 3, 2), np.array([[1, 2, 0], [0, 0, 1]], it), v(2)]  # full depth
         yield fn, [v(2, 3), np.zeros((0, 1), it), v(0, 3)]  # no updates
         return
+    if op == "ScatterNdNonAliasingAdd":
+        fn = lambda t, i, u: tf.raw_ops.ScatterNdNonAliasingAdd(input=t, indices=i, updates=u)
     # Add, Sub, Min, Max: repeated index tuples combine.
     yield fn, [f(5, 4), np.array([[0], [3], [0]], it), f(3, 4)]
     yield fn, [f(3, 3, 2), rng.integers(0, 3, size=(5, 2)).astype(it), f(5, 2)]
@@ -764,9 +766,9 @@ def misc_math_cases(op, attrs, rng):
     def f(*args, **kwargs):  # in the kernel's float type
         return typed(attrs, floats(*args, **kwargs))
 
-    if op == "BiasAdd":
+    if op in ("BiasAdd", "BiasAddV1"):
         for shape in [(3, 4), (2, 5, 7, 3), (0, 6)]:
-            yield tf.nn.bias_add, [f(rng, shape), f(rng, shape[-1:])]
+            yield (lambda v, b: getattr(tf.raw_ops, op)(value=v, bias=b)), [f(rng, shape), f(rng, shape[-1:])]
     elif op == "AddN":
         shape = random_shape(rng)
         yield (lambda a, b, c: tf.add_n([a, b, c])), [f(rng, shape) for _ in range(3)]
@@ -887,6 +889,18 @@ def movement_cases(op, attrs, rng):
         yield (lambda t: tf.pad(t, [[1, 2], [0, 3], [2, 1]], mode="SYMMETRIC")), [x]
     elif op == "ReverseV2":
         yield (lambda t: tf.reverse(t, [0, 2])), [x]
+    elif op == "Reverse":
+        for dims in ([True, False, True], [False, False, False], [False, True, False]):
+            yield (lambda t, d=dims: tf.raw_ops.Reverse(tensor=t, dims=d)), [x]
+        yield (lambda t: tf.raw_ops.Reverse(tensor=t, dims=[False, True])), [values(rng, dt, (3, 0))]
+    elif op == "ConjugateTranspose":
+        pt = np.int32 if attrs["Tperm"] == "int32" else np.int64
+        yield (lambda t: tf.raw_ops.ConjugateTranspose(x=t, perm=np.array([2, 0, 1], pt))), [x]
+        yield (lambda t: tf.raw_ops.ConjugateTranspose(x=t, perm=np.array([1, 0], pt))), [values(rng, dt, (7, 0))]
+    elif op == "Concat":
+        yield (lambda t: tf.raw_ops.Concat(concat_dim=1, values=[t, t[:, :2], t[:, 1:2]])), [x]
+        yield (lambda t: tf.raw_ops.Concat(concat_dim=-1, values=[t[..., :1], t])), [x]
+        yield (lambda t: tf.raw_ops.Concat(concat_dim=0, values=[t[:0], t])), [x]
     elif op == "BroadcastTo":
         yield (lambda t: tf.broadcast_to(t[:, :1], [3, 4, 5, 6])), [x]
     elif op == "Fill":
@@ -899,6 +913,11 @@ def movement_cases(op, attrs, rng):
         yield (lambda t: tf.stack([t, t[::-1], t], axis=1)), [x]
     elif op == "Unpack":
         yield (lambda t: tf.unstack(t, axis=2)), [x]
+    elif op == "Gather":
+        it = np.int32 if attrs["Tindices"] == "int32" else np.int64
+        yield (lambda t, i: tf.raw_ops.Gather(params=t, indices=i)), [x, np.array([[3, 0], [2, 2]], it)]
+        yield (lambda t, i: tf.raw_ops.Gather(params=t, indices=i)), [x, np.array(1, it)]
+        yield (lambda t, i: tf.raw_ops.Gather(params=t, indices=i)), [x, np.zeros((0, 2), it)]
     elif op == "GatherV2":
         it = np.int32 if attrs["Tindices"] == "int32" else np.int64
         yield (lambda t, i: tf.gather(t, i, axis=1)), [x, np.array([[4, 0], [2, 2]], it)]
@@ -1587,13 +1606,14 @@ for name in ("LogicalAnd", "LogicalOr", "LogicalNot"):
     CASES[name] = logical_cases
 for name in ("Select", "SelectV2"):
     CASES[name] = select_cases
-for name in ("BiasAdd", "AddN", "ClipByValue"):
+for name in ("BiasAdd", "BiasAddV1", "AddN", "ClipByValue"):
     CASES[name] = misc_math_cases
 CASES["Cast"] = cast_cases
 for name in COMPLEX_OPS:
     CASES[name] = complex_cases
 for name in ("StridedSlice", "Slice", "Split", "SplitV", "Transpose", "Tile", "Pad", "PadV2", "MirrorPad",
-             "SpaceToDepth", "DepthToSpace", "SpaceToBatchND", "BatchToSpaceND", "ReverseV2", "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "GatherV2", "GatherNd"):
+             "SpaceToDepth", "DepthToSpace", "SpaceToBatchND", "BatchToSpaceND", "ReverseV2", "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "GatherV2", "GatherNd",
+             "Reverse", "ConjugateTranspose", "Concat", "Gather"):
     CASES[name] = movement_cases
 for name in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "ArgMax", "ArgMin"):
     CASES[name] = reduce_cases
@@ -1625,7 +1645,7 @@ for name in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "Statel
     CASES[name] = random_cases
 for name in ("L2Loss", "UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax",
              "ScatterNd", "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax",
-             "TensorScatterUpdate"):
+             "TensorScatterUpdate", "ScatterNdNonAliasingAdd"):
     CASES[name] = scatter_and_loss_cases
 for name in ("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "AvgPool3D", "MaxPool3DGrad", "AvgPool3DGrad", "MaxPool3DGradGrad"):
     CASES[name] = volume_cases
