@@ -28,6 +28,7 @@ fn broadcasting_shaders_are_valid() {
     validate(&SELECT_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::integer::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::complex::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::special::SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::reduce::INTEGER_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::binary::FLOAT64_SHADER, &[]);
 }
@@ -145,6 +146,8 @@ fn every_wgsl_file_is_covered() {
             "scatter.wgsl",
             "select.wgsl",
             "softmax.wgsl",
+            "special.wgsl",
+            "special_math.wgsl",
             "strided.wgsl",
             "unary.wgsl",
             "volume.wgsl",

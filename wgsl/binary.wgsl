@@ -141,6 +141,9 @@ fn apply_op(op: u32, x: f32, y: f32) -> f32 {
         case 27u: { return select(x * math_log1p(y), 0.0, x == 0.0); }
         // Atan2(y, x): the first operand is y.
         case 28u: { return math_atan2(x, y); }
+        // MulNoNan: 0 wherever y is 0, even for an infinite or NaN x.
+        case 29u: { return select(x * y, 0.0, y == 0.0); }
+        case 30u: { return math_next_after(x, y); }
         default: { return x; }
     }
 }

@@ -2,6 +2,8 @@
 // writes one u32 word of four bool bytes. NaN compares unequal to everything, as in IEEE.
 
 override OP: u32 = 0u;
+// ApproximateEqual's bound on |x - y| (OP 6).
+override TOLERANCE: f32 = 0.0;
 
 struct Params {
     n: u32,
@@ -33,6 +35,8 @@ fn compare(x: f32, y: f32) -> bool {
         case 2u: { return x < y; }
         case 3u: { return x <= y; }
         case 4u: { return x > y; }
+        // The difference in T, as TF's functor computes it (a difference equal to the bound counts).
+        case 6u: { return abs(f32(T(x - y))) <= TOLERANCE; }
         default: { return x >= y; }
     }
 }

@@ -1053,3 +1053,18 @@ fn math_digamma(x: f32) -> f32 {
     sum = math_two_add(sum, -math_two_pi_cot_pi(x - nearest));
     return sum.x + sum.y;
 }
+
+// std::nextafter for float32: the next representable value after x towards y.
+fn math_next_after(x: f32, y: f32) -> f32 {
+    if (math_is_nan(x) || math_is_nan(y)) {
+        return math_nan();
+    }
+    if (x == y) {
+        return y;
+    }
+    if (x == 0.0) {
+        return math_copysign(bitcast<f32>(1u), y);
+    }
+    let bits = bitcast<u32>(x);
+    return bitcast<f32>(select(bits - 1u, bits + 1u, (x < y) == (x > 0.0)));
+}

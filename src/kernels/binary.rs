@@ -11,6 +11,7 @@ use crate::runtime::pipeline::{
 use crate::runtime::{trace, Stream};
 use bytemuck::Zeroable;
 
+use super::validate::shape_string;
 use super::windows::elementwise_parts;
 use super::{fast_div, rank_constant, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
@@ -75,6 +76,8 @@ pub enum BinaryOp {
     Xdivy = 26,
     Xlog1py = 27,
     Atan2 = 28,
+    MulNoNan = 29,
+    NextAfter = 30,
 }
 
 /// Activation gradients: same-shape elementwise ops of `binary.wgsl`.
@@ -95,7 +98,7 @@ pub const GRAD_OPS: [(&str, BinaryOp); 13] = [
 ];
 
 /// TF op name → binary op.
-pub const BINARY_OPS: [(&str, BinaryOp); 17] = [
+pub const BINARY_OPS: [(&str, BinaryOp); 19] = [
     ("AddV2", BinaryOp::Add),
     ("Add", BinaryOp::Add),
     ("Mul", BinaryOp::Mul),
@@ -113,7 +116,12 @@ pub const BINARY_OPS: [(&str, BinaryOp); 17] = [
     ("Xdivy", BinaryOp::Xdivy),
     ("Xlog1py", BinaryOp::Xlog1py),
     ("Atan2", BinaryOp::Atan2),
+    ("MulNoNan", BinaryOp::MulNoNan),
+    ("NextAfter", BinaryOp::NextAfter),
 ];
+
+/// The binary ops TF defines for float32 and float64 only (no float16 kernel on TF-CPU either).
+pub const FLOAT32_ONLY_OPS: [&str; 1] = ["NextAfter"];
 
 /// The binary ops `binary_f64.wgsl` computes in f64: the arithmetic ones (FloorMod and Pow, which
 /// need an exact fmod and a pow in f64, stay on the CPU).
@@ -252,7 +260,7 @@ impl Units {
     }
 
     /// Inputs in units of `input` bytes into packed bools, four per invocation.
-    const fn to_bool(input: u64) -> Self {
+    pub(super) const fn to_bool(input: u64) -> Self {
         Units { input, output: 1, per_thread: 4 }
     }
 }
@@ -705,6 +713,26 @@ pub fn launch_compare(
     let aliases = [("T", dtype.wgsl())];
     let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &[("OP", op as f64)] };
     launch_two(stream, &COMPARE_SHADER, spec, a, b, out, Units::to_bool(dtype.size()))
+}
+
+/// ApproximateEqual: `|x - y| <= tolerance`, elementwise over same-shaped operands (bool output).
+pub fn approximate_equal(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let a = ctx.input(0)?;
+    let b = ctx.input(1)?;
+    if a.shape != b.shape {
+        return Err(Error::invalid_argument(format!(
+            "x and y must be of the same shape. x shape: {} y shape: {}",
+            shape_string(&a.shape),
+            shape_string(&b.shape)
+        )));
+    }
+    let tolerance = f64::from(kernel.attrs.float("tolerance")?);
+    let out = ctx.allocate_output(0, DType::Bool, &a.shape)?;
+    let aliases = [("T", dtype.wgsl())];
+    let constants = [("OP", 6.0), ("TOLERANCE", tolerance)];
+    let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &constants };
+    launch_two(ctx.stream()?, &COMPARE_SHADER, spec, &a, &b, &out, Units::to_bool(dtype.size()))
 }
 
 /// LogicalAnd, LogicalOr (broadcasting) and LogicalNot.

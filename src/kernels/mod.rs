@@ -72,6 +72,7 @@ pub mod rnn;
 pub mod scan;
 pub mod scatter;
 pub mod slice;
+pub mod special;
 pub mod unary;
 pub mod validate;
 pub mod variables;
@@ -480,6 +481,9 @@ fn build_table() -> Vec<KernelDef> {
     for &dtype in floats {
         let t = t_of(dtype);
         for (op, _) in binary::BINARY_OPS {
+            if dtype == DType::F16 && binary::FLOAT32_ONLY_OPS.contains(&op) {
+                continue;
+            }
             table.push(kernel(op, t, &[], &[], binary::compute));
         }
         for (op, _) in binary::COMPARE_OPS {
@@ -497,6 +501,8 @@ fn build_table() -> Vec<KernelDef> {
         }
         push_float_linear_algebra(&mut table, t);
     }
+    // (float32 only: TF-CPU has no float16 ApproximateEqual.)
+    table.push(kernel("ApproximateEqual", f32, &[], &[("tolerance", AttrKind::Float)], binary::approximate_equal));
     // float64 where every adapter computes in f64 (Vulkan with SHADER_F64: `offered_features`):
     // the ops whose f64 math `binary_f64.wgsl`, `math_f64.wgsl` and `reduce_f64.wgsl` have.
     let with_f64 = crate::runtime::instance::all_adapters_support(wgpu::Features::SHADER_F64);
@@ -523,6 +529,7 @@ fn build_table() -> Vec<KernelDef> {
     }
     integer::register(&mut table);
     complex::register(&mut table);
+    special::register(&mut table);
     for op in ["IsNan", "IsInf", "IsFinite"] {
         table.push(kernel(op, f32, &[], &[], unary::classify));
     }
@@ -1096,7 +1103,7 @@ fn build_table() -> Vec<KernelDef> {
 /// with float32 math, one rounding per op (every adapter: no bfloat16 arithmetic is needed). The
 /// elementwise ops, reductions, matmuls, softmax and losses, segment and scatter sums, and the
 /// convolution, pooling, batch-norm and resize family.
-const BFLOAT16_VIA_F32: [&str; 149] = [
+const BFLOAT16_VIA_F32: [&str; 152] = [
     "Conv2D",
     "Conv2DBackpropInput",
     "Conv2DBackpropInputV2",
@@ -1192,6 +1199,9 @@ const BFLOAT16_VIA_F32: [&str; 149] = [
     "Xdivy",
     "Xlog1py",
     "Xlogy",
+    "MulNoNan",
+    "Ndtri",
+    "Erfinv",
     "EluGrad",
     "InvGrad",
     "LeakyReluGrad",

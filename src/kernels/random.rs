@@ -143,7 +143,10 @@ pub fn uniform_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         let (hi, hi_shape) = ctx.host_input_values(bounds + 1)?;
         for (what, dims) in [("minval", &lo_shape), ("maxval", &hi_shape)] {
             if !dims.is_empty() {
-                return Err(Error::invalid_argument(format!("{what} must be 0-D, got shape {}", validate::shape_string(dims))));
+                return Err(Error::invalid_argument(format!(
+                    "{what} must be 0-D, got shape {}",
+                    validate::shape_string(dims)
+                )));
             }
         }
         let (lo, hi) = (lo[0], hi[0]);

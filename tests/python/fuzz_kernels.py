@@ -87,10 +87,12 @@ GRADS = {
 UNARY = set("Abs Neg Sign Square Sqrt Rsqrt Reciprocal Inv Exp Expm1 Log Log1p Sin Cos Tan Tanh Sigmoid Erf Erfc "
             "Sinh Cosh Asinh Acosh Atanh Atan Asin Acos Lgamma Digamma "
             "Floor Ceil Round Rint Relu Relu6 Elu Selu LeakyRelu Softplus Softsign ZerosLike OnesLike IsNan IsInf "
-            "IsFinite LogicalNot Invert PopulationCount Real Imag Conj ComplexAbs Angle".split())
+            "IsFinite LogicalNot Invert PopulationCount Real Imag Conj ComplexAbs Angle Ndtri Erfinv BesselI0 BesselI0e "
+            "BesselI1 BesselI1e BesselK0 BesselK0e BesselK1 BesselK1e BesselJ0 BesselJ1 BesselY0 BesselY1".split())
 BINARY = set("AddV2 Add Mul Sub RealDiv Div DivNoNan FloorDiv FloorMod Maximum Minimum Pow SquaredDifference Equal "
              "NotEqual Less LessEqual Greater GreaterEqual LogicalAnd LogicalOr Xlogy Xdivy Xlog1py Atan2 TruncateDiv "
-             "TruncateMod BitwiseAnd BitwiseOr BitwiseXor LeftShift RightShift Complex".split())
+             "TruncateMod BitwiseAnd BitwiseOr BitwiseXor LeftShift RightShift Complex MulNoNan NextAfter Igamma Igammac "
+             "IgammaGradA RandomGammaGrad Zeta Polygamma".split())
 OPTIMIZERS = optimizer_ops.SIGNATURES
 ACCUMULATING |= {op for op in OPTIMIZERS if op != "ResourceApplyGradientDescent"}
 OPTIMIZER_FLAGS = optimizer_ops.FLAGS
@@ -444,6 +446,13 @@ def gen_binary(g, case):
                 g.tag("divide-by-zero")
     if dtype in ("float32", "float16") and case.op in ("FloorDiv", "FloorMod", "RealDiv", "Div", "DivNoNan") and y.size and g.chance(0.3):
         y.reshape(-1)[g.int(0, y.size - 1)] = 0
+    if case.op in ("Igamma", "Igammac", "IgammaGradA", "RandomGammaGrad", "Zeta", "Polygamma") and g.chance(0.7):
+        # Mostly their domains (positive; whole orders for Polygamma), some of it outside.
+        x, y = np.abs(x), np.abs(y)
+        if case.op == "Polygamma":
+            x = np.floor(np.minimum(x, 8)).astype(x.dtype)
+    if case.op == "MulNoNan" and y.size and g.chance(0.4):
+        y.reshape(-1)[g.int(0, y.size - 1)] = 0  # 0 there, whatever x is
     if case.op in ("Xlogy", "Xdivy", "Xlog1py") and x.size and g.chance(0.4):
         x.reshape(-1)[g.int(0, x.size - 1)] = 0  # TF's answer there is 0, whatever y is
     case.args[names[0]], case.args[names[1]] = x, y
@@ -459,6 +468,17 @@ def gen_binary(g, case):
             g.tag("incompatible_shape_error=False")
             a, b = adversarial_pair(g)
             case.args[names[0]], case.args[names[1]] = g.data(dtype, a), g.data(dtype, b)
+
+
+def gen_approximate_equal(g, case):
+    shape = elementwise_shape(g)
+    x = g.data(case.row["T"], shape)
+    y = x + g.data(case.row["T"], shape, scale=1e-4) if g.chance(0.7) else g.data(case.row["T"], shape)
+    if g.adversary("shapes"):
+        y = g.data(case.row["T"], shape + [2])
+    case.args.update(x=x, y=y.astype(x.dtype))
+    if g.chance(0.8):
+        case.args["tolerance"] = g.pick([1e-5, 1e-4, 0.0, 1.0, float("inf"), float("nan"), -1.0])
 
 
 def gen_select(g, case):
@@ -2513,7 +2533,7 @@ for _op in BINARY | set(GRADS):
     GENERATORS[_op] = gen_binary
 GENERATORS.update({
     "Select": gen_select, "SelectV2": gen_select, "Cast": gen_cast, "BiasAdd": gen_bias_add, "BiasAddGrad": gen_bias_add,
-    "BiasAddV1": gen_bias_add, "Reverse": gen_reverse, "Concat": gen_concat, "Gather": gen_gather,
+    "ApproximateEqual": gen_approximate_equal, "BiasAddV1": gen_bias_add, "Reverse": gen_reverse, "Concat": gen_concat, "Gather": gen_gather,
     "ConjugateTranspose": gen_transpose, "ScatterNdNonAliasingAdd": gen_scatter,
     "AddN": gen_add_n, "ClipByValue": gen_clip, "L2Loss": gen_l2loss, "Softmax": gen_softmax, "LogSoftmax": gen_softmax,
     "SoftmaxCrossEntropyWithLogits": gen_xent, "SparseSoftmaxCrossEntropyWithLogits": gen_xent,
@@ -2748,7 +2768,7 @@ BFLOAT16_MATH = {
     "SparseSoftmaxCrossEntropyWithLogits", "L2Loss", "Sum", "Prod", "Max", "Min", "Mean", "ArgMax", "ArgMin",
     "UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentProd", "ScatterNd",
     "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ResizeNearestNeighborGrad",
-    "MirrorPadGrad", "ScatterNdNonAliasingAdd", "BiasAddV1",
+    "MirrorPadGrad", "ScatterNdNonAliasingAdd", "BiasAddV1", "MulNoNan", "Ndtri", "Erfinv",
 }
 # bfloat16 rows of those that pick elements (exact).
 BFLOAT16_MOVES = {"MaxPool", "MaxPoolV2", "MaxPool3D", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2",

@@ -73,6 +73,10 @@ HALF_ACCUMULATING |= {"Cumsum", "Cumprod"}  # (TF-CPU's half scans round each pa
 # A product of 140,001 factors drifts from the exact one by about sqrt(n) float32 ulps in either
 # order (TF-CPU's sequential one, or blocks of 65,535 and their offsets): 1e-5 relative apart here.
 TOLERANCE.update({"Cumsum": 1e-5, "Cumprod": 1e-4, "Xlogy": 2e-6, "Xlog1py": 2e-6, "Xdivy": 1e-6, "Atan2": 2e-6})
+# The Cephes ports (float32 math in Eigen's order), near TF-CPU's own float code.
+TOLERANCE.update({f"Bessel{k}": 2e-5 for k in ("I0", "I0e", "I1", "I1e", "K0", "K0e", "K1", "K1e", "J0", "J1", "Y0", "Y1")})
+TOLERANCE.update({"Ndtri": 1e-5, "Erfinv": 1e-5, "Igamma": 1e-4, "Igammac": 1e-4, "IgammaGradA": 1e-4,
+                  "RandomGammaGrad": 1e-4, "Zeta": 1e-5, "Polygamma": 1e-4})
 for _new, _old in SAME_AS.items():
     if _old in TOLERANCE:
         TOLERANCE[_new] = TOLERANCE[_old]
@@ -213,6 +217,9 @@ UNARY = {
     "Tan": tf.tan, "Tanh": tf.tanh, "Sigmoid": tf.sigmoid, "Erf": tf.math.erf, "Erfc": tf.math.erfc, "Floor": tf.floor,
     "Ceil": tf.math.ceil, "Round": tf.round, "Rint": tf.math.rint, "Relu": tf.nn.relu, "Relu6": tf.nn.relu6,
     "Elu": tf.nn.elu, "Selu": tf.nn.selu, "LeakyRelu": lambda x: tf.nn.leaky_relu(x, 0.15),
+    "Ndtri": tf.math.ndtri, "Erfinv": tf.math.erfinv,
+    **{f"Bessel{k}": getattr(tf.math.special, f"bessel_{k.lower()}")
+       for k in ("I0", "I0e", "I1", "I1e", "K0", "K0e", "K1", "K1e", "J0", "J1", "Y0", "Y1")},
     "Softplus": tf.nn.softplus, "Softsign": tf.nn.softsign, "ZerosLike": tf.zeros_like, "OnesLike": tf.ones_like,
     "Sinh": tf.math.sinh, "Cosh": tf.math.cosh, "Asinh": tf.math.asinh, "Acosh": tf.math.acosh,
     "Atanh": tf.math.atanh, "Atan": tf.math.atan, "Asin": tf.math.asin, "Acos": tf.math.acos,
@@ -224,7 +231,11 @@ BINARY = {
     "RealDiv": tf.divide, "Div": lambda a, b: tf.raw_ops.Div(x=a, y=b), "DivNoNan": tf.math.divide_no_nan,
     "FloorDiv": tf.math.floordiv, "FloorMod": tf.math.floormod, "Maximum": tf.maximum, "Minimum": tf.minimum,
     "Pow": tf.pow, "SquaredDifference": tf.math.squared_difference, "Xlogy": tf.math.xlogy, "Xdivy": tf.math.xdivy,
-    "Xlog1py": tf.math.xlog1py, "Atan2": tf.math.atan2,
+    "Xlog1py": tf.math.xlog1py, "Atan2": tf.math.atan2, "MulNoNan": tf.math.multiply_no_nan,
+    "NextAfter": tf.math.nextafter, "Igamma": tf.math.igamma, "Igammac": tf.math.igammac,
+    "IgammaGradA": lambda a, x: tf.raw_ops.IgammaGradA(a=a, x=x),
+    "RandomGammaGrad": lambda a, s: tf.raw_ops.RandomGammaGrad(alpha=a, sample=s), "Zeta": tf.math.zeta,
+    "Polygamma": tf.math.polygamma,
     "TruncateDiv": lambda a, b: tf.raw_ops.TruncateDiv(x=a, y=b),
     "TruncateMod": lambda a, b: tf.raw_ops.TruncateMod(x=a, y=b),
     "BitwiseAnd": tf.bitwise.bitwise_and, "BitwiseOr": tf.bitwise.bitwise_or,
@@ -676,6 +687,17 @@ def unary_cases(op, attrs, rng):
     # From 4096 elements the vec4 kernel runs, with 3 or 0 elements left over.
     yield fn, [typed(attrs, floats(rng, (4099,)))]
     yield fn, [typed(attrs, floats(rng, (64, 66)))]
+    if op in ("Ndtri", "Erfinv"):
+        # Their domains, (0, 1) and (-1, 1), to the ends, and both sides of Ndtri's switch at exp(-2).
+        lo = -1.0 if op == "Erfinv" else 0.0
+        inside = rng.uniform(lo, 1.0, size=3000).astype(np.float32)
+        tails = np.array([lo, 1.0, np.nextafter(np.float32(lo), np.float32(1)), np.nextafter(np.float32(1), np.float32(0)),
+                          1e-30, 1e-10, 0.1353352832, 0.8646647168, 0.5, 2.0, -2.0], np.float32)
+        yield fn, [typed(attrs, np.concatenate([inside, tails]))]
+
+
+# Binary special functions whose domains random normal inputs mostly miss.
+SPECIAL_BINARY = {"Igamma", "Igammac", "IgammaGradA", "RandomGammaGrad", "Zeta", "Polygamma"}
 
 
 def binary_cases(op, attrs, rng):
@@ -705,6 +727,22 @@ def binary_cases(op, attrs, rng):
     # (`RANK`), the dimensions past the real rank padded.
     for a, b in [((2, 1, 3), (1, 4, 1)), ((2, 1, 3, 1, 2), (1, 3, 1, 2, 1))]:
         yield fn, [typed(attrs, floats(rng, a)), typed(attrs, floats(rng, b))]
+    if op in SPECIAL_BINARY:
+        # Their domains: positive shapes and points (the Gamma family), orders and arguments past 1
+        # (Zeta), whole orders (Polygamma); each from tiny to large, on both sides of the switch
+        # between the series and the continued fraction.
+        a = np.exp(rng.uniform(-4, 5, size=(40, 30))).astype(np.float32)
+        x = np.exp(rng.uniform(-5, 5, size=(40, 30))).astype(np.float32)
+        if op == "Zeta":
+            a = 1.0 + a
+        if op == "Polygamma":
+            a = rng.integers(0, 6, size=(40, 30)).astype(np.float32)
+        yield fn, [a, x]
+        yield fn, [np.array([0.5, 1.0, 3.0, 2.0, 0.0, -1.0, np.inf, np.nan, 1.0], np.float32),
+                   np.array([0.0, 1.0, 2.5, 2.0, 1.0, 1.0, 1.0, 1.0, np.inf], np.float32)]
+    if op == "NextAfter":
+        yield fn, [np.array([0.0, -0.0, 1.0, 1.0, -1.0, np.inf, 3.4028235e38, 1e-45, np.nan], np.float32),
+                   np.array([1.0, -1.0, 2.0, 0.0, -np.inf, 0.0, np.inf, 0.0, 1.0], np.float32)]
     if op in ("FloorMod", "FloorDiv"):
         # x just below a multiple of y (x / y rounds up to an integer) and exponents far apart:
         # fmod must be exact here, not x - y * trunc(x / y). (No subnormals: WGSL lets GPUs flush
@@ -731,6 +769,20 @@ def compare_cases(op, attrs, rng):
         yield COMPARE[op], [x, y]
     x = typed(attrs, floats(rng, (5, 7)))
     yield COMPARE[op], [x, x.copy()]
+
+
+def approximate_equal_cases(op, attrs, rng):
+    """ApproximateEqual: |x - y| < tolerance at the bound, just inside and outside it, with NaN and
+    infinities, for several tolerances (the default 1e-5 among them)."""
+    fn = lambda x, y, t: tf.raw_ops.ApproximateEqual(x=x, y=y, tolerance=t)
+    for tolerance in (1e-5, 0.5, 0.0):
+        for shape in [(), (7,), (3, 5, 2), (2, 0), (4099,)]:
+            x = typed(attrs, floats(rng, shape))
+            y = x + typed(attrs, (floats(rng, shape, specials=False) * tolerance).astype(np.float32))
+            yield (lambda x, y, t=tolerance: fn(x, y, t)), [x, y]
+        x = typed(attrs, np.array([1.0, 1.0, 1.0, np.inf, np.nan, 0.0], np.float32))
+        y = typed(attrs, np.array([1.0 + tolerance, 1.0 - tolerance / 2, 1.0, np.inf, np.nan, -0.0], np.float32))
+        yield (lambda x, y, t=tolerance: fn(x, y, t)), [x, y]
 
 
 def classify_cases(op, attrs, rng):
@@ -1602,6 +1654,7 @@ for name in COMPARE:
     CASES[name] = compare_cases
 for name in ("IsNan", "IsInf", "IsFinite"):
     CASES[name] = classify_cases
+CASES["ApproximateEqual"] = approximate_equal_cases
 for name in ("LogicalAnd", "LogicalOr", "LogicalNot"):
     CASES[name] = logical_cases
 for name in ("Select", "SelectV2"):
