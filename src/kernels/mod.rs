@@ -880,6 +880,9 @@ fn build_table() -> Vec<KernelDef> {
             }
         }
         let constraints = leak(vec![("T", DType::F32), ("Tindices", indices)]);
+        for op in ["SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean"] {
+            table.push(kernel(op, constraints, &[], &[], scatter::segment_reduce));
+        }
         table.push(kernel("ScatterNd", constraints, &["shape"], policy, scatter::scatter_nd));
         for op in
             ["TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ScatterNdNonAliasingAdd"]
@@ -1103,7 +1106,7 @@ fn build_table() -> Vec<KernelDef> {
 /// with float32 math, one rounding per op (every adapter: no bfloat16 arithmetic is needed). The
 /// elementwise ops, reductions, matmuls, softmax and losses, segment and scatter sums, and the
 /// convolution, pooling, batch-norm and resize family.
-const BFLOAT16_VIA_F32: [&str; 152] = [
+const BFLOAT16_VIA_F32: [&str; 157] = [
     "Conv2D",
     "Conv2DBackpropInput",
     "Conv2DBackpropInputV2",
@@ -1247,6 +1250,11 @@ const BFLOAT16_VIA_F32: [&str; 152] = [
     "UnsortedSegmentMax",
     "UnsortedSegmentMin",
     "UnsortedSegmentProd",
+    "SegmentSum",
+    "SegmentProd",
+    "SegmentMin",
+    "SegmentMax",
+    "SegmentMean",
     "ScatterNd",
     "TensorScatterAdd",
     "TensorScatterSub",

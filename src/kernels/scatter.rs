@@ -185,6 +185,80 @@ pub fn unsorted_segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInsta
     scatter(stream, combine, &ids, &[segments], &data, &out)
 }
 
+/// SegmentSum, SegmentProd, SegmentMax, SegmentMin and SegmentMean over sorted `segment_ids`:
+/// one output row per id up to the last one, which is read back for the output's shape (as TF-GPU
+/// does; like it, the ids are not checked for order, and negative ones are dropped). Empty segments
+/// hold 0 (1 for a product), the counts of a mean's rows divide its sums.
+pub fn segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let (combine, identity) = match kernel.def.op {
+        "SegmentSum" | "SegmentMean" => (Combine::Add, 0.0f32),
+        "SegmentProd" => (Combine::Mul, 1.0),
+        "SegmentMin" => (Combine::Min, f32::INFINITY),
+        "SegmentMax" => (Combine::Max, f32::NEG_INFINITY),
+        op => return Err(Error::internal(format!("{op} is not a segment reduction"))),
+    };
+    let data = ctx.input(0)?;
+    let ids = ctx.input(1)?;
+    if ids.shape.len() != 1 {
+        return Err(Error::invalid_argument("segment_ids should be a vector."));
+    }
+    if data.shape.first() != Some(&ids.shape[0]) {
+        return Err(Error::invalid_argument("segment_ids should be the same size as dimension 0 of input."));
+    }
+    let count = ids.shape[0];
+    let rows = if count == 0 {
+        0
+    } else {
+        let size = ids.dtype.size();
+        let last = ctx.stream()?.read_now(ids.address + (count as u64 - 1) * size, size)?;
+        let last = match ids.dtype {
+            DType::I32 => i64::from(i32::from_ne_bytes(last[..4].try_into().unwrap_or_default())),
+            _ => i64::from_ne_bytes(last[..8].try_into().unwrap_or_default()),
+        };
+        let rows = last.wrapping_add(1);
+        if rows <= 0 {
+            return Err(Error::invalid_argument("segment ids must be >= 0"));
+        }
+        rows
+    };
+    let mut shape = vec![rows];
+    shape.extend_from_slice(&data.shape[1..]);
+    validate::num_elements(&shape)?;
+    let out = ctx.allocate_output(0, data.dtype, &shape)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let needs_counts = matches!(kernel.def.op, "SegmentMean" | "SegmentMax" | "SegmentMin");
+    let counts = if needs_counts {
+        let ones = ctx.allocate_temp(DType::F32, &[count])?;
+        let counts = ctx.allocate_temp(DType::F32, &[rows])?;
+        let stream = ctx.stream()?;
+        stream.fill(ones.address, ones.byte_len(), 1.0f32.to_bits())?;
+        stream.fill(counts.address, counts.byte_len(), 0)?;
+        scatter(stream, Combine::Add, &ids, &[rows], &ones, &counts)?;
+        Some(counts)
+    } else {
+        None
+    };
+    let stream = ctx.stream()?;
+    stream.fill(out.address, out.byte_len(), identity.to_bits())?;
+    scatter(stream, combine, &ids, &[rows], &data, &out)?;
+    if let Some(mut counts) = counts {
+        use super::binary::{launch, BinaryOp};
+        // The counts along the rows of the output, broadcast over each row.
+        let flat = counts.clone();
+        counts.shape.extend(std::iter::repeat_n(1, shape.len() - 1));
+        if kernel.def.op == "SegmentMean" {
+            launch(stream, BinaryOp::DivNoNan, &out, &counts, &out)?;
+        } else {
+            // 1 for rows with members, 0 for empty ones: their extremes become 0.
+            launch(stream, BinaryOp::DivNoNan, &flat, &flat, &flat)?;
+            launch(stream, BinaryOp::MulNoNan, &out, &counts, &out)?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks ScatterNd-style operands: `indices` [..., K], `updates` = indices[:-1] + shape[K:].
 pub(super) fn check_scatter_nd(indices: &TensorRef, updates: &TensorRef, shape: &[i64]) -> Result<usize> {
     let depth = *indices.shape.last().ok_or_else(|| Error::invalid_argument("indices must be at least 1-D"))?;

@@ -525,6 +525,25 @@ impl Stream {
         self.enqueue_host(None, callback);
     }
 
+    /// `len` bytes at device address `src`, read back now: what the stream enqueued before them is
+    /// done when this returns. For the ops whose output shape depends on device data (TF-GPU
+    /// reads such a count back the same way), so a stall, not a pattern for hot paths.
+    pub fn read_now(&self, src: u64, len: u64) -> Result<Vec<u8>> {
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let sink_bytes = bytes.clone();
+        self.memcpy_dtoh(
+            src,
+            len,
+            Box::new(move |view| *sink_bytes.lock().unwrap_or_else(|e| e.into_inner()) = view.to_vec()),
+        )?;
+        self.block_until_done()?;
+        let read = std::mem::take(&mut *bytes.lock().unwrap_or_else(|e| e.into_inner()));
+        if read.len() as u64 != len {
+            return Err(Error::internal(format!("read back {} of {len} bytes", read.len())));
+        }
+        Ok(read)
+    }
+
     /// Blocks until everything enqueued so far has completed; returns the stream status.
     pub fn block_until_done(&self) -> Result<()> {
         self.core.block_until_done(&self.device)

@@ -69,6 +69,7 @@ ACCUMULATING = {
     "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "BatchMatMulV3",
     "Einsum", "Conv2D", "DepthwiseConv2dNative", "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss",
     "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
+    "SegmentSum", "SegmentProd", "SegmentMean",
     "_FusedConv2D", "_FusedMatMul",
     "Softmax", "LogSoftmax", "ResourceApplyAdam", "ResourceApplyRMSProp", "ResourceApplyAdagrad",
     "ResourceApplyMomentum", "ResourceApplyKerasMomentum", "UnsortedSegmentProd", "TensorScatterSub",
@@ -107,6 +108,8 @@ OPT_SCALARS = {"alpha": 0.25, "lr": 0.1, "momentum": 0.9, "beta1_power": 0.729, 
 RESOURCE_SCATTERS = {f"ResourceScatter{c}" for c in ("Add", "Sub", "Mul", "Div", "Min", "Max", "Update")}
 RESOURCE_SCATTERS_ND = {f"ResourceScatterNd{c}" for c in ("Add", "Sub", "Min", "Max", "Update")}
 TENSOR_SCATTERS = {f"TensorScatter{c}" for c in ("Add", "Sub", "Min", "Max", "Update")} | {"ScatterNdNonAliasingAdd"}
+# The sorted segment reductions.
+SORTED_SEGMENTS = ("SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean")
 # Ops whose duplicate indices have no defined order (one update wins): their generators give
 # repeated indices equal updates (`same_updates_for_repeats`), and the sparse optimizers no repeats.
 ASSIGNING = {"TensorScatterUpdate", "ResourceScatterUpdate", "ResourceScatterNdUpdate"}
@@ -1348,6 +1351,28 @@ def gen_segment_sum(g, case):
     case.args.update(data=g.data(case.row["T"], shape, scale=1.0), segment_ids=ids.astype(it), num_segments=nseg_arr)
 
 
+def gen_sorted_segment(g, case):
+    """SegmentSum/Prod/Min/Max/Mean: sorted ids with gaps (empty segments) and repeats; adversarially
+    unsorted or negative ids (TF-GPU checks neither), a matrix of ids, a length mismatch."""
+    it = npdtype(case.row["Tindices"])
+    shape = g.shape(g.int(1, 3))
+    ids = np.sort(g.rng.integers(0, g.int(1, 7), size=shape[0]))
+    if g.adversary("segments"):
+        kind = g.int(0, 4)
+        if kind == 0 and ids.size > 1:
+            ids = ids[::-1].copy()
+        elif kind == 1 and ids.size:
+            ids[0] = -1
+        elif kind == 2:
+            ids = ids.reshape(1, -1)
+        elif kind == 3:
+            ids = np.concatenate([ids, [ids.max(initial=0) + 1]])
+        else:
+            shape = [0] + shape[1:]
+            ids = np.zeros(0, np.int64)
+    case.args.update(data=g.data(case.row["T"], shape, scale=1.0), segment_ids=ids.astype(it))
+
+
 def gen_scatter(g, case):
     it = npdtype(case.row["Tindices"])
     shape = g.shape(g.int(1, 3), hi=6)
@@ -2582,6 +2607,8 @@ for _op in TENSOR_SCATTERS:
     GENERATORS[_op] = gen_scatter
 for _op in ("UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax"):
     GENERATORS[_op] = gen_segment_sum
+for _op in SORTED_SEGMENTS:
+    GENERATORS[_op] = gen_sorted_segment
 for _op in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any"):
     GENERATORS[_op] = gen_reduce
 
@@ -2768,7 +2795,8 @@ BFLOAT16_MATH = {
     "SparseSoftmaxCrossEntropyWithLogits", "L2Loss", "Sum", "Prod", "Max", "Min", "Mean", "ArgMax", "ArgMin",
     "UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentProd", "ScatterNd",
     "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ResizeNearestNeighborGrad",
-    "MirrorPadGrad", "ScatterNdNonAliasingAdd", "BiasAddV1", "MulNoNan", "Ndtri", "Erfinv",
+    "MirrorPadGrad", "ScatterNdNonAliasingAdd", "BiasAddV1", "MulNoNan", "Ndtri", "Erfinv", "SegmentSum",
+    "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean",
 }
 # bfloat16 rows of those that pick elements (exact).
 BFLOAT16_MOVES = {"MaxPool", "MaxPoolV2", "MaxPool3D", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2",
@@ -3370,7 +3398,8 @@ def exc_record(e):
 NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2DBackpropInput",
                  "Conv2DBackpropFilter", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
                  "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
-                 "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax", "MaxPoolV2", "MaxPoolGradV2",
+                 "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax", "SegmentMin", "SegmentMax", "MaxPoolV2",
+                 "MaxPoolGradV2",
                  "Conv2DBackpropInputV2", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2", "Conv3D",
                  "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "MaxPool3DGrad", "MaxPool3DGradGrad",
                  "Conv"}
@@ -3468,6 +3497,10 @@ def known_divergence(case, record):
         # y * (1 - y) overflows: TF-CPU's packet path, dy * (y * (1 - y)), gives NaN for a zero dy
         # and its scalar path, (dy * y) * (1 - y), gives 0, by the element's position in the tensor.
         return "NaN/Inf propagation order (TF-CPU's kernels define none)"
+    if kind == "accepted" and case.op in SORTED_SEGMENTS and (
+            "not increasing" in detail or "must be >= 0" in detail or "not sorted" in detail):
+        # TF-GPU reads back only the last id: unsorted and negative ones pass unchecked there too.
+        return "unsorted or negative segment ids (TF-GPU checks only the last)"
     if kind == "accepted" and case.op in RESOURCE_SCATTERS:
         indices, rows = np.asarray(case.args["indices"]), np.asarray(case.variables["resource"]).shape[0]
         if ((indices < 0) | (indices >= rows)).any():

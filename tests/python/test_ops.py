@@ -41,7 +41,7 @@ TOLERANCE = {
     "SoftmaxCrossEntropyWithLogits": 1e-5, "SparseSoftmaxCrossEntropyWithLogits": 1e-5, "Conv2DBackpropInput": 1e-5,
     "Conv2DBackpropFilter": 1e-5, "DepthwiseConv2dNativeBackpropInput": 1e-5, "DepthwiseConv2dNativeBackpropFilter": 1e-5,
     "AvgPoolGrad": 1e-6, "FloorDiv": 1e-6, "L2Loss": 1e-5, "UnsortedSegmentSum": 1e-5, "ScatterNd": 1e-5,
-    "TensorScatterAdd": 1e-5, "ScatterNdNonAliasingAdd": 1e-5, "FusedBatchNormGradV3": 1e-5, "StatelessRandomNormalV2": 5e-5,
+    "TensorScatterAdd": 1e-5, "ScatterNdNonAliasingAdd": 1e-5, "SegmentSum": 1e-5, "SegmentProd": 1e-5, "SegmentMean": 1e-5, "FusedBatchNormGradV3": 1e-5, "StatelessRandomNormalV2": 5e-5,
     "UnsortedSegmentProd": 1e-5, "TensorScatterSub": 1e-5, "ResourceScatterMul": 1e-5, "ResourceScatterDiv": 1e-5,
     "ResourceScatterNdAdd": 1e-5, "ResourceScatterNdSub": 1e-5, "StatelessRandomNormal": 5e-5, "StatelessTruncatedNormal": 5e-5,
     "StatelessTruncatedNormalV2": 5e-5, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
@@ -53,7 +53,7 @@ TOLERANCE = {
 HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
                      "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
                      "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "UnsortedSegmentSum", "ScatterNd",
-                     "TensorScatterAdd", "ScatterNdNonAliasingAdd", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
+                     "TensorScatterAdd", "ScatterNdNonAliasingAdd", "SegmentSum", "SegmentProd", "SegmentMean", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
                      "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad",
                      "ResizeBicubic", "ResizeBicubicGrad"}
 
@@ -259,6 +259,7 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "ResourceApplyRMSProp", "ResourceApplyAdagrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
     "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPoolGrad",
     "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
+    "SegmentSum", "SegmentProd", "SegmentMean", "SegmentMin", "SegmentMax",
     "StatelessRandomNormalV2", "StatelessTruncatedNormalV2", "StatelessRandomNormal", "StatelessTruncatedNormal",
     "BiasAdd", "BiasAddV1", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "MatMul", "BatchMatMulV2",
     "BatchMatMulV3", "Einsum", "Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool",
@@ -569,6 +570,20 @@ def scatter_and_loss_cases(op, attrs, rng):
         yield fn, [many, rng.integers(0, 10, size=1000).astype(it), np.array(10, st)]
         yield fn, [f(0, 3), np.zeros(0, it), np.array(2, st)]
         yield fn, [f(2, 3), np.array([1, 0], it), np.array(0 + 2, st)]
+        return
+    if op in ("SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean"):
+        fn = lambda d, i: getattr(tf.raw_ops, op)(data=d, segment_ids=i)
+        # Repeats, skipped (empty) segments, one segment, a leading gap, no rows; NaN/Inf in data.
+        yield fn, [f(7, 3), np.array([0, 0, 2, 2, 2, 5, 5], it)]
+        # (NaN in a Min or Max: TF-CPU's answer depends on the order; Inf is fine.)
+        yield fn, [typed(attrs, floats(rng, (6, 2, 2), specials=op not in ("SegmentMin", "SegmentMax"))),
+                   np.array([1, 1, 1, 3, 4, 4], it)]
+        yield fn, [typed(attrs, np.array([[np.inf, -np.inf], [1.0, 2.0], [-np.inf, np.inf]], np.float32)),
+                   np.array([0, 0, 2], it)]
+        yield fn, [f(5), np.zeros(5, it)]
+        yield fn, [f(0, 4), np.zeros(0, it)]
+        near_one = typed(attrs, np.exp(floats(rng, (1000,), specials=False) / 30))
+        yield fn, [near_one, np.sort(rng.integers(0, 40, size=1000)).astype(it)]
         return
     if op == "ScatterNd":
         fn = lambda i, u, s: tf.scatter_nd(i, u, s)
@@ -1698,7 +1713,8 @@ for name in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "Statel
     CASES[name] = random_cases
 for name in ("L2Loss", "UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax",
              "ScatterNd", "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax",
-             "TensorScatterUpdate", "ScatterNdNonAliasingAdd"):
+             "TensorScatterUpdate", "ScatterNdNonAliasingAdd", "SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax",
+             "SegmentMean"):
     CASES[name] = scatter_and_loss_cases
 for name in ("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "AvgPool3D", "MaxPool3DGrad", "AvgPool3DGrad", "MaxPool3DGradGrad"):
     CASES[name] = volume_cases
