@@ -253,3 +253,43 @@ fn polygamma(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
         out[p.out_off + i] = T(math_polygamma(x, y));
     }
 }
+
+@compute @workgroup_size(256)
+fn dawsn(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = element(gid, nwg);
+    if (i < p.n) {
+        out[p.out_off + i] = T(math_dawsn(operands(i).x));
+    }
+}
+
+@compute @workgroup_size(256)
+fn expint(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = element(gid, nwg);
+    if (i < p.n) {
+        out[p.out_off + i] = T(math_expint(operands(i).x));
+    }
+}
+
+@compute @workgroup_size(256)
+fn fresnel_cos(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = element(gid, nwg);
+    if (i < p.n) {
+        out[p.out_off + i] = T(math_fresnel_cos(operands(i).x));
+    }
+}
+
+@compute @workgroup_size(256)
+fn fresnel_sin(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = element(gid, nwg);
+    if (i < p.n) {
+        out[p.out_off + i] = T(math_fresnel_sin(operands(i).x));
+    }
+}
+
+@compute @workgroup_size(256)
+fn spence(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = element(gid, nwg);
+    if (i < p.n) {
+        out[p.out_off + i] = T(math_spence(operands(i).x));
+    }
+}

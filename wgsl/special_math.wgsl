@@ -1,6 +1,7 @@
 // Special functions of float32 (`math.wgsl` comes first): Cephes' algorithms as Eigen's float code
 // computes them, which TF-CPU's and TF-GPU's kernels call (Ndtri, Erfinv, Igamma, Igammac,
-// IgammaGradA, RandomGammaGrad, Zeta, Polygamma and the Bessel functions), on `math.wgsl`'s
+// IgammaGradA, RandomGammaGrad, Zeta, Polygamma, the Bessel functions, Dawsn, Expint, FresnelCos,
+// FresnelSin and Spence), on `math.wgsl`'s
 // accurate exp, log, lgamma and digamma. A library of its own, apart from `math.wgsl`: their loops
 // and tables would slow the compile of every shader that includes the common math.
 
@@ -739,4 +740,669 @@ fn math_bessel_y1(x_in: f32) -> f32 {
     }
     let mp = math_bessel_asymptotic1(x);
     return mp.x * math_sin(mp.y + x);
+}
+// Dawson's integral, the exponential integral Ei, the Fresnel integrals C and S, and Spence's
+// integral, in float32 (`math.wgsl` and `special_math.wgsl` come first): the ops Dawsn, Expint,
+// FresnelCos, FresnelSin and Spence as TF-CPU computes them, i.e. the scalar float code of
+// dawsn_op, expint_op, fresnel_cos_op, fresnel_sin_op and spence_op in TF's
+// tensorflow/core/kernels/special_math/special_math_op_misc_impl.h (Cephes' dawsn.c, ei.c,
+// fresnl.c and spence.c, ported to Eigen; one coefficient set, the double one, converted to float).
+// The branch points, the evaluation order and the float constants are TF's, op by op; its
+// numext::exp/log/log1p/sin/cos are math.wgsl's accurate ones.
+//
+// Each coefficient below is the float32 value of Cephes' decimal constant (shown in the comment),
+// printed exactly, so every conversion from the WGSL literal is exact. Eigen's
+// ppolevl<T, N>(x, c) is Horner's rule with pmadd(a, b, c) = a * b + c, written so here (no
+// reliance on fma being fused).
+//
+// Special values are decided from the bits first, because WGSL lets implementations assume finite
+// math; they are the values TF-CPU returns (its formulas evaluated on NaN, +-inf, +-0):
+//   NaN -> NaN everywhere.
+//   dawsn(+-inf) -> +0; dawsn(x) for |x| >= 1e9 is 0.5 / |x|, positive for negative x too (TF
+//     computes 0.5 / x there and then negates it for x < 0); dawsn(-0) -> +0.
+//   expint(x < 0) -> NaN; expint(+-0) -> -inf; expint(+inf) -> NaN (exp(inf) * (1/inf));
+//     expint -> +inf once exp(x) overflows (x > ~88.72), NaN for x > 2^126 (1/x flushes to 0).
+//   fresnel_cos, fresnel_sin(|x| > 36974, +-inf included) -> +-0.5; (-0) -> +0.
+//   spence(x < 0, -inf) -> NaN; spence(+-0) -> pi^2/6; spence(1) -> 0; spence(+inf) -> NaN and
+//     spence(x > 2^126) -> NaN (1/x flushes to 0, and Eigen evaluates -log(0) * log1p(-0)).
+// Subnormals are taken as zero of the same sign, as TF-CPU does (its kernels run with
+// denormals-are-zero and flush-to-zero): on every argument, on 1/x where it can underflow, and on
+// the results that can (dawsn past |x| ~ 4e37, fresnel_sin near 0), so that no result depends on
+// whether the adapter flushes them. One exception follows TF-CPU's libm rather than its
+// arithmetic: expint's log(x) is glibc's logf, which reads the bits of the subnormal argument that
+// denormals-are-zero hides from the comparisons, so TF returns NaN for a negative subnormal and
+// EUL + log(2^-150) = -103.39486 for a positive one (glibc's x * 2^23 normalisation flushes to 0).
+// Names start with `math_misc_` (helpers) or are the five entry points, so that they cannot
+// collide with the including shader's own.
+
+// Eigen's ppolevl<T, N>: c[0] x^N + ... + c[N] by Horner's rule (N + 1 coefficients).
+fn math_misc_polevl4(x: f32, c: array<f32, 5>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 5; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_misc_polevl5(x: f32, c: array<f32, 6>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 6; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_misc_polevl6(x: f32, c: array<f32, 7>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 7; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_misc_polevl7(x: f32, c: array<f32, 8>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 8; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_misc_polevl8(x: f32, c: array<f32, 9>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 9; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_misc_polevl9(x: f32, c: array<f32, 10>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 10; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_misc_polevl10(x: f32, c: array<f32, 11>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 11; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_misc_polevl11(x: f32, c: array<f32, 12>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 12; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+const MATH_MISC_DAWSN_AN: array<f32, 10> = array<f32, 10>(
+    1.1368149477331002e-11,  // 1.13681498971755972054E-11
+    8.492622716183007e-10,   // 8.49262267667473811108E-10
+    1.9443421095388658e-08,  // 1.94434204175553054283E-8
+    9.531517548566626e-07,   // 9.53151741254484363489E-7
+    3.078283043578267e-06,   // 3.07828309874913200438E-6
+    0.00035251336521469057,  // 3.52513368520288738649E-4
+    -0.0008501498377881944,  // -8.50149846724410912031E-4
+    0.04226182401180267,     // 4.22618223005546594270E-2
+    -0.09174803644418716,    // -9.17480371773452345351E-2
+    1.0                      // 9.99999999999999994612E-1
+);
+
+const MATH_MISC_DAWSN_AD: array<f32, 11> = array<f32, 11>(
+    2.403720798793696e-11,   // 2.40372073066762605484E-11
+    1.4886467614161347e-09,  // 1.48864681368493396752E-9
+    5.2126527094742414e-08,  // 5.21265281010541664570E-8
+    1.2725847682304448e-06,  // 1.27258478273186970203E-6
+    2.324902561667841e-05,   // 2.32490249820789513991E-5
+    0.00032552474294789135,  // 3.25524741826057911661E-4
+    0.0034880582243204117,   // 3.48805814657162590916E-3
+    0.02794485352933407,     // 2.79448531198828973716E-2
+    0.1588742434978485,      // 1.58874241960120565368E-1
+    0.5749186277389526,      // 5.74918629489320327824E-1
+    1.0                      // 1.00000000000000000539E0
+);
+
+const MATH_MISC_DAWSN_BN: array<f32, 11> = array<f32, 11>(
+    0.508955180644989,        // 5.08955156417900903354E-1
+    -0.24475441873073578,     // -2.44754418142697847934E-1
+    0.09415123611688614,      // 9.41512335303534411857E-2
+    -0.02187112532556057,     // -2.18711255142039025206E-2
+    0.0036620760802179575,    // 3.66207612329569181322E-3
+    -0.00042320910142734647,  // -4.23209114460388756528E-4
+    3.5964130802312866e-05,   // 3.59641304793896631888E-5
+    -2.146403630831628e-06,   // -2.14640351719968974225E-6
+    9.100107689619108e-08,    // 9.10010780076391431042E-8
+    -2.4027451139829736e-09,  // -2.40274520828250956942E-9
+    3.5923337221577256e-11    // 3.59233385440928410398E-11
+);
+
+const MATH_MISC_DAWSN_BD: array<f32, 11> = array<f32, 11>(
+    1.0,                      // 1.0
+    -0.6318398714065552,      // -6.31839869873368190192E-1
+    0.23670679330825806,      // 2.36706788228248691528E-1
+    -0.05318063497543335,     // -5.31806367003223277662E-2
+    0.008480417542159557,     // 8.48041718586295374409E-3
+    -0.0009479967411607504,   // -9.47996768486665330168E-4
+    7.810255920048803e-05,    // 7.81025592944552338085E-5
+    -4.558751697913976e-06,   // -4.55875153252442634831E-6
+    1.8910036203578784e-07,   // 1.89100358111421846170E-7
+    -4.9132466983792256e-09,  // -4.91324691331920606875E-9
+    7.184663974868499e-11     // 7.18466403235734541950E-11
+);
+
+const MATH_MISC_DAWSN_CN: array<f32, 5> = array<f32, 5>(
+    -0.5905928611755371,     // -5.90592860534773254987E-1
+    0.6292352676391602,      // 6.29235242724368800674E-1
+    -0.17285896837711334,    // -1.72858975380388136411E-1
+    0.01648370549082756,     // 1.64837047825189632310E-2
+    -0.0004868276009801775   // -4.86827613020462700845E-4
+);
+
+const MATH_MISC_DAWSN_CD: array<f32, 6> = array<f32, 6>(
+    1.0,                    // 1.0
+    -2.6982004642486572,    // -2.69820057197544900361E0
+    1.7327079772949219,     // 1.73270799045947845857E0
+    -0.39370858669281006,   // -3.93708582281939493482E-1
+    0.03442789241671562,    // 3.44278924041233391079E-2
+    -0.000973655201960355   // -9.73655226040941223894E-4
+);
+
+const MATH_MISC_EXPINT_A: array<f32, 6> = array<f32, 6>(
+    -5.350447177886963,  // -5.350447357812542947283E0
+    218.50491333007812,  // 2.185049168816613393830E2
+    -4176.572265625,     // -4.176572384826693777058E3
+    55411.765625,        // 5.541176756393557601232E4
+    -331338.125,         // -3.313381331178144034309E5
+    1592627.125          // 1.592627163384945414220E6
+);
+
+const MATH_MISC_EXPINT_B: array<f32, 7> = array<f32, 7>(
+    1.0,                 // 1.0
+    -52.50547790527344,  // -5.250547959112862969197E1
+    1259.6162109375,     // 1.259616186786790571525E3
+    -17565.49609375,     // -1.756549581973534652631E4
+    149306.21875,        // 1.493062117002725991967E5
+    -729494.9375,        // -7.294949239640527645655E5
+    1592627.125          // 1.592627163384945429726E6
+);
+
+const MATH_MISC_EXPINT_A6: array<f32, 8> = array<f32, 8>(
+    0.019818084314465523,    // 1.981808503259689673238E-2
+    -1.2716456651687622,     // -1.271645625984917501326E0
+    -2.088160276412964,      // -2.088160335681228318920E0
+    2.755544424057007,       // 2.755544509187936721172E0
+    -0.4409506916999817,     // -4.409507048701600257171E-1
+    0.04665623977780342,     // 4.665623805935891391017E-2
+    -0.0015450427308678627,  // -1.545042679673485262580E-3
+    7.05998027115129e-05     // 7.059980605299617478514E-5
+);
+
+const MATH_MISC_EXPINT_B6: array<f32, 8> = array<f32, 8>(
+    1.0,                     // 1.0
+    1.4764987230300903,      // 1.476498670914921440652E0
+    0.5629177093505859,      // 5.629177174822436244827E-1
+    0.1699017882347107,      // 1.699017897879307263248E-1
+    0.02291647158563137,     // 2.291647179034212017463E-2
+    0.004450150299817324,    // 4.450150439728752875043E-3
+    0.00017274396668653935,  // 1.727439612206521482874E-4
+    3.953167106374167e-05    // 3.953167195549672482304E-5
+);
+
+const MATH_MISC_EXPINT_A5: array<f32, 8> = array<f32, 8>(
+    -1.3732153177261353,    // -1.373215375871208729803E0
+    -0.7084559202194214,    // -7.084559133740838761406E-1
+    1.580806851387024,      // 1.580806855547941010501E0
+    -0.2601500451564789,    // -2.601500427425622944234E-1
+    0.029946746304631233,   // 2.994674694113713763365E-2
+    -0.001038086018525064,  // -1.038086040188744005513E-3
+    4.371064278529957e-05,  // 4.371064420753005429514E-5
+    2.141783625120297e-06   // 2.141783679522602903795E-6
+);
+
+const MATH_MISC_EXPINT_B5: array<f32, 9> = array<f32, 9>(
+    1.0,                     // 1.0
+    0.8585231304168701,      // 8.585231423622028380768E-1
+    0.44832858443260193,     // 4.483285822873995129957E-1
+    0.07687932252883911,     // 7.687932158124475434091E-2
+    0.024498682469129562,    // 2.449868241021887685904E-2
+    0.0008832166204228997,   // 8.832165941927796567926E-4
+    0.0004590952303260565,   // 4.590952299511353531215E-4
+    -4.729848569695605e-06,  // -4.729848351866523044863E-6
+    2.665195552253863e-06    // 2.665195537390710170105E-6
+);
+
+const MATH_MISC_EXPINT_A2: array<f32, 10> = array<f32, 10>(
+    -2.1069345474243164,      // -2.106934601691916512584E0
+    1.7327338457107544,       // 1.732733869664688041885E0
+    -0.242361918091774,       // -2.423619178935841904839E-1
+    0.02322724089026451,      // 2.322724180937565842585E-2
+    0.00023728804080747068,   // 2.372880440493179832059E-4
+    -8.343219815287739e-05,   // -8.343219561192552752335E-5
+    1.363408773613628e-05,    // 1.363408795605250394881E-5
+    -3.6554123994392285e-07,  // -3.655412321999253963714E-7
+    1.4649417678924692e-08,   // 1.464941733975961318456E-8
+    6.176407718605503e-10     // 6.176407863710360207074E-10
+);
+
+const MATH_MISC_EXPINT_B2: array<f32, 10> = array<f32, 10>(
+    1.0,                      // 1.0
+    -0.22980622947216034,     // -2.298062239901678075778E-1
+    0.11050770431756973,      // 1.105077041474037862347E-1
+    -0.015665430575609207,    // -1.566542966630792353556E-2
+    0.002761106938123703,     // 2.761106850817352773874E-3
+    -0.00020891480380669236,  // -2.089148012284048449115E-4
+    1.7085289073293097e-05,   // 1.708528938807675304186E-5
+    -4.4593119241653767e-07,  // -4.459311796356686423199E-7
+    1.3946348964566369e-08,   // 1.394634930353847498145E-8
+    6.150865927700977e-10     // 6.150865933977338354138E-10
+);
+
+const MATH_MISC_EXPINT_A4: array<f32, 8> = array<f32, 8>(
+    -0.24581193923950195,    // -2.458119367674020323359E-1
+    -0.1483382284641266,     // -1.483382253322077687183E-1
+    0.07248292118310928,     // 7.248291795735551591813E-2
+    -0.013483156450092793,   // -1.348315687380940523823E-2
+    0.0013427750673145056,   // 1.342775069788636972294E-3
+    -7.942465890664607e-05,  // -7.942465637159712264564E-5
+    2.6441796308063203e-06,  // 2.644179518984235952241E-6
+    -4.239473483380607e-08   // -4.239473659313765177195E-8
+);
+
+const MATH_MISC_EXPINT_B4: array<f32, 9> = array<f32, 9>(
+    1.0,                      // 1.0
+    -0.10442259162664413,     // -1.044225908443871106315E-1
+    -0.26764529943466187,     // -2.676453128101402655055E-1
+    0.096950002014637,        // 9.695000254621984627876E-2
+    -0.016017457470297813,    // -1.601745692712991078208E-2
+    0.0014964148867875338,    // 1.496414899205908021882E-3
+    -8.462452387902886e-05,   // -8.462452563778485013756E-5
+    2.7289383979223203e-06,   // 2.728938403476726394024E-6
+    -4.2394624699682026e-08   // -4.239462431819542051337E-8
+);
+
+const MATH_MISC_EXPINT_A7: array<f32, 6> = array<f32, 6>(
+    0.12125611305236816,      // 1.212561118105456670844E-1
+    -0.5823132991790771,      // -5.823133179043894485122E-1
+    0.2348887324333191,       // 2.348887314557016779211E-1
+    -0.030400343239307404,    // -3.040034318113248237280E-2
+    0.0015100821619853377,    // 1.510082146865190661777E-3
+    -2.5231371182599105e-05   // -2.523137095499571377122E-5
+);
+
+const MATH_MISC_EXPINT_B7: array<f32, 6> = array<f32, 6>(
+    1.0,                      // 1.0
+    -1.0022521018981934,      // -1.002252150365854016662E0
+    0.29287096858024597,      // 2.928709694872224144953E-1
+    -0.03337004408240318,     // -3.337004338674007801307E-2
+    0.001560544827952981,     // 1.560544881127388842819E-3
+    -2.5231371182599105e-05   // -2.523137093603234562648E-5
+);
+
+const MATH_MISC_EXPINT_A3: array<f32, 9> = array<f32, 9>(
+    -0.7657846808433533,      // -7.657847078286127362028E-1
+    0.6886192560195923,       // 6.886192415566705051750E-1
+    -0.21325981616973877,     // -2.132598113545206124553E-1
+    0.0334610752761364,       // 3.346107552384193813594E-2
+    -0.003076541470363736,    // -3.076541477344756050249E-3
+    0.00017471193859819323,   // 1.747119316454907477380E-4
+    -6.103711712057702e-06,   // -6.103711682274170530369E-6
+    1.2180328212707536e-07,   // 1.218032765428652199087E-7
+    -1.0860761179287692e-09   // -1.086076102793290233007E-9
+);
+
+const MATH_MISC_EXPINT_B3: array<f32, 10> = array<f32, 10>(
+    1.0,                      // 1.0
+    -1.8888028860092163,      // -1.888802868662308731041E0
+    1.0666916370391846,       // 1.066691687211408896850E0
+    -0.27519160509109497,     // -2.751915982306380647738E-1
+    0.03930852562189102,      // 3.930852688233823569726E-2
+    -0.003414684673771262,    // -3.414684558602365085394E-3
+    0.00018668443954084069,   // 1.866844370703555398195E-4
+    -6.345146175590344e-06,   // -6.345146083130515357861E-6
+    1.239754254811487e-07,    // 1.239754287483206878024E-7
+    -1.0860761179287692e-09   // -1.086076102793126632978E-9
+);
+
+const MATH_MISC_FRESNEL_CN: array<f32, 6> = array<f32, 6>(
+    -4.988431001606841e-08,  // -4.98843114573573548651E-8
+    9.504280569672119e-06,   // 9.50428062829859605134E-6
+    -0.0006451914086937904,  // -6.45191435683965050962E-4
+    0.018884332850575447,    // 1.88843319396703850064E-2
+    -0.20552590489387512,    // -2.05525900955013891793E-1
+    1.0                      // 9.99999999999999998822E-1
+);
+
+const MATH_MISC_FRESNEL_CD: array<f32, 7> = array<f32, 7>(
+    3.999829547435274e-12,   // 3.99982968972495980367E-12
+    9.154392244248299e-10,   // 9.15439215774657478799E-10
+    1.2500186130637303e-07,  // 1.25001862479598821474E-7
+    1.222627906827256e-05,   // 1.22262789024179030997E-5
+    0.0008680295431986451,   // 8.68029542941784300606E-4
+    0.04121420904994011,     // 4.12142090722199792936E-2
+    1.0                      // 1.00000000000000000118E0
+);
+
+const MATH_MISC_FRESNEL_SN: array<f32, 6> = array<f32, 6>(
+    -2991.819091796875,  // -2.99181919401019853726E3
+    708840.0625,         // 7.08840045257738576863E5
+    -62974148.0,         // -6.29741486205862506537E7
+    2548908800.0,        // 2.54890880573376359104E9
+    -44297953280.0,      // -4.42979518059697779103E10
+    318016290816.0       // 3.18016297876567817986E11
+);
+
+const MATH_MISC_FRESNEL_SD: array<f32, 7> = array<f32, 7>(
+    1.0,                 // 1.0
+    281.37628173828125,  // 2.81376268889994315696E2
+    45584.78125,         // 4.55847810806532581675E4
+    5173439.0,           // 5.17343888770096400730E6
+    419320256.0,         // 4.19320245898111231129E8
+    22441179136.0,       // 2.24411795645340920940E10
+    607366414336.0       // 6.07366389490084639049E11
+);
+
+const MATH_MISC_FRESNEL_FN: array<f32, 10> = array<f32, 10>(
+    0.42154356837272644,     // 4.21543555043677546506E-1
+    0.1434079259634018,      // 1.43407919780758885261E-1
+    0.011522095650434494,    // 1.15220955073585758835E-2
+    0.0003450179356150329,   // 3.45017939782574027900E-4
+    4.636137418856379e-06,   // 4.63613749287867322088E-6
+    3.0556897456790466e-08,  // 3.05568983790257605827E-8
+    1.0230451208403935e-10,  // 1.02304514164907233465E-10
+    1.7201074820148016e-13,  // 1.72010743268161828879E-13
+    1.3428326979710703e-16,  // 1.34283276233062758925E-16
+    3.763296970901213e-20    // 3.76329711269987889006E-20
+);
+
+const MATH_MISC_FRESNEL_FD: array<f32, 11> = array<f32, 11>(
+    1.0,                     // 1.0
+    0.751586377620697,       // 7.51586398353378947175E-1
+    0.11688892543315887,     // 1.16888925859191382142E-1
+    0.006440515164285898,    // 6.44051526508858611005E-3
+    0.00015593440912198275,  // 1.55934409164153020873E-4
+    1.8462757225279347e-06,  // 1.84627567348930545870E-6
+    1.1269922772783048e-08,  // 1.12699224763999035261E-8
+    3.601400427877266e-11,   // 3.60140029589371370404E-11
+    5.887545090127108e-14,   // 5.88754533621578410010E-14
+    4.5200143063714874e-17,  // 4.52001434074129701496E-17
+    1.2544324044130943e-20   // 1.25443237090011264384E-20
+);
+
+const MATH_MISC_FRESNEL_GN: array<f32, 11> = array<f32, 11>(
+    0.5044420957565308,      // 5.04442073643383265887E-1
+    0.19710282981395721,     // 1.97102833525523411709E-1
+    0.018764859065413475,    // 1.87648584092575249293E-2
+    0.0006840793648734689,   // 6.84079380915393090172E-4
+    1.1513882782310247e-05,  // 1.15138826111884280931E-5
+    9.828524127897253e-08,   // 9.82852443688422223854E-8
+    4.453444280017038e-10,   // 4.45344415861750144738E-10
+    1.0826803863162038e-12,  // 1.08268041139020870318E-12
+    1.3755546130449084e-15,  // 1.37555460633261799868E-15
+    8.36354459136547e-19,    // 8.36354435630677421531E-19
+    1.8695870925105903e-22   // 1.86958710162783235106E-22
+);
+
+const MATH_MISC_FRESNEL_GD: array<f32, 12> = array<f32, 12>(
+    1.0,                     // 1.0
+    1.4749575853347778,      // 1.47495759925128324529E0
+    0.3377489745616913,      // 3.37748989120019970451E-1
+    0.02536037378013134,     // 2.53603741420338795122E-2
+    0.0008146790787577629,   // 8.14679107184306179049E-4
+    1.2754507224599365e-05,  // 1.27545075667729118702E-5
+    1.0431458719040165e-07,  // 1.04314589657571990585E-7
+    4.6068071579696834e-10,  // 4.60680728146520428211E-10
+    1.102732163395237e-12,   // 1.10273215066240270757E-12
+    1.3879653397880784e-15,  // 1.38796531259578871258E-15
+    8.391588082082549e-19,   // 8.39158816283118707363E-19
+    1.8695870925105903e-22   // 1.86958710162783236342E-22
+);
+
+const MATH_MISC_SPENCE_A: array<f32, 8> = array<f32, 8>(
+    4.651285780710168e-05,  // 4.65128586073990045278E-5
+    0.007315890397876501,   // 7.31589045238094711071E-3
+    0.13384763896465302,    // 1.33847639578309018650E-1
+    0.8796913027763367,     // 8.79691311754530315341E-1
+    2.711498498916626,      // 2.71149851196553469920E0
+    4.25697135925293,       // 4.25697156008121755724E0
+    3.2977135181427,        // 3.29771340985225106936E0
+    1.0                     // 1.00000000000000000126E0
+);
+
+const MATH_MISC_SPENCE_B: array<f32, 8> = array<f32, 8>(
+    0.0006909904768690467,  // 6.90990488912553276999E-4
+    0.025404376909136772,   // 2.54043763932544379113E-2
+    0.28297486901283264,    // 2.82974860602568089943E-1
+    1.4117259979248047,     // 1.41172597751831069617E0
+    3.638005256652832,      // 3.63800533345137075418E0
+    5.0327887535095215,     // 5.03278880143316990390E0
+    3.5477135181427,        // 3.54771340985225096217E0
+    1.0                     // 9.99999999999999998740E-1
+);
+// ---- Dawson's integral: dawsn_op (Cephes dawsn.c) ----
+
+// generic_dawsn_interval_1, |x| in [0, 3.25): x AN(x^2) / AD(x^2).
+fn math_misc_dawsn_interval_1(x: f32) -> f32 {
+    let x2 = x * x;
+    return (x * math_misc_polevl9(x2, MATH_MISC_DAWSN_AN)) / math_misc_polevl10(x2, MATH_MISC_DAWSN_AD);
+}
+
+// generic_dawsn_interval_2, |x| in [3.25, 6.25): (1/x + 1/x^2 BN(1/x^2) / (x BD(1/x^2))) / 2.
+fn math_misc_dawsn_interval_2(x: f32) -> f32 {
+    let inverse_x = 1.0 / x;
+    let inverse_x2 = inverse_x * inverse_x;
+    let z = math_misc_polevl10(inverse_x2, MATH_MISC_DAWSN_BN) / (x * math_misc_polevl10(inverse_x2, MATH_MISC_DAWSN_BD));
+    let y = inverse_x2 * z + inverse_x;
+    return 0.5 * y;
+}
+
+// generic_dawsn_interval_3, |x| in [6.25, 1e9): as interval 2, with CN and CD.
+fn math_misc_dawsn_interval_3(x: f32) -> f32 {
+    let inverse_x = 1.0 / x;
+    let inverse_x2 = inverse_x * inverse_x;
+    let z = math_misc_polevl4(inverse_x2, MATH_MISC_DAWSN_CN) / (x * math_misc_polevl5(inverse_x2, MATH_MISC_DAWSN_CD));
+    let y = inverse_x2 * z + inverse_x;
+    return 0.5 * y;
+}
+
+// dawsn(x) = exp(-x^2) * integral_0^x exp(t^2) dt. Odd, computed on |x| and negated for x < 0,
+// except past |x| >= 1e9 (see the header).
+fn math_dawsn(x_in: f32) -> f32 {
+    let x = math_flush(x_in);
+    if (math_is_nan(x)) { return x; }
+    // TF: 0.5 / +-inf = +-0, negated for -inf: +0 either way.
+    if (math_is_inf(x)) { return 0.0; }
+    let abs_x = abs(x);
+    if (abs_x >= 1.0e9) {
+        // TF: dawsn = 0.5 / x, then -dawsn for x < 0, i.e. 0.5 / |x|; underflows past ~4.25e37.
+        return math_flush(0.5 / abs_x);
+    }
+    var dawsn: f32;
+    if (abs_x < 3.25) {
+        dawsn = math_misc_dawsn_interval_1(abs_x);
+    } else if (abs_x < 6.25) {
+        dawsn = math_misc_dawsn_interval_2(abs_x);
+    } else {
+        dawsn = math_misc_dawsn_interval_3(abs_x);
+    }
+    return select(dawsn, -dawsn, x < 0.0);
+}
+
+// ---- Exponential integral Ei: expint_op (Cephes ei.c) ----
+
+// Euler's gamma, Scalar(0.5772156649015329).
+const MATH_MISC_EUL: f32 = 0.5772156715393066;
+
+// generic_expint_interval_2 .. _7 share x exp(-x) Ei(x) - 1 = w R(w), w = 1/x:
+// Ei(x) = exp(x) * w * (w R(w) + 1), evaluated as TF does, (exp(x) * w) * f.
+fn math_misc_expint_large(x: f32, w: f32, r: f32) -> f32 {
+    let f = w * r + 1.0;
+    let e = math_exp(x);
+    // exp(x) overflows past ~88.72: TF's inf * w * f (w, f > 0) is +inf.
+    if (math_is_inf(e)) { return math_inf(); }
+    return e * w * f;
+}
+
+// Ei(x) = -integral_{-x}^inf exp(-t)/t dt (principal value), for x >= 0; NaN for x < 0.
+fn math_expint(x_in: f32) -> f32 {
+    let x = math_flush(x_in);
+    if (math_is_nan(x)) { return x; }
+    if (x < 0.0) { return math_nan(); }
+    // TF: exp(inf) * (1/inf) * f = inf * 0.
+    if (math_is_inf(x)) { return math_nan(); }
+    if (x < 2.0) {
+        // generic_expint_interval_1, [0, 2): Ei(x) - EUL - log(x) = x A(x) / B(x).
+        if (x == 0.0) {
+            // glibc's logf on the raw argument (see the header): -inf at +-0, NaN for a negative
+            // subnormal, -150 ln 2 for a positive one (then 0 * f + EUL + that, in float).
+            let bits = bitcast<u32>(x_in);
+            if ((bits & 0x7fffffffu) == 0u) { return -math_inf(); }
+            if ((bits & 0x80000000u) != 0u) { return math_nan(); }
+            return -103.39485931396484;
+        }
+        let f = math_misc_polevl5(x, MATH_MISC_EXPINT_A) / math_misc_polevl6(x, MATH_MISC_EXPINT_B);
+        return x * f + MATH_MISC_EUL + math_log(x);
+    }
+    // TF flushes 1/x to zero past 2^126, and then exp(x) * 0 = inf * 0.
+    let w = math_flush(1.0 / x);
+    if (w == 0.0) { return math_nan(); }
+    var r: f32;
+    if (x < 4.0) {
+        // generic_expint_interval_2, [2, 4).
+        r = math_misc_polevl7(w, MATH_MISC_EXPINT_A6) / math_misc_polevl7(w, MATH_MISC_EXPINT_B6);
+    } else if (x < 8.0) {
+        // generic_expint_interval_3, [4, 8).
+        r = math_misc_polevl7(w, MATH_MISC_EXPINT_A5) / math_misc_polevl8(w, MATH_MISC_EXPINT_B5);
+    } else if (x < 16.0) {
+        // generic_expint_interval_4, [8, 16).
+        r = math_misc_polevl9(w, MATH_MISC_EXPINT_A2) / math_misc_polevl9(w, MATH_MISC_EXPINT_B2);
+    } else if (x < 32.0) {
+        // generic_expint_interval_5, [16, 32).
+        r = math_misc_polevl7(w, MATH_MISC_EXPINT_A4) / math_misc_polevl8(w, MATH_MISC_EXPINT_B4);
+    } else if (x < 64.0) {
+        // generic_expint_interval_6, [32, 64).
+        r = math_misc_polevl5(w, MATH_MISC_EXPINT_A7) / math_misc_polevl5(w, MATH_MISC_EXPINT_B7);
+    } else {
+        // generic_expint_interval_7, [64, inf).
+        r = math_misc_polevl8(w, MATH_MISC_EXPINT_A3) / math_misc_polevl9(w, MATH_MISC_EXPINT_B3);
+    }
+    return math_misc_expint_large(x, w, r);
+}
+
+// ---- Fresnel integrals: fresnel_cos_op, fresnel_sin_op (Cephes fresnl.c) ----
+
+// Scalar(EIGEN_PI) and Scalar(1.5707963267948966).
+const MATH_MISC_PI: f32 = 3.1415927410125732;
+const MATH_MISC_HALF_PI: f32 = 1.5707963705062866;
+
+// generic_fresnel_cos_interval_1, x^2 < 2.5625: x CN(x^4) / CD(x^4).
+fn math_misc_fresnel_cos_interval_1(x: f32) -> f32 {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    return x * math_misc_polevl5(x4, MATH_MISC_FRESNEL_CN) / math_misc_polevl6(x4, MATH_MISC_FRESNEL_CD);
+}
+
+// generic_fresnel_sin_interval_1, x^2 < 2.5625: x^3 SN(x^4) / SD(x^4). x^3 flushed as TF does
+// (the result is then subnormal or zero either way, and flushed by the caller).
+fn math_misc_fresnel_sin_interval_1(x: f32) -> f32 {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let z = math_flush(x * x2);
+    return z * math_misc_polevl5(x4, MATH_MISC_FRESNEL_SN) / math_misc_polevl6(x4, MATH_MISC_FRESNEL_SD);
+}
+
+// generic_fresnel_asymp, x^2 >= 2.5625 and x <= 36974: the auxiliary functions f and g in
+// t = 1 / (pi x^2), then C = 1/2 + (f sin z - g cos z) / (pi x), S = 1/2 - (f cos z + g sin z) /
+// (pi x), z = (pi/2) x^2 computed in float as TF does (so its sin and cos see the rounded z).
+fn math_misc_fresnel_asymp(x: f32, use_sin: bool) -> f32 {
+    let x2 = x * x;
+    let t = 1.0 / (MATH_MISC_PI * x2);
+    let u = t * t;
+    let f = 1.0 - u * (math_misc_polevl9(u, MATH_MISC_FRESNEL_FN) / math_misc_polevl10(u, MATH_MISC_FRESNEL_FD));
+    let g = t * math_misc_polevl10(u, MATH_MISC_FRESNEL_GN) / math_misc_polevl11(u, MATH_MISC_FRESNEL_GD);
+    let z = MATH_MISC_HALF_PI * x2;
+    let c = math_cos(z);
+    let s = math_sin(z);
+    let y = 1.0 / (MATH_MISC_PI * x);
+    if (use_sin) {
+        var intermediate = f * c;
+        intermediate += g * s;
+        return 0.5 - intermediate * y;
+    }
+    var intermediate = f * s;
+    intermediate -= g * c;
+    return 0.5 + intermediate * y;
+}
+
+// The common body of fresnel_cos_op and fresnel_sin_op: odd, computed on |x|; +-0.5 past 36974.
+fn math_misc_fresnel(x_in: f32, use_sin: bool) -> f32 {
+    let x = math_flush(x_in);
+    if (math_is_nan(x)) { return x; }
+    let abs_x = abs(x);
+    // Also +-inf.
+    if (abs_x > 36974.0) { return select(0.5, -0.5, x < 0.0); }
+    let x2 = x * x;
+    var r: f32;
+    if (x2 < 2.5625) {
+        if (use_sin) {
+            r = math_misc_fresnel_sin_interval_1(abs_x);
+        } else {
+            r = math_misc_fresnel_cos_interval_1(abs_x);
+        }
+    } else {
+        r = math_misc_fresnel_asymp(abs_x, use_sin);
+    }
+    return math_flush(select(r, -r, x < 0.0));
+}
+
+// C(x) = integral_0^x cos(pi t^2 / 2) dt.
+fn math_fresnel_cos(x: f32) -> f32 {
+    return math_misc_fresnel(x, false);
+}
+
+// S(x) = integral_0^x sin(pi t^2 / 2) dt.
+fn math_fresnel_sin(x: f32) -> f32 {
+    return math_misc_fresnel(x, true);
+}
+
+// ---- Spence's integral: spence_op (Cephes spence.c) ----
+
+// Scalar(EIGEN_PI * EIGEN_PI / 6.0).
+const MATH_MISC_PI2O6: f32 = 1.644934058189392;
+
+// spence(x) = integral_1^x log(t) / (1 - t) dt = dilog(1 - x), for x >= 0; NaN for x < 0.
+fn math_spence(x_in: f32) -> f32 {
+    let x = math_flush(x_in);
+    if (math_is_nan(x)) { return x; }
+    if (x < 0.0) { return math_nan(); }
+    if (x == 0.0) { return MATH_MISC_PI2O6; }
+    if (x == 1.0) { return 0.0; }
+    // TF: y = 1/inf = 0, or 1/x flushed to 0 past 2^126; then -log(0) * log1p(-0) = inf * -0.
+    if (math_is_inf(x)) { return math_nan(); }
+    var y = x;
+    if (x >= 2.0) {
+        y = math_flush(1.0 / x);
+        if (y == 0.0) { return math_nan(); }
+    }
+    var w: f32;
+    if (1.5 < y) {
+        w = 1.0 / y - 1.0;
+    } else if (y < 0.5) {
+        w = -y;
+    } else {
+        w = y - 1.0;
+    }
+    var spence = -w * (math_misc_polevl7(w, MATH_MISC_SPENCE_A) / math_misc_polevl7(w, MATH_MISC_SPENCE_B));
+    let z = math_log(y);
+    if (y < 0.5) {
+        spence = -z * math_log1p(-y) + MATH_MISC_PI2O6 - spence;
+    }
+    if (1.5 < x) {
+        spence = -0.5 * z * z - spence;
+    }
+    return spence;
 }

@@ -1,5 +1,5 @@
 //! Elementwise special functions (`wgsl/special.wgsl` over the `wgsl/special_math.wgsl` library):
-//! Ndtri, Erfinv, the Bessel functions, and the two-operand Igamma, Igammac, IgammaGradA,
+//! Ndtri, Erfinv, the Bessel functions, Dawsn, Expint, FresnelCos, FresnelSin, Spence, and the two-operand Igamma, Igammac, IgammaGradA,
 //! RandomGammaGrad, Zeta and Polygamma with broadcasting; float32 math, as TF-CPU's Eigen code.
 
 use crate::error::{Error, Result};
@@ -22,7 +22,7 @@ pub const SHADER: Shader = Shader {
 };
 
 /// One-operand functions: TF op and entry point.
-pub const UNARY: [(&str, &str); 14] = [
+pub const UNARY: [(&str, &str); 19] = [
     ("Ndtri", "ndtri"),
     ("Erfinv", "erfinv"),
     ("BesselI0", "bessel_i0"),
@@ -37,6 +37,11 @@ pub const UNARY: [(&str, &str); 14] = [
     ("BesselJ1", "bessel_j1"),
     ("BesselY0", "bessel_y0"),
     ("BesselY1", "bessel_y1"),
+    ("Dawsn", "dawsn"),
+    ("Expint", "expint"),
+    ("FresnelCos", "fresnel_cos"),
+    ("FresnelSin", "fresnel_sin"),
+    ("Spence", "spence"),
 ];
 
 /// Two-operand functions (TF defines them for float32 and float64 only).

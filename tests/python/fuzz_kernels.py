@@ -89,7 +89,8 @@ UNARY = set("Abs Neg Sign Square Sqrt Rsqrt Reciprocal Inv Exp Expm1 Log Log1p S
             "Sinh Cosh Asinh Acosh Atanh Atan Asin Acos Lgamma Digamma "
             "Floor Ceil Round Rint Relu Relu6 Elu Selu LeakyRelu Softplus Softsign ZerosLike OnesLike IsNan IsInf "
             "IsFinite LogicalNot Invert PopulationCount Real Imag Conj ComplexAbs Angle Ndtri Erfinv BesselI0 BesselI0e "
-            "BesselI1 BesselI1e BesselK0 BesselK0e BesselK1 BesselK1e BesselJ0 BesselJ1 BesselY0 BesselY1".split())
+            "BesselI1 BesselI1e BesselK0 BesselK0e BesselK1 BesselK1e BesselJ0 BesselJ1 BesselY0 BesselY1 Dawsn Expint "
+            "FresnelCos FresnelSin Spence".split())
 BINARY = set("AddV2 Add Mul Sub RealDiv Div DivNoNan FloorDiv FloorMod Maximum Minimum Pow SquaredDifference Equal "
              "NotEqual Less LessEqual Greater GreaterEqual LogicalAnd LogicalOr Xlogy Xdivy Xlog1py Atan2 TruncateDiv "
              "TruncateMod BitwiseAnd BitwiseOr BitwiseXor LeftShift RightShift Complex MulNoNan NextAfter Igamma Igammac "

@@ -75,6 +75,7 @@ HALF_ACCUMULATING |= {"Cumsum", "Cumprod"}  # (TF-CPU's half scans round each pa
 TOLERANCE.update({"Cumsum": 1e-5, "Cumprod": 1e-4, "Xlogy": 2e-6, "Xlog1py": 2e-6, "Xdivy": 1e-6, "Atan2": 2e-6})
 # The Cephes ports (float32 math in Eigen's order), near TF-CPU's own float code.
 TOLERANCE.update({f"Bessel{k}": 2e-5 for k in ("I0", "I0e", "I1", "I1e", "K0", "K0e", "K1", "K1e", "J0", "J1", "Y0", "Y1")})
+TOLERANCE.update({"Dawsn": 1e-5, "Expint": 1e-5, "FresnelCos": 1e-5, "FresnelSin": 1e-5, "Spence": 1e-5})
 TOLERANCE.update({"Ndtri": 1e-5, "Erfinv": 1e-5, "Igamma": 1e-4, "Igammac": 1e-4, "IgammaGradA": 1e-4,
                   "RandomGammaGrad": 1e-4, "Zeta": 1e-5, "Polygamma": 1e-4})
 for _new, _old in SAME_AS.items():
@@ -220,6 +221,8 @@ UNARY = {
     "Ndtri": tf.math.ndtri, "Erfinv": tf.math.erfinv,
     **{f"Bessel{k}": getattr(tf.math.special, f"bessel_{k.lower()}")
        for k in ("I0", "I0e", "I1", "I1e", "K0", "K0e", "K1", "K1e", "J0", "J1", "Y0", "Y1")},
+    "Dawsn": tf.math.special.dawsn, "Expint": tf.math.special.expint, "FresnelCos": tf.math.special.fresnel_cos,
+    "FresnelSin": tf.math.special.fresnel_sin, "Spence": tf.math.special.spence,
     "Softplus": tf.nn.softplus, "Softsign": tf.nn.softsign, "ZerosLike": tf.zeros_like, "OnesLike": tf.ones_like,
     "Sinh": tf.math.sinh, "Cosh": tf.math.cosh, "Asinh": tf.math.asinh, "Acosh": tf.math.acosh,
     "Atanh": tf.math.atanh, "Atan": tf.math.atan, "Asin": tf.math.asin, "Acos": tf.math.acos,
