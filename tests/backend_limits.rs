@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tensorflow_wgpu::kernels::{
     batch_norm, binary, cast, complex, conv, im2col, index, integer, matmul, matrix, nn, random, reduce, resize, rnn,
-    scan, scatter, slice, special, unary, volume,
+    scan, scatter, slice, sort, special, unary, volume,
 };
 use tensorflow_wgpu::runtime::device::{portable_floor, portable_limits, requested_features, LimitsProfile};
 use tensorflow_wgpu::runtime::pipeline::{specialised_source, PipelineSpec, Shader};
@@ -48,6 +48,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::integer::SHADER", &integer::SHADER, NONE),
         ("kernels::complex::SHADER", &complex::SHADER, NONE),
         ("kernels::special::SHADER", &special::SHADER, &[F32]),
+        ("kernels::sort::SHADER", &sort::SHADER, NONE),
         ("kernels::reduce::INTEGER_SHADER", &reduce::INTEGER_SHADER, NONE),
         ("kernels::binary::FLOAT64_SHADER", &binary::FLOAT64_SHADER, NONE),
         ("kernels::reduce::SHADER", &reduce::SHADER, NONE),

@@ -29,6 +29,7 @@ fn broadcasting_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::integer::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::complex::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::special::SHADER, &[("T", "f32")]);
+    validate(&tensorflow_wgpu::kernels::sort::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::reduce::INTEGER_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::binary::FLOAT64_SHADER, &[]);
 }
@@ -146,6 +147,7 @@ fn every_wgsl_file_is_covered() {
             "scatter.wgsl",
             "select.wgsl",
             "softmax.wgsl",
+            "sort.wgsl",
             "special.wgsl",
             "special_math.wgsl",
             "strided.wgsl",

@@ -111,6 +111,7 @@ tf_api! {
     TF_OpKernelConstruction_GetAttrBool: fn(*mut TF_OpKernelConstruction, *const c_char, *mut TF_Bool, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrSize: fn(*mut TF_OpKernelConstruction, *const c_char, *mut i32, *mut i32, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrInt64List: fn(*mut TF_OpKernelConstruction, *const c_char, *mut i64, c_int, *mut TF_Status);
+    TF_OpKernelConstruction_GetAttrFloatList: fn(*mut TF_OpKernelConstruction, *const c_char, *mut f32, c_int, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrStringList: fn(*mut TF_OpKernelConstruction, *const c_char, *mut *mut c_char, *mut usize, c_int, *mut c_void, usize, *mut TF_Status);
     TF_OpKernelConstruction_GetAttrString: fn(*mut TF_OpKernelConstruction, *const c_char, *mut c_char, usize, *mut TF_Status);
     TF_OpKernelConstruction_GetName: fn(*mut TF_OpKernelConstruction) -> TF_StringView;

@@ -72,6 +72,7 @@ pub mod rnn;
 pub mod scan;
 pub mod scatter;
 pub mod slice;
+pub mod sort;
 pub mod special;
 pub mod unary;
 pub mod validate;
@@ -256,6 +257,7 @@ pub enum AttrKind {
     Bool,
     Str,
     IntList,
+    FloatList,
     StrList,
     /// A string attribute that older TensorFlows' ops lack (`Attrs::str` errors then).
     OptionalStr,
@@ -264,6 +266,7 @@ pub enum AttrKind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum AttrValue {
     IntList(Vec<i64>),
+    FloatList(Vec<f32>),
     StrList(Vec<String>),
     Int(i64),
     Float(f32),
@@ -319,6 +322,13 @@ impl Attrs {
         match self.get(name)? {
             AttrValue::IntList(v) => Ok(v.clone()),
             other => Err(Error::internal(format!("attribute {name} is {other:?}, not a list of ints"))),
+        }
+    }
+
+    pub fn floats(&self, name: &str) -> Result<Vec<f32>> {
+        match self.get(name)? {
+            AttrValue::FloatList(v) => Ok(v.clone()),
+            other => Err(Error::internal(format!("attribute {name} is {other:?}, not a list of floats"))),
         }
     }
 
@@ -864,6 +874,21 @@ fn build_table() -> Vec<KernelDef> {
         ));
     }
     table.push(kernel("StatelessRandomGetAlg", &[], &["alg"], &[], random::get_alg));
+    // Comparisons within rows. (TopKV2's k and index types, int32 in older TFs, are left
+    // unconstrained: a constraint on an attribute an op lacks breaks registration there.)
+    table.push(kernel("TopKV2", f32, &["k"], &[], sort::top_k));
+    // (TopK, the first generation, is left out: TF 2.21's own CPU kernel of it constrains an
+    // index_type attribute the op lacks, which fails its kernel lookup on every device.)
+    for targets in [DType::I32, DType::I64] {
+        table.push(kernel("InTopKV2", t_of(targets), &["k"], &[], sort::in_top_k));
+        table.push(kernel("InTopK", t_of(targets), &[], &[("k", AttrKind::Int)], sort::in_top_k));
+    }
+    for out in [DType::I32, DType::I64] {
+        for op in ["LowerBound", "UpperBound"] {
+            table.push(kernel(op, leak(vec![("T", DType::F32), ("out_type", out)]), &[], &[], sort::search_sorted));
+        }
+    }
+    table.push(kernel("Bucketize", f32, &[], &[("boundaries", AttrKind::FloatList)], sort::bucketize));
     table.push(kernel("SoftmaxCrossEntropyWithLogits", f32, &[], &[], nn::cross_entropy));
     for labels in [DType::I32, DType::I64] {
         let constraints = leak(vec![("T", DType::F32), ("Tlabels", labels)]);

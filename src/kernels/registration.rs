@@ -110,6 +110,19 @@ fn read_attrs(ctx: *mut TF_OpKernelConstruction, def: &KernelDef) -> Result<Attr
                 unsafe { get(ctx, c_name.as_ptr(), values.as_mut_ptr(), list_size.max(0), status.as_ptr()) };
                 AttrValue::IntList(values)
             }
+            AttrKind::FloatList => {
+                let (size_of, get) = (
+                    tf_fn!(api(), TF_OpKernelConstruction_GetAttrSize),
+                    tf_fn!(api(), TF_OpKernelConstruction_GetAttrFloatList),
+                );
+                let (mut list_size, mut total_size) = (0i32, 0i32);
+                // SAFETY: as above; TF reports the list length, then copies that many floats.
+                unsafe { size_of(ctx, c_name.as_ptr(), &mut list_size, &mut total_size, status.as_ptr()) };
+                status.result()?;
+                let mut values = vec![0f32; list_size.max(0) as usize];
+                unsafe { get(ctx, c_name.as_ptr(), values.as_mut_ptr(), list_size.max(0), status.as_ptr()) };
+                AttrValue::FloatList(values)
+            }
             AttrKind::StrList => {
                 let (size_of, get) = (
                     tf_fn!(api(), TF_OpKernelConstruction_GetAttrSize),

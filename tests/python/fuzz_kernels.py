@@ -474,6 +474,42 @@ def gen_binary(g, case):
             case.args[names[0]], case.args[names[1]] = g.data(dtype, a), g.data(dtype, b)
 
 
+def gen_sort(g, case):
+    """TopKV2, InTopKV2/InTopK, LowerBound/UpperBound and Bucketize: rows with ties and Inf, k from 0
+    past the row; adversarially bad ranks, negative k, mismatched rows, unsorted boundaries."""
+    T = "float32"
+    if case.op == "TopKV2":
+        shape = g.shape(g.int(1, 3), hi=9)
+        x = np.round(g.data(T, shape, scale=2.0)) if g.chance(0.5) else g.data(T, shape)
+        k = g.int(0, shape[-1])
+        if g.adversary("k"):
+            k, x = g.pick([(-1, x), (shape[-1] + 1, x), (1, g.data(T, []))])
+        case.args.update(input=x, k=np.array(k, np.int32))  # (sorted=False leaves the order open)
+    elif case.op in ("InTopKV2", "InTopK"):
+        it = npdtype(case.row["T"])
+        rows, classes = g.int(0, 6), g.int(0, 7)
+        pred = np.round(g.data(T, [rows, classes], scale=2.0))
+        targets = g.rng.integers(-1, classes + 2, size=rows).astype(it)
+        k = g.int(-1, classes + 1)
+        if g.adversary("shapes"):
+            targets, pred = g.pick([(targets[:-1], pred), (targets, pred.reshape(-1)), (targets.reshape(-1, 1), pred)])
+        case.args.update(predictions=pred, targets=targets, k=np.array(k, it) if case.op == "InTopKV2" else k)
+    elif case.op in ("LowerBound", "UpperBound"):
+        rows, n, m = g.int(0, 4), g.int(0, 9), g.int(0, 7)
+        sorted_inputs = np.sort(np.round(g.data(T, [rows, n], scale=2.0)), axis=1)
+        values = np.round(g.data(T, [rows, m], scale=2.0))
+        if g.adversary("shapes"):
+            values = g.pick([values.reshape(-1), g.data(T, [rows + 1, m])])
+        import tensorflow as tf
+
+        case.args.update(sorted_inputs=sorted_inputs, values=values, out_type=tf.as_dtype(case.row["out_type"]))
+    else:
+        boundaries = sorted(float(v) for v in np.round(g.data(T, [g.int(0, 8)], scale=2.0)) if np.isfinite(v))
+        if g.adversary("boundaries") and len(boundaries) > 1:
+            boundaries = boundaries[::-1]
+        case.args.update(input=np.round(g.data(T, g.shape(g.int(0, 3), hi=6), scale=2.0)), boundaries=boundaries)
+
+
 def gen_approximate_equal(g, case):
     shape = elementwise_shape(g)
     x = g.data(case.row["T"], shape)
@@ -2559,7 +2595,8 @@ for _op in BINARY | set(GRADS):
     GENERATORS[_op] = gen_binary
 GENERATORS.update({
     "Select": gen_select, "SelectV2": gen_select, "Cast": gen_cast, "BiasAdd": gen_bias_add, "BiasAddGrad": gen_bias_add,
-    "ApproximateEqual": gen_approximate_equal, "BiasAddV1": gen_bias_add, "Reverse": gen_reverse, "Concat": gen_concat, "Gather": gen_gather,
+    "ApproximateEqual": gen_approximate_equal, "BiasAddV1": gen_bias_add,
+    **{op: gen_sort for op in ("TopKV2", "InTopKV2", "InTopK", "LowerBound", "UpperBound", "Bucketize")}, "Reverse": gen_reverse, "Concat": gen_concat, "Gather": gen_gather,
     "ConjugateTranspose": gen_transpose, "ScatterNdNonAliasingAdd": gen_scatter,
     "AddN": gen_add_n, "ClipByValue": gen_clip, "L2Loss": gen_l2loss, "Softmax": gen_softmax, "LogSoftmax": gen_softmax,
     "SoftmaxCrossEntropyWithLogits": gen_xent, "SparseSoftmaxCrossEntropyWithLogits": gen_xent,
@@ -3399,7 +3436,8 @@ def exc_record(e):
 NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2DBackpropInput",
                  "Conv2DBackpropFilter", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
                  "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
-                 "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax", "SegmentMin", "SegmentMax", "MaxPoolV2",
+                 "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax", "SegmentMin", "SegmentMax", "TopKV2",
+                 "LowerBound", "UpperBound", "MaxPoolV2",
                  "MaxPoolGradV2",
                  "Conv2DBackpropInputV2", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2", "Conv3D",
                  "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "MaxPool3DGrad", "MaxPool3DGradGrad",

@@ -789,6 +789,47 @@ def compare_cases(op, attrs, rng):
     yield COMPARE[op], [x, x.copy()]
 
 
+def sort_cases(op, attrs, rng):
+    """TopK (ties by lower index, Inf at both ends, k from 0 to the row's length, batches, empty
+    batches, a long row), InTopK (ties with the target, out-of-range and negative targets, a
+    non-finite target prediction, k of 0 and past the row), searchsorted (repeats, values outside
+    the rows, an empty row) and Bucketize (boundaries with repeats, values on them, Inf)."""
+    if op == "TopKV2":
+        tied = np.array([[3, 1, 3, 2, -np.inf, np.inf, 1, 0, -0.0, 2]], np.float32)
+        for x in [tied, floats(rng, (4, 5, 9), specials=False), np.round(floats(rng, (3, 33), specials=False)),
+                  floats(rng, (0, 6), specials=False), floats(rng, (2, 3000), specials=False)]:
+            for k in sorted({0, 1, 3, x.shape[-1]} & set(range(x.shape[-1] + 1))):
+                yield (lambda t, k=k: tf.raw_ops.TopKV2(input=t, k=np.int32(k))), [x]
+        return
+    if op in ("InTopKV2", "InTopK"):
+        it = np.int32 if attrs["T"] == "int32" else np.int64
+        pred = np.round(floats(rng, (8, 6), specials=False))
+        pred[3, 2] = np.nan
+        pred[4, 1] = np.inf
+        targets = np.array([0, 5, 2, 2, 1, -1, 6, 3], it)
+        for k in (0, 1, 2, 3, 6, 7, -1):
+            if op == "InTopK":
+                yield (lambda p, t, k=k: tf.raw_ops.InTopK(predictions=p, targets=t, k=k)), [pred, targets]
+            else:
+                yield (lambda p, t, k=k: tf.raw_ops.InTopKV2(predictions=p, targets=t, k=it(k))), [pred, targets]
+        return
+    if op in ("LowerBound", "UpperBound"):
+        out_type = tf.as_dtype(attrs["out_type"])
+        fn = lambda s, v: getattr(tf.raw_ops, op)(sorted_inputs=s, values=v, out_type=out_type)
+        rows = np.sort(np.round(floats(rng, (3, 40), specials=False)), axis=1)
+        yield fn, [rows, np.round(floats(rng, (3, 25), specials=False))]
+        yield fn, [rows, np.array([[-np.inf, np.inf, rows[0, 0]], [rows[1, 5], rows[1, 39], 100.0],
+                                   [rows[2, 20], -100.0, 0.0]], np.float32)]
+        yield fn, [np.zeros((2, 0), np.float32), floats(rng, (2, 3), specials=False)]
+        yield fn, [rows, np.zeros((3, 0), np.float32)]
+        return
+    # Bucketize
+    x = np.concatenate([floats(rng, (200,), specials=False), [0.0, 1.0, -1.0, np.inf, -np.inf, 2.5]]).astype(np.float32)
+    for boundaries in ([], [0.0], [-1.0, 0.0, 0.0, 1.0, 2.5, 10.0], list(np.linspace(-3, 3, 50))):
+        yield (lambda t, b=boundaries: tf.raw_ops.Bucketize(input=t, boundaries=b)), [x]
+    yield (lambda t: tf.raw_ops.Bucketize(input=t, boundaries=[0.0, 1.0])), [x.reshape(2, 103)]
+
+
 def approximate_equal_cases(op, attrs, rng):
     """ApproximateEqual: |x - y| < tolerance at the bound, just inside and outside it, with NaN and
     infinities, for several tolerances (the default 1e-5 among them)."""
@@ -1673,6 +1714,8 @@ for name in COMPARE:
 for name in ("IsNan", "IsInf", "IsFinite"):
     CASES[name] = classify_cases
 CASES["ApproximateEqual"] = approximate_equal_cases
+for name in ("TopKV2", "InTopKV2", "InTopK", "LowerBound", "UpperBound", "Bucketize"):
+    CASES[name] = sort_cases
 for name in ("LogicalAnd", "LogicalOr", "LogicalNot"):
     CASES[name] = logical_cases
 for name in ("Select", "SelectV2"):

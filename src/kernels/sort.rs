@@ -1,0 +1,217 @@
+//! Comparisons within rows (`wgsl/sort.wgsl`): TopKV2 (sorted, ties by lower index),
+//! InTopKV2 and InTopK, LowerBound and UpperBound (TF's searchsorted), and Bucketize, on float32.
+//! Each launch is one pass over the rows; TopK ranks each element against its row, O(n^2) per row
+//! (correct, not tuned for long rows).
+
+use crate::error::{Error, Result};
+use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::Stream;
+
+use super::validate::{self, shape_string};
+use super::{cast, shader_len, DType, KernelContext, KernelInstance, TensorRef};
+
+pub const SHADER: Shader = Shader {
+    name: "sort",
+    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/sort.wgsl")),
+    storage_buffers: 4,
+    uniform_buffers: 0,
+};
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    rows: u32,
+    n: u32,
+    k: u32,
+    m: u32,
+    a_off: u32,
+    b_off: u32,
+    out_off: u32,
+    idx_off: u32,
+    target_words: u32,
+    _pad: [u32; 3],
+}
+
+/// Encodes `entry` over `invocations`, binding `a`, `b`, `out` and `idx` (offsets in words).
+fn launch(
+    stream: &Stream,
+    entry: &'static str,
+    mut p: Params,
+    tensors: [&TensorRef; 4],
+    invocations: u64,
+) -> Result<()> {
+    let device = stream.device();
+    let mems =
+        tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(1))).collect::<Result<Vec<_>>>()?;
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
+    stream.encode(|core, encoder| {
+        let mut binds = Vec::with_capacity(4);
+        let mut offsets = [0u32; 4];
+        for (k, mem) in mems.iter().enumerate() {
+            let (bind, off) = storage_window(core, mem, 4)?;
+            binds.push(bind);
+            offsets[k] = off;
+        }
+        [p.a_off, p.b_off, p.out_off, p.idx_off] = offsets;
+        dispatch(core, encoder, entry, &pipeline, &binds, bytemuck::bytes_of(&p), invocations)
+    })
+}
+
+/// Output `index`, an int32 tensor written by a shader, or its int16/int64 cast after one.
+fn int_output(ctx: &mut dyn KernelContext, index: usize, shape: &[i64]) -> Result<(TensorRef, Option<TensorRef>)> {
+    let dtype = ctx.expected_output_dtype(index)?;
+    let out = ctx.allocate_output(index, dtype, shape)?;
+    if dtype == DType::I32 {
+        return Ok((out, None));
+    }
+    let temp = ctx.allocate_temp(DType::I32, shape)?;
+    Ok((temp, Some(out)))
+}
+
+fn finish_int_output(stream: &Stream, written: &TensorRef, cast_to: Option<TensorRef>) -> Result<()> {
+    match cast_to {
+        Some(out) => cast::launch(stream, written, &out),
+        None => Ok(()),
+    }
+}
+
+/// TopKV2(input, k): the k largest values of each last-axis row and their indices, sorted (also
+/// for `sorted=False`, whose order TF leaves open).
+pub fn top_k(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (k, k_shape) = ctx.host_input_values(1)?;
+    if !k_shape.is_empty() {
+        return Err(Error::invalid_argument(format!("k must be 0-D, got shape {}", shape_string(&k_shape))));
+    }
+    let k = k[0];
+    if k < 0 {
+        return Err(Error::invalid_argument(format!("Need k >= 0, got {k}")));
+    }
+    let Some(&n) = input.shape.last() else {
+        return Err(Error::invalid_argument(format!("input must be >= 1-D, got shape {}", shape_string(&input.shape))));
+    };
+    if n < k {
+        return Err(Error::invalid_argument(format!("input must have at least k columns. Had {n}, needed {k}")));
+    }
+    let mut shape = input.shape.clone();
+    *shape.last_mut().unwrap_or(&mut 0) = k;
+    let values = ctx.allocate_output(0, input.dtype, &shape)?;
+    let (indices, cast_to) = int_output(ctx, 1, &shape)?;
+    if values.num_elements() == 0 {
+        return Ok(());
+    }
+    let rows = shader_len(input.num_elements() / n as u64, "TopKV2")?;
+    let p = Params { rows, n: shader_len(n as u64, "TopKV2")?, k: k as u32, ..Params::default() };
+    let stream = ctx.stream()?;
+    launch(stream, "top_k", p, [&input, &input, &values, &indices], input.num_elements())?;
+    finish_int_output(stream, &indices, cast_to)
+}
+
+/// InTopKV2(predictions, targets, k) and InTopK(predictions, targets; k): whether each row's
+/// target class is among its k most probable, as TF-CPU decides it.
+pub fn in_top_k(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let predictions = ctx.input(0)?;
+    let targets = ctx.input(1)?;
+    let k = if kernel.def.op == "InTopK" {
+        kernel.attrs.int("k")?
+    } else {
+        let (k, k_shape) = ctx.host_input_values(2)?;
+        if !k_shape.is_empty() {
+            return Err(Error::invalid_argument(format!("k must be 0-D, got shape {}", shape_string(&k_shape))));
+        }
+        k[0]
+    };
+    if predictions.shape.len() != 2 {
+        return Err(Error::invalid_argument(format!(
+            "predictions must be 2-dimensional, got {}",
+            shape_string(&predictions.shape)
+        )));
+    }
+    if targets.shape.len() != 1 {
+        return Err(Error::invalid_argument(format!(
+            "targets must be 1-dimensional, got {}",
+            shape_string(&targets.shape)
+        )));
+    }
+    if predictions.shape[0] != targets.shape[0] {
+        return Err(Error::invalid_argument(format!(
+            "First dimension of predictions {} must match length of targets {}",
+            predictions.shape[0], targets.shape[0]
+        )));
+    }
+    let out = ctx.allocate_output(0, DType::Bool, &targets.shape)?;
+    let rows = shader_len(targets.shape[0] as u64, "InTopKV2")?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let classes = shader_len(predictions.shape[1] as u64, "InTopKV2")?;
+    // No classes: every target is out of range; the shader still needs a predictions binding.
+    let predictions = if classes == 0 { ctx.allocate_temp(DType::F32, &[1])? } else { predictions };
+    let p = Params {
+        rows,
+        n: classes,
+        k: (k.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32) as u32,
+        target_words: (targets.dtype.size() / 4) as u32,
+        ..Params::default()
+    };
+    launch(ctx.stream()?, "in_top_k", p, [&predictions, &targets, &out, &out], u64::from(rows.div_ceil(4)))
+}
+
+/// LowerBound(sorted_inputs, values) and UpperBound: for each value, the first index of its row of
+/// `sorted_inputs` whose element is not less than it (greater than it, for UpperBound).
+pub fn search_sorted(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let sorted = ctx.input(0)?;
+    let values = ctx.input(1)?;
+    if sorted.shape.len() != 2 || values.shape.len() != 2 {
+        return Err(Error::invalid_argument(format!(
+            "sorted_inputs and values must be matrices, got {} and {}",
+            shape_string(&sorted.shape),
+            shape_string(&values.shape)
+        )));
+    }
+    if sorted.shape[0] != values.shape[0] {
+        return Err(Error::invalid_argument("Leading dim_size of both tensors must match."));
+    }
+    let (out, cast_to) = int_output(ctx, 0, &values.shape)?;
+    if values.num_elements() == 0 {
+        return Ok(());
+    }
+    let entry = if kernel.def.op == "LowerBound" { "lower_bound" } else { "upper_bound" };
+    let row_length = shader_len(sorted.shape[1] as u64, kernel.def.op)?;
+    // An empty row: every value's bound is 0; the shader still needs a binding to search.
+    let sorted = if sorted.num_elements() == 0 { ctx.allocate_temp(DType::F32, &[1])? } else { sorted };
+    let p = Params {
+        rows: shader_len(values.shape[0] as u64, kernel.def.op)?,
+        n: row_length,
+        m: shader_len(values.shape[1] as u64, kernel.def.op)?,
+        ..Params::default()
+    };
+    let stream = ctx.stream()?;
+    launch(stream, entry, p, [&sorted, &values, &out, &out], values.num_elements())?;
+    finish_int_output(stream, &out, cast_to)
+}
+
+/// Bucketize(input; boundaries): the number of boundaries at or below each value (int32), the
+/// boundaries uploaded as one row to search.
+pub fn bucketize(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let boundaries = kernel.attrs.floats("boundaries")?;
+    if boundaries.windows(2).any(|w| !(w[0] <= w[1])) {
+        return Err(Error::invalid_argument("Expected sorted boundaries"));
+    }
+    let out = ctx.allocate_output(0, DType::I32, &input.shape)?;
+    if input.num_elements() == 0 {
+        return Ok(());
+    }
+    let row = ctx.allocate_temp(DType::F32, &[boundaries.len().max(1) as i64])?;
+    let stream = ctx.stream()?;
+    stream.memcpy_htod(row.address, bytemuck::cast_slice(&boundaries))?;
+    let p = Params {
+        rows: 0,
+        n: shader_len(boundaries.len() as u64, "Bucketize")?,
+        m: shader_len(input.num_elements(), "Bucketize")?,
+        ..Params::default()
+    };
+    validate::num_elements(&input.shape)?;
+    launch(stream, "upper_bound", p, [&row, &input, &out, &out], input.num_elements())
+}

@@ -1,0 +1,163 @@
+// Comparisons within rows (`math.wgsl` comes first): TopKV2/TopK, InTopKV2/InTopK,
+// LowerBound/UpperBound and Bucketize, on float32 words. Offsets are in words.
+//   top_k: one invocation per input element; its rank in its row (greater values first, ties by
+//     lower index, -0 equal to +0, NaN above +inf with its sign's order) places it in the output
+//     when below k. The loop stops once the rank reaches k.
+//   in_top_k: one invocation per word of four bool results: whether the target's prediction has
+//     fewer than k strictly greater predictions in its row (false for an out-of-range target or a
+//     row with a non-finite prediction), as TF-CPU's kernel.
+//   lower_bound, upper_bound: one invocation per value, std::lower_bound / std::upper_bound over
+//     its row of the sorted input (Bucketize: one row of boundaries).
+
+struct Params {
+    rows: u32,
+    // Row length: the input's (top_k, in_top_k) or the sorted input's (searches).
+    n: u32,
+    // top_k: outputs per row; in_top_k: k as i32 bits.
+    k: u32,
+    // Searches: values per row (0: every value searches row 0).
+    m: u32,
+    a_off: u32,
+    b_off: u32,
+    out_off: u32,
+    idx_off: u32,
+    // in_top_k: 2 for int64 targets (low word, high word), 1 for int32.
+    target_words: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<storage, read_write> a: array<u32>;
+@group(0) @binding(1) var<storage, read_write> b: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+@group(0) @binding(3) var<storage, read_write> idx: array<u32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+fn invocation(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * 256u;
+}
+
+// A float's bits as an unsigned key in a total order: -0 as +0, negative values below positive
+// ones, NaN past the infinities.
+fn order_key(bits: u32) -> u32 {
+    let v = select(bits, 0u, (bits & 0x7fffffffu) == 0u);
+    return select(v | 0x80000000u, ~v, (v & 0x80000000u) != 0u);
+}
+
+@compute @workgroup_size(256)
+fn top_k(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = invocation(gid, nwg);
+    if (i >= p.rows * p.n) {
+        return;
+    }
+    let row = i / p.n;
+    let j = i - row * p.n;
+    let start = p.a_off + row * p.n;
+    let bits = a[start + j];
+    let key = order_key(bits);
+    var rank = 0u;
+    for (var t = 0u; t < p.n && rank < p.k; t++) {
+        let other = order_key(a[start + t]);
+        if (other > key || (other == key && t < j)) {
+            rank++;
+        }
+    }
+    if (rank < p.k) {
+        out[p.out_off + row * p.k + rank] = bits;
+        idx[p.idx_off + row * p.k + rank] = j;
+    }
+}
+
+// Whether row `row`'s target is among its k most probable classes.
+fn in_top(row: u32) -> bool {
+    let start = p.a_off + row * p.n;
+    let low = b[p.b_off + row * p.target_words];
+    var high = select(0u, 0xffffffffu, (low & 0x80000000u) != 0u);
+    if (p.target_words == 2u) {
+        high = b[p.b_off + row * 2u + 1u];
+    }
+    // In range: 0 <= target < n, as a 64-bit signed value.
+    if (high != 0u || low >= p.n) {
+        return false;
+    }
+    let predicted = bitcast<f32>(a[start + low]);
+    if (math_is_nan(predicted) || math_is_inf(predicted)) {
+        return false;
+    }
+    let k = bitcast<i32>(p.k);
+    var greater = 0;
+    for (var c = 0u; c < p.n; c++) {
+        let v = bitcast<f32>(a[start + c]);
+        if (math_is_nan(v) || math_is_inf(v)) {
+            // TF-CPU cannot say for a row with any non-finite prediction: false.
+            return false;
+        }
+        if (v > predicted) {
+            greater++;
+        }
+    }
+    return greater < k;
+}
+
+@compute @workgroup_size(256)
+fn in_top_k(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = invocation(gid, nwg);
+    if (w * 4u >= p.rows) {
+        return;
+    }
+    var word = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        let row = w * 4u + k;
+        if (row < p.rows && in_top(row)) {
+            word |= 1u << (k * 8u);
+        }
+    }
+    idx[p.idx_off + w] = word;
+}
+
+// x < y for floats, false where either is NaN (IEEE's, whatever the driver assumes).
+fn less(x: f32, y: f32) -> bool {
+    return !math_is_nan(x) && !math_is_nan(y) && x < y;
+}
+
+// std::lower_bound (upper: std::upper_bound) of value v in row `row` of the sorted input.
+fn bound(row: u32, v: f32, upper: bool) -> u32 {
+    let start = p.a_off + row * p.n;
+    var first = 0u;
+    var count = p.n;
+    while (count > 0u) {
+        let step = count / 2u;
+        let at = first + step;
+        let x = bitcast<f32>(a[start + at]);
+        let before = select(less(x, v), !less(v, x), upper);
+        if (before) {
+            first = at + 1u;
+            count -= step + 1u;
+        } else {
+            count = step;
+        }
+    }
+    return first;
+}
+
+fn search(gid: vec3<u32>, nwg: vec3<u32>, upper: bool) {
+    let i = invocation(gid, nwg);
+    let total = select(p.rows * p.m, p.m, p.rows == 0u);
+    if (i >= total) {
+        return;
+    }
+    let row = select(i / max(p.m, 1u), 0u, p.rows == 0u);
+    let v = bitcast<f32>(b[p.b_off + i]);
+    idx[p.idx_off + i] = bound(row, v, upper);
+}
+
+@compute @workgroup_size(256)
+fn lower_bound(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    search(gid, nwg, false);
+}
+
+@compute @workgroup_size(256)
+fn upper_bound(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    search(gid, nwg, true);
+}
