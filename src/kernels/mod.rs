@@ -1018,6 +1018,25 @@ fn build_table() -> Vec<KernelDef> {
             let constraints = leak(vec![("T", dtype), ("Tindex", bounds)]);
             table.push(kernel("MatrixBandPart", constraints, &["num_lower", "num_upper"], &[], matrix::band_part));
         }
+        // Diagonals: whole-word elements.
+        if dtype.size().is_multiple_of(4) {
+            table.push(kernel("MatrixDiag", t, &[], &[], matrix::matrix_diag));
+            table.push(kernel("MatrixDiagPart", t, &[], &[], matrix::matrix_diag_part));
+            table.push(kernel("MatrixSetDiag", t, &[], &[], matrix::matrix_set_diag));
+            let align: &[(&str, AttrKind)] = &[("align", AttrKind::Str)];
+            for (version, attrs) in [("V2", &[][..]), ("V3", align)] {
+                let name = |op: &str| -> &'static str { Box::leak(format!("{op}{version}").into_boxed_str()) };
+                let sizes = &["k", "num_rows", "num_cols"];
+                table.push(kernel(name("MatrixDiag"), t, sizes, attrs, matrix::matrix_diag));
+                table.push(kernel(name("MatrixDiagPart"), t, &["k"], attrs, matrix::matrix_diag_part));
+                table.push(kernel(name("MatrixSetDiag"), t, &["k"], attrs, matrix::matrix_set_diag));
+            }
+            // TF defines Diag and DiagPart for floats, complex numbers and 32/64-bit integers.
+            if matches!(dtype, DType::F32 | DType::F64 | DType::I64 | DType::C64 | DType::C128) {
+                table.push(kernel("Diag", t, &[], &[], matrix::diag));
+                table.push(kernel("DiagPart", t, &[], &[], matrix::diag_part));
+            }
+        }
         table.push(kernel("ReverseV2", t, &["axis"], &[], index::reverse));
         table.push(kernel("Reverse", t, &["dims"], &[], index::reverse));
         table.push(kernel("Concat", t, &["concat_dim"], &[], index::concat));

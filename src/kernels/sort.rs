@@ -196,7 +196,10 @@ pub fn search_sorted(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
 pub fn bucketize(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let boundaries = kernel.attrs.floats("boundaries")?;
-    if boundaries.windows(2).any(|w| !(w[0] <= w[1])) {
+    if boundaries
+        .windows(2)
+        .any(|w| !matches!(w[0].partial_cmp(&w[1]), Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)))
+    {
         return Err(Error::invalid_argument("Expected sorted boundaries"));
     }
     let out = ctx.allocate_output(0, DType::I32, &input.shape)?;

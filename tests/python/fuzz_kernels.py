@@ -510,6 +510,51 @@ def gen_sort(g, case):
         case.args.update(input=np.round(g.data(T, g.shape(g.int(0, 3), hi=6), scale=2.0)), boundaries=boundaries)
 
 
+DIAG_OPS = ("MatrixDiag", "MatrixDiagV2", "MatrixDiagV3", "MatrixDiagPart", "MatrixDiagPartV2", "MatrixDiagPartV3",
+            "MatrixSetDiag", "MatrixSetDiagV2", "MatrixSetDiagV3", "Diag", "DiagPart")
+
+
+def gen_diag(g, case):
+    """The diagonal ops: random bands within (and adversarially past) the matrices, alignments,
+    explicit and inferred sizes, mismatched diagonal shapes, odd ranks for DiagPart."""
+    T, op = case.row["T"], case.op
+    rows, cols = g.int(0, 5), g.int(0, 5)
+    batch = g.shape(g.int(0, 2), hi=3)
+    lo = g.int(-max(rows - 1, 0), max(cols - 1, 0))
+    hi = g.int(lo, max(cols - 1, lo))
+    if g.adversary("k"):
+        lo, hi = g.pick([(hi + 1, hi), (-rows - 2, hi), (lo, cols + 3), (-(2**31), 2**31 - 1)])
+    k = np.array([lo, hi], np.int32) if lo != hi or g.chance(0.3) else np.array(lo, np.int32)
+    align = {"align": g.pick(["RIGHT_LEFT", "LEFT_RIGHT", "LEFT_LEFT", "RIGHT_RIGHT"] + (["BOGUS"] if g.adv else []))} \
+        if op.endswith("V3") else {}
+    length = min(max(min(rows + min(hi, 0), cols - max(lo, 0)), 0), 8)
+    band = [min(hi - lo + 1, 8)] if lo != hi else []
+    if op == "Diag":
+        case.args["diagonal"] = g.data(T, g.shape(g.int(0 if g.adv else 1, 3), hi=4))
+    elif op == "DiagPart":
+        half = g.shape(g.int(1, 3), hi=4)
+        shape = half + half
+        if g.adversary("shape"):
+            shape = g.pick([half, half + [half[0] + 1] + half[1:], []])
+        case.args["input"] = g.data(T, shape)
+    elif op == "MatrixDiag":
+        case.args["diagonal"] = g.data(T, batch + [g.int(0, 5)])
+    elif op == "MatrixDiagPart":
+        case.args["input"] = g.data(T, batch + [rows, cols] if not g.adversary("rank") else [rows])
+    elif op == "MatrixSetDiag":
+        n = min(rows, cols) + (1 if g.adversary("diagonal") else 0)
+        case.args.update(input=g.data(T, batch + [rows, cols]), diagonal=g.data(T, batch + [n]))
+    elif op.startswith("MatrixDiagPart"):
+        case.args.update(input=g.data(T, batch + [rows, cols]), k=k, padding_value=g.data(T, []), **align)
+    elif op.startswith("MatrixSetDiag"):
+        shape = batch + band + [length + (1 if g.adversary("diagonal") else 0)]
+        case.args.update(input=g.data(T, batch + [rows, cols]), diagonal=g.data(T, shape), k=k, **align)
+    else:
+        r, c = g.pick([(-1, -1), (rows, cols), (rows, -1), (-1, cols), (rows + 2, cols + 2), (0, 0)])
+        case.args.update(diagonal=g.data(T, batch + band + [max(length, 1)]), k=k, num_rows=np.array(r, np.int32),
+                         num_cols=np.array(c, np.int32), padding_value=g.data(T, []), **align)
+
+
 def gen_approximate_equal(g, case):
     shape = elementwise_shape(g)
     x = g.data(case.row["T"], shape)
@@ -2596,7 +2641,8 @@ for _op in BINARY | set(GRADS):
 GENERATORS.update({
     "Select": gen_select, "SelectV2": gen_select, "Cast": gen_cast, "BiasAdd": gen_bias_add, "BiasAddGrad": gen_bias_add,
     "ApproximateEqual": gen_approximate_equal, "BiasAddV1": gen_bias_add,
-    **{op: gen_sort for op in ("TopKV2", "InTopKV2", "InTopK", "LowerBound", "UpperBound", "Bucketize")}, "Reverse": gen_reverse, "Concat": gen_concat, "Gather": gen_gather,
+    **{op: gen_sort for op in ("TopKV2", "InTopKV2", "InTopK", "LowerBound", "UpperBound", "Bucketize")},
+    **{op: gen_diag for op in DIAG_OPS}, "Reverse": gen_reverse, "Concat": gen_concat, "Gather": gen_gather,
     "ConjugateTranspose": gen_transpose, "ScatterNdNonAliasingAdd": gen_scatter,
     "AddN": gen_add_n, "ClipByValue": gen_clip, "L2Loss": gen_l2loss, "Softmax": gen_softmax, "LogSoftmax": gen_softmax,
     "SoftmaxCrossEntropyWithLogits": gen_xent, "SparseSoftmaxCrossEntropyWithLogits": gen_xent,

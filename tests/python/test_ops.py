@@ -789,6 +789,56 @@ def compare_cases(op, attrs, rng):
     yield COMPARE[op], [x, x.copy()]
 
 
+DIAG_ALIGNS = ["RIGHT_LEFT", "LEFT_RIGHT", "LEFT_LEFT", "RIGHT_RIGHT"]
+
+
+def diag_cases(op, attrs, rng):
+    """The diagonal ops in every generation: single diagonals and bands (k = [lo, hi]) above, below
+    and across the main one, every alignment, inferred and explicit sizes, batches, non-square and
+    empty matrices, a padding value; Diag and DiagPart of ranks 1 to 3."""
+    dt = attrs["T"]
+    v = lambda *shape: values(rng, dt, shape)
+    raw = getattr(tf.raw_ops, op)
+    aligns = DIAG_ALIGNS if op.endswith("V3") else [None]
+    extra = lambda align: {} if align is None else {"align": align}
+    if op == "Diag":
+        for shape in [(4,), (2, 3), (2, 1, 2), (0,)]:
+            yield (lambda d: raw(diagonal=d)), [v(*shape)]
+        return
+    if op == "DiagPart":
+        for shape in [(4, 4), (2, 3, 2, 3), (1, 2, 2, 1, 2, 2), (0, 0)]:
+            yield (lambda x: raw(input=x)), [v(*shape)]
+        return
+    if op == "MatrixDiag":
+        for shape in [(4,), (3, 5), (0,), (2, 0)]:
+            yield (lambda d: raw(diagonal=d)), [v(*shape)]
+        return
+    if op == "MatrixDiagPart":
+        for shape in [(4, 4), (3, 5, 2), (2, 3, 6), (0, 3)]:
+            yield (lambda x: raw(input=x)), [v(*shape)]
+        return
+    if op == "MatrixSetDiag":
+        for shape in [(4, 4), (3, 5, 2), (2, 3, 6)]:
+            yield (lambda x, d: raw(input=x, diagonal=d)), [v(*shape), v(*shape[:-2], min(shape[-2:]))]
+        return
+    for align in aligns:
+        for (rows, cols), (lo, hi) in [((4, 4), (0, 0)), ((4, 6), (-2, 1)), ((5, 3), (1, 2)), ((5, 3), (-4, -1)),
+                                       ((3, 7), (-1, 5)), ((2, 2), (-1, -1))]:
+            k = np.array([lo, hi], np.int32) if lo != hi else np.int32(lo)
+            length = min(rows + min(hi, 0), cols - max(lo, 0))
+            band = (hi - lo + 1,) if lo != hi else ()
+            if op.startswith("MatrixDiagPart"):
+                yield (lambda x, p, k=k, a=align: raw(input=x, k=k, padding_value=p, **extra(a))), [v(2, rows, cols), v()]
+            elif op.startswith("MatrixSetDiag"):
+                yield (lambda x, d, k=k, a=align: raw(input=x, diagonal=d, k=k, **extra(a))), \
+                    [v(2, rows, cols), v(2, *band, length)]
+            else:
+                for r, c in [(-1, -1), (rows, cols), (rows, -1), (-1, cols)]:
+                    yield (lambda d, p, k=k, r=r, c=c, a=align: raw(diagonal=d, k=k, num_rows=np.int32(r),
+                                                                     num_cols=np.int32(c), padding_value=p,
+                                                                     **extra(a))), [v(3, *band, length), v()]
+
+
 def sort_cases(op, attrs, rng):
     """TopK (ties by lower index, Inf at both ends, k from 0 to the row's length, batches, empty
     batches, a long row), InTopK (ties with the target, out-of-range and negative targets, a
@@ -1714,6 +1764,9 @@ for name in COMPARE:
 for name in ("IsNan", "IsInf", "IsFinite"):
     CASES[name] = classify_cases
 CASES["ApproximateEqual"] = approximate_equal_cases
+for name in ("MatrixDiag", "MatrixDiagV2", "MatrixDiagV3", "MatrixDiagPart", "MatrixDiagPartV2", "MatrixDiagPartV3",
+             "MatrixSetDiag", "MatrixSetDiagV2", "MatrixSetDiagV3", "Diag", "DiagPart"):
+    CASES[name] = diag_cases
 for name in ("TopKV2", "InTopKV2", "InTopK", "LowerBound", "UpperBound", "Bucketize"):
     CASES[name] = sort_cases
 for name in ("LogicalAnd", "LogicalOr", "LogicalNot"):
