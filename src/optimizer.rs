@@ -1,8 +1,9 @@
 //! The update formulas of TF's fused optimizer ops, written once over an abstract element-wise
 //! `Arithmetic`, in TF-CPU's order of operations: `ResourceApply*` for GradientDescent, Momentum,
 //! KerasMomentum, Adam, RMSProp, CenteredRMSProp, Adagrad, AdagradV2, AdagradDA, Adadelta,
-//! ProximalGradientDescent, ProximalAdagrad, Ftrl and FtrlV2, and the `ResourceSparseApply*` twins
-//! of all but GradientDescent and Adam (TF has none), which apply the same formula to the rows
+//! ProximalGradientDescent, ProximalAdagrad, Ftrl, FtrlV2, AdaMax, AddSign, PowerSign and
+//! AdamWithAmsgrad, and the `ResourceSparseApply*` twins of all but GradientDescent, Adam and the
+//! last four (TF has none), which apply the same formula to the rows
 //! their indices name. The graph pass (`crate::rewrite`) evaluates them into graph nodes; the eager kernels
 //! (`crate::kernels::variables`) into launches on the variables' tensors.
 
@@ -17,6 +18,7 @@ pub trait Arithmetic {
     fn square(&mut self, a: &Self::Value) -> Result<Self::Value, Self::Error>;
     fn sqrt(&mut self, a: &Self::Value) -> Result<Self::Value, Self::Error>;
     fn rsqrt(&mut self, a: &Self::Value) -> Result<Self::Value, Self::Error>;
+    fn exp(&mut self, a: &Self::Value) -> Result<Self::Value, Self::Error>;
     /// Ones of `a`'s shape and dtype.
     fn ones_like(&mut self, a: &Self::Value) -> Result<Self::Value, Self::Error>;
     fn abs(&mut self, a: &Self::Value) -> Result<Self::Value, Self::Error>;
@@ -75,6 +77,10 @@ pub enum Optimizer {
         multiply_linear_by_lr: bool,
         sparse: bool,
     },
+    AdaMax,
+    AddSign,
+    PowerSign,
+    AdamWithAmsgrad,
 }
 
 impl Optimizer {
@@ -103,6 +109,10 @@ impl Optimizer {
             "AdagradDA" => Optimizer::AdagradDa,
             "Ftrl" => Optimizer::Ftrl { v2: false, multiply_linear_by_lr, sparse },
             "FtrlV2" => Optimizer::Ftrl { v2: true, multiply_linear_by_lr, sparse },
+            "AdaMax" if !sparse => Optimizer::AdaMax,
+            "AddSign" if !sparse => Optimizer::AddSign,
+            "PowerSign" if !sparse => Optimizer::PowerSign,
+            "AdamWithAmsgrad" if !sparse => Optimizer::AdamWithAmsgrad,
             _ => return None,
         })
     }
@@ -127,6 +137,9 @@ impl Optimizer {
             Optimizer::ProximalAdagrad => (2, 4),
             Optimizer::AdagradDa => (3, 5),
             Optimizer::Ftrl { v2, .. } => (3, if v2 { 6 } else { 5 }),
+            Optimizer::AdaMax => (3, 6),
+            Optimizer::AddSign | Optimizer::PowerSign => (2, 5),
+            Optimizer::AdamWithAmsgrad => (4, 7),
         }
     }
 
@@ -137,7 +150,9 @@ impl Optimizer {
             | Optimizer::Momentum { .. }
             | Optimizer::KerasMomentum { .. }
             | Optimizer::Adagrad { .. } => 1,
-            Optimizer::Adam { .. } => 6,
+            Optimizer::Adam { .. } | Optimizer::AdamWithAmsgrad => 6,
+            Optimizer::AdaMax => 5,
+            Optimizer::AddSign | Optimizer::PowerSign => 4,
             Optimizer::RmsProp { .. } | Optimizer::CenteredRmsProp { .. } => 4,
             Optimizer::AdagradV2 { .. } => 2,
             Optimizer::Adadelta | Optimizer::ProximalGradientDescent | Optimizer::ProximalAdagrad => 3,
@@ -440,8 +455,84 @@ impl Optimizer {
                 };
                 vec![Some(var), Some(new_accum), Some(linear)]
             }
+            (Optimizer::AdaMax, [var, m, v], [beta1_power, lr, beta1, beta2, epsilon, grad]) => {
+                // m += (grad - m) * (1 - beta1); v = cwiseMax(beta2 * v, |grad|);
+                // var -= lr / (1 - beta1_power) * (m / (v + epsilon))
+                let one = a.ones_like(beta1)?;
+                let one_minus_beta1 = a.sub(&one, beta1)?;
+                let gm = a.sub(grad, m)?;
+                let dm = a.mul(&gm, &one_minus_beta1)?;
+                let m = a.add(m, &dm)?;
+                let decayed = a.mul(beta2, v)?;
+                let magnitude = a.abs(grad)?;
+                let v = Self::eigen_max(a, &decayed, &magnitude)?;
+                let correction = a.sub(&one, beta1_power)?;
+                let rate = a.div(lr, &correction)?;
+                let shifted = a.add(&v, epsilon)?;
+                let ratio = a.div(&m, &shifted)?;
+                let step = a.mul(&rate, &ratio)?;
+                vec![Some(a.sub(var, &step)?), Some(m), Some(v)]
+            }
+            (Optimizer::AddSign, [var, m], [lr, alpha, sign_decay, beta, grad])
+            | (Optimizer::PowerSign, [var, m], [lr, alpha, sign_decay, beta, grad]) => {
+                // m = m * beta + grad * (1 - beta); s = sign(grad) * sign(m);
+                // AddSign: var -= lr * (alpha + sign_decay * s) * grad;
+                // PowerSign (alpha is logbase): var -= lr * exp(logbase * sign_decay * s) * grad
+                let one = a.ones_like(beta)?;
+                let one_minus_beta = a.sub(&one, beta)?;
+                let kept = a.mul(m, beta)?;
+                let fresh = a.mul(grad, &one_minus_beta)?;
+                let m = a.add(&kept, &fresh)?;
+                let grad_sign = a.sign(grad)?;
+                let m_sign = a.sign(&m)?;
+                let agreement = a.mul(&grad_sign, &m_sign)?;
+                let scale = if self == Optimizer::AddSign {
+                    let decayed = a.mul(sign_decay, &agreement)?;
+                    a.add(alpha, &decayed)?
+                } else {
+                    let exponent = a.mul(alpha, sign_decay)?;
+                    let exponent = a.mul(&exponent, &agreement)?;
+                    a.exp(&exponent)?
+                };
+                let rate = a.mul(lr, &scale)?;
+                let step = a.mul(&rate, grad)?;
+                vec![Some(a.sub(var, &step)?), Some(m)]
+            }
+            (
+                Optimizer::AdamWithAmsgrad,
+                [var, m, v, vhat],
+                [beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad],
+            ) => {
+                // Adam's moments; vhat = cwiseMax(vhat, v); var -= (m * alpha) / (sqrt(vhat) + epsilon)
+                let one = a.ones_like(beta1)?;
+                let b2c = a.sub(&one, beta2_power)?;
+                let b2c = a.sqrt(&b2c)?;
+                let scaled = a.mul(lr, &b2c)?;
+                let b1c = a.sub(&one, beta1_power)?;
+                let alpha = a.div(&scaled, &b1c)?;
+                let one_minus_beta1 = a.sub(&one, beta1)?;
+                let gm = a.sub(grad, m)?;
+                let dm = a.mul(&gm, &one_minus_beta1)?;
+                let m = a.add(m, &dm)?;
+                let one_minus_beta2 = a.sub(&one, beta2)?;
+                let g2 = a.square(grad)?;
+                let gv = a.sub(&g2, v)?;
+                let dv = a.mul(&gv, &one_minus_beta2)?;
+                let v = a.add(v, &dv)?;
+                let vhat = Self::eigen_max(a, vhat, &v)?;
+                let numerator = a.mul(&m, &alpha)?;
+                let root = a.sqrt(&vhat)?;
+                let denominator = a.add(&root, epsilon)?;
+                let step = a.div(&numerator, &denominator)?;
+                vec![Some(a.sub(var, &step)?), Some(m), Some(v), Some(vhat)]
+            }
             _ => return Ok(vec![None; vars.len()]),
         })
+    }
+
+    /// Eigen's cwiseMax(x, y) in TF's kernels: `x < y ? y : x`, so a NaN in `y` leaves `x`.
+    fn eigen_max<A: Arithmetic>(a: &mut A, x: &A::Value, y: &A::Value) -> Result<A::Value, A::Error> {
+        a.select_greater(y, x, y, x)
     }
 
     /// `slot * rho + x^2 * (1 - rho)`, the sparse kernels' and Adadelta's order.
@@ -528,6 +619,9 @@ mod tests {
         }
         fn rsqrt(&mut self, a: &f64) -> Result<f64, ()> {
             Ok(1.0 / a.sqrt())
+        }
+        fn exp(&mut self, a: &f64) -> Result<f64, ()> {
+            Ok(a.exp())
         }
         fn ones_like(&mut self, _: &f64) -> Result<f64, ()> {
             Ok(1.0)

@@ -29,7 +29,8 @@ UPDATE_INPUT = {
     "resource_apply_proximal_gradient_descent": "delta",
     **{f"resource_apply_{name}": "grad" for name in (
         "momentum", "keras_momentum", "adam", "rms_prop", "centered_rms_prop", "adagrad", "adagrad_v2",
-        "adadelta", "proximal_adagrad", "adagrad_da", "ftrl", "ftrl_v2")},
+        "adadelta", "proximal_adagrad", "adagrad_da", "ftrl", "ftrl_v2", "ada_max", "add_sign", "power_sign",
+        "adam_with_amsgrad")},
 }
 
 # The optimizers the graph rewrite serves (src/optimizer.rs): (Python name, op name).
@@ -38,8 +39,10 @@ OPTIMIZERS = (
     ("adam", "Adam"), ("rms_prop", "RMSProp"), ("centered_rms_prop", "CenteredRMSProp"), ("adagrad", "Adagrad"),
     ("adagrad_v2", "AdagradV2"), ("adadelta", "Adadelta"), ("proximal_gradient_descent", "ProximalGradientDescent"),
     ("proximal_adagrad", "ProximalAdagrad"), ("adagrad_da", "AdagradDA"), ("ftrl", "Ftrl"), ("ftrl_v2", "FtrlV2"),
+    ("ada_max", "AdaMax"), ("add_sign", "AddSign"), ("power_sign", "PowerSign"), ("adam_with_amsgrad", "AdamWithAmsgrad"),
 )
-SPARSE_OPTIMIZERS = tuple(o for o in OPTIMIZERS if o[1] not in ("GradientDescent", "Adam"))
+SPARSE_OPTIMIZERS = tuple(o for o in OPTIMIZERS if o[1] not in (
+    "GradientDescent", "Adam", "AdaMax", "AddSign", "PowerSign", "AdamWithAmsgrad"))
 
 # Module -> (Python op function, its tf.raw_ops twin); the first input is the variable's handle.
 ROUTED = {

@@ -1118,6 +1118,10 @@ fn build_table() -> Vec<KernelDef> {
             ("AdagradDA", no_attrs),
             ("Ftrl", linear_by_lr),
             ("FtrlV2", linear_by_lr),
+            ("AdaMax", no_attrs),
+            ("AddSign", no_attrs),
+            ("PowerSign", no_attrs),
+            ("AdamWithAmsgrad", no_attrs),
         ] {
             // float32 only: the proximal updates select and AdagradDA casts its step (Select and
             // Cast serve float32), and Ftrl's pow would stray further from TF-CPU's sqrt in float16.
@@ -1127,9 +1131,11 @@ fn build_table() -> Vec<KernelDef> {
             }
             let dense: &'static str = Box::leak(format!("ResourceApply{op}").into_boxed_str());
             table.push(kernel(dense, t_of(dtype), &[], attrs, variables::compute));
-            // TF has no sparse GradientDescent or Adam (their optimizers scatter-add). The sparse
-            // ops scatter rows back as whole 32-bit words: float32 only.
-            if dtype == DType::F32 && !matches!(op, "GradientDescent" | "Adam") {
+            // TF has no sparse GradientDescent, Adam, AdaMax, AddSign, PowerSign or
+            // AdamWithAmsgrad. The sparse ops scatter rows back as whole 32-bit words: float32 only.
+            if dtype == DType::F32
+                && !matches!(op, "GradientDescent" | "Adam" | "AdaMax" | "AddSign" | "PowerSign" | "AdamWithAmsgrad")
+            {
                 let sparse: &'static str = Box::leak(format!("ResourceSparseApply{op}").into_boxed_str());
                 for indices in [DType::I32, DType::I64] {
                     let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);

@@ -202,6 +202,9 @@ impl Arithmetic for Launches<'_> {
     fn rsqrt(&mut self, a: &TensorRef) -> Result<TensorRef> {
         self.unary(UnaryOp::Rsqrt, a)
     }
+    fn exp(&mut self, a: &TensorRef) -> Result<TensorRef> {
+        self.unary(UnaryOp::Exp, a)
+    }
     fn ones_like(&mut self, a: &TensorRef) -> Result<TensorRef> {
         self.unary(UnaryOp::OnesLike, a)
     }

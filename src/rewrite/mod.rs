@@ -314,6 +314,9 @@ impl Arithmetic for Update<'_> {
     fn rsqrt(&mut self, a: &String) -> Result<String> {
         Ok(self.op("wgpu_rsqrt", "Rsqrt", &[a]))
     }
+    fn exp(&mut self, a: &String) -> Result<String> {
+        Ok(self.op("wgpu_exp", "Exp", &[a]))
+    }
     fn ones_like(&mut self, a: &String) -> Result<String> {
         Ok(self.op("wgpu_one", "OnesLike", &[a]))
     }

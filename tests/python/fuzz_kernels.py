@@ -101,7 +101,7 @@ OPTIMIZER_FLAGS = optimizer_ops.FLAGS
 # Ops with float16 kernels here and none on TF-CPU (see `references`).
 NO_HALF_ON_CPU = {"ResourceApplyProximalGradientDescent", "ResourceApplyProximalAdagrad", "MaxPool3D", "AvgPool3D",
                   "AvgPool3DGrad", "MaxPool3DGrad", "MaxPool3DGradGrad"}
-OPT_SCALARS = {"alpha": 0.25, "lr": 0.1, "momentum": 0.9, "beta1_power": 0.729, "beta2_power": 0.997, "beta1": 0.9,
+OPT_SCALARS = {"alpha": 0.25, "logbase": 0.5, "sign_decay": 0.9, "beta": 0.9, "lr": 0.1, "momentum": 0.9, "beta1_power": 0.729, "beta2_power": 0.997, "beta1": 0.9,
                "beta2": 0.999, "epsilon": 1e-7, "rho": 0.9, "l1": 0.05, "l2": 0.1, "lr_power": -0.5,
                "l2_shrinkage": 0.05, "global_step": 3}
 # Resource variable scatters by rows (ResourceScatter*) and by index tuples (ResourceScatterNd*,

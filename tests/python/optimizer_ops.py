@@ -19,7 +19,15 @@ DENSE = {
     "ResourceApplyFtrlV2": (("var", "accum", "linear"), ("grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power")),
     "ResourceApplyAdagradDA": (("var", "gradient_accumulator", "gradient_squared_accumulator"),
                                ("grad", "lr", "l1", "l2", "global_step")),
+    "ResourceApplyAdaMax": (("var", "m", "v"), ("beta1_power", "lr", "beta1", "beta2", "epsilon", "grad")),
+    "ResourceApplyAddSign": (("var", "m"), ("lr", "alpha", "sign_decay", "beta", "grad")),
+    "ResourceApplyPowerSign": (("var", "m"), ("lr", "logbase", "sign_decay", "beta", "grad")),
+    "ResourceApplyAdamWithAmsgrad": (("var", "m", "v", "vhat"), ("beta1_power", "beta2_power", "lr", "beta1", "beta2",
+                                                              "epsilon", "grad")),
 }
+# Optimizers TF has no sparse op of (their optimizers scatter-add, or TF never wrote one).
+DENSE_ONLY = ("ResourceApplyGradientDescent", "ResourceApplyAdam", "ResourceApplyAdaMax", "ResourceApplyAddSign",
+              "ResourceApplyPowerSign", "ResourceApplyAdamWithAmsgrad")
 # The ResourceSparseApply* twins (TF has none for GradientDescent and Adam, whose optimizers
 # scatter-add): a vector of row indices follows the gradient (ProximalGradientDescent's delta is a
 # grad there).
@@ -28,7 +36,7 @@ SIGNATURES = {
     **{op.replace("Apply", "SparseApply"): (variables, tuple(
         x for a in others for x in (("grad", "indices") if a in ("grad", "delta") else (a,))))
        for op, (variables, others) in DENSE.items()
-       if op not in ("ResourceApplyGradientDescent", "ResourceApplyAdam")},
+       if op not in DENSE_ONLY},
 }
 # The flag attribute each optimizer has (by its name after ResourceApply/ResourceSparseApply).
 FLAGS = {"Momentum": "use_nesterov", "KerasMomentum": "use_nesterov", "Adam": "use_nesterov",

@@ -1500,7 +1500,7 @@ def variable_cases(op, attrs, rng):
     dt = tf.as_dtype(attrs.get("dtype") or attrs["T"])
     if op in OPTIMIZERS:
         var_names, arg_names = OPTIMIZERS[op]
-        scalars = {"lr": 0.1, "momentum": 0.9, "beta1_power": 0.9**3, "beta2_power": 0.999**3, "beta1": 0.9,
+        scalars = {"logbase": 0.5, "sign_decay": 0.9, "beta": 0.9, "lr": 0.1, "momentum": 0.9, "beta1_power": 0.9**3, "beta2_power": 0.999**3, "beta1": 0.9,
                    "beta2": 0.999, "epsilon": 1e-7, "rho": 0.9, "alpha": 0.25, "l1": 0.05, "l2": 0.1,
                    "lr_power": -0.5, "l2_shrinkage": 0.05}
         base = op.replace("ResourceSparseApply", "").replace("ResourceApply", "")
@@ -1508,7 +1508,7 @@ def variable_cases(op, attrs, rng):
         it = np.int32 if attrs.get("Tindices") == "int32" else np.int64
         for nesterov in (False, True) if flag else (False,):
             inits = tuple(typed(attrs, floats(rng, (5, 3), specials=False)) for _ in var_names)
-            if base in ("Adam", "RMSProp", "Adadelta"):  # running means of squares
+            if base in ("Adam", "RMSProp", "Adadelta", "AdaMax", "AdamWithAmsgrad"):  # running means of squares
                 inits = (inits[0], *map(np.abs, inits[1:]))
             if base in ("Adagrad", "AdagradV2", "ProximalAdagrad", "Ftrl", "FtrlV2"):  # sums of squares
                 inits = (inits[0], np.abs(inits[1]) + 0.1, *inits[2:])
