@@ -61,7 +61,8 @@ fn map_step(rem: ptr<function, u32>, at: ptr<function, i32>, size: u32, in_dim: 
     let dim = i32(in_dim);
     var i = o - offset;
     switch mode {
-        case MODULO: { i = o % dim; }
+        // (An offset of -k starts k elements in: Roll.)
+        case MODULO: { i = i % dim; }
         case CONSTANT_PAD: {
             if (i < 0 || i >= dim) { return false; }
         }

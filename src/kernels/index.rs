@@ -289,7 +289,6 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
             };
             sub.dims[d].out = count;
             match dim.mode {
-                DimMode::Modulo => {}
                 // Output row s + o reads input row n - 1 - s - o: a reversal of the first n - s rows.
                 DimMode::Reverse => sub.dims[d].in_dim = dim.in_dim - start,
                 _ => sub.dims[d].offset = dim.offset - start,
@@ -355,7 +354,7 @@ fn source_index(dim: &DimMap, o: i64) -> Option<i64> {
     let i = o - dim.offset;
     let i = match dim.mode {
         DimMode::Direct => i,
-        DimMode::Modulo => o % n.max(1),
+        DimMode::Modulo => i % n.max(1),
         DimMode::ConstantPad => return (0..n).contains(&i).then_some(i),
         DimMode::Reflect => {
             let i = i.abs();
@@ -984,6 +983,57 @@ pub fn reverse(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
             return Err(Error::invalid_argument(format!("axis {a} specified more than once.")));
         }
         d.mode = DimMode::Reverse;
+    }
+    let out = ctx.allocate_output(0, dtype, &input.shape)?;
+    map(ctx.stream()?, &input, &out, &dims, None)
+}
+
+/// Roll(input, shift, axis): each named axis rotated by its shifts (summed where an axis repeats),
+/// output[(i + shift) mod n] = input[i], as a modulo index map.
+pub fn roll(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let dtype = kernel.dtype("T")?;
+    let input = ctx.input(0)?;
+    let (shifts, shift_shape) = ctx.host_input_values(1)?;
+    let (axes, axis_shape) = ctx.host_input_values(2)?;
+    if input.shape.is_empty() {
+        return Err(Error::invalid_argument("input must be 1-D or higher"));
+    }
+    if shift_shape.len() > 1 {
+        return Err(Error::invalid_argument(format!(
+            "shift must be a scalar or a 1-D vector. Found: {}",
+            validate::shape_string(&shift_shape)
+        )));
+    }
+    if axis_shape.len() > 1 {
+        return Err(Error::invalid_argument(format!(
+            "axis must be a scalar or a 1-D vector. Found: {}",
+            validate::shape_string(&axis_shape)
+        )));
+    }
+    if shifts.len() != axes.len() {
+        return Err(Error::invalid_argument(format!(
+            "shift and axis must have the same size; got {} and {}",
+            shifts.len(),
+            axes.len()
+        )));
+    }
+    let rank = input.shape.len();
+    let mut total = vec![0i64; rank];
+    for (&shift, &axis) in shifts.iter().zip(&axes) {
+        let a = if axis < 0 { axis + rank as i64 } else { axis };
+        if !(0..rank as i64).contains(&a) {
+            return Err(Error::invalid_argument(format!("axis {axis} is out of range")));
+        }
+        let n = input.shape[a as usize].max(1);
+        total[a as usize] = (total[a as usize] + shift.rem_euclid(n)).rem_euclid(n);
+    }
+    let mut dims = direct_dims(&input.shape);
+    for (d, &s) in dims.iter_mut().zip(&total) {
+        if s != 0 {
+            // Output index o reads (o + n - s) mod n.
+            d.mode = DimMode::Modulo;
+            d.offset = s - d.in_dim;
+        }
     }
     let out = ctx.allocate_output(0, dtype, &input.shape)?;
     map(ctx.stream()?, &input, &out, &dims, None)

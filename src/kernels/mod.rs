@@ -1039,6 +1039,12 @@ fn build_table() -> Vec<KernelDef> {
         }
         table.push(kernel("ReverseV2", t, &["axis"], &[], index::reverse));
         table.push(kernel("Reverse", t, &["dims"], &[], index::reverse));
+        for (shift, axis) in
+            [(DType::I32, DType::I32), (DType::I64, DType::I64), (DType::I32, DType::I64), (DType::I64, DType::I32)]
+        {
+            let constraints = leak(vec![("T", dtype), ("Tshift", shift), ("Taxis", axis)]);
+            table.push(kernel("Roll", constraints, &["shift", "axis"], &[], index::roll));
+        }
         table.push(kernel("Concat", t, &["concat_dim"], &[], index::concat));
         table.push(kernel("BroadcastTo", t, &["shape"], &[], index::broadcast_to));
         table.push(kernel("Fill", t, &["dims"], &[], index::fill));

@@ -2118,6 +2118,26 @@ def gen_reverse(g, case):
     case.args.update(tensor=movable(g, case, shape), axis=np.array(axes, g.index_dtype(np.ravel(axes))))
 
 
+def gen_roll(g, case):
+    shape = g.shape(g.int(1, 4), hi=6)
+    k = g.int(0, 3)
+    shift = [g.int(-20, 20) for _ in range(k)]
+    axis = [g.int(-len(shape), len(shape) - 1) for _ in range(k)]
+    if g.adversary("axes"):
+        kind = g.int(0, 3)
+        if kind == 0:
+            axis = axis + [len(shape)]
+            shift = shift + [1]
+        elif kind == 1:
+            shift = shift + [1]
+        elif kind == 2:
+            shape = []
+        else:
+            shift, axis = [[1, 2]], [[0, 0]]
+    st, at = npdtype(case.row["Tshift"]), npdtype(case.row["Taxis"])
+    case.args.update(input=movable(g, case, shape), shift=np.array(shift, st), axis=np.array(axis, at))
+
+
 def gen_broadcast_to(g, case):
     out = g.shape(g.int(0, 4), hi=5)
     inp = [d if g.chance(0.6) else 1 for d in out]
@@ -2643,7 +2663,7 @@ GENERATORS.update({
     "ApproximateEqual": gen_approximate_equal, "BiasAddV1": gen_bias_add,
     **{op: gen_sort for op in ("TopKV2", "InTopKV2", "InTopK", "LowerBound", "UpperBound", "Bucketize")},
     **{op: gen_diag for op in DIAG_OPS}, "Reverse": gen_reverse, "Concat": gen_concat, "Gather": gen_gather,
-    "ConjugateTranspose": gen_transpose, "ScatterNdNonAliasingAdd": gen_scatter,
+    "ConjugateTranspose": gen_transpose, "ScatterNdNonAliasingAdd": gen_scatter, "Roll": gen_roll,
     "AddN": gen_add_n, "ClipByValue": gen_clip, "L2Loss": gen_l2loss, "Softmax": gen_softmax, "LogSoftmax": gen_softmax,
     "SoftmaxCrossEntropyWithLogits": gen_xent, "SparseSoftmaxCrossEntropyWithLogits": gen_xent,
     "MatMul": gen_matmul, "BatchMatMulV2": gen_matmul, "BatchMatMulV3": gen_matmul, "_FusedMatMul": gen_matmul,

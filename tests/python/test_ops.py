@@ -1054,6 +1054,15 @@ def movement_cases(op, attrs, rng):
         for dims in ([True, False, True], [False, False, False], [False, True, False]):
             yield (lambda t, d=dims: tf.raw_ops.Reverse(tensor=t, dims=d)), [x]
         yield (lambda t: tf.raw_ops.Reverse(tensor=t, dims=[False, True])), [values(rng, dt, (3, 0))]
+    elif op == "Roll":
+        st = np.int32 if attrs["Tshift"] == "int32" else np.int64
+        at = np.int32 if attrs["Taxis"] == "int32" else np.int64
+        for shift, axis in [(2, 1), (-7, 2), ([1, -3], [0, 2]), ([2, 2, 1], [1, 1, -1]), (0, 0), (13, -3)]:
+            yield (lambda t, s=np.array(shift, st), a=np.array(axis, at): tf.roll(t, s, a)), [x]
+        yield (lambda t: tf.roll(t, np.array(3, st), np.array(0, at))), [values(rng, dt, (0, 4))]
+        # Past a storage binding's worth of rows (split into parts): llvmpipe's 128 MiB is far off,
+        # so a long row of many dimensions stands in for the rotation's index math.
+        yield (lambda t: tf.roll(t, np.array([5, -2], st), np.array([0, 1], at))), [values(rng, dt, (37, 29))]
     elif op == "ConjugateTranspose":
         pt = np.int32 if attrs["Tperm"] == "int32" else np.int64
         yield (lambda t: tf.raw_ops.ConjugateTranspose(x=t, perm=np.array([2, 0, 1], pt))), [x]
@@ -1780,7 +1789,7 @@ for name in COMPLEX_OPS:
     CASES[name] = complex_cases
 for name in ("StridedSlice", "Slice", "Split", "SplitV", "Transpose", "Tile", "Pad", "PadV2", "MirrorPad",
              "SpaceToDepth", "DepthToSpace", "SpaceToBatchND", "BatchToSpaceND", "ReverseV2", "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "GatherV2", "GatherNd",
-             "Reverse", "ConjugateTranspose", "Concat", "Gather"):
+             "Reverse", "ConjugateTranspose", "Concat", "Gather", "Roll"):
     CASES[name] = movement_cases
 for name in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "ArgMax", "ArgMin"):
     CASES[name] = reduce_cases
