@@ -575,6 +575,15 @@ fn build_table() -> Vec<KernelDef> {
     for op in ["All", "Any"] {
         table.push(kernel(op, &[], &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
     }
+    for axes in [DType::I32, DType::I64] {
+        table.push(kernel(
+            "EuclideanNorm",
+            leak(vec![("T", DType::F32), ("Tidx", axes)]),
+            &["reduction_indices"],
+            &[("keep_dims", AttrKind::Bool)],
+            reduce::euclidean_norm,
+        ));
+    }
     for op in ["ArgMax", "ArgMin"] {
         for out in [DType::I64, DType::I32] {
             table.push(kernel(
@@ -1162,7 +1171,7 @@ fn build_table() -> Vec<KernelDef> {
 /// with float32 math, one rounding per op (every adapter: no bfloat16 arithmetic is needed). The
 /// elementwise ops, reductions, matmuls, softmax and losses, segment and scatter sums, and the
 /// convolution, pooling, batch-norm and resize family.
-const BFLOAT16_VIA_F32: [&str; 157] = [
+const BFLOAT16_VIA_F32: [&str; 158] = [
     "Conv2D",
     "Conv2DBackpropInput",
     "Conv2DBackpropInputV2",
@@ -1300,6 +1309,7 @@ const BFLOAT16_VIA_F32: [&str; 157] = [
     "Max",
     "Min",
     "Mean",
+    "EuclideanNorm",
     "ArgMax",
     "ArgMin",
     "UnsortedSegmentSum",

@@ -593,6 +593,26 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     }
 }
 
+/// EuclideanNorm (float32): the square root of the sum of squares over the reduced axes, as
+/// TF's reducer (squares summed in float32, no scaling).
+pub fn euclidean_norm(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    use super::unary::{self, UnaryOp};
+    let input = ctx.input(0)?;
+    let (axes, _) = ctx.host_input_values(1)?;
+    let mask = reduced_mask(&input.shape, &axes)?;
+    let shape = reduced_shape(&input.shape, &mask, kernel.attrs.bool("keep_dims")?);
+    let out = ctx.allocate_output(0, input.dtype, &shape)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let squares = ctx.allocate_temp(input.dtype, &input.shape)?;
+    if input.num_elements() > 0 {
+        unary::launch(ctx.stream()?, UnaryOp::Square, 0.0, &input, &squares)?;
+    }
+    sum(ctx, &squares, &mask, &out)?;
+    unary::launch(ctx.stream()?, UnaryOp::Sqrt, 0.0, &out, &out)
+}
+
 /// Sum, Prod, Max, Min and Mean of an integer tensor (int8 to uint64): launches of
 /// `integer_reduce.wgsl` that each combine chunks of `INTEGER_CHUNK` elements into 64-bit partial
 /// results, until one per output is left; narrower outputs are then cast (truncated) from them.

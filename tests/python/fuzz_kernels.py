@@ -67,7 +67,7 @@ ACCUMULATING = {
     "Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
     "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits",
     "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "BatchMatMulV3",
-    "Einsum", "Conv2D", "DepthwiseConv2dNative", "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss",
+    "Einsum", "Conv2D", "DepthwiseConv2dNative", "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "EuclideanNorm",
     "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
     "SegmentSum", "SegmentProd", "SegmentMean",
     "_FusedConv2D", "_FusedMatMul",
@@ -2713,7 +2713,7 @@ for _op in ("UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "
     GENERATORS[_op] = gen_segment_sum
 for _op in SORTED_SEGMENTS:
     GENERATORS[_op] = gen_sorted_segment
-for _op in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any"):
+for _op in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "EuclideanNorm"):
     GENERATORS[_op] = gen_reduce
 
 
@@ -2900,7 +2900,7 @@ BFLOAT16_MATH = {
     "UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentProd", "ScatterNd",
     "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ResizeNearestNeighborGrad",
     "MirrorPadGrad", "ScatterNdNonAliasingAdd", "BiasAddV1", "MulNoNan", "Ndtri", "Erfinv", "SegmentSum",
-    "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean",
+    "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean", "EuclideanNorm",
 }
 # bfloat16 rows of those that pick elements (exact).
 BFLOAT16_MOVES = {"MaxPool", "MaxPoolV2", "MaxPool3D", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2",

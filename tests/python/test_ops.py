@@ -34,7 +34,7 @@ TOLERANCE = {
     "Acosh": 2e-6, "Atanh": 2e-6, "Atan": 2e-6, "Asin": 2e-6, "Acos": 2e-6, "Lgamma": 2e-6,
     # TF-CPU's digamma (Eigen's) is thousands of ulp off near its zeros; ours is within 3 ulp.
     "Digamma": 1e-5, "Elu": 2e-6, "Selu": 2e-6, "Softplus": 2e-6, "Pow": 1e-5,
-    "Sum": 1e-5, "Mean": 1e-5, "Prod": 1e-5, "MatMul": 1e-5, "BatchMatMulV2": 1e-5, "BatchMatMulV3": 1e-5,
+    "Sum": 1e-5, "Mean": 1e-5, "Prod": 1e-5, "EuclideanNorm": 1e-5, "MatMul": 1e-5, "BatchMatMulV2": 1e-5, "BatchMatMulV3": 1e-5,
     "Einsum": 1e-5, "Softmax": 1e-6, "LogSoftmax": 2e-6, "Conv2D": 1e-5, "DepthwiseConv2dNative": 1e-5,
     "AvgPool": 1e-6, "FusedBatchNormV3": 1e-5, "_FusedConv2D": 1e-5, "_FusedMatMul": 1e-5, "RealDiv": 1e-6,
     "Div": 1e-6, "FloorMod": 1e-5, "SoftplusGrad": 2e-6, "RsqrtGrad": 2e-6, "SqrtGrad": 2e-6, "BiasAddGrad": 1e-5,
@@ -51,7 +51,7 @@ TOLERANCE = {
 # Ops that accumulate long sums. TF-CPU's float16 kernels of these keep partial sums in half
 # precision (see `run`), and float32 results differ by summation order (see `assert_same`).
 HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
-                     "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
+                     "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "EuclideanNorm", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
                      "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "UnsortedSegmentSum", "ScatterNd",
                      "TensorScatterAdd", "ScatterNdNonAliasingAdd", "SegmentSum", "SegmentProd", "SegmentMean", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
                      "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad",
@@ -264,7 +264,7 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
     "SegmentSum", "SegmentProd", "SegmentMean", "SegmentMin", "SegmentMax",
     "StatelessRandomNormalV2", "StatelessTruncatedNormalV2", "StatelessRandomNormal", "StatelessTruncatedNormal",
-    "BiasAdd", "BiasAddV1", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "MatMul", "BatchMatMulV2",
+    "BiasAdd", "BiasAddV1", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "EuclideanNorm", "MatMul", "BatchMatMulV2",
     "BatchMatMulV3", "Einsum", "Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool",
     "AvgPool", "FusedBatchNormV3", "_FusedConv2D", "_FusedMatMul", "Range", "Cast",
     "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax", "TensorScatterSub", "TensorScatterMin",
@@ -1232,7 +1232,10 @@ def reduce_cases(op, attrs, rng):
         for axis in [0, 1, 2, -1]:
             yield (lambda t, axis=axis: fn(t, axis=axis, output_type=out)), [x]
         return
-    fn = {"Sum": tf.reduce_sum, "Prod": tf.reduce_prod, "Max": tf.reduce_max, "Min": tf.reduce_min, "Mean": tf.reduce_mean}[op]
+    fn = {"Sum": tf.reduce_sum, "Prod": tf.reduce_prod, "Max": tf.reduce_max, "Min": tf.reduce_min, "Mean": tf.reduce_mean,
+          "EuclideanNorm": tf.norm_euclidean if hasattr(tf, "norm_euclidean") else
+          (lambda t, axis=None, keepdims=False: tf.raw_ops.EuclideanNorm(
+              input=t, axis=list(range(len(t.shape))) if axis is None else axis, keep_dims=keepdims))}[op]
     dt = tf.as_dtype(attrs["T"])
     if dt.is_integer:
         # Bit patterns with the extremes: sums and products wrap, Mean of 8- to 32-bit integers
@@ -1791,7 +1794,7 @@ for name in ("StridedSlice", "Slice", "Split", "SplitV", "Transpose", "Tile", "P
              "SpaceToDepth", "DepthToSpace", "SpaceToBatchND", "BatchToSpaceND", "ReverseV2", "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "GatherV2", "GatherNd",
              "Reverse", "ConjugateTranspose", "Concat", "Gather", "Roll"):
     CASES[name] = movement_cases
-for name in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "ArgMax", "ArgMin"):
+for name in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "ArgMax", "ArgMin", "EuclideanNorm"):
     CASES[name] = reduce_cases
 for name in ("MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"):
     CASES[name] = matmul_cases
