@@ -1039,6 +1039,45 @@ pub fn roll(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     map(ctx.stream()?, &input, &out, &dims, None)
 }
 
+/// Cross(a, b): cross products of the 3-vectors along the last axis, as
+/// `roll(a, -1) * roll(b, 1) - roll(a, 1) * roll(b, -1)` (TF's order: a1 b2 - a2 b1, ...).
+pub fn cross(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    use super::binary::{launch, BinaryOp};
+    let dtype = kernel.dtype("T")?;
+    let a = ctx.input(0)?;
+    let b = ctx.input(1)?;
+    if a.shape != b.shape {
+        return Err(Error::invalid_argument(format!(
+            "Both inputs must be of same shape: {} vs. {}",
+            validate::shape_string(&a.shape),
+            validate::shape_string(&b.shape)
+        )));
+    }
+    if a.shape.last() != Some(&3) {
+        return Err(Error::failed_precondition("Cross-products are only defined for 3-element vectors."));
+    }
+    let out = ctx.allocate_output(0, dtype, &a.shape)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    // The vectors rotated by one component, forwards (y, z, x) and backwards (z, x, y).
+    let mut rotated = |t: &TensorRef, offset: i64| -> Result<TensorRef> {
+        let mut dims = direct_dims(&t.shape);
+        if let Some(last) = dims.last_mut() {
+            (last.mode, last.offset) = (DimMode::Modulo, offset);
+        }
+        let r = ctx.allocate_temp(dtype, &t.shape)?;
+        map(ctx.stream()?, t, &r, &dims, None)?;
+        Ok(r)
+    };
+    let (a_yzx, a_zxy) = (rotated(&a, -1)?, rotated(&a, -2)?);
+    let (b_yzx, b_zxy) = (rotated(&b, -1)?, rotated(&b, -2)?);
+    let stream = ctx.stream()?;
+    launch(stream, BinaryOp::Mul, &a_yzx, &b_zxy, &a_yzx)?;
+    launch(stream, BinaryOp::Mul, &a_zxy, &b_yzx, &a_zxy)?;
+    launch(stream, BinaryOp::Sub, &a_yzx, &a_zxy, &out)
+}
+
 pub fn broadcast_to(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let input = ctx.input(0)?;

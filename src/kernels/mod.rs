@@ -575,6 +575,7 @@ fn build_table() -> Vec<KernelDef> {
     for op in ["All", "Any"] {
         table.push(kernel(op, &[], &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
     }
+    table.push(kernel("Cross", f32, &[], &[], index::cross));
     for axes in [DType::I32, DType::I64] {
         table.push(kernel(
             "EuclideanNorm",

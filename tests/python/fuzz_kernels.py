@@ -2118,6 +2118,14 @@ def gen_reverse(g, case):
     case.args.update(tensor=movable(g, case, shape), axis=np.array(axes, g.index_dtype(np.ravel(axes))))
 
 
+def gen_cross(g, case):
+    shape = g.shape(g.int(0, 3), hi=5) + [3]
+    other = list(shape)
+    if g.adversary("shapes"):
+        shape, other = g.pick([(shape[:-1] + [4], other[:-1] + [4]), (shape, other + [1]), ([], [])])
+    case.args.update(a=g.data(case.row["T"], shape), b=g.data(case.row["T"], other))
+
+
 def gen_roll(g, case):
     shape = g.shape(g.int(1, 4), hi=6)
     k = g.int(0, 3)
@@ -2663,7 +2671,7 @@ GENERATORS.update({
     "ApproximateEqual": gen_approximate_equal, "BiasAddV1": gen_bias_add,
     **{op: gen_sort for op in ("TopKV2", "InTopKV2", "InTopK", "LowerBound", "UpperBound", "Bucketize")},
     **{op: gen_diag for op in DIAG_OPS}, "Reverse": gen_reverse, "Concat": gen_concat, "Gather": gen_gather,
-    "ConjugateTranspose": gen_transpose, "ScatterNdNonAliasingAdd": gen_scatter, "Roll": gen_roll,
+    "ConjugateTranspose": gen_transpose, "ScatterNdNonAliasingAdd": gen_scatter, "Roll": gen_roll, "Cross": gen_cross,
     "AddN": gen_add_n, "ClipByValue": gen_clip, "L2Loss": gen_l2loss, "Softmax": gen_softmax, "LogSoftmax": gen_softmax,
     "SoftmaxCrossEntropyWithLogits": gen_xent, "SparseSoftmaxCrossEntropyWithLogits": gen_xent,
     "MatMul": gen_matmul, "BatchMatMulV2": gen_matmul, "BatchMatMulV3": gen_matmul, "_FusedMatMul": gen_matmul,

@@ -264,7 +264,7 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
     "SegmentSum", "SegmentProd", "SegmentMean", "SegmentMin", "SegmentMax",
     "StatelessRandomNormalV2", "StatelessTruncatedNormalV2", "StatelessRandomNormal", "StatelessTruncatedNormal",
-    "BiasAdd", "BiasAddV1", "AddN", "ClipByValue", "Sum", "Prod", "Max", "Min", "Mean", "EuclideanNorm", "MatMul", "BatchMatMulV2",
+    "BiasAdd", "BiasAddV1", "AddN", "ClipByValue", "Cross", "Sum", "Prod", "Max", "Min", "Mean", "EuclideanNorm", "MatMul", "BatchMatMulV2",
     "BatchMatMulV3", "Einsum", "Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool",
     "AvgPool", "FusedBatchNormV3", "_FusedConv2D", "_FusedMatMul", "Range", "Cast",
     "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax", "TensorScatterSub", "TensorScatterMin",
@@ -934,6 +934,9 @@ def misc_math_cases(op, attrs, rng):
         shape = random_shape(rng)
         yield (lambda a, b, c: tf.add_n([a, b, c])), [f(rng, shape) for _ in range(3)]
         yield (lambda a: tf.add_n([a])), [f(rng, (5,))]
+    elif op == "Cross":
+        for shape in [(3,), (4, 3), (2, 5, 3), (0, 3), (700, 3)]:
+            yield tf.linalg.cross, [f(rng, shape), f(rng, shape)]
     elif op == "ClipByValue":
         lo, hi = typed(attrs, np.array(-1.5, np.float32)), typed(attrs, np.array(2.0, np.float32))
         yield (lambda a, lo, hi: tf.clip_by_value(a, lo, hi)), [f(rng, (4, 6)), lo, hi]
@@ -1785,7 +1788,7 @@ for name in ("LogicalAnd", "LogicalOr", "LogicalNot"):
     CASES[name] = logical_cases
 for name in ("Select", "SelectV2"):
     CASES[name] = select_cases
-for name in ("BiasAdd", "BiasAddV1", "AddN", "ClipByValue"):
+for name in ("BiasAdd", "BiasAddV1", "AddN", "ClipByValue", "Cross"):
     CASES[name] = misc_math_cases
 CASES["Cast"] = cast_cases
 for name in COMPLEX_OPS:
