@@ -4,9 +4,10 @@
 //     `exclusive`), and the block's total into `totals` [outer, blocks, inner]
 //   scan_offsets: combines the offset of the blocks before each element's block (an exclusive
 //     scan of the totals, already in `totals`) into the output
-// `PRODUCT` selects the product (identity 1) over the sum (identity 0).
+// `COMBINE` selects the sum (0, identity 0), the product (1, identity 1) or TF's log-sum-exp
+// (2, CumulativeLogsumexp: max + log1p(exp(min - max)), identity -inf; `math.wgsl` comes first).
 
-override PRODUCT: bool = false;
+override COMBINE: u32 = 0u;
 
 struct Params {
     n: u32,
@@ -32,15 +33,31 @@ fn linear_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
 }
 
-fn combine(a: f32, b: f32) -> f32 {
-    if (PRODUCT) {
-        return a * b;
+// TF's LogSumExp(a, b): Eigen's mini/maxi (a NaN b gives a), then max + log1p(exp(min - max)),
+// or the max itself where it is -inf.
+fn log_sum_exp(a: f32, b: f32) -> f32 {
+    let low = select(a, b, b < a);
+    let high = select(a, b, a < b);
+    if (high < -3.4028234663852886e38) {
+        return high;
     }
-    return a + b;
+    return math_log1p(math_exp(low - high)) + high;
+}
+
+fn combine(a: f32, b: f32) -> f32 {
+    switch COMBINE {
+        case 1u: { return a * b; }
+        case 2u: { return log_sum_exp(a, b); }
+        default: { return a + b; }
+    }
 }
 
 fn identity() -> f32 {
-    return select(0.0, 1.0, PRODUCT);
+    switch COMBINE {
+        case 1u: { return 1.0; }
+        case 2u: { return -math_inf(); }
+        default: { return 0.0; }
+    }
 }
 
 @compute @workgroup_size(256)

@@ -815,7 +815,7 @@ fn build_table() -> Vec<KernelDef> {
     }
     // Cumulative sums and products (float16 and bfloat16 through float32).
     const SCAN_ATTRS: &[(&str, AttrKind)] = &[("exclusive", AttrKind::Bool), ("reverse", AttrKind::Bool)];
-    for op in ["Cumsum", "Cumprod"] {
+    for op in ["Cumsum", "Cumprod", "CumulativeLogsumexp"] {
         for axis in [DType::I32, DType::I64] {
             table.push(kernel(op, leak(vec![("T", DType::F32), ("Tidx", axis)]), &["axis"], SCAN_ATTRS, scan::compute));
         }

@@ -1,4 +1,4 @@
-//! Cumsum and Cumprod (`wgsl/scan.wgsl`) along any axis, `exclusive` and `reverse`, in float32
+//! Cumsum, Cumprod and CumulativeLogsumexp (`wgsl/scan.wgsl`) along any axis, `exclusive` and `reverse`, in float32
 //! (float16 and bfloat16 through `half::via_f32`). An axis longer than the adapter's loop budget
 //! is scanned in blocks: each block's running values and total, then the exclusive scan of the
 //! totals (the same routine, one level up), combined into the later blocks' elements.
@@ -9,8 +9,12 @@ use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSp
 use super::validate;
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "scan", source: include_str!("../../wgsl/scan.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "scan",
+    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/scan.wgsl")),
+    storage_buffers: 3,
+    uniform_buffers: 0,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -28,7 +32,7 @@ struct Params {
     _pad: [u32; 2],
 }
 
-/// Cumsum and Cumprod (x, axis).
+/// Cumsum, Cumprod and CumulativeLogsumexp (x, axis).
 pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let x = ctx.input(0)?;
     let (axis, axis_shape) = ctx.host_input_values(1)?;
@@ -53,15 +57,19 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     }
     let outer: i64 = x.shape[..axis].iter().product();
     let inner: i64 = x.shape[axis + 1..].iter().product();
-    let product = kernel.def.op == "Cumprod";
+    let combine = match kernel.def.op {
+        "Cumprod" => 1,
+        "CumulativeLogsumexp" => 2,
+        _ => 0,
+    };
     let flags = (kernel.attrs.bool("exclusive")?, kernel.attrs.bool("reverse")?);
-    scan(ctx, product, flags, &x, &out, (outer, x.shape[axis], inner))
+    scan(ctx, combine, flags, &x, &out, (outer, x.shape[axis], inner))
 }
 
 /// `out` = the scan of `input` ([outer, len, inner]) with `(exclusive, reverse)`.
 fn scan(
     ctx: &mut dyn KernelContext,
-    product: bool,
+    combine: u32,
     (exclusive, reverse): (bool, bool),
     input: &TensorRef,
     out: &TensorRef,
@@ -81,22 +89,22 @@ fn scan(
         ..Params::default()
     };
     shader_len(input.num_elements(), "Cumsum")?;
-    launch(ctx, "scan_blocks", product, p, input, out, &totals)?;
+    launch(ctx, "scan_blocks", combine, p, input, out, &totals)?;
     if blocks == 1 {
         return Ok(());
     }
     // Each block's offset: the exclusive scan of the block totals before it (in the scan's own
     // direction, which the totals are already in).
     let offsets = ctx.allocate_temp(DType::F32, &[outer, blocks, inner])?;
-    scan(ctx, product, (true, false), &totals, &offsets, (outer, blocks, inner))?;
+    scan(ctx, combine, (true, false), &totals, &offsets, (outer, blocks, inner))?;
     let p = Params { n: shader_len(out.num_elements(), "Cumsum")?, ..p };
-    launch(ctx, "scan_offsets", product, p, out, out, &offsets)
+    launch(ctx, "scan_offsets", combine, p, out, out, &offsets)
 }
 
 fn launch(
     ctx: &mut dyn KernelContext,
     entry: &'static str,
-    product: bool,
+    combine: u32,
     mut p: Params,
     input: &TensorRef,
     out: &TensorRef,
@@ -107,7 +115,7 @@ fn launch(
     let [in_mem, out_mem, totals_mem] =
         [input, out, totals].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
     let (in_mem, out_mem, totals_mem) = (in_mem?, out_mem?, totals_mem?);
-    let constants = [("PRODUCT", f64::from(u8::from(product)))];
+    let constants = [("COMBINE", f64::from(combine))];
     let pipeline =
         device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {

@@ -76,7 +76,7 @@ ACCUMULATING = {
     "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterNdAdd", "ResourceScatterNdSub",
     "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormGrad", "FusedBatchNormGradV2", "Conv2DBackpropInputV2",
     "MaxPoolGradWithArgmax", "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "AvgPool3D", "AvgPool3DGrad",
-    "MaxPool3DGrad", "Conv", "Cumsum", "Cumprod",
+    "MaxPool3DGrad", "Conv", "Cumsum", "Cumprod", "CumulativeLogsumexp",
 }
 GRADS = {
     "ReluGrad": ("gradients", "features"), "Relu6Grad": ("gradients", "features"),
@@ -2708,7 +2708,7 @@ GENERATORS.update({
     "ResizeBicubic": gen_resize, "ResizeBicubicGrad": gen_resize,
     "ScaleAndTranslate": gen_scale_and_translate, "ScaleAndTranslateGrad": gen_scale_and_translate,
     "MatrixBandPart": gen_band_part,
-    "Cumsum": gen_scan, "Cumprod": gen_scan,
+    "Cumsum": gen_scan, "Cumprod": gen_scan, "CumulativeLogsumexp": gen_scan,
     "LinSpace": gen_lin_space,
 })
 for _op in RNN_OPS:
