@@ -702,6 +702,15 @@ pub fn compute_int32_on_host(ctx: &mut dyn KernelContext, kernel: &KernelInstanc
     let out_shape = reduced_shape(&shape, &mask, kernel.attrs.bool("keep_dims")?);
     let kept: Vec<i64> = shape.iter().zip(&mask).filter(|(_, &m)| !m).map(|(&d, _)| d).collect();
     let outputs: i64 = kept.iter().product();
+    // The results are built on the host: past this many (an empty input can name billions), a
+    // clear error instead of an allocation that takes the process down.
+    const HOST_RESULTS: i64 = 1 << 28;
+    if outputs > HOST_RESULTS {
+        return Err(Error::resource_exhausted(format!(
+            "{}: {outputs} int32 results are past the {HOST_RESULTS} a host-memory reduction builds",
+            kernel.def.op
+        )));
+    }
     let count: i64 = shape.iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
     let strides = contiguous_strides(&shape);
     let (identity, combine): (i64, fn(i64, i64) -> i64) = match kernel.def.op {
