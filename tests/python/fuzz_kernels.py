@@ -2933,7 +2933,8 @@ def compare(op, gots, wants):
             close = np.isclose(gw, ww, rtol=rtol, atol=atol, equal_nan=True)
             if not close.all():
                 bad = np.argwhere(~close.reshape(g.shape) if g.ndim else ~close.reshape(1))[:5]
-                sample = "; ".join(f"{[int(j) for j in b]}: {_item(g[tuple(b)])} vs {_item(w[tuple(b)])}" for b in bad)
+                gv, wv = (g, w) if g.ndim else (g.reshape(1), w.reshape(1))  # (a scalar's one index)
+                sample = "; ".join(f"{[int(j) for j in b]}: {_item(gv[tuple(b)])} vs {_item(wv[tuple(b)])}" for b in bad)
                 return f"output {i}: {int((~close).sum())} of {g.size} bfloat16 elements differ (rtol={rtol:g}); {sample}"
         elif g.dtype.kind in "fc" and g.dtype.itemsize > 0 and g.dtype.name != "bfloat16":
             gw = g.astype(np.complex128 if g.dtype.kind == "c" else np.float64)
