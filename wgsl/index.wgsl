@@ -61,8 +61,9 @@ fn map_step(rem: ptr<function, u32>, at: ptr<function, i32>, size: u32, in_dim: 
     let dim = i32(in_dim);
     var i = o - offset;
     switch mode {
-        // (An offset of -k starts k elements in: Roll.)
-        case MODULO: { i = i % dim; }
+        // An offset of -k (0 <= k < dim) starts k elements in (Roll): unsigned, as o + k may pass
+        // i32 for dimensions past 2^30.
+        case MODULO: { i = i32((u32(o) + u32(-offset)) % u32(dim)); }
         case CONSTANT_PAD: {
             if (i < 0 || i >= dim) { return false; }
         }

@@ -255,6 +255,9 @@ struct MapPart {
 fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> Result<()> {
     let fits = |t: &TensorRef| t.byte_len() <= limit;
     if fits(&part.input) && fits(&part.out) {
+        if parts.len() >= MAX_MAP_PARTS {
+            return Err(too_many_parts(limit, &part));
+        }
         parts.push(part);
         return Ok(());
     }
@@ -267,21 +270,31 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
     // The input rows this dimension reads can be windowed when the dimensions inside it read
     // within one of its rows (not a transpose) and it reads rows in order.
     let inner_extent: i64 = part.dims[d + 1..].iter().map(|e| (e.in_dim - 1).max(0) * e.in_stride).sum();
-    let windowable = matches!(dim.mode, DimMode::Direct | DimMode::ConstantPad | DimMode::Reverse)
-        && dim.in_stride > 0
-        && inner_extent < dim.in_stride;
+    let rows_in_order = dim.in_stride > 0 && inner_extent < dim.in_stride;
+    // A modulo dimension (Roll, Tile) whose input is past the binding: parts that stop where the
+    // rotation wraps, each a direct read of an input window.
+    let modulo_window = dim.mode == DimMode::Modulo && !fits(&part.input) && rows_in_order && dim.in_dim > 0;
+    let windowable = (matches!(dim.mode, DimMode::Direct | DimMode::ConstantPad | DimMode::Reverse) && rows_in_order)
+        || modulo_window;
     let mut per_part = (limit / out_row_bytes.max(1)) as i64;
     if !fits(&part.input) {
         per_part = if windowable { per_part.min((limit / (dim.in_stride as u64 * size)) as i64) } else { 0 };
     }
-    if dim.mode == DimMode::Modulo && dim.in_dim > 1 {
+    if dim.mode == DimMode::Modulo && dim.in_dim > 1 && !modulo_window && per_part >= dim.in_dim {
         // Tiles: parts start on whole repeats of the input dimension.
         per_part -= per_part % dim.in_dim;
     }
     if per_part >= 1 && dim.out > 1 {
         let mut start = 0;
         while start < dim.out {
-            let count = per_part.min(dim.out - start);
+            let mut count = per_part.min(dim.out - start);
+            let dim = if modulo_window {
+                let first = (start - dim.offset).rem_euclid(dim.in_dim);
+                count = count.min(dim.in_dim - first);
+                DimMap { mode: DimMode::Direct, offset: start - first, ..dim }
+            } else {
+                dim
+            };
             let mut sub = MapPart {
                 input: part.input.clone(),
                 out: row_range(&part.out, start as u64 * out_row_bytes, count * (out_row_bytes / size) as i64),
@@ -291,6 +304,8 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
             match dim.mode {
                 // Output row s + o reads input row n - 1 - s - o: a reversal of the first n - s rows.
                 DimMode::Reverse => sub.dims[d].in_dim = dim.in_dim - start,
+                // The rotation from the part's first row, kept within (-n, 0].
+                DimMode::Modulo => sub.dims[d].offset = -(start - dim.offset).rem_euclid(dim.in_dim.max(1)),
                 _ => sub.dims[d].offset = dim.offset - start,
             }
             if !fits(&part.input) && dim.mode == DimMode::Reverse {

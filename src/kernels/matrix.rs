@@ -269,6 +269,8 @@ pub fn matrix_diag(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let out = ctx.allocate_output(0, dtype, &shape)?;
     let (super_left, sub_left) = alignment(kernel)?;
     let p = diag_params(BUILD, rows, cols, num_diags, diag_len, lo, hi, super_left, sub_left, kernel.def.op)?;
+    // No diagonal elements (an empty diagonal, all padding): the padding stands in for its binding.
+    let diagonal = if diagonal.num_elements() == 0 { pad.clone() } else { diagonal };
     launch_diag(ctx.stream()?, p, &diagonal, &pad, &out)
 }
 

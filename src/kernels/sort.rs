@@ -4,7 +4,7 @@
 //! (correct, not tuned for long rows).
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{check_loop_iterations, dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::validate::{self, shape_string};
@@ -101,6 +101,8 @@ pub fn top_k(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()
         return Ok(());
     }
     let rows = shader_len(input.num_elements() / n as u64, "TopKV2")?;
+    // Each element's rank is a loop over its row.
+    check_loop_iterations(ctx.stream()?.device(), n as u64, "TopKV2")?;
     let p = Params { rows, n: shader_len(n as u64, "TopKV2")?, k: k as u32, ..Params::default() };
     let stream = ctx.stream()?;
     launch(stream, "top_k", p, [&input, &input, &values, &indices], input.num_elements())?;
@@ -145,6 +147,7 @@ pub fn in_top_k(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
         return Ok(());
     }
     let classes = shader_len(predictions.shape[1] as u64, "InTopKV2")?;
+    check_loop_iterations(ctx.stream()?.device(), 4 * u64::from(classes), kernel.def.op)?;
     // No classes: every target is out of range; the shader still needs a predictions binding.
     let predictions = if classes == 0 { ctx.allocate_temp(DType::F32, &[1])? } else { predictions };
     let p = Params {
@@ -196,10 +199,8 @@ pub fn search_sorted(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
 pub fn bucketize(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let boundaries = kernel.attrs.floats("boundaries")?;
-    if boundaries
-        .windows(2)
-        .any(|w| !matches!(w[0].partial_cmp(&w[1]), Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)))
-    {
+    // std::is_sorted, as TF checks: only a boundary below the one before it fails (NaN passes).
+    if boundaries.windows(2).any(|w| w[1] < w[0]) {
         return Err(Error::invalid_argument("Expected sorted boundaries"));
     }
     let out = ctx.allocate_output(0, DType::I32, &input.shape)?;

@@ -834,6 +834,10 @@ def diag_cases(op, attrs, rng):
             elif op.startswith("MatrixSetDiag"):
                 yield (lambda x, d, k=k, a=align: raw(input=x, diagonal=d, k=k, **extra(a))), \
                     [v(2, rows, cols), v(2, *band, length)]
+            elif (rows, cols) == (4, 4):
+                # An empty diagonal: a matrix of padding alone.
+                yield (lambda d, p, a=align: raw(diagonal=d, k=np.int32(-2), num_rows=np.int32(-1),
+                                                 num_cols=np.int32(-1), padding_value=p, **extra(a))), [v(0), v()]
             else:
                 for r, c in [(-1, -1), (rows, cols), (rows, -1), (-1, cols)]:
                     yield (lambda d, p, k=k, r=r, c=c, a=align: raw(diagonal=d, k=k, num_rows=np.int32(r),
@@ -877,7 +881,7 @@ def sort_cases(op, attrs, rng):
         return
     # Bucketize
     x = np.concatenate([floats(rng, (200,), specials=False), [0.0, 1.0, -1.0, np.inf, -np.inf, 2.5]]).astype(np.float32)
-    for boundaries in ([], [0.0], [-1.0, 0.0, 0.0, 1.0, 2.5, 10.0], list(np.linspace(-3, 3, 50))):
+    for boundaries in ([], [0.0], [-1.0, 0.0, 0.0, 1.0, 2.5, 10.0], list(np.linspace(-3, 3, 50)), [0.0, np.nan, 1.0]):
         yield (lambda t, b=boundaries: tf.raw_ops.Bucketize(input=t, boundaries=b)), [x]
     yield (lambda t: tf.raw_ops.Bucketize(input=t, boundaries=[0.0, 1.0])), [x.reshape(2, 103)]
 
