@@ -208,23 +208,8 @@ impl Optimizer {
                 [var, m, v],
                 [beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad],
             ) => {
-                // alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
-                let one = a.ones_like(beta1)?;
-                let b2c = a.sub(&one, beta2_power)?;
-                let b2c = a.sqrt(&b2c)?;
-                let scaled = a.mul(lr, &b2c)?;
-                let b1c = a.sub(&one, beta1_power)?;
-                let alpha = a.div(&scaled, &b1c)?;
-                // m += (grad - m) * (1 - beta1); v += (grad^2 - v) * (1 - beta2)
-                let one_minus_beta1 = a.sub(&one, beta1)?;
-                let gm = a.sub(grad, m)?;
-                let dm = a.mul(&gm, &one_minus_beta1)?;
-                let m = a.add(m, &dm)?;
-                let one_minus_beta2 = a.sub(&one, beta2)?;
-                let g2 = a.square(grad)?;
-                let gv = a.sub(&g2, v)?;
-                let dv = a.mul(&gv, &one_minus_beta2)?;
-                let v = a.add(v, &dv)?;
+                let (alpha, one_minus_beta1, m, v) =
+                    Self::adam_moments(a, [m, v], [beta1_power, beta2_power, lr, beta1, beta2, grad])?;
                 // var -= (m * alpha) / (sqrt(v) + epsilon)
                 // (nesterov: var -= ((grad * (1 - beta1) + beta1 * m) * alpha) / (sqrt(v) + epsilon))
                 let direction = if nesterov {
@@ -504,21 +489,8 @@ impl Optimizer {
                 [beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad],
             ) => {
                 // Adam's moments; vhat = cwiseMax(vhat, v); var -= (m * alpha) / (sqrt(vhat) + epsilon)
-                let one = a.ones_like(beta1)?;
-                let b2c = a.sub(&one, beta2_power)?;
-                let b2c = a.sqrt(&b2c)?;
-                let scaled = a.mul(lr, &b2c)?;
-                let b1c = a.sub(&one, beta1_power)?;
-                let alpha = a.div(&scaled, &b1c)?;
-                let one_minus_beta1 = a.sub(&one, beta1)?;
-                let gm = a.sub(grad, m)?;
-                let dm = a.mul(&gm, &one_minus_beta1)?;
-                let m = a.add(m, &dm)?;
-                let one_minus_beta2 = a.sub(&one, beta2)?;
-                let g2 = a.square(grad)?;
-                let gv = a.sub(&g2, v)?;
-                let dv = a.mul(&gv, &one_minus_beta2)?;
-                let v = a.add(v, &dv)?;
+                let (alpha, _, m, v) =
+                    Self::adam_moments(a, [m, v], [beta1_power, beta2_power, lr, beta1, beta2, grad])?;
                 let vhat = Self::eigen_max(a, vhat, &v)?;
                 let numerator = a.mul(&m, &alpha)?;
                 let root = a.sqrt(&vhat)?;
@@ -528,6 +500,33 @@ impl Optimizer {
             }
             _ => return Ok(vec![None; vars.len()]),
         })
+    }
+
+    /// Adam's step size and moments, as Adam and AdamWithAmsgrad compute them:
+    /// alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power); m += (grad - m) * (1 - beta1);
+    /// v += (grad^2 - v) * (1 - beta2). Returns (alpha, 1 - beta1, m, v).
+    #[allow(clippy::type_complexity)]
+    fn adam_moments<A: Arithmetic>(
+        a: &mut A,
+        [m, v]: [&A::Value; 2],
+        [beta1_power, beta2_power, lr, beta1, beta2, grad]: [&A::Value; 6],
+    ) -> Result<(A::Value, A::Value, A::Value, A::Value), A::Error> {
+        let one = a.ones_like(beta1)?;
+        let b2c = a.sub(&one, beta2_power)?;
+        let b2c = a.sqrt(&b2c)?;
+        let scaled = a.mul(lr, &b2c)?;
+        let b1c = a.sub(&one, beta1_power)?;
+        let alpha = a.div(&scaled, &b1c)?;
+        let one_minus_beta1 = a.sub(&one, beta1)?;
+        let gm = a.sub(grad, m)?;
+        let dm = a.mul(&gm, &one_minus_beta1)?;
+        let m = a.add(m, &dm)?;
+        let one_minus_beta2 = a.sub(&one, beta2)?;
+        let g2 = a.square(grad)?;
+        let gv = a.sub(&g2, v)?;
+        let dv = a.mul(&gv, &one_minus_beta2)?;
+        let v = a.add(v, &dv)?;
+        Ok((alpha, one_minus_beta1, m, v))
     }
 
     /// Eigen's cwiseMax(x, y) in TF's kernels: `x < y ? y : x`, so a NaN in `y` leaves `x`.

@@ -207,6 +207,28 @@ fn check_bound(what: &str, d: i64, rows: i64, cols: i64) -> Result<()> {
     Err(Error::invalid_argument(format!("{what} is out of bound: {d}. It must be between {} and {cols}", -rows)))
 }
 
+/// The rows, columns, longest diagonal and diagonals tensor shape ([..., num_diags,] diag_len) of
+/// diagonals `lo` to `hi` of `input`'s matrices, checked as TF's part and set ops check them.
+fn diagonals_of(input: &TensorRef, lo: i64, hi: i64) -> Result<(i64, i64, i64, Vec<i64>)> {
+    let rank = input.shape.len();
+    if rank < 2 {
+        return Err(Error::invalid_argument(format!(
+            "input must be at least 2-dim, received shape: {}",
+            shape_string(&input.shape)
+        )));
+    }
+    let (rows, cols) = (input.shape[rank - 2], input.shape[rank - 1]);
+    check_bound("lower_diag_index", lo, rows, cols)?;
+    check_bound("upper_diag_index", hi, rows, cols)?;
+    let diag_len = longest(lo, hi, rows, cols);
+    let mut shape = input.shape[..rank - 2].to_vec();
+    if lo != hi {
+        shape.push(hi - lo + 1);
+    }
+    shape.push(diag_len);
+    Ok((rows, cols, diag_len, shape))
+}
+
 /// The longest diagonal from `lo` to `hi` of a rows x cols matrix.
 fn longest(lo: i64, hi: i64, rows: i64, cols: i64) -> i64 {
     (rows + hi.min(0)).min(cols - lo.max(0)).max(0)
@@ -280,23 +302,8 @@ pub fn matrix_diag_part(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
     let input = ctx.input(0)?;
     let first = kernel.def.op == "MatrixDiagPart";
     let (lo, hi) = if first { (0, 0) } else { diag_range(ctx, 1)? };
-    let rank = input.shape.len();
-    if rank < 2 {
-        return Err(Error::invalid_argument(format!(
-            "input must be at least 2-dim, received shape: {}",
-            shape_string(&input.shape)
-        )));
-    }
-    let (rows, cols) = (input.shape[rank - 2], input.shape[rank - 1]);
-    check_bound("lower_diag_index", lo, rows, cols)?;
-    check_bound("upper_diag_index", hi, rows, cols)?;
+    let (rows, cols, diag_len, shape) = diagonals_of(&input, lo, hi)?;
     let pad = padding(ctx, (!first).then_some(2), input.dtype)?;
-    let diag_len = longest(lo, hi, rows, cols);
-    let mut shape = input.shape[..rank - 2].to_vec();
-    if lo != hi {
-        shape.push(hi - lo + 1);
-    }
-    shape.push(diag_len);
     let out = ctx.allocate_output(0, input.dtype, &shape)?;
     let (super_left, sub_left) = alignment(kernel)?;
     let p = diag_params(PART, rows, cols, hi - lo + 1, diag_len, lo, hi, super_left, sub_left, kernel.def.op)?;
@@ -309,22 +316,7 @@ pub fn matrix_set_diag(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
     let input = ctx.input(0)?;
     let diagonal = ctx.input(1)?;
     let (lo, hi) = if kernel.def.op == "MatrixSetDiag" { (0, 0) } else { diag_range(ctx, 2)? };
-    let rank = input.shape.len();
-    if rank < 2 {
-        return Err(Error::invalid_argument(format!(
-            "input must be at least 2-dim, received shape: {}",
-            shape_string(&input.shape)
-        )));
-    }
-    let (rows, cols) = (input.shape[rank - 2], input.shape[rank - 1]);
-    check_bound("lower_diag_index", lo, rows, cols)?;
-    check_bound("upper_diag_index", hi, rows, cols)?;
-    let diag_len = longest(lo, hi, rows, cols);
-    let mut want = input.shape[..rank - 2].to_vec();
-    if lo != hi {
-        want.push(hi - lo + 1);
-    }
-    want.push(diag_len);
+    let (rows, cols, diag_len, want) = diagonals_of(&input, lo, hi)?;
     if diagonal.shape != want {
         return Err(Error::invalid_argument(format!(
             "diagonal must have shape {}, received shape: {}",
