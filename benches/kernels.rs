@@ -88,7 +88,7 @@ fn kernel_for(op: &str, attrs: &[(&'static str, AttrValue)]) -> KernelInstance {
     for (name, value) in attrs {
         all.set(name, value.clone());
     }
-    KernelInstance { def, attrs: all }
+    KernelInstance::new(def, all)
 }
 
 fn filled(device: &Arc<Device>, stream: &Stream, shape: &[i64]) -> TensorRef {

@@ -672,7 +672,7 @@ pub fn pool_v2(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         }
         attrs.set(name, AttrValue::IntList(values));
     }
-    let instance = KernelInstance { def: kernel.def, attrs };
+    let instance = KernelInstance::new(kernel.def, attrs);
     match kernel.def.op {
         "MaxPoolV2" => pool(ctx, &instance),
         "MaxPoolGradGradV2" => max_pool_grad_grad(ctx, &instance),

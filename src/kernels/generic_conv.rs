@@ -72,7 +72,7 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         (_, true) => "NCDHW",
     };
     attrs.set("data_format", AttrValue::Str(format.into()));
-    let instance = KernelInstance { def: kernel.def, attrs };
+    let instance = KernelInstance::new(kernel.def, attrs);
     let mut view = MergedBatch { inner: ctx, merged_input: merged, batch_shape };
     if spatial == 2 {
         conv::conv(&mut view, &instance)

@@ -27,7 +27,7 @@ fn f32_twin(def: &KernelDef) -> Result<&'static KernelDef> {
 /// Runs a float16 or bfloat16 node through its op's float32 kernel.
 pub fn via_f32(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let twin = f32_twin(kernel.def)?;
-    let instance = KernelInstance { def: twin, attrs: kernel.attrs.clone() };
+    let instance = KernelInstance::new(twin, kernel.attrs.clone());
     let mut view = F32View { inner: ctx, pending: Vec::new(), widened: Vec::new() };
     (twin.compute)(&mut view, &instance)?;
     let F32View { inner, pending, .. } = view;

@@ -57,7 +57,7 @@ pub fn channels_last(
             attrs.set("explicit_paddings", AttrValue::IntList(to_channels_last(&pairs).concat()));
         }
     }
-    let inner_kernel = KernelInstance { def: kernel.def, attrs };
+    let inner_kernel = KernelInstance::new(kernel.def, attrs);
     let mut adapter = ChannelsLastContext { inner: ctx, images, transposed: Vec::new(), pending: Vec::new() };
     compute(&mut adapter, &inner_kernel)?;
     let ChannelsLastContext { inner, pending, .. } = adapter;

@@ -347,13 +347,19 @@ impl Attrs {
     }
 }
 
-/// A kernel for one node: its table row and the node's attributes.
+/// A kernel for one node: its table row, the node's attributes and what it keeps between runs.
 pub struct KernelInstance {
     pub def: &'static KernelDef,
     pub attrs: Attrs,
+    /// The stateful random ops' Philox stream, which advances with every run of the node.
+    pub philox: std::sync::Mutex<Option<random::PhiloxStream>>,
 }
 
 impl KernelInstance {
+    pub fn new(def: &'static KernelDef, attrs: Attrs) -> Self {
+        KernelInstance { def, attrs, philox: std::sync::Mutex::new(None) }
+    }
+
     pub fn dtype(&self, attr: &str) -> Result<DType> {
         self.def.dtype(attr)
     }
@@ -884,6 +890,22 @@ fn build_table() -> Vec<KernelDef> {
         ));
     }
     table.push(kernel("StatelessRandomGetAlg", &[], &["alg"], &[], random::get_alg));
+    // The stateful random ops, each node with its own Philox stream.
+    const SEED_ATTRS: &[(&str, AttrKind)] = &[("seed", AttrKind::Int), ("seed2", AttrKind::Int)];
+    for shape in [DType::I32, DType::I64] {
+        for (op, fill) in [
+            ("RandomUniform", random::uniform as ComputeFn),
+            ("RandomStandardNormal", random::normal),
+            ("TruncatedNormal", random::truncated_normal),
+        ] {
+            table.push(kernel(op, leak(vec![("dtype", DType::F32), ("T", shape)]), &["shape"], SEED_ATTRS, fill));
+        }
+        for out in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("Tout", out), ("T", shape)]);
+            let host = &["shape", "minval", "maxval"];
+            table.push(kernel("RandomUniformInt", constraints, host, SEED_ATTRS, random::uniform_int));
+        }
+    }
     // Comparisons within rows. (TopKV2's k and index types, int32 in older TFs, are left
     // unconstrained: a constraint on an attribute an op lacks breaks registration there.)
     table.push(kernel("TopKV2", f32, &["k"], &[], sort::top_k));

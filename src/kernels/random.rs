@@ -1,4 +1,6 @@
-//! Stateless random numbers (`wgsl/random.wgsl`): both generations of StatelessRandomUniform,
+//! Random numbers (`wgsl/random.wgsl`): the stateful RandomUniform, RandomStandardNormal,
+//! TruncatedNormal and RandomUniformInt, whose node keeps a Philox stream seeded by its `seed` and
+//! `seed2` attributes as TF's `GuardedPhiloxRandom` does, and both generations of StatelessRandomUniform,
 //! StatelessRandomNormal, StatelessTruncatedNormal, StatelessRandomUniformInt and
 //! StatelessRandomUniformFullInt (the first takes a seed, V2 a key, counter and algorithm), and
 //! the key/counter/algorithm ops, on TF's Philox-4x32-10 stream, so that Dropout masks and initializers draw TF-CPU's bits. The seed
@@ -93,19 +95,65 @@ struct Params {
 /// Where a fill's Philox key and counter come from.
 #[derive(Clone, Copy)]
 enum Source {
-    /// The V2 ops: key, counter and alg inputs after the shape.
+    /// The stateless V2 ops: key, counter and alg inputs after the shape.
     KeyCounterAlg,
-    /// The first generation: a two-element seed after the shape, scrambled as TF's `GenerateKey`.
+    /// The stateless first generation: a two-element seed after the shape, scrambled as TF's
+    /// `GenerateKey`.
     Seed,
+    /// The stateful ops: the node's own stream (`KernelInstance::philox`).
+    Stateful,
 }
 
-/// The kernel's generation, from its op name.
+/// The kernel's kind, from its op name.
 fn source_of(kernel: &KernelInstance) -> Source {
-    if kernel.def.op.ends_with("V2") {
+    if !kernel.def.op.starts_with("Stateless") {
+        Source::Stateful
+    } else if kernel.def.op.ends_with("V2") {
         Source::KeyCounterAlg
     } else {
         Source::Seed
     }
+}
+
+/// A stateful random node's Philox generator: the key and the 128-bit counter of its next run.
+pub struct PhiloxStream {
+    key: [u32; 2],
+    counter: u128,
+}
+
+impl PhiloxStream {
+    /// TF's `GuardedPhiloxRandom::Init`: `PhiloxRandom(seed, seed2)` puts `seed` in the key and
+    /// `seed2` in the counter's high words; two zero seeds draw fresh random ones.
+    fn new(seed: i64, seed2: i64) -> Self {
+        let (seed, seed2) =
+            if seed == 0 && seed2 == 0 { (fresh_seed(), fresh_seed()) } else { (seed as u64, seed2 as u64) };
+        PhiloxStream { key: [seed as u32, (seed >> 32) as u32], counter: u128::from(seed2) << 64 }
+    }
+
+    /// TF's `ReserveRandomOutputs(outputs, 256)`: this run's key and counter, and the stream
+    /// skipped 256 blocks per output past them (`PhiloxRandom::Skip` is a 128-bit add).
+    fn reserve(&mut self, outputs: u64) -> ([u32; 2], [u32; 4]) {
+        let c = self.counter;
+        self.counter = c.wrapping_add(u128::from(outputs.wrapping_mul(256)));
+        (self.key, [c as u32, (c >> 32) as u32, (c >> 64) as u32, (c >> 96) as u32])
+    }
+}
+
+/// A seed no two nodes share: the process's hasher keys (random per process) over a counter and
+/// the clock, as TF's `random::New64` draws from the OS.
+fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static DRAWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(DRAWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    hasher.write_u128(now.as_nanos());
+    hasher.finish()
+}
+
+/// The dtype a fill writes: `dtype` for most ops, `Tout` for RandomUniformInt.
+fn output_dtype(kernel: &KernelInstance) -> Result<DType> {
+    kernel.dtype("dtype").or_else(|_| kernel.dtype("Tout"))
 }
 
 /// StatelessRandomUniform(V2) (float32): 23 random mantissa bits per value.
@@ -131,14 +179,15 @@ fn float_fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'sta
 /// StatelessRandomUniformInt(V2): `minval + bits % (maxval - minval)`, as TF's
 /// `UniformDistribution` for int32 (one sample a value) and int64 (two), in wrapping arithmetic.
 pub fn uniform_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let dtype = kernel.dtype("dtype")?;
-    let (shape, key, counter) = stream_of(ctx, kernel)?;
+    let dtype = output_dtype(kernel)?;
     let bounds = match source_of(kernel) {
         Source::KeyCounterAlg => 4,
         Source::Seed => 2,
+        Source::Stateful => 1,
     };
-    let mut params = Params { wide: u32::from(dtype.size() == 8), ..Params::default() };
-    if validate::num_elements(&shape)? > 0 {
+    // (RandomUniformInt checks its bounds' shapes whatever the output's size, the stateless ops
+    // only for a non-empty output.)
+    let check_bounds = |ctx: &mut dyn KernelContext| -> Result<(i64, i64)> {
         let (lo, lo_shape) = ctx.host_input_values(bounds)?;
         let (hi, hi_shape) = ctx.host_input_values(bounds + 1)?;
         for (what, dims) in [("minval", &lo_shape), ("maxval", &hi_shape)] {
@@ -149,25 +198,48 @@ pub fn uniform_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
                 )));
             }
         }
-        let (lo, hi) = (lo[0], hi[0]);
-        let below = match dtype {
-            DType::U32 | DType::U64 => (lo as u64) < (hi as u64),
-            _ => lo < hi,
-        };
-        if !below {
-            let show = |v: i64| if dtype == DType::U64 { (v as u64).to_string() } else { v.to_string() };
-            return Err(Error::invalid_argument(format!("Need minval < maxval: {} >= {}", show(lo), show(hi))));
+        Ok((lo[0], hi[0]))
+    };
+    if let Source::Stateful = source_of(kernel) {
+        // Every check comes before the node's stream advances.
+        let (lo, hi) = check_bounds(ctx)?;
+        let (shape, _) = ctx.host_input_values(0)?;
+        if validate::num_elements(&shape).unwrap_or(0) > 0 {
+            range_params(dtype, lo, hi)?;
         }
-        let range = (hi as u64).wrapping_sub(lo as u64);
-        params.lo = [lo as u64 as u32, (lo as u64 >> 32) as u32];
-        params.range = [range as u32, (range >> 32) as u32];
     }
+    let (shape, key, counter) = stream_of(ctx, kernel)?;
+    let params = if validate::num_elements(&shape)? > 0 {
+        let (lo, hi) = check_bounds(ctx)?;
+        range_params(dtype, lo, hi)?
+    } else {
+        Params::default()
+    };
     fill(ctx, kernel, "fill_uniform_int", &shape, key, counter, params)
+}
+
+/// An integer fill's bounds, `minval < maxval` checked as TF checks it.
+fn range_params(dtype: DType, lo: i64, hi: i64) -> Result<Params> {
+    let below = match dtype {
+        DType::U32 | DType::U64 => (lo as u64) < (hi as u64),
+        _ => lo < hi,
+    };
+    if !below {
+        let show = |v: i64| if dtype == DType::U64 { (v as u64).to_string() } else { v.to_string() };
+        return Err(Error::invalid_argument(format!("Need minval < maxval: {} >= {}", show(lo), show(hi))));
+    }
+    let range = (hi as u64).wrapping_sub(lo as u64);
+    Ok(Params {
+        wide: u32::from(dtype.size() == 8),
+        lo: [lo as u64 as u32, (lo as u64 >> 32) as u32],
+        range: [range as u32, (range >> 32) as u32],
+        ..Params::default()
+    })
 }
 
 /// StatelessRandomUniformFullInt(V2): every bit pattern of the type, from the samples' bits.
 pub fn uniform_full_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let dtype = kernel.dtype("dtype")?;
+    let dtype = output_dtype(kernel)?;
     let (shape, key, counter) = stream_of(ctx, kernel)?;
     let params = Params { wide: u32::from(dtype.size() == 8), full: 1, ..Params::default() };
     fill(ctx, kernel, "fill_uniform_int", &shape, key, counter, params)
@@ -192,7 +264,16 @@ fn stream_of(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(Ve
             "shape must be a vector of {{int32,int64}}, got shape {shape_shape:?}"
         )));
     }
-    validate::num_elements(&shape)?;
+    let outputs = validate::num_elements(&shape)?;
+    if let Source::Stateful = source_of(kernel) {
+        let mut stream =
+            kernel.philox.lock().map_err(|_| Error::internal("a random node's stream lock is poisoned"))?;
+        let stream = stream.get_or_insert_with(|| {
+            PhiloxStream::new(kernel.attrs.int("seed").unwrap_or(0), kernel.attrs.int("seed2").unwrap_or(0))
+        });
+        let (key, counter) = stream.reserve(outputs as u64);
+        return Ok((shape, key, counter));
+    }
     if let Source::Seed = source_of(kernel) {
         let (seed, seed_shape) = ctx.host_input_values(1)?;
         if seed_shape != [2] {
@@ -240,7 +321,7 @@ fn fill(
     counter: [u32; 4],
     params: Params,
 ) -> Result<()> {
-    let dtype = kernel.dtype("dtype")?;
+    let dtype = output_dtype(kernel)?;
     let out = ctx.allocate_output(0, dtype, shape)?;
     let n = shader_len(out.byte_len() / 4, kernel.def.op)?;
     if n == 0 {

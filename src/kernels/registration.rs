@@ -33,7 +33,7 @@ unsafe extern "C" fn create_kernel<const I: usize>(ctx: *mut TF_OpKernelConstruc
         let def = KERNELS.get(I).ok_or_else(|| Error::internal("kernel index out of range"))?;
         let attrs = read_attrs(ctx, def)?;
         let tf_op = format!("{}:{}", node_name(ctx).unwrap_or_else(|| def.op.to_string()), def.op).into();
-        Ok(Box::into_raw(Box::new(NodeKernel { instance: KernelInstance { def, attrs }, tf_op })) as *mut c_void)
+        Ok(Box::into_raw(Box::new(NodeKernel { instance: KernelInstance::new(def, attrs), tf_op })) as *mut c_void)
     })
     .unwrap_or_else(|p| Err(from_panic(p)));
     match outcome {

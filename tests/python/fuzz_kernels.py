@@ -1357,6 +1357,9 @@ def gen_random(g, case):
     shape = g.shape(g.int(0, 3), hi=9)
     if g.chance(0.05):
         shape = [3, 1001]
+    if not case.op.startswith("Stateless"):
+        gen_stateful_random(g, case, shape)
+        return
     with tf.device(CPU):
         key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(seed=np.array([g.int(0, 1000), g.int(0, 1000)], int_type))
     key, counter = key.numpy(), counter.numpy()
@@ -1405,6 +1408,36 @@ def gen_random(g, case):
         if g.adversary("bounds-rank"):
             minval = minval.reshape(1)
         case.args.update(minval=minval, maxval=maxval)
+
+
+def gen_stateful_random(g, case, shape):
+    """RandomUniform, RandomStandardNormal, TruncatedNormal and RandomUniformInt: seeds drawn wide
+    (a case's node is fresh on both devices only if no earlier case shared its attributes), bad
+    shapes and bounds."""
+    import tensorflow as tf
+
+    shape_type = npdtype(case.row["T"])
+    if g.adversary("random"):
+        shape = g.pick([[-1], [3, -2], [10**16], [2**31, 2**31], [2**62, 4], [2**40, 0], [2**16, 2**16], [0, 5]])
+    shape_arr = np.array(shape, np.int64) if any(abs(s) >= 2**31 for s in shape) else np.array(shape, shape_type)
+    if g.adv and g.chance(0.2):
+        shape_arr = shape_arr.reshape(1, -1)
+        g.tag("shape-rank2")
+    case.args["shape"] = shape_arr
+    case.args["seed"] = int(g.rng.integers(1, 2**62)) * g.pick([1, -1])
+    case.args["seed2"] = int(g.rng.integers(-(2**62), 2**62))
+    if case.op != "RandomUniformInt":
+        case.args["dtype"] = tf.as_dtype(case.row["dtype"])
+        return
+    int_type = npdtype(case.row["Tout"])
+    info = np.iinfo(int_type)
+    lo, hi = g.pick([(0, 10), (-5, 5), (info.min, info.max), (info.max - 3, info.max), (info.min, info.min + 1)])
+    if g.adversary("bounds"):
+        lo, hi = g.pick([(hi, lo), (lo, lo)])
+    minval, maxval = np.array(lo, int_type), np.array(hi, int_type)
+    if g.adversary("bounds-rank"):
+        minval = minval.reshape(1)
+    case.args.update(minval=minval, maxval=maxval)
 
 
 # --- scatter, segments, one-hot, range -----------------------------------------------------------
@@ -2694,7 +2727,8 @@ GENERATORS.update({
     **{op: gen_random for op in ("StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal",
                                  "StatelessRandomUniformInt", "StatelessRandomUniformFullInt",
                                  "StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2",
-                                 "StatelessRandomGetAlg", "StatelessRandomGetKeyCounterAlg")},
+                                 "StatelessRandomGetAlg", "StatelessRandomGetKeyCounterAlg", "RandomUniform",
+                                 "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt")},
     "ScatterNd": gen_scatter, "GatherNd": gen_gather_nd, "ResourceGatherNd": gen_variable,
     "OneHot": gen_one_hot, "Range": gen_range, "StridedSlice": gen_strided_slice, "Slice": gen_slice,
     "Split": gen_split, "SplitV": gen_split, "Transpose": gen_transpose, "Tile": gen_tile,

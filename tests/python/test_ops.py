@@ -44,6 +44,7 @@ TOLERANCE = {
     "TensorScatterAdd": 1e-5, "ScatterNdNonAliasingAdd": 1e-5, "SegmentSum": 1e-5, "SegmentProd": 1e-5, "SegmentMean": 1e-5, "FusedBatchNormGradV3": 1e-5, "StatelessRandomNormalV2": 5e-5,
     "UnsortedSegmentProd": 1e-5, "TensorScatterSub": 1e-5, "ResourceScatterMul": 1e-5, "ResourceScatterDiv": 1e-5,
     "ResourceScatterNdAdd": 1e-5, "ResourceScatterNdSub": 1e-5, "StatelessRandomNormal": 5e-5, "StatelessTruncatedNormal": 5e-5,
+    "RandomStandardNormal": 5e-5, "TruncatedNormal": 5e-5,
     "StatelessTruncatedNormalV2": 5e-5, "Rsqrt": 2e-6, "Reciprocal": 1e-6, "Inv": 1e-6,
     "ResizeBilinear": 1e-6, "ResizeBilinearGrad": 1e-5, "ResizeBicubic": 1e-5, "ResizeBicubicGrad": 1e-5, "ResizeNearestNeighborGrad": 1e-6, "MirrorPadGrad": 1e-6,
 }
@@ -266,6 +267,7 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
     "SegmentSum", "SegmentProd", "SegmentMean", "SegmentMin", "SegmentMax",
     "StatelessRandomNormalV2", "StatelessTruncatedNormalV2", "StatelessRandomNormal", "StatelessTruncatedNormal",
+    "RandomStandardNormal", "TruncatedNormal",
     "BiasAdd", "BiasAddV1", "AddN", "ClipByValue", "Cross", "Sum", "Prod", "Max", "Min", "Mean", "EuclideanNorm", "MatMul", "BatchMatMulV2",
     "BatchMatMulV3", "Einsum", "Softmax", "LogSoftmax", "Conv2D", "DepthwiseConv2dNative", "MaxPool",
     "AvgPool", "FusedBatchNormV3", "_FusedConv2D", "_FusedMatMul", "Range", "Cast",
@@ -496,7 +498,47 @@ def generic_conv_cases(op, attrs, rng):
            lambda x, k: conv(input=tf.pad(x, pads), filter=k, strides=[1, 1, 2, 1, 1], padding="VALID"))
 
 
+# Seeds no two stateful random cases share: TF caches an eager op's kernel, and its stream, by its
+# attributes, so a repeated seed would start where an earlier case stopped.
+STATEFUL_SEEDS = iter(range(1000, 10**9, 7))
+
+
+def stateful_random_cases(op, attrs, rng):
+    """The stateful random ops: two runs of one node (the second starts where the first stopped),
+    fresh nodes for each shape, empty and scalar outputs, and the public functions under a global
+    seed."""
+    shape_type = np.int32 if attrs["T"] == "int32" else np.int64
+    raw = getattr(tf.raw_ops, op)
+    extras = [dict(dtype=attrs.get("dtype", "float32"))]
+    if op == "RandomUniformInt":
+        int_type = tf.as_dtype(attrs["Tout"]).as_numpy_dtype
+        info = np.iinfo(int_type)
+        extras = [dict(minval=np.array(lo, int_type), maxval=np.array(hi, int_type))
+                  for lo, hi in [(0, 10), (-7, 1000), (info.min, info.max), (info.max - 2, info.max)]]
+    for shape in [[], [5], [3, 1001], [0, 4], [2, 3, 4]]:
+        for extra in extras:
+            seed, seed2 = next(STATEFUL_SEEDS), next(STATEFUL_SEEDS)
+            run_twice = lambda shape=shape, extra=extra, seed=seed, seed2=seed2: [
+                raw(shape=np.array(shape, shape_type), seed=seed, seed2=seed2, **extra) for _ in range(2)]
+            yield run_twice, []
+    # A seed past 32 bits in both halves (the key's and the counter's high words).
+    seed, seed2 = 2**40 + next(STATEFUL_SEEDS), -(2**35) - next(STATEFUL_SEEDS)
+    yield (lambda: [raw(shape=np.array([9], shape_type), seed=seed, seed2=seed2, **extras[0]) for _ in range(3)]), []
+    public = {"RandomUniform": tf.random.uniform, "RandomStandardNormal": tf.random.normal,
+              "TruncatedNormal": tf.random.truncated_normal,
+              "RandomUniformInt": lambda shape: tf.random.uniform(shape, -5, 17, dtype=tf.as_dtype(attrs["Tout"]))}[op]
+    global_seed = next(STATEFUL_SEEDS)
+
+    def under_global_seed():
+        tf.random.set_seed(global_seed)
+        return [public([4, 9]), public([4, 9])]
+    yield under_global_seed, []
+
+
 def random_cases(op, attrs, rng):
+    if not op.startswith("Stateless"):
+        yield from stateful_random_cases(op, attrs, rng)
+        return
     int_type = np.int32 if attrs.get("Tseed", attrs.get("Tshape")) == "int32" else np.int64
     raw = getattr(tf.raw_ops, op)
     if op == "StatelessRandomGetAlg":
@@ -1829,7 +1871,8 @@ for name in ("MaxPoolGrad", "MaxPoolGradV2", "AvgPoolGrad", "MaxPoolWithArgmax",
 for name in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "StatelessRandomNormalV2",
              "StatelessTruncatedNormalV2", "StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal",
              "StatelessRandomUniformInt", "StatelessRandomUniformFullInt", "StatelessRandomUniformIntV2",
-             "StatelessRandomUniformFullIntV2", "StatelessRandomGetAlg", "StatelessRandomGetKeyCounterAlg"):
+             "StatelessRandomUniformFullIntV2", "StatelessRandomGetAlg", "StatelessRandomGetKeyCounterAlg",
+             "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"):
     CASES[name] = random_cases
 for name in ("L2Loss", "UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax",
              "ScatterNd", "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax",
