@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tensorflow_wgpu::kernels::{
-    batch_norm, binary, cast, complex, conv, im2col, index, integer, matmul, matrix, nn, random, reduce, resize, rnn,
-    scan, scatter, slice, sort, special, unary, volume,
+    batch_norm, binary, cast, compact, complex, conv, im2col, index, integer, matmul, matrix, nn, random, reduce,
+    resize, rnn, scan, scatter, slice, sort, special, unary, volume,
 };
 use tensorflow_wgpu::runtime::device::{portable_floor, portable_limits, requested_features, LimitsProfile};
 use tensorflow_wgpu::runtime::pipeline::{specialised_source, PipelineSpec, Shader};
@@ -49,6 +49,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::complex::SHADER", &complex::SHADER, NONE),
         ("kernels::special::SHADER", &special::SHADER, &[F32]),
         ("kernels::sort::SHADER", &sort::SHADER, NONE),
+        ("kernels::compact::SHADER", &compact::SHADER, NONE),
         ("kernels::matrix::DIAG_SHADER", &matrix::DIAG_SHADER, NONE),
         ("kernels::reduce::INTEGER_SHADER", &reduce::INTEGER_SHADER, NONE),
         ("kernels::binary::FLOAT64_SHADER", &binary::FLOAT64_SHADER, NONE),

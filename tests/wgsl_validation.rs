@@ -30,6 +30,7 @@ fn broadcasting_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::complex::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::special::SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::sort::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::compact::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matrix::DIAG_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::reduce::INTEGER_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::binary::FLOAT64_SHADER, &[]);
@@ -118,6 +119,7 @@ fn every_wgsl_file_is_covered() {
             "broadcast.wgsl",
             "cast.wgsl",
             "classify.wgsl",
+            "compact.wgsl",
             "compare.wgsl",
             "complex.wgsl",
             "conv.wgsl",

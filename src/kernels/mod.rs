@@ -51,6 +51,7 @@ pub mod batch;
 pub mod batch_norm;
 pub mod binary;
 pub mod cast;
+pub mod compact;
 pub mod complex;
 pub mod conv;
 pub mod einsum;
@@ -545,6 +546,7 @@ fn build_table() -> Vec<KernelDef> {
     }
     integer::register(&mut table);
     complex::register(&mut table);
+    compact::register(&mut table);
     special::register(&mut table);
     for op in ["IsNan", "IsInf", "IsFinite"] {
         table.push(kernel(op, f32, &[], &[], unary::classify));

@@ -205,13 +205,13 @@ pub fn uniform_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         let (lo, hi) = check_bounds(ctx)?;
         let (shape, _) = ctx.host_input_values(0)?;
         if validate::num_elements(&shape).unwrap_or(0) > 0 {
-            range_params(dtype, lo, hi)?;
+            range_params(dtype, lo, hi, source_of(kernel))?;
         }
     }
     let (shape, key, counter) = stream_of(ctx, kernel)?;
     let params = if validate::num_elements(&shape)? > 0 {
         let (lo, hi) = check_bounds(ctx)?;
-        range_params(dtype, lo, hi)?
+        range_params(dtype, lo, hi, source_of(kernel))?
     } else {
         Params::default()
     };
@@ -219,14 +219,16 @@ pub fn uniform_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
 }
 
 /// An integer fill's bounds, `minval < maxval` checked as TF checks it.
-fn range_params(dtype: DType, lo: i64, hi: i64) -> Result<Params> {
+fn range_params(dtype: DType, lo: i64, hi: i64, source: Source) -> Result<Params> {
     let below = match dtype {
         DType::U32 | DType::U64 => (lo as u64) < (hi as u64),
         _ => lo < hi,
     };
     if !below {
         let show = |v: i64| if dtype == DType::U64 { (v as u64).to_string() } else { v.to_string() };
-        return Err(Error::invalid_argument(format!("Need minval < maxval: {} >= {}", show(lo), show(hi))));
+        // (The stateful op words it differently.)
+        let joint = if let Source::Stateful = source { ", got" } else { ":" };
+        return Err(Error::invalid_argument(format!("Need minval < maxval{joint} {} >= {}", show(lo), show(hi))));
     }
     let range = (hi as u64).wrapping_sub(lo as u64);
     Ok(Params {

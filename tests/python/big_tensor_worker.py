@@ -117,6 +117,9 @@ CASES = {
     "tile_big_input": lambda: tf.tile(x2, [2, 1]),
     "roll_rows": lambda: tf.roll(x2, 5, 0),
     "roll_every_axis": lambda: tf.roll(x3, [3, -2, 7], [0, 1, 2]),
+    # Where: an input in parts, and an output (every element nonzero) in windows.
+    "where_every_element": lambda: tf.where(x3),
+    "where_few": lambda: tf.where(tf.nn.relu(x2 - 2.5)),
     "pad": lambda: tf.pad(x2, [[2, 1], [0, 3]]),
     "mirror_pad": lambda: tf.pad(x2, [[2, 1], [0, 3]], mode="REFLECT"),
     "reverse": lambda: tf.reverse(x3, [0, 2]),

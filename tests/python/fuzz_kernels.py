@@ -567,6 +567,17 @@ def gen_approximate_equal(g, case):
         case.args["tolerance"] = g.pick([1e-5, 1e-4, 0.0, 1.0, float("inf"), float("nan"), -1.0])
 
 
+def gen_where(g, case):
+    """Where: masks of every density and rank 1 to 8 (0 and 9 are refused), subnormals, empty."""
+    rank = g.int(1, 4) if not g.adversary("rank") else g.pick([0, 9, 8])
+    shape = g.shape(rank, hi=7) if rank < 8 else [1] * (rank - 2) + [g.int(0, 5), g.int(1, 5)]
+    x = g.data(case.row["T"], shape)
+    if x.size and g.chance(0.6):
+        keep = g.rng.random(x.shape) < g.pick([0.0, 0.1, 0.5, 1.0])
+        x = np.where(keep, x, np.zeros_like(x)).astype(x.dtype)
+    case.args["condition"] = x
+
+
 def gen_select(g, case):
     dtype = case.row["T"]
     if case.op == "SelectV2":
@@ -2722,6 +2733,7 @@ GENERATORS.update({
     "MaxPoolGradGradV2": gen_pool_grad,
     **{op: gen_batch_norm for op in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
                                      "FusedBatchNormGradV2", "FusedBatchNormGradV3")},
+    "Where": gen_where,
     "StatelessRandomGetKeyCounter": gen_random, "StatelessRandomUniformV2": gen_random,
     "StatelessRandomNormalV2": gen_random, "StatelessTruncatedNormalV2": gen_random,
     **{op: gen_random for op in ("StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal",

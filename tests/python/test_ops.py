@@ -535,6 +535,31 @@ def stateful_random_cases(op, attrs, rng):
     yield under_global_seed, []
 
 
+def where_cases(op, attrs, rng):
+    """Where on sparse and dense masks of every rank 1 to 8, views, signed zeros and NaN (nonzero),
+    complex values with one zero part, chunk-sized and larger inputs, and empty ones."""
+    dt = tf.as_dtype(attrs["T"])
+    npd = dt.as_numpy_dtype
+
+    def mask(shape, density):
+        keep = rng.random(shape) < density
+        filled = values(rng, dt, shape)
+        return np.where(keep, filled, np.zeros(shape, npd)).astype(npd)
+
+    # TF-CPU's Where refuses float16: its float32 kernel on the same (exactly widened) values.
+    wide = (lambda f: [lambda x: f(tf.cast(x, tf.float32))]) if dt == tf.float16 else (lambda f: [])
+    for shape in [(7,), (3, 5), (2, 3, 4), (1025,), (3000,), (4, 1, 3, 1, 2), (1, 2, 1, 2, 1, 2, 1, 3), (0, 4), (5, 0)]:
+        for density in [0.0, 0.3, 1.0]:
+            yield tf.where, [mask(shape, density)], *wide(tf.where)
+    view = lambda x: tf.where(x[1:, 2:])
+    yield view, [mask((9, 10), 0.5)], *wide(view)
+    if dt.is_floating:
+        special = np.array([0.0, -0.0, np.nan, -np.inf, 1e-30, -1.0, 0.0, np.inf], np.float32)
+        yield tf.where, [special.astype(npd)], *wide(tf.where)
+    if dt.is_complex:
+        yield tf.where, [np.array([0, 1j, -0.0 + 0j, 2, 0 - 0j, np.nan], npd)]
+
+
 def random_cases(op, attrs, rng):
     if not op.startswith("Stateless"):
         yield from stateful_random_cases(op, attrs, rng)
@@ -1889,6 +1914,7 @@ for name in ("ResizeBilinear", "ResizeBicubic", "ResizeNearestNeighbor", "Resize
     CASES[name] = resize_cases
 CASES["MirrorPadGrad"] = mirror_pad_grad_cases
 CASES["MatrixBandPart"] = band_part_cases
+CASES["Where"] = where_cases
 for name in ("Cumsum", "Cumprod", "CumulativeLogsumexp"):
     CASES[name] = scan_cases
 for name in ("ScaleAndTranslate", "ScaleAndTranslateGrad"):
