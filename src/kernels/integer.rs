@@ -1,7 +1,7 @@
 //! Integer elementwise ops on every integer width TF stores, int8 to uint64 (`wgsl/integer.wgsl`):
 //! arithmetic, bitwise ops, comparisons and unary ops with broadcasting, and the integer and bool
-//! steps of Cast. int32 is registered for none of them: TF core's DEVICE_DEFAULT kernels keep
-//! int32 tensors in host memory, as TF-GPU does.
+//! steps of Cast. int32 is registered only where TF core has no DEVICE_DEFAULT kernel, which keeps
+//! int32 tensors in host memory as TF-GPU does (the bitwise ops, TruncateDiv, Pow, ArgMax/ArgMin).
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{PipelineSpec, Shader};
@@ -42,8 +42,8 @@ use DType::{Bool, I16, I64, I8, U16, U32, U64, U8};
 /// The integer dtypes TF-GPU serves on the device.
 const ALL: &[DType] = &[I8, U8, I16, U16, U32, I64, U64];
 const SIGNED: &[DType] = &[I8, I16, I64];
-/// The ops TF-GPU also serves for int32 in device memory (the bitwise family), which TF core's
-/// DEVICE_DEFAULT kernels leave out.
+/// The ops TF-GPU also serves for int32 in device memory (the bitwise family, TruncateDiv), which
+/// TF core's DEVICE_DEFAULT kernels leave out.
 const WITH_I32: &[DType] = &[I8, U8, I16, U16, DType::I32, U32, I64, U64];
 
 /// Two-operand ops: TF op, `OP`, and the integer dtypes its op definition allows (TF-CPU has kernels
@@ -54,14 +54,14 @@ pub const BINARY_OPS: [(&str, u32, &[DType]); 24] = [
     ("Sub", 1, ALL),
     ("Mul", 2, ALL),
     ("Div", 3, ALL),
-    ("TruncateDiv", 3, ALL),
+    ("TruncateDiv", 3, WITH_I32),
     ("FloorDiv", 4, ALL),
     ("TruncateMod", 5, &[I64]),
     ("FloorMod", 6, ALL),
     ("Maximum", 7, ALL),
     ("Minimum", 8, ALL),
     ("SquaredDifference", 9, &[I64]),
-    ("Pow", 10, SIGNED),
+    ("Pow", 10, &[I8, I16, DType::I32, I64]),
     ("BitwiseAnd", 11, WITH_I32),
     ("BitwiseOr", 12, WITH_I32),
     ("BitwiseXor", 13, WITH_I32),
@@ -112,8 +112,9 @@ pub fn register(table: &mut Vec<KernelDef>) {
             table.push(kernel(op, t_of(dtype), &["reduction_indices"], keep_dims, super::reduce::compute_integer));
         }
     }
+    // (TF core has no int32 or bool ArgMax, so those run here too.)
     for op in ["ArgMax", "ArgMin"] {
-        for &dtype in ALL {
+        for &dtype in ALL.iter().chain(&[DType::I32, Bool]) {
             for out in [DType::I64, DType::I32] {
                 let constraints = leak(vec![("T", dtype), ("output_type", out)]);
                 table.push(kernel(op, constraints, &["dimension"], &[], super::reduce::compute_integer_arg));

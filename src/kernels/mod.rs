@@ -570,8 +570,8 @@ fn build_table() -> Vec<KernelDef> {
     }
     for &src in &cast_types {
         for &dst in &cast_types {
-            // bool -> int32 is left to TF core: its int32 results feed host-memory shape math.
-            if src != dst && cast::route(src, dst).is_some() && !(src == DType::Bool && dst == DType::I32) {
+            // (bool -> int32 included: TF core has no kernel for it, and TF-GPU casts it on the device.)
+            if src != dst && cast::route(src, dst).is_some() {
                 let truncate: &[(&str, AttrKind)] = &[("Truncate", AttrKind::Bool)];
                 table.push(kernel("Cast", leak(vec![("SrcT", src), ("DstT", dst)]), &[], truncate, cast::cast));
             }

@@ -3674,6 +3674,11 @@ def known_divergence(case, record):
         # TF-GPU's int64 kernel (Eigen's pow) has no check either; the plugin's answer is
         # documented in wgsl/integer.wgsl.
         return "integer to a negative power (TF's GPU kernels do not check)"
+    if kind == "mismatch" and case.op == "Cast" and case.args.get("Truncate") and case.row["SrcT"] == "float64" \
+            and case.row["DstT"] == "complex64":
+        # TF-CPU's truncating double -> complex64 clears the whole mantissa (-1.45 -> -0.5); the
+        # plugin truncates the 29 low bits, as its double -> float32 cast and TF's LSBZeroSetter do.
+        return "float64 -> complex64 with Truncate: TF-CPU clears the whole mantissa (a TF-CPU bug)"
     if kind == "mismatch" and case.op == "Cast" and _float_out_of_integer_range(case):
         return "float out of the integer type's range (undefined in C++; TF-CPU's scalar and vector code differ)"
     if kind == "accepted" and "SparseApply" in case.op and case.mode == "function" and np.size(
