@@ -824,8 +824,14 @@ fn build_table() -> Vec<KernelDef> {
     // Cumulative sums and products (float16 and bfloat16 through float32).
     const SCAN_ATTRS: &[(&str, AttrKind)] = &[("exclusive", AttrKind::Bool), ("reverse", AttrKind::Bool)];
     for op in ["Cumsum", "Cumprod", "CumulativeLogsumexp"] {
-        for axis in [DType::I32, DType::I64] {
-            table.push(kernel(op, leak(vec![("T", DType::F32), ("Tidx", axis)]), &["axis"], SCAN_ATTRS, scan::compute));
+        let types: &[DType] = match op {
+            "CumulativeLogsumexp" => &[DType::F32],
+            _ => &[DType::F32, DType::I32, DType::I64, DType::U32, DType::U64],
+        };
+        for &dtype in types {
+            for axis in [DType::I32, DType::I64] {
+                table.push(kernel(op, leak(vec![("T", dtype), ("Tidx", axis)]), &["axis"], SCAN_ATTRS, scan::compute));
+            }
         }
     }
     for int in [DType::I32, DType::I64] {

@@ -1,5 +1,6 @@
-//! Cumsum, Cumprod and CumulativeLogsumexp (`wgsl/scan.wgsl`) along any axis, `exclusive` and `reverse`, in float32
-//! (float16 and bfloat16 through `half::via_f32`). An axis longer than the adapter's loop budget
+//! Cumsum, Cumprod and CumulativeLogsumexp (`wgsl/scan.wgsl`) along any axis, `exclusive` and
+//! `reverse`, in float32 (float16 and bfloat16 through `half::via_f32`), and Cumsum and Cumprod
+//! of 32- and 64-bit integers, wrapping. An axis longer than the adapter's loop budget
 //! is scanned in blocks: each block's running values and total, then the exclusive scan of the
 //! totals (the same routine, one level up), combined into the later blocks' elements.
 
@@ -11,7 +12,11 @@ use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "scan",
-    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/scan.wgsl")),
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/int64.wgsl"),
+        include_str!("../../wgsl/scan.wgsl")
+    ),
     storage_buffers: 3,
     uniform_buffers: 0,
 };
@@ -77,7 +82,7 @@ fn scan(
 ) -> Result<()> {
     let block = loop_budget(ctx.stream()?.device(), 16).min(len as u64).max(1) as i64;
     let blocks = (len + block - 1) / block;
-    let totals = ctx.allocate_temp(DType::F32, &[outer, blocks, inner])?;
+    let totals = ctx.allocate_temp(input.dtype, &[outer, blocks, inner])?;
     let p = Params {
         n: shader_len((outer * blocks * inner) as u64, "Cumsum")?,
         len: shader_len(len as u64, "Cumsum")?,
@@ -95,7 +100,7 @@ fn scan(
     }
     // Each block's offset: the exclusive scan of the block totals before it (in the scan's own
     // direction, which the totals are already in).
-    let offsets = ctx.allocate_temp(DType::F32, &[outer, blocks, inner])?;
+    let offsets = ctx.allocate_temp(input.dtype, &[outer, blocks, inner])?;
     scan(ctx, combine, (true, false), &totals, &offsets, (outer, blocks, inner))?;
     let p = Params { n: shader_len(out.num_elements(), "Cumsum")?, ..p };
     launch(ctx, "scan_offsets", combine, p, out, out, &offsets)
@@ -115,7 +120,14 @@ fn launch(
     let [in_mem, out_mem, totals_mem] =
         [input, out, totals].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
     let (in_mem, out_mem, totals_mem) = (in_mem?, out_mem?, totals_mem?);
-    let constants = [("COMBINE", f64::from(combine))];
+    // The element kind: float32, a 32-bit integer, a 64-bit one.
+    let kind = match input.dtype {
+        DType::F32 => 0,
+        DType::I32 | DType::U32 => 1,
+        DType::I64 | DType::U64 => 2,
+        other => return Err(Error::internal(format!("scan: no {other:?} elements"))),
+    };
+    let constants = [("COMBINE", f64::from(combine)), ("KIND", f64::from(kind))];
     let pipeline =
         device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {

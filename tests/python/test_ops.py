@@ -1791,6 +1791,17 @@ def scan_cases(op, attrs, rng):
     longer than llvmpipe's loop limit (65535: scanned in blocks)."""
     it = np.int32 if attrs["Tidx"] == "int32" else np.int64
     scan = getattr(tf.raw_ops, op)
+    dt = tf.as_dtype(attrs["T"])
+    if dt.is_integer:
+        # Integers wrap: random bit patterns with the type's extremes, and small values whose
+        # products stay exact for a while before they wrap too.
+        for shape, axis in [((7,), 0), ((3, 5), 1), ((3, 5), -2), ((2, 3, 4), 1), ((2, 0, 3), 1), ((2, 70001), 1)]:
+            for x in [integers(rng, dt, shape), rng.integers(-3, 4, size=shape).astype(dt.as_numpy_dtype)]:
+                for exclusive in (False, True):
+                    for reverse in (False, True):
+                        yield (lambda x, a, e=exclusive, r=reverse: scan(x=x, axis=a, exclusive=e, reverse=r)), \
+                            [x, it(axis)]
+        return
     for shape, axis in [((7,), 0), ((3, 5), 1), ((3, 5), -2), ((2, 3, 4), 1), ((2, 0, 3), 1), ((2, 70001), 1),
                         ((140001, 2), 0)]:
         x = typed(attrs, floats(rng, shape, specials=max(shape) < 100, scale=1.0))
