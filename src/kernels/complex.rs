@@ -1,6 +1,7 @@
 //! Complex numbers (`wgsl/complex.wgsl`): Real, Imag, Conj, Complex and Neg for complex64 and
 //! complex128 (word moves), and complex64 Add, Sub, Mul, Div, ComplexAbs and Angle, with
-//! broadcasting.
+//! broadcasting. complex128 Add, Sub and Mul, and both types' products (MatMul, BatchMatMul), run
+//! on their real and imaginary parts through the float64 and float32 kernels.
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{PipelineSpec, Shader};
@@ -37,7 +38,11 @@ pub fn register(table: &mut Vec<KernelDef>) {
         table.push(kernel("Neg", t_of(complex), &[], &[], compute));
         table.push(kernel("Complex", leak(vec![("T", part), ("Tout", complex)]), &[], &[], compute));
     }
-    // (complex128 arithmetic would need float64 math: left to the CPU.)
+    // complex128 arithmetic through its float64 parts (its division, which needs Smith's scaling
+    // to match TF's, is left to the CPU).
+    for op in ["AddV2", "Add", "Sub", "Mul"] {
+        table.push(kernel(op, t_of(C128), &[], &[], arithmetic_in_parts));
+    }
     let to_f32 = leak(vec![("T", C64), ("Tout", F32)]);
     table.push(kernel("ComplexAbs", to_f32, &[], &[], compute));
     table.push(kernel("Angle", to_f32, &[], &[], compute));
@@ -100,6 +105,97 @@ pub fn as_parts(t: &TensorRef) -> TensorRef {
 pub const REAL: u32 = 0;
 pub const CONJ: u32 = 2;
 pub const FROM_REAL: u32 = 5;
+
+/// Real and Imag (`OP` of `complex.wgsl`) and Complex, which builds one from its parts.
+const IMAG: u32 = 1;
+const FROM_PARTS: u32 = 3;
+
+/// `t`'s real and imaginary parts, as two float temporaries of its shape.
+fn split_parts(ctx: &mut dyn KernelContext, t: &TensorRef) -> Result<(TensorRef, TensorRef)> {
+    let part = part_of(t.dtype).ok_or_else(|| Error::internal(format!("{:?} is not complex", t.dtype)))?;
+    let re = ctx.allocate_temp(part, &t.shape)?;
+    let im = ctx.allocate_temp(part, &t.shape)?;
+    let stream = ctx.stream()?;
+    launch(stream, REAL, t, t, &re)?;
+    launch(stream, IMAG, t, t, &im)?;
+    Ok((re, im))
+}
+
+/// `t` (complex) viewed as its parts with a trailing axis of 2: elementwise sums and broadcasts
+/// of the view are those of the complex numbers.
+pub fn parts_view(t: &TensorRef) -> Option<TensorRef> {
+    let part = part_of(t.dtype)?;
+    let mut shape = t.shape.clone();
+    shape.push(2);
+    Some(TensorRef { dtype: part, shape, ..t.clone() })
+}
+
+/// complex128 AddV2, Add, Sub (the parts' sums) and Mul ((ar br - ai bi) + i (ar bi + ai br)), with
+/// broadcasting, in float64.
+pub fn arithmetic_in_parts(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    use super::binary::{launch as float_op, BinaryOp};
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let shape = broadcast_shapes(&a.shape, &b.shape)?;
+    let out = ctx.allocate_output(0, a.dtype, &shape)?;
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let view = |t: &TensorRef| parts_view(t).ok_or_else(|| Error::internal("complex arithmetic on real operands"));
+    if kernel.def.op != "Mul" {
+        let op = if kernel.def.op == "Sub" { BinaryOp::Sub } else { BinaryOp::Add };
+        return float_op(ctx.stream()?, op, &view(&a)?, &view(&b)?, &view(&out)?);
+    }
+    let (ar, ai) = split_parts(ctx, &a)?;
+    let (br, bi) = split_parts(ctx, &b)?;
+    let products = four_temps(ctx, ar.dtype, &shape)?;
+    let stream = ctx.stream()?;
+    let [rr, ii, ri, ir] = &products;
+    for (x, y, product) in [(&ar, &br, rr), (&ai, &bi, ii), (&ar, &bi, ri), (&ai, &br, ir)] {
+        float_op(stream, BinaryOp::Mul, x, y, product)?;
+    }
+    combine_products(stream, &products, &out)
+}
+
+fn four_temps(ctx: &mut dyn KernelContext, dtype: DType, shape: &[i64]) -> Result<[TensorRef; 4]> {
+    Ok([ctx.allocate_temp(dtype, shape)?, ctx.allocate_temp(dtype, shape)?, ctx.allocate_temp(dtype, shape)?, ctx.allocate_temp(dtype, shape)?])
+}
+
+/// `out` = (rr - ii) + i (ri + ir), from the four real products of the parts.
+fn combine_products(stream: &Stream, [rr, ii, ri, ir]: &[TensorRef; 4], out: &TensorRef) -> Result<()> {
+    use super::binary::{launch as float_op, BinaryOp};
+    float_op(stream, BinaryOp::Sub, rr, ii, rr)?;
+    float_op(stream, BinaryOp::Add, ri, ir, ri)?;
+    launch(stream, FROM_PARTS, rr, ri, out)
+}
+
+/// The complex product `out = op(a) x op(b)` (matmul's shapes), from four real products of the
+/// parts: op transposes (`transpose_*`) and, with `conjugate_*`, conjugates (BatchMatMul's adj).
+pub fn matmul(
+    ctx: &mut dyn KernelContext,
+    (a, b, out): (&TensorRef, &TensorRef, &TensorRef),
+    (transpose_a, transpose_b): (bool, bool),
+    (conjugate_a, conjugate_b): (bool, bool),
+) -> Result<()> {
+    use super::unary::{launch as unary_op, UnaryOp};
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let (ar, ai) = split_parts(ctx, a)?;
+    let (br, bi) = split_parts(ctx, b)?;
+    let products = four_temps(ctx, ar.dtype, &out.shape)?;
+    let stream = ctx.stream()?;
+    if conjugate_a {
+        unary_op(stream, UnaryOp::Neg, 0.0, &ai, &ai)?;
+    }
+    if conjugate_b {
+        unary_op(stream, UnaryOp::Neg, 0.0, &bi, &bi)?;
+    }
+    let [rr, ii, ri, ir] = &products;
+    for (x, y, product) in [(&ar, &br, rr), (&ai, &bi, ii), (&ar, &bi, ri), (&ai, &br, ir)] {
+        super::matmul::launch(stream, x, y, product, transpose_a, transpose_b)?;
+    }
+    combine_products(stream, &products, out)
+}
 
 /// Encodes `out = OP(a, b)` with broadcasting (`b` is `a` for one-operand ops).
 pub fn launch(stream: &Stream, code: u32, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {

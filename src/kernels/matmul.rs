@@ -557,5 +557,10 @@ fn compute_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     }
     let shape = output_shape(&a.shape, &b.shape, ta, tb)?;
     let out = ctx.allocate_output(0, a.dtype, &shape)?;
+    if super::complex::part_of(a.dtype).is_some() {
+        // MatMul transposes; BatchMatMul's adj_x and adj_y also conjugate.
+        let adjoint = kernel.def.op != "MatMul";
+        return super::complex::matmul(ctx, (&a, &b, &out), (ta, tb), (ta && adjoint, tb && adjoint));
+    }
     launch(ctx.stream()?, &a, &b, &out, ta, tb)
 }

@@ -604,6 +604,19 @@ fn build_table() -> Vec<KernelDef> {
             ));
         }
     }
+    // Complex products (four real ones) and Sum and Mean (the parts reduced alike).
+    let adj: &[(&str, AttrKind)] = &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)];
+    for complex in [DType::C64, DType::C128] {
+        let t = t_of(complex);
+        let transposes: &[(&str, AttrKind)] = &[("transpose_a", AttrKind::Bool), ("transpose_b", AttrKind::Bool)];
+        table.push(kernel("MatMul", t, &[], transposes, matmul::compute));
+        table.push(kernel("BatchMatMulV2", t, &[], adj, matmul::compute));
+        let v3 = leak(vec![("Ta", complex), ("Tb", complex), ("Tout", complex)]);
+        table.push(kernel("BatchMatMulV3", v3, &[], adj, matmul::compute));
+        for op in ["Sum", "Mean"] {
+            table.push(kernel(op, t, &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
+        }
+    }
     table.push(kernel(
         "BatchMatMulV3",
         leak(vec![("Ta", DType::F32), ("Tb", DType::F32), ("Tout", DType::F32)]),

@@ -12,6 +12,7 @@ use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{split_batch_on_overflow, BatchArgs};
 use super::binary::{self, BinaryOp};
+use super::complex;
 use super::slice::contiguous_strides;
 use super::windows::binding_limit;
 use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
@@ -557,11 +558,21 @@ fn reduced_shape(shape: &[i64], mask: &[bool], keep_dims: bool) -> Vec<i64> {
 
 /// Sum, Prod, Max, Min, Mean (float32, float64) and All, Any (bool).
 pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let input = ctx.input(0)?;
+    let mut input = ctx.input(0)?;
     let (axes, _) = ctx.host_input_values(1)?;
-    let mask = reduced_mask(&input.shape, &axes)?;
+    let mut mask = reduced_mask(&input.shape, &axes)?;
     let shape = reduced_shape(&input.shape, &mask, kernel.attrs.bool("keep_dims")?);
-    let out = ctx.allocate_output(0, input.dtype, &shape)?;
+    let mut out = ctx.allocate_output(0, input.dtype, &shape)?;
+    if let (Some(parts), Some(out_parts)) = (complex::parts_view(&input), complex::parts_view(&out)) {
+        // A complex Sum or Mean reduces the real and the imaginary parts alike: the float
+        // reduction of the parts' views, their trailing axis kept.
+        (input, out) = (parts, out_parts);
+        mask.push(false);
+        if input.num_elements() == 0 {
+            // (TF's complex Mean of nothing is 0, its float one NaN.)
+            return ctx.stream()?.fill(out.address, out.byte_len(), 0);
+        }
+    }
     let p = params_for(&split_dims(&input.shape, &mask))?;
     let stream = ctx.stream()?;
     let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == kernel.def.op).map(|(_, c)| *c).unwrap_or(0);
