@@ -1001,9 +1001,25 @@ fn build_table() -> Vec<KernelDef> {
     ));
     // int32 in device memory where TF-GPU keeps it there (its Transpose, Tile and Select kernels
     // take every type) and TF core registers no DEVICE_DEFAULT kernel for it.
+    // The same for its Gather, GatherV2, GatherNd, Roll, Diag, DiagPart and ConjugateTranspose.
     let i32 = t_of(DType::I32);
     table.push(kernel("Transpose", i32, &["perm"], &[], index::transpose));
     table.push(kernel("Tile", i32, &["multiples"], &[], index::tile));
+    table.push(kernel("Diag", i32, &[], &[], matrix::diag));
+    table.push(kernel("DiagPart", i32, &[], &[], matrix::diag_part));
+    for int in [DType::I32, DType::I64] {
+        let constraints = leak(vec![("Tparams", DType::I32), ("Tindices", int)]);
+        table.push(kernel("GatherV2", constraints, &["axis"], &[("batch_dims", AttrKind::Int)], index::gather));
+        table.push(kernel("Gather", constraints, &[], &[], index::gather));
+        let policy: &[(&str, AttrKind)] = &[("bad_indices_policy", AttrKind::OptionalStr)];
+        table.push(kernel("GatherNd", constraints, &[], policy, scatter::gather_nd));
+        let constraints = leak(vec![("T", DType::I32), ("Tperm", int)]);
+        table.push(kernel("ConjugateTranspose", constraints, &["perm"], &[], index::transpose));
+        for axis in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("T", DType::I32), ("Tshift", int), ("Taxis", axis)]);
+            table.push(kernel("Roll", constraints, &["shift", "axis"], &[], index::roll));
+        }
+    }
     // Data movement: any dtype, the kernels only move bytes.
     for dtype in MOVABLE_DTYPES {
         let t = t_of(dtype);
