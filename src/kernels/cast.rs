@@ -179,6 +179,14 @@ pub fn cast(ctx: &mut dyn KernelContext, def: &KernelInstance) -> Result<()> {
     if input.dtype != src {
         return Err(Error::invalid_argument(format!("Cast: input is {:?}, kernel expects {src:?}", input.dtype)));
     }
+    if src == dst {
+        // A cast to its own type (tf.linspace makes one) is the input itself.
+        let out = ctx.forward_input_or_allocate_output(&[0], 0, dst, &input.shape)?;
+        if out.address != input.address && out.byte_len() > 0 {
+            ctx.stream()?.memcpy_dtod(out.address, input.address, out.byte_len())?;
+        }
+        return Ok(());
+    }
     let out = ctx.allocate_output(0, dst, &input.shape)?;
     if out.num_elements() == 0 {
         return Ok(());

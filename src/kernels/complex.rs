@@ -157,7 +157,12 @@ pub fn arithmetic_in_parts(ctx: &mut dyn KernelContext, kernel: &KernelInstance)
 }
 
 fn four_temps(ctx: &mut dyn KernelContext, dtype: DType, shape: &[i64]) -> Result<[TensorRef; 4]> {
-    Ok([ctx.allocate_temp(dtype, shape)?, ctx.allocate_temp(dtype, shape)?, ctx.allocate_temp(dtype, shape)?, ctx.allocate_temp(dtype, shape)?])
+    Ok([
+        ctx.allocate_temp(dtype, shape)?,
+        ctx.allocate_temp(dtype, shape)?,
+        ctx.allocate_temp(dtype, shape)?,
+        ctx.allocate_temp(dtype, shape)?,
+    ])
 }
 
 /// `out` = (rr - ii) + i (ri + ir), from the four real products of the parts.

@@ -1491,7 +1491,79 @@ pub fn lin_space(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     ctx.stream()?.memcpy_htod(out.address, &bytes)
 }
 
-pub fn range(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+/// Range(start, limit, delta): float32 on the device; int64 and float64 computed on the host (as
+/// TF's functor computes them, `start + i * delta`) and uploaded.
+pub fn range(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    match kernel.dtype("Tidx")? {
+        DType::I64 => {
+            let mut read = |i: usize, name: &str| -> Result<i64> {
+                let (v, shape) = ctx.host_input_values(i)?;
+                validate::scalar(&v, &shape, name)
+            };
+            let (start, limit, delta) = (read(0, "start")?, read(1, "limit")?, read(2, "delta")?);
+            check_range_order(start as f64, limit as f64, delta as f64, &[start, limit, delta].map(|v| v.to_string()))?;
+            // TF's integer size: |limit - start| / |delta| rounded up.
+            let span = (i128::from(limit) - i128::from(start)).unsigned_abs();
+            let step = i128::from(delta).unsigned_abs();
+            let size = i64::try_from(span.div_ceil(step))
+                .map_err(|_| Error::invalid_argument("Requires the range's size to fit int64"))?;
+            upload_range(ctx, DType::I64, size, |i| start.wrapping_add((i as i64).wrapping_mul(delta)).to_le_bytes())
+        }
+        DType::F64 => {
+            let mut read = |i: usize, name: &str| -> Result<f64> {
+                match ctx.host_input_floats(i)?.as_slice() {
+                    [v] => Ok(*v),
+                    other => {
+                        Err(Error::invalid_argument(format!("{name} must be a scalar, not {} values", other.len())))
+                    }
+                }
+            };
+            let (start, limit, delta) = (read(0, "start")?, read(1, "limit")?, read(2, "delta")?);
+            check_range_order(start, limit, delta, &[start, limit, delta].map(|v| v.to_string()))?;
+            let size = ((limit - start) / delta).abs().ceil();
+            if !(0.0..9.2e18).contains(&size) {
+                return Err(Error::invalid_argument(format!(
+                    "Requires ((limit - start) / delta) <= {}: start {start}, limit {limit}, delta {delta}",
+                    i64::MAX
+                )));
+            }
+            upload_range(ctx, DType::F64, size as i64, |i| (start + i as f64 * delta).to_le_bytes())
+        }
+        _ => range_f32(ctx),
+    }
+}
+
+/// TF's checks of a range's direction (`shown`: start, limit and delta as TF prints them).
+fn check_range_order(start: f64, limit: f64, delta: f64, shown: &[String; 3]) -> Result<()> {
+    let [s, l, d] = shown;
+    if delta == 0.0 {
+        return Err(Error::invalid_argument(format!("Requires delta != 0: {d}")));
+    }
+    if delta > 0.0 && start > limit {
+        return Err(Error::invalid_argument(format!("Requires start <= limit when delta > 0: {s}/{l}")));
+    }
+    if delta < 0.0 && start < limit {
+        return Err(Error::invalid_argument(format!("Requires start >= limit when delta < 0: {s}/{l}")));
+    }
+    Ok(())
+}
+
+/// Allocates a range's output of `size` 8-byte values and uploads `value(i)`, a few MiB at a time.
+fn upload_range(ctx: &mut dyn KernelContext, dtype: DType, size: i64, value: impl Fn(u64) -> [u8; 8]) -> Result<()> {
+    const CHUNK: u64 = 1 << 21;
+    let out = ctx.allocate_output(0, dtype, &[size])?;
+    let stream = ctx.stream()?;
+    let mut start = 0u64;
+    while start < size as u64 {
+        let end = (start + CHUNK).min(size as u64);
+        let bytes: Vec<u8> = (start..end).flat_map(&value).collect();
+        stream.memcpy_htod(out.address + start * 8, &bytes)?;
+        start = end;
+    }
+    Ok(())
+}
+
+fn range_f32(ctx: &mut dyn KernelContext) -> Result<()> {
     let read = |ctx: &mut dyn KernelContext, i: usize, name: &str| -> Result<f32> {
         match ctx.host_input_floats(i)?.as_slice() {
             [v] => Ok(*v as f32),

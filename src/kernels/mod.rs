@@ -570,8 +570,9 @@ fn build_table() -> Vec<KernelDef> {
     }
     for &src in &cast_types {
         for &dst in &cast_types {
-            // (bool -> int32 included: TF core has no kernel for it, and TF-GPU casts it on the device.)
-            if src != dst && cast::route(src, dst).is_some() {
+            // (bool -> int32 included: TF core has no kernel for it, and TF-GPU casts it on the
+            // device; so are casts to the same type, which TF-GPU also serves.)
+            if src == dst || cast::route(src, dst).is_some() {
                 let truncate: &[(&str, AttrKind)] = &[("Truncate", AttrKind::Bool)];
                 table.push(kernel("Cast", leak(vec![("SrcT", src), ("DstT", dst)]), &[], truncate, cast::cast));
             }
@@ -975,7 +976,9 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel("GatherNd", constraints, &[], policy, scatter::gather_nd));
         }
     }
-    table.push(kernel("Range", &[("Tidx", DType::F32)], &["start", "limit", "delta"], &[], index::range));
+    for dtype in [DType::F32, DType::F64, DType::I64] {
+        table.push(kernel("Range", leak(vec![("Tidx", dtype)]), &["start", "limit", "delta"], &[], index::range));
+    }
     // Computed on the host and uploaded (no float64 arithmetic on the device).
     for dtype in [DType::F32, DType::F64] {
         for count in [DType::I32, DType::I64] {

@@ -1479,8 +1479,14 @@ def nn_cases(op, attrs, rng):
             rng.integers(-2, 9, size=(11, 91)).astype(it), on, off]
         yield (lambda i, a, b: tf.one_hot(i, 4, on_value=a, off_value=b, axis=0)), [np.array([[0, 3], [1, 2]], it), on, off]
     elif op == "Range":
-        yield (lambda: tf.range(1.5, 9.0, 0.75)), []
-        yield (lambda: tf.range(5.0, -3.0, -1.5)), []
+        dt = tf.as_dtype(attrs["Tidx"])
+        if dt.is_integer:
+            for start, limit, delta in [(1, 9, 2), (1, 10, 2), (5, -3, -1), (-7, 100001, 3), (2**40, 2**40 + 9, 4),
+                                        (3, 3, 1)]:
+                yield (lambda: tf.range(dt.as_numpy_dtype(start), dt.as_numpy_dtype(limit), dt.as_numpy_dtype(delta))), []
+        else:
+            for start, limit, delta in [(1.5, 9.0, 0.75), (5.0, -3.0, -1.5), (0.1, 1000.3, 0.1), (2.0, 2.0, 1.0)]:
+                yield (lambda: tf.range(dt.as_numpy_dtype(start), dt.as_numpy_dtype(limit), dt.as_numpy_dtype(delta))), []
     elif op == "LinSpace":
         dt = tf.as_dtype(attrs["T"]).as_numpy_dtype
         it = np.int32 if attrs["Tidx"] == "int32" else np.int64
