@@ -1,6 +1,8 @@
-// Stateless random fills (float32) on Philox-4x32-10, grouped as TF's FillPhiloxRandom groups them.
-//   fill_uniform (StatelessRandomUniformV2): invocation g runs one Philox block on counter + g and
-//     writes outputs 4g..4g+3, each 23 random mantissa bits as a float in [0, 1).
+// Random fills on Philox-4x32-10, grouped as TF's FillPhiloxRandom groups them (float16 and
+// bfloat16 values are written as float32 and rounded after, exactly).
+//   fill_uniform (RandomUniform and the stateless ones): invocation g runs one Philox block on
+//     counter + g and writes outputs 4g..4g+3, each `mantissa_bits` random bits as a float in [0, 1).
+//   fill_uniform_f64: the same block as two doubles of 52 random mantissa bits each.
 //   fill_normal (StatelessRandomNormalV2): the same block, as two Box-Muller pairs.
 //   fill_truncated_normal (StatelessTruncatedNormalV2): group g owns the 256 blocks from
 //     counter + 256 g and draws Box-Muller pairs from them one sample at a time, keeping values with
@@ -20,6 +22,7 @@ struct Params {
     range: vec2<u32>,
     wide: u32,
     full: u32,
+    mantissa_bits: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
@@ -122,6 +125,41 @@ fn fill_truncated_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
     }
 }
 
+// TF's Uint16ToHalf / Uint16ToGfloat16 / Uint32ToFloat: the sample's low `mantissa_bits` bits as
+// a float in [0, 1), exact in float32.
+fn uniform_float(x: u32) -> f32 {
+    let bits = x & ((1u << p.mantissa_bits) - 1u);
+    return bitcast<f32>((127u << 23u) | (bits << (23u - p.mantissa_bits))) - 1.0;
+}
+
+// TF's Uint64ToDouble: 52 random mantissa bits (20 from `x0`, 32 from `x1`) as a double in [0, 1),
+// its bits built with integer operations (the value is man * 2^-52, normalised).
+fn uint64_to_double(x0: u32, x1: u32) -> vec2<u32> {
+    let man = vec2<u32>(x1, x0 & 0xfffffu);
+    if (man.x == 0u && man.y == 0u) {
+        return vec2<u32>(0u, 0u);
+    }
+    let top = select(firstLeadingBit(man.x), 32u + firstLeadingBit(man.y), man.y != 0u);
+    let normal = shift_left(man, 52u - top);
+    return vec2<u32>(normal.x, ((971u + top) << 20u) | (normal.y & 0xfffffu));
+}
+
+@compute @workgroup_size(256)
+fn fill_uniform_f64(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = group_id(gid, nwg);
+    if (g * 4u >= p.n) {
+        return;
+    }
+    let bits = philox(skip64(p.counter, g, 0u), p.key);
+    let words = array<vec2<u32>, 2>(uint64_to_double(bits.x, bits.y), uint64_to_double(bits.z, bits.w));
+    for (var j = 0u; j < 4u; j++) {
+        let i = g * 4u + j;
+        if (i < p.n) {
+            out[p.out_off + i] = words[j / 2u][j % 2u];
+        }
+    }
+}
+
 @compute @workgroup_size(256)
 fn fill_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let g = group_id(gid, nwg);
@@ -132,7 +170,7 @@ fn fill_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     for (var j = 0u; j < 4u; j++) {
         let i = g * 4u + j;
         if (i < p.n) {
-            out[p.out_off + i] = bitcast<u32>(uint32_to_float(bits[j]));
+            out[p.out_off + i] = bitcast<u32>(uniform_float(bits[j]));
         }
     }
 }

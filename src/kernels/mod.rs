@@ -488,6 +488,24 @@ fn push_float_linear_algebra(table: &mut Vec<KernelDef>, t: &'static [(&'static 
     ));
 }
 
+/// The float random fills, by the name their ops share (`Stateless{name}`, `Stateless{name}V2` and
+/// the stateful op, RandomStandardNormal for RandomNormal).
+const RANDOM_FLOAT_FILLS: [(&str, ComputeFn); 3] = [
+    ("RandomUniform", random::uniform),
+    ("RandomNormal", random::normal),
+    ("TruncatedNormal", random::truncated_normal),
+];
+
+/// The dtypes of a float random fill: float16 and bfloat16 (TF's own distributions of them), and
+/// float64 for the uniform one (its normal ones need float64 logarithms and sines).
+fn random_float_types(op: &str) -> &'static [DType] {
+    if op == "RandomUniform" {
+        &[DType::F32, DType::F16, DType::BF16, DType::F64]
+    } else {
+        &[DType::F32, DType::F16, DType::BF16]
+    }
+}
+
 fn build_table() -> Vec<KernelDef> {
     // float16 arithmetic kernels need SHADER_F16 on every adapter TF may place them on.
     let with_f16 = crate::runtime::instance::all_adapters_support(wgpu::Features::SHADER_F16);
@@ -856,31 +874,23 @@ fn build_table() -> Vec<KernelDef> {
             &[],
             random::get_key_counter,
         ));
-        table.push(kernel(
-            "StatelessRandomUniformV2",
-            leak(vec![("dtype", DType::F32), ("Tshape", int)]),
-            &["shape", "key", "counter", "alg"],
-            &[],
-            random::uniform,
-        ));
-        for (op, fill) in [
-            ("StatelessRandomNormalV2", random::normal as ComputeFn),
-            ("StatelessTruncatedNormalV2", random::truncated_normal),
-        ] {
-            let constraints = leak(vec![("dtype", DType::F32), ("Tshape", int)]);
-            table.push(kernel(op, constraints, &["shape", "key", "counter", "alg"], &[], fill));
+        for (op, fill) in RANDOM_FLOAT_FILLS {
+            for &dtype in random_float_types(op) {
+                let constraints = leak(vec![("dtype", dtype), ("Tshape", int)]);
+                let name: &'static str = Box::leak(format!("Stateless{op}V2").into_boxed_str());
+                table.push(kernel(name, constraints, &["shape", "key", "counter", "alg"], &[], fill));
+            }
         }
     }
     // The stateless random ops' first generation (a seed) and the integer fills of both.
     for shape in [DType::I32, DType::I64] {
         for seed in [DType::I32, DType::I64] {
-            for (op, fill) in [
-                ("StatelessRandomUniform", random::uniform as ComputeFn),
-                ("StatelessRandomNormal", random::normal),
-                ("StatelessTruncatedNormal", random::truncated_normal),
-            ] {
-                let constraints = leak(vec![("dtype", DType::F32), ("T", shape), ("Tseed", seed)]);
-                table.push(kernel(op, constraints, &["shape", "seed"], &[], fill));
+            for (op, fill) in RANDOM_FLOAT_FILLS {
+                for &dtype in random_float_types(op) {
+                    let constraints = leak(vec![("dtype", dtype), ("T", shape), ("Tseed", seed)]);
+                    let name: &'static str = Box::leak(format!("Stateless{op}").into_boxed_str());
+                    table.push(kernel(name, constraints, &["shape", "seed"], &[], fill));
+                }
             }
             for dtype in [DType::I32, DType::I64] {
                 let constraints = leak(vec![("dtype", dtype), ("T", shape), ("Tseed", seed)]);
@@ -915,12 +925,11 @@ fn build_table() -> Vec<KernelDef> {
     // The stateful random ops, each node with its own Philox stream.
     const SEED_ATTRS: &[(&str, AttrKind)] = &[("seed", AttrKind::Int), ("seed2", AttrKind::Int)];
     for shape in [DType::I32, DType::I64] {
-        for (op, fill) in [
-            ("RandomUniform", random::uniform as ComputeFn),
-            ("RandomStandardNormal", random::normal),
-            ("TruncatedNormal", random::truncated_normal),
-        ] {
-            table.push(kernel(op, leak(vec![("dtype", DType::F32), ("T", shape)]), &["shape"], SEED_ATTRS, fill));
+        for (op, fill) in RANDOM_FLOAT_FILLS {
+            for &dtype in random_float_types(op) {
+                let op = if op == "RandomNormal" { "RandomStandardNormal" } else { op };
+                table.push(kernel(op, leak(vec![("dtype", dtype), ("T", shape)]), &["shape"], SEED_ATTRS, fill));
+            }
         }
         for out in [DType::I32, DType::I64] {
             let constraints = leak(vec![("Tout", out), ("T", shape)]);

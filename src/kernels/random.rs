@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 
 use super::windows::binding_limit;
-use super::{shader_len, validate, DType, KernelContext, KernelInstance};
+use super::{shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "random",
@@ -89,7 +89,10 @@ struct Params {
     wide: u32,
     /// Integer fills: 1 for the whole range of the type (the samples' bits).
     full: u32,
-    _pad: [u32; 2],
+    /// Uniform floats: the random mantissa bits of the output type (23, or float16's 10 and
+    /// bfloat16's 7: TF draws those types' values in their own precision).
+    mantissa_bits: u32,
+    _pad: u32,
 }
 
 /// Where a fill's Philox key and counter come from.
@@ -173,7 +176,22 @@ pub fn truncated_normal(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
 
 fn float_fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'static str) -> Result<()> {
     let (shape, key, counter) = stream_of(ctx, kernel)?;
-    fill(ctx, kernel, entry, &shape, key, counter, Params::default())
+    let dtype = output_dtype(kernel)?;
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    let uniform = entry == "fill_uniform";
+    match dtype {
+        DType::F64 if uniform => fill(ctx, kernel, "fill_uniform_f64", &out, key, counter, Params::default()),
+        DType::F16 | DType::BF16 => {
+            // TF's half-precision distributions: uniform values from the sample's low 10 (7) bits;
+            // normal ones are the float32 values, rounded. Both exact through a float32 fill.
+            let mantissa_bits = if dtype == DType::F16 { 10 } else { 7 };
+            let wide = ctx.allocate_temp(DType::F32, &shape)?;
+            let params = Params { mantissa_bits: if uniform { mantissa_bits } else { 23 }, ..Params::default() };
+            fill(ctx, kernel, entry, &wide, key, counter, params)?;
+            super::cast::launch(ctx.stream()?, &wide, &out)
+        }
+        _ => fill(ctx, kernel, entry, &out, key, counter, Params { mantissa_bits: 23, ..Params::default() }),
+    }
 }
 
 /// StatelessRandomUniformInt(V2): `minval + bits % (maxval - minval)`, as TF's
@@ -215,7 +233,8 @@ pub fn uniform_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     } else {
         Params::default()
     };
-    fill(ctx, kernel, "fill_uniform_int", &shape, key, counter, params)
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    fill(ctx, kernel, "fill_uniform_int", &out, key, counter, params)
 }
 
 /// An integer fill's bounds, `minval < maxval` checked as TF checks it.
@@ -244,7 +263,8 @@ pub fn uniform_full_int(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
     let dtype = output_dtype(kernel)?;
     let (shape, key, counter) = stream_of(ctx, kernel)?;
     let params = Params { wide: u32::from(dtype.size() == 8), full: 1, ..Params::default() };
-    fill(ctx, kernel, "fill_uniform_int", &shape, key, counter, params)
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    fill(ctx, kernel, "fill_uniform_int", &out, key, counter, params)
 }
 
 /// StatelessRandomGetAlg: the algorithm TF picks on GPUs (and CPUs), Philox, in host memory.
@@ -314,17 +334,16 @@ fn stream_of(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(Ve
     Ok((shape, [k0, k1], [c0, c1, c2, c3]))
 }
 
+/// Fills `out` from the Philox stream at `key`/`counter`, a group of four 32-bit words per block.
 fn fill(
     ctx: &mut dyn KernelContext,
     kernel: &KernelInstance,
     entry: &'static str,
-    shape: &[i64],
+    out: &TensorRef,
     key: [u32; 2],
     counter: [u32; 4],
     params: Params,
 ) -> Result<()> {
-    let dtype = output_dtype(kernel)?;
-    let out = ctx.allocate_output(0, dtype, shape)?;
     let n = shader_len(out.byte_len() / 4, kernel.def.op)?;
     if n == 0 {
         return Ok(());

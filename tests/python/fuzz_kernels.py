@@ -2956,6 +2956,10 @@ BFLOAT16_MATH = {
     "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ResizeNearestNeighborGrad",
     "MirrorPadGrad", "ScatterNdNonAliasingAdd", "BiasAddV1", "MulNoNan", "Ndtri", "Erfinv", "SegmentSum",
     "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean", "EuclideanNorm",
+    # Normal random values: float32 Box-Muller pairs rounded once (a float32 ulp apart from
+    # TF-CPU's, which may round to the neighbouring bfloat16).
+    "RandomStandardNormal", "TruncatedNormal", "StatelessRandomNormal", "StatelessTruncatedNormal",
+    "StatelessRandomNormalV2", "StatelessTruncatedNormalV2",
 }
 # bfloat16 rows of those that pick elements (exact).
 BFLOAT16_MOVES = {"MaxPool", "MaxPoolV2", "MaxPool3D", "MaxPoolWithArgmax", "MaxPoolGradGrad", "MaxPoolGradGradV2",
