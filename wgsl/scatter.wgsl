@@ -3,9 +3,12 @@
 // 32-bit word of the updates (scatters) or of the output (gathers). Row r of the updates goes to
 // the output row its index tuple names (`depth` indices, int32 or int64, into the leading output
 // dims); rows whose indices fall outside the output are dropped, and gathers give zeros for them,
-// as TF-GPU does. Arithmetic combines (float32) land through a compare-exchange loop on the
-// float's bits, so the order in which duplicate indices combine, and with it the rounding, varies
-// from run to run; `assign` stores words of any whole-word dtype (with duplicates, one wins).
+// as TF-GPU does. Arithmetic combines land through a compare-exchange loop on the element's word
+// (`KIND`: float32 0, int32 1, uint32 2; integers wrap), so the order in which duplicate indices
+// combine, and with it a float's rounding, varies from run to run; `assign` stores words of any
+// whole-word dtype (with duplicates, one wins).
+
+override KIND: u32 = 0u;
 
 const COMBINE_ADD: u32 = 0u;
 const COMBINE_SUB: u32 = 1u;
@@ -73,6 +76,39 @@ fn combined(old: f32, v: f32) -> f32 {
     }
 }
 
+fn combined_i32(old: i32, v: i32) -> i32 {
+    switch p.combine {
+        case COMBINE_SUB: { return old - v; }
+        case COMBINE_MUL: { return old * v; }
+        case COMBINE_DIV: { return old / v; }
+        case COMBINE_MIN: { return min(old, v); }
+        case COMBINE_MAX: { return max(old, v); }
+        default: { return old + v; }
+    }
+}
+
+fn combined_u32(old: u32, v: u32) -> u32 {
+    switch p.combine {
+        case COMBINE_SUB: { return old - v; }
+        case COMBINE_MUL: { return old * v; }
+        case COMBINE_DIV: { return old / v; }
+        case COMBINE_MIN: { return min(old, v); }
+        case COMBINE_MAX: { return max(old, v); }
+        default: { return old + v; }
+    }
+}
+
+// The combine of an element's word `old` with the update's `v`, in the element's type.
+fn combined_word(old: u32, v: u32) -> u32 {
+    if (KIND == 1u) {
+        return bitcast<u32>(combined_i32(bitcast<i32>(old), bitcast<i32>(v)));
+    }
+    if (KIND == 2u) {
+        return combined_u32(old, v);
+    }
+    return bitcast<u32>(combined(bitcast<f32>(old), bitcast<f32>(v)));
+}
+
 fn word_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
 }
@@ -93,10 +129,9 @@ fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         atomicStore(&out[i], update);
         return;
     }
-    let v = bitcast<f32>(update);
     var old = atomicLoad(&out[i]);
     loop {
-        let new_bits = bitcast<u32>(combined(bitcast<f32>(old), v));
+        let new_bits = combined_word(old, update);
         if (new_bits == old) {
             break;
         }

@@ -962,9 +962,12 @@ fn build_table() -> Vec<KernelDef> {
     let policy: &[(&str, AttrKind)] = &[("bad_indices_policy", AttrKind::OptionalStr)];
     for indices in [DType::I32, DType::I64] {
         for segments in [DType::I32, DType::I64] {
-            let constraints = leak(vec![("T", DType::F32), ("Tindices", indices), ("Tnumsegments", segments)]);
-            for op in ["UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax"] {
-                table.push(kernel(op, constraints, &["num_segments"], &[], scatter::unsorted_segment_reduce));
+            // (int32 in device memory, as TF-GPU's kernels keep it.)
+            for dtype in [DType::F32, DType::I32, DType::U32] {
+                let constraints = leak(vec![("T", dtype), ("Tindices", indices), ("Tnumsegments", segments)]);
+                for op in ["UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax"] {
+                    table.push(kernel(op, constraints, &["num_segments"], &[], scatter::unsorted_segment_reduce));
+                }
             }
         }
         let constraints = leak(vec![("T", DType::F32), ("Tindices", indices)]);

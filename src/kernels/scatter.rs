@@ -67,7 +67,7 @@ struct Params {
 fn words_per_element(dtype: DType, combine: Combine, what: &str) -> Result<u64> {
     match (combine, dtype) {
         (Combine::Assign, d) if d.size().is_multiple_of(4) => Ok(d.size() / 4),
-        (_, DType::F32) => Ok(1),
+        (_, DType::F32 | DType::I32 | DType::U32) => Ok(1),
         (_, other) => Err(Error::unimplemented(format!("{what} of {} on WGPU", other.tf_name()))),
     }
 }
@@ -105,7 +105,15 @@ fn launch(
     let idx_mem = device.memory.resolve(idx.address, idx.byte_len().max(4))?;
     let rows_mem = device.memory.resolve(rows.address, rows.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
+    // The element type the arithmetic combines work in.
+    let kind = match rows.dtype {
+        DType::I32 => 1,
+        DType::U32 => 2,
+        _ => 0,
+    };
+    let constants = [("KIND", f64::from(kind))];
+    let pipeline =
+        device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {
         let (idx_bind, idx_off) = storage_window(core, &idx_mem, 4)?;
         let (rows_bind, rows_off) = storage_window(core, &rows_mem, 4)?;
@@ -156,14 +164,21 @@ pub(super) fn gather(
 /// `segment_ids`; empty segments hold the combine's identity (Min: the largest float, Max: the
 /// lowest, as TF). Negative and too large ids are dropped.
 pub fn unsorted_segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let data = ctx.input(0)?;
+    // The identities in the element's type: Min starts from its greatest value, Max its lowest.
+    let (greatest, lowest) = match data.dtype {
+        DType::I32 => (i32::MAX as u32, i32::MIN as u32),
+        DType::U32 => (u32::MAX, 0),
+        _ => (f32::MAX.to_bits(), f32::MIN.to_bits()),
+    };
+    let one = if data.dtype == DType::F32 { 1f32.to_bits() } else { 1 };
     let (combine, identity) = match kernel.def.op {
-        "UnsortedSegmentSum" => (Combine::Add, 0.0f32),
-        "UnsortedSegmentProd" => (Combine::Mul, 1.0),
-        "UnsortedSegmentMin" => (Combine::Min, f32::MAX),
-        "UnsortedSegmentMax" => (Combine::Max, f32::MIN),
+        "UnsortedSegmentSum" => (Combine::Add, 0),
+        "UnsortedSegmentProd" => (Combine::Mul, one),
+        "UnsortedSegmentMin" => (Combine::Min, greatest),
+        "UnsortedSegmentMax" => (Combine::Max, lowest),
         op => return Err(Error::internal(format!("{op} is not a segment reduction"))),
     };
-    let data = ctx.input(0)?;
     let ids = ctx.input(1)?;
     let (num_segments, num_segments_shape) = ctx.host_input_values(2)?;
     let segments = validate::scalar(&num_segments, &num_segments_shape, "num_segments")?;
@@ -180,7 +195,7 @@ pub fn unsorted_segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInsta
     shape.extend_from_slice(&data.shape[ids.shape.len()..]);
     let out = ctx.allocate_output(0, data.dtype, &shape)?;
     let stream = ctx.stream()?;
-    stream.fill(out.address, out.byte_len(), identity.to_bits())?;
+    stream.fill(out.address, out.byte_len(), identity)?;
     // Each id is a depth-1 tuple; with scalar ids the whole of `data` is one row.
     scatter(stream, combine, &ids, &[segments], &data, &out)
 }

@@ -649,6 +649,11 @@ def scatter_and_loss_cases(op, attrs, rng):
         yield fn, [many, rng.integers(0, 10, size=1000).astype(it), np.array(10, st)]
         yield fn, [f(0, 3), np.zeros(0, it), np.array(2, st)]
         yield fn, [f(2, 3), np.array([1, 0], it), np.array(0 + 2, st)]
+        dt = tf.as_dtype(attrs["T"])
+        if dt.is_integer:
+            # The type's extremes among random bit patterns: sums and products wrap, Min and Max
+            # compare signed or unsigned.
+            yield fn, [integers(rng, dt, (300, 2)), rng.integers(-1, 7, size=300).astype(it), np.array(8, st)]
         return
     if op in ("SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean"):
         fn = lambda d, i: getattr(tf.raw_ops, op)(data=d, segment_ids=i)
