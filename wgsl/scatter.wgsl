@@ -33,6 +33,12 @@ struct Params {
     // The leading dims the index tuples address, and their strides in rows.
     dims: array<vec4<u32>, 2>,
     row_strides: array<vec4<u32>, 2>,
+    // Batched scatters (DenseBincount of a matrix): tuple t addresses batch t / batch_tuples, whose
+    // rows start batch_rows after the previous batch's; 0 for one batch.
+    batch_tuples: u32,
+    batch_rows: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> indices: array<u32>;
@@ -60,6 +66,9 @@ fn target_row(row: u32) -> u32 {
             return 0xffffffffu;
         }
         found += lo * at(p.row_strides, k);
+    }
+    if (p.batch_tuples != 0u) {
+        found += row / p.batch_tuples * p.batch_rows;
     }
     return found;
 }

@@ -959,6 +959,15 @@ fn build_table() -> Vec<KernelDef> {
     }
     table.push(kernel("BiasAddGrad", f32, &[], &[("data_format", AttrKind::Str)], reduce::bias_add_grad));
     table.push(kernel("L2Loss", f32, &[], &[], reduce::l2_loss));
+    // Bin counts of float32 and int32 weights (TF-GPU's types).
+    for dtype in [DType::F32, DType::I32] {
+        table.push(kernel("Bincount", t_of(dtype), &["size"], &[], scatter::bincount));
+        for index in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("Tidx", index), ("T", dtype)]);
+            let binary: &[(&str, AttrKind)] = &[("binary_output", AttrKind::Bool)];
+            table.push(kernel("DenseBincount", constraints, &["size"], binary, scatter::bincount));
+        }
+    }
     let policy: &[(&str, AttrKind)] = &[("bad_indices_policy", AttrKind::OptionalStr)];
     for indices in [DType::I32, DType::I64] {
         for segments in [DType::I32, DType::I64] {

@@ -61,6 +61,10 @@ struct Params {
     combine: u32,
     dims: [u32; MAX_DEPTH],
     row_strides: [u32; MAX_DEPTH],
+    /// Batched scatters: index tuples per batch and output rows between batches (0: one batch).
+    batch_tuples: u32,
+    batch_rows: u32,
+    _pad: [u32; 2],
 }
 
 /// Words per element: arithmetic combines need float32, moves any whole-word dtype.
@@ -84,8 +88,10 @@ fn launch(
     out: &TensorRef,
     words: u64,
     row_words: u64,
+    [batch_tuples, batch_rows]: [u32; 2],
 ) -> Result<()> {
     let mut p: Params = bytemuck::Zeroable::zeroed();
+    (p.batch_tuples, p.batch_rows) = (batch_tuples, batch_rows);
     p.n = shader_len(words, entry)?;
     p.row_len = shader_len(row_words, entry)?;
     p.depth = dims.len() as u32;
@@ -139,7 +145,7 @@ pub(super) fn scatter(
         return Ok(());
     }
     let words = updates.num_elements() * per_element;
-    launch(stream, "scatter", combine, indices, dims, updates, out, words, words / tuples)
+    launch(stream, "scatter", combine, indices, dims, updates, out, words, words / tuples, [0, 0])
 }
 
 /// Fills `out` with the rows of `params` that the index tuples in `indices` name within its leading
@@ -157,7 +163,8 @@ pub(super) fn gather(
     }
     let words = out.num_elements() * per_element;
     let row_elements: i64 = params.shape[dims.len()..].iter().product();
-    launch(stream, "gather", Combine::Assign, indices, dims, params, out, words, row_elements as u64 * per_element)
+    let row_words = row_elements as u64 * per_element;
+    launch(stream, "gather", Combine::Assign, indices, dims, params, out, words, row_words, [0, 0])
 }
 
 /// UnsortedSegmentSum, Prod, Min and Max: `data` rows combined into `num_segments` rows by
@@ -198,6 +205,70 @@ pub fn unsorted_segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInsta
     stream.fill(out.address, out.byte_len(), identity)?;
     // Each id is a depth-1 tuple; with scalar ids the whole of `data` is one row.
     scatter(stream, combine, &ids, &[segments], &data, &out)
+}
+
+/// Bincount(arr, size, weights) and DenseBincount(input, size, weights; binary_output): the weight
+/// (1 where `weights` is empty) of each value summed into its bin, or with `binary_output` 1 for
+/// each bin a value falls in; a matrix input counts each row into its own row of bins. Values
+/// outside [0, size) are dropped, as TF-GPU's kernels drop them (TF-CPU refuses negative ones).
+pub fn bincount(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let values = ctx.input(0)?;
+    let (size, size_shape) = ctx.host_input_values(1)?;
+    if !size_shape.is_empty() {
+        return Err(Error::invalid_argument(format!("Shape must be rank 0 but is rank {}", size_shape.len())));
+    }
+    let size = size[0];
+    if size < 0 {
+        return Err(Error::invalid_argument(format!("size ({size}) must be non-negative")));
+    }
+    let weights = ctx.input(2)?;
+    let dtype = kernel.dtype("T")?;
+    let dense = kernel.def.op == "DenseBincount";
+    let binary = dense && kernel.attrs.bool("binary_output")?;
+    if dense && values.shape.len() > 2 {
+        return Err(Error::invalid_argument(format!(
+            "Shape must be at most rank 2 but is rank {}",
+            values.shape.len()
+        )));
+    }
+    if weights.num_elements() > 0 {
+        let same = if dense { weights.shape == values.shape } else { weights.num_elements() == values.num_elements() };
+        if !same {
+            return Err(Error::invalid_argument(if dense {
+                format!(
+                    "`weights` must be the same shape as `arr` or a length-0 `Tensor`, in which case it acts as all \
+                     weights equal to 1. Received {}",
+                    validate::shape_string(&weights.shape)
+                )
+            } else {
+                "Input indices and weights must have the same size.".to_string()
+            }));
+        }
+    }
+    // A matrix counts row by row: batches of one row's values into one row of bins.
+    let (rows, shape) = match (dense, values.shape.as_slice()) {
+        (true, &[rows, _]) => (rows, vec![rows, size]),
+        _ => (1, vec![size]),
+    };
+    let out = ctx.allocate_output(0, dtype, &shape)?;
+    let stream = ctx.stream()?;
+    stream.fill(out.address, out.byte_len(), 0)?;
+    if out.num_elements() == 0 || values.num_elements() == 0 {
+        return Ok(());
+    }
+    let updates = if weights.num_elements() == 0 || binary {
+        let ones = ctx.allocate_temp(dtype, &values.shape)?;
+        let one = if dtype == DType::F32 { 1f32.to_bits() } else { 1 };
+        ctx.stream()?.fill(ones.address, ones.byte_len(), one)?;
+        ones
+    } else {
+        weights
+    };
+    let combine = if binary { Combine::Max } else { Combine::Add };
+    let per_row = (values.num_elements() / rows as u64) as u32;
+    let batch = if rows > 1 { [per_row, shader_len(size as u64, "Bincount")?] } else { [0, 0] };
+    let words = updates.num_elements();
+    launch(ctx.stream()?, "scatter", combine, &values, &[size], &updates, &out, words, 1, batch)
 }
 
 /// SegmentSum, SegmentProd, SegmentMax, SegmentMin and SegmentMean over sorted `segment_ids`:

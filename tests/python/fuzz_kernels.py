@@ -68,7 +68,7 @@ ACCUMULATING = {
     "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits",
     "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "MatMul", "BatchMatMulV2", "BatchMatMulV3",
     "Einsum", "Conv2D", "DepthwiseConv2dNative", "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "EuclideanNorm",
-    "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
+    "UnsortedSegmentSum", "Bincount", "DenseBincount", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
     "SegmentSum", "SegmentProd", "SegmentMean",
     "_FusedConv2D", "_FusedMatMul",
     "Softmax", "LogSoftmax", "ResourceApplyAdam", "ResourceApplyRMSProp", "ResourceApplyAdagrad",
@@ -565,6 +565,31 @@ def gen_approximate_equal(g, case):
     case.args.update(x=x, y=y.astype(x.dtype))
     if g.chance(0.8):
         case.args["tolerance"] = g.pick([1e-5, 1e-4, 0.0, 1.0, float("inf"), float("nan"), -1.0])
+
+
+def gen_bincount(g, case):
+    """Bincount and DenseBincount: values past the size and negative ones, weights of the values'
+    shape or none, matrices (DenseBincount), bad sizes and weights."""
+    dense = case.op == "DenseBincount"
+    it = npdtype(case.row.get("Tidx", "int32"))
+    dt = npdtype(case.row["T"])
+    size = g.int(0, 9)
+    shape = g.shape(g.int(1, 2) if dense else g.int(0, 2), hi=40)
+    values = g.rng.integers(0, size + 3, size=shape).astype(it)
+    if g.adversary("values") and values.size:
+        values.reshape(-1)[g.int(0, values.size - 1)] = g.pick([-1, -(2**31), 2**31 - 1])
+    weights = np.zeros(0, dt) if g.chance(0.5) else g.data(case.row["T"], shape)
+    if g.adversary("weights"):
+        weights = g.data(case.row["T"], [g.int(1, 5)])
+    size_arr = np.array(size, it if dense else np.int32)
+    if g.adversary("size"):
+        size_arr = g.pick([np.array(-1, size_arr.dtype), np.array([size], size_arr.dtype)])
+    if dense:
+        if g.adversary("rank"):
+            values = values.reshape(1, 1, 1, -1)
+        case.args.update(input=values, size=size_arr, weights=weights, binary_output=g.chance(0.3))
+    else:
+        case.args.update(arr=values, size=size_arr, weights=weights)
 
 
 def gen_where(g, case):
@@ -2734,6 +2759,8 @@ GENERATORS.update({
     **{op: gen_batch_norm for op in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
                                      "FusedBatchNormGradV2", "FusedBatchNormGradV3")},
     "Where": gen_where,
+    "Bincount": gen_bincount,
+    "DenseBincount": gen_bincount,
     "StatelessRandomGetKeyCounter": gen_random, "StatelessRandomUniformV2": gen_random,
     "StatelessRandomNormalV2": gen_random, "StatelessTruncatedNormalV2": gen_random,
     **{op: gen_random for op in ("StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal",
@@ -3670,6 +3697,8 @@ def known_divergence(case, record):
         indices, rows = np.asarray(case.args["indices"]), np.asarray(case.variables["resource"]).shape[0]
         if ((indices < 0) | (indices >= rows)).any():
             return "out-of-range scatter indices dropped (TF-GPU's answer)"
+    if kind == "accepted" and case.op in ("Bincount", "DenseBincount") and "must be non-negative" in detail:
+        return "negative bin counts' values dropped (TF-GPU's answer; TF-CPU refuses them)"
     if kind == "accepted" and case.op in INTEGER_DIVISION_OPS and (
             "division by zero" in detail or "only integer div and mod should have errors" in detail):
         # (TF-CPU's TruncateDiv and TruncateMod report a zero divisor as that internal error.)

@@ -41,7 +41,7 @@ TOLERANCE = {
     "SoftmaxCrossEntropyWithLogits": 1e-5, "SparseSoftmaxCrossEntropyWithLogits": 1e-5, "Conv2DBackpropInput": 1e-5,
     "Conv2DBackpropFilter": 1e-5, "DepthwiseConv2dNativeBackpropInput": 1e-5, "DepthwiseConv2dNativeBackpropFilter": 1e-5,
     "AvgPoolGrad": 1e-6, "FloorDiv": 1e-6, "L2Loss": 1e-5, "UnsortedSegmentSum": 1e-5, "ScatterNd": 1e-5,
-    "TensorScatterAdd": 1e-5, "ScatterNdNonAliasingAdd": 1e-5, "SegmentSum": 1e-5, "SegmentProd": 1e-5, "SegmentMean": 1e-5, "FusedBatchNormGradV3": 1e-5, "StatelessRandomNormalV2": 5e-5,
+    "TensorScatterAdd": 1e-5, "Bincount": 1e-5, "DenseBincount": 1e-5, "ScatterNdNonAliasingAdd": 1e-5, "SegmentSum": 1e-5, "SegmentProd": 1e-5, "SegmentMean": 1e-5, "FusedBatchNormGradV3": 1e-5, "StatelessRandomNormalV2": 5e-5,
     "UnsortedSegmentProd": 1e-5, "TensorScatterSub": 1e-5, "ResourceScatterMul": 1e-5, "ResourceScatterDiv": 1e-5,
     "ResourceScatterNdAdd": 1e-5, "ResourceScatterNdSub": 1e-5, "StatelessRandomNormal": 5e-5, "StatelessTruncatedNormal": 5e-5,
     "RandomStandardNormal": 5e-5, "TruncatedNormal": 5e-5,
@@ -53,7 +53,7 @@ TOLERANCE = {
 # precision (see `run`), and float32 results differ by summation order (see `assert_same`).
 HALF_ACCUMULATING = {"Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
                      "DepthwiseConv2dNativeBackpropFilter", "AvgPoolGrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Sum", "Mean", "Prod", "EuclideanNorm", "MatMul", "BatchMatMulV2", "Einsum", "Conv2D", "DepthwiseConv2dNative",
-                     "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "UnsortedSegmentSum", "ScatterNd",
+                     "AvgPool", "FusedBatchNormV3", "AddN", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "Bincount", "DenseBincount",
                      "TensorScatterAdd", "ScatterNdNonAliasingAdd", "SegmentSum", "SegmentProd", "SegmentMean", "TensorScatterSub", "ResourceScatterNdAdd", "ResourceScatterNdSub",
                      "FusedBatchNormGradV3", "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "MirrorPadGrad",
                      "ResizeBicubic", "ResizeBicubicGrad"}
@@ -272,7 +272,7 @@ FLOAT_MATH = set(UNARY) | set(BINARY) | set(GRADS) | {
     "ResourceApplyRMSProp", "ResourceApplyAdagrad", "BiasAddGrad", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", "Conv2DBackpropInput",
     "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPoolGrad",
     "AvgPoolGrad", "L2Loss", "UnsortedSegmentSum", "ScatterNd", "TensorScatterAdd", "ScatterNdNonAliasingAdd", "FusedBatchNormGradV3",
-    "SegmentSum", "SegmentProd", "SegmentMean", "SegmentMin", "SegmentMax",
+    "SegmentSum", "SegmentProd", "SegmentMean", "SegmentMin", "SegmentMax", "Bincount", "DenseBincount",
     "StatelessRandomNormalV2", "StatelessTruncatedNormalV2", "StatelessRandomNormal", "StatelessTruncatedNormal",
     "RandomStandardNormal", "TruncatedNormal",
     "BiasAdd", "BiasAddV1", "AddN", "ClipByValue", "Cross", "Sum", "Prod", "Max", "Min", "Mean", "EuclideanNorm", "MatMul", "BatchMatMulV2",
@@ -565,6 +565,33 @@ def where_cases(op, attrs, rng):
         yield tf.where, [special.astype(npd)], *wide(tf.where)
     if dt.is_complex:
         yield tf.where, [np.array([0, 1j, -0.0 + 0j, 2, 0 - 0j, np.nan], npd)]
+
+
+def bincount_cases(op, attrs, rng):
+    """Bincount and DenseBincount: with and without weights, values at and past the size (dropped),
+    sizes 0 and 1, empty inputs, many collisions, DenseBincount's matrices and binary_output."""
+    dt = tf.as_dtype(attrs["T"]).as_numpy_dtype
+    it = np.int32 if attrs.get("Tidx", "int32") == "int32" else np.int64
+    none = np.zeros(0, dt)
+    weights = lambda shape: (rng.random(shape) * 4).astype(dt) if dt == np.float32 else rng.integers(-9, 9, shape).astype(dt)
+    for shape, size in [((50,), 5), ((50,), 7), ((3000,), 4), ((0,), 3), ((20,), 0), ((9,), 1)]:
+        values = rng.integers(0, max(size, 1) + 2, size=shape).astype(it)
+        for w in [none, weights(shape)]:
+            if op == "Bincount":
+                yield (lambda a, n, w: tf.raw_ops.Bincount(arr=a, size=n, weights=w)), [values, np.int32(size), w]
+            else:
+                for binary in (False, True):
+                    yield (lambda a, n, w, b=binary: tf.raw_ops.DenseBincount(input=a, size=n, weights=w, binary_output=b)), \
+                        [values, it(size), w]
+    if op == "DenseBincount":
+        for shape in [(4, 9), (1, 300), (6, 1)]:
+            values = rng.integers(0, 7, size=shape).astype(it)
+            for w in [none, weights(shape)]:
+                for binary in (False, True):
+                    yield (lambda a, n, w, b=binary: tf.raw_ops.DenseBincount(input=a, size=n, weights=w, binary_output=b)), \
+                        [values, it(5), w]
+    else:
+        yield (lambda a: tf.math.bincount(a, minlength=3)), [rng.integers(0, 5, size=(4, 6)).astype(np.int32)]
 
 
 def random_cases(op, attrs, rng):
@@ -1944,6 +1971,7 @@ for name in ("ResizeBilinear", "ResizeBicubic", "ResizeNearestNeighbor", "Resize
 CASES["MirrorPadGrad"] = mirror_pad_grad_cases
 CASES["MatrixBandPart"] = band_part_cases
 CASES["Where"] = where_cases
+CASES["Bincount"] = CASES["DenseBincount"] = bincount_cases
 for name in ("Cumsum", "Cumprod", "CumulativeLogsumexp"):
     CASES[name] = scan_cases
 for name in ("ScaleAndTranslate", "ScaleAndTranslateGrad"):
@@ -2048,6 +2076,16 @@ for case in cases:
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 print("ok")
 """
+
+
+def test_bincount_drops_negative_values_as_tf_gpu_does(strict_placement):
+    # TF-CPU refuses a negative value; TF-GPU's histogram counts [0, size) and drops the rest.
+    values = np.array([-1, 0, 2, -5, 2, 9], np.int32)
+    with tf.device(GPU):
+        counts = tf.raw_ops.Bincount(arr=values, size=3, weights=tf.constant([], tf.float32))
+        dense = tf.raw_ops.DenseBincount(input=values.reshape(2, 3), size=3, weights=tf.constant([], tf.int32))
+    assert counts.numpy().tolist() == [1.0, 0.0, 2.0]
+    assert dense.numpy().tolist() == [[1, 0, 1], [0, 0, 1]]
 
 
 def test_gradient_sums_plan_loops_as_on_a_gpu():
