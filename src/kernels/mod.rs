@@ -1418,7 +1418,7 @@ const BFLOAT16_VIA_F32: [&str; 158] = [
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 55] = [
+const HALF_VIA_F32: [&str; 74] = [
     "Cumsum",
     "Cumprod",
     "CudnnRNN",
@@ -1474,6 +1474,25 @@ const HALF_VIA_F32: [&str; 55] = [
     "ResizeBilinearGrad",
     "ResizeNearestNeighborGrad",
     "MirrorPadGrad",
+    "IsFinite",
+    "IsInf",
+    "IsNan",
+    "EuclideanNorm",
+    "UnsortedSegmentSum",
+    "UnsortedSegmentMax",
+    "UnsortedSegmentMin",
+    "UnsortedSegmentProd",
+    "SegmentSum",
+    "SegmentProd",
+    "SegmentMin",
+    "SegmentMax",
+    "SegmentMean",
+    "ScatterNd",
+    "TensorScatterAdd",
+    "TensorScatterSub",
+    "TensorScatterMin",
+    "TensorScatterMax",
+    "ScatterNdNonAliasingAdd",
 ];
 
 /// `narrow` (float16 or bfloat16) rows for the float32 rows of `ops`. The batch norms keep their

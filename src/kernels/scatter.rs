@@ -173,10 +173,17 @@ pub(super) fn gather(
 pub fn unsorted_segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let data = ctx.input(0)?;
     // The identities in the element's type: Min starts from its greatest value, Max its lowest.
+    // (A float16 or bfloat16 node runs here in float32: its own type's extremes, which round
+    // exactly, not float32's, which would round to infinity.)
+    let float_greatest = match ctx.expected_output_dtype(0)? {
+        DType::F16 => 65504.0,
+        DType::BF16 => f32::from_bits(0x7f7f_0000),
+        _ => f32::MAX,
+    };
     let (greatest, lowest) = match data.dtype {
         DType::I32 => (i32::MAX as u32, i32::MIN as u32),
         DType::U32 => (u32::MAX, 0),
-        _ => (f32::MAX.to_bits(), f32::MIN.to_bits()),
+        _ => (float_greatest.to_bits(), (-float_greatest).to_bits()),
     };
     let one = if data.dtype == DType::F32 { 1f32.to_bits() } else { 1 };
     let (combine, identity) = match kernel.def.op {

@@ -2979,7 +2979,7 @@ BFLOAT16_MATH = {
     "GreaterEqual", "Less", "LessEqual", "NotEqual", "IsFinite", "IsInf", "IsNan", "AddN", "BiasAdd", "BiasAddGrad",
     "ClipByValue", "MatMul", "BatchMatMulV2", "Einsum", "Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
     "SparseSoftmaxCrossEntropyWithLogits", "L2Loss", "Sum", "Prod", "Max", "Min", "Mean", "ArgMax", "ArgMin",
-    "UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentProd", "ScatterNd",
+    "UnsortedSegmentSum", "UnsortedSegmentProd", "ScatterNd",
     "TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ResizeNearestNeighborGrad",
     "MirrorPadGrad", "ScatterNdNonAliasingAdd", "BiasAddV1", "MulNoNan", "Ndtri", "Erfinv", "SegmentSum",
     "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean", "EuclideanNorm",
