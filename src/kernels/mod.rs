@@ -1255,7 +1255,7 @@ fn build_table() -> Vec<KernelDef> {
 /// with float32 math, one rounding per op (every adapter: no bfloat16 arithmetic is needed). The
 /// elementwise ops, reductions, matmuls, softmax and losses, segment and scatter sums, and the
 /// convolution, pooling, batch-norm and resize family.
-const BFLOAT16_VIA_F32: [&str; 158] = [
+const BFLOAT16_VIA_F32: [&str; 161] = [
     "Conv2D",
     "Conv2DBackpropInput",
     "Conv2DBackpropInputV2",
@@ -1414,11 +1414,14 @@ const BFLOAT16_VIA_F32: [&str; 158] = [
     "BiasAddV1",
     "ResizeNearestNeighborGrad",
     "MirrorPadGrad",
+    "TopKV2",
+    "LowerBound",
+    "UpperBound",
 ];
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 74] = [
+const HALF_VIA_F32: [&str; 77] = [
     "Cumsum",
     "Cumprod",
     "CudnnRNN",
@@ -1493,6 +1496,9 @@ const HALF_VIA_F32: [&str; 74] = [
     "TensorScatterMin",
     "TensorScatterMax",
     "ScatterNdNonAliasingAdd",
+    "TopKV2",
+    "LowerBound",
+    "UpperBound",
 ];
 
 /// `narrow` (float16 or bfloat16) rows for the float32 rows of `ops`. The batch norms keep their
