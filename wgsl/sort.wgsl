@@ -23,7 +23,8 @@ struct Params {
     idx_off: u32,
     // in_top_k: 2 for int64 targets (low word, high word), 1 for int32.
     target_words: u32,
-    _pad0: u32,
+    // top_k: 32-bit words per element (2 for 64-bit integers, low word first).
+    words: u32,
     _pad1: u32,
     _pad2: u32,
 }
@@ -45,6 +46,37 @@ fn order_key(bits: u32) -> u32 {
     return select(v | 0x80000000u, ~v, (v & 0x80000000u) != 0u);
 }
 
+// top_k's element type: float32 (0), a signed integer (1), an unsigned one (2) or float64 (3).
+override KIND: u32 = 0u;
+
+// Element e's key in a total order, as (high, low) words compared in turn.
+fn top_k_key(e: u32) -> vec2<u32> {
+    if (KIND == 0u) {
+        return vec2<u32>(order_key(a[e]), 0u);
+    }
+    if (KIND == 3u) {
+        // float64, as order_key orders float32.
+        let hi = a[2u * e + 1u];
+        let lo = a[2u * e];
+        if ((hi & 0x7fffffffu) == 0u && lo == 0u) {
+            return vec2<u32>(0x80000000u, 0u);
+        }
+        if ((hi & 0x80000000u) != 0u) {
+            return vec2<u32>(~hi, ~lo);
+        }
+        return vec2<u32>(hi | 0x80000000u, lo);
+    }
+    let sign = select(0u, 0x80000000u, KIND == 1u);
+    if (p.words == 2u) {
+        return vec2<u32>(a[2u * e + 1u] ^ sign, a[2u * e]);
+    }
+    return vec2<u32>(a[e] ^ sign, 0u);
+}
+
+fn key_greater(x: vec2<u32>, y: vec2<u32>) -> bool {
+    return x.x > y.x || (x.x == y.x && x.y > y.y);
+}
+
 @compute @workgroup_size(256)
 fn top_k(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = invocation(gid, nwg);
@@ -53,19 +85,22 @@ fn top_k(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     }
     let row = i / p.n;
     let j = i - row * p.n;
-    let start = p.a_off + row * p.n;
-    let bits = a[start + j];
-    let key = order_key(bits);
+    // (Offsets are in elements for one-word elements, and `a_off` in words for two.)
+    let start = p.a_off / p.words + row * p.n;
+    let key = top_k_key(start + j);
     var rank = 0u;
     for (var t = 0u; t < p.n && rank < p.k; t++) {
-        let other = order_key(a[start + t]);
-        if (other > key || (other == key && t < j)) {
+        let other = top_k_key(start + t);
+        if (key_greater(other, key) || (all(other == key) && t < j)) {
             rank++;
         }
     }
     if (rank < p.k) {
-        out[p.out_off + row * p.k + rank] = bits;
-        idx[p.idx_off + row * p.k + rank] = j;
+        let at = row * p.k + rank;
+        for (var w = 0u; w < p.words; w++) {
+            out[p.out_off + at * p.words + w] = a[(start + j) * p.words + w];
+        }
+        idx[p.idx_off + at] = j;
     }
 }
 

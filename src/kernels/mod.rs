@@ -940,6 +940,11 @@ fn build_table() -> Vec<KernelDef> {
     // Comparisons within rows. (TopKV2's k and index types, int32 in older TFs, are left
     // unconstrained: a constraint on an attribute an op lacks breaks registration there.)
     table.push(kernel("TopKV2", f32, &["k"], &[], sort::top_k));
+    // (TF-GPU's TopKV2 also serves float64 and every integer type; int32 in device memory.)
+    for dtype in [DType::F64, DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32, DType::I64, DType::U64]
+    {
+        table.push(kernel("TopKV2", t_of(dtype), &["k"], &[], sort::top_k));
+    }
     // (TopK, the first generation, is left out: TF 2.21's own CPU kernel of it constrains an
     // index_type attribute the op lacks, which fails its kernel lookup on every device.)
     for targets in [DType::I32, DType::I64] {

@@ -29,21 +29,35 @@ struct Params {
     out_off: u32,
     idx_off: u32,
     target_words: u32,
-    _pad: [u32; 3],
+    words: u32,
+    _pad: [u32; 2],
 }
 
 /// Encodes `entry` over `invocations`, binding `a`, `b`, `out` and `idx` (offsets in words).
 fn launch(
     stream: &Stream,
     entry: &'static str,
+    p: Params,
+    tensors: [&TensorRef; 4],
+    invocations: u64,
+) -> Result<()> {
+    launch_kind(stream, entry, p, tensors, invocations, 0)
+}
+
+/// `launch` with top_k's `KIND` (its element type).
+fn launch_kind(
+    stream: &Stream,
+    entry: &'static str,
     mut p: Params,
     tensors: [&TensorRef; 4],
     invocations: u64,
+    kind: u32,
 ) -> Result<()> {
     let device = stream.device();
     let mems =
         tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(1))).collect::<Result<Vec<_>>>()?;
-    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
+    let constants = [("KIND", f64::from(kind))];
+    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {
         let mut binds = Vec::with_capacity(4);
         let mut offsets = [0u32; 4];
@@ -103,9 +117,34 @@ pub fn top_k(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()
     let rows = shader_len(input.num_elements() / n as u64, "TopKV2")?;
     // Each element's rank is a loop over its row.
     check_loop_iterations(ctx.stream()?.device(), n as u64, "TopKV2")?;
-    let p = Params { rows, n: shader_len(n as u64, "TopKV2")?, k: k as u32, ..Params::default() };
+    // The key kind and words per element; 8- and 16-bit integers rank as their 32-bit widening.
+    let (kind, words, wide) = match input.dtype {
+        DType::F32 => (0, 1, None),
+        DType::F64 => (3, 2, None),
+        DType::I32 => (1, 1, None),
+        DType::U32 => (2, 1, None),
+        DType::I64 => (1, 2, None),
+        DType::U64 => (2, 2, None),
+        DType::I8 | DType::I16 => (1, 1, Some(DType::I32)),
+        DType::U8 | DType::U16 => (2, 1, Some(DType::U32)),
+        other => return Err(Error::internal(format!("TopKV2 of {other:?}"))),
+    };
+    let (input, values_wide) = match wide {
+        Some(wide) => {
+            let widened = ctx.allocate_temp(wide, &input.shape)?;
+            let values_wide = ctx.allocate_temp(wide, &values.shape)?;
+            cast::launch(ctx.stream()?, &input, &widened)?;
+            (widened, Some(values_wide))
+        }
+        None => (input, None),
+    };
+    let p = Params { rows, n: shader_len(n as u64, "TopKV2")?, k: k as u32, words, ..Params::default() };
     let stream = ctx.stream()?;
-    launch(stream, "top_k", p, [&input, &input, &values, &indices], input.num_elements())?;
+    let target = values_wide.as_ref().unwrap_or(&values);
+    launch_kind(stream, "top_k", p, [&input, &input, target, &indices], input.num_elements(), kind)?;
+    if let Some(values_wide) = &values_wide {
+        cast::launch(stream, values_wide, &values)?;
+    }
     finish_int_output(stream, &indices, cast_to)
 }
 

@@ -959,9 +959,17 @@ def sort_cases(op, attrs, rng):
     non-finite target prediction, k of 0 and past the row), searchsorted (repeats, values outside
     the rows, an empty row) and Bucketize (boundaries with repeats, values on them, Inf)."""
     if op == "TopKV2":
-        tied = np.array([[3, 1, 3, 2, -np.inf, np.inf, 1, 0, -0.0, 2]], np.float32)
-        for x in [tied, floats(rng, (4, 5, 9), specials=False), np.round(floats(rng, (3, 33), specials=False)),
-                  floats(rng, (0, 6), specials=False), floats(rng, (2, 3000), specials=False)]:
+        dt = tf.as_dtype(attrs["T"])
+        if dt.is_integer:
+            # The type's extremes, ties, and values whose order differs signed and unsigned.
+            small = rng.integers(0, 5, size=(3, 33)).astype(dt.as_numpy_dtype)
+            xs = [integers(rng, dt, (4, 5, 9)), small, integers(rng, dt, (0, 6)), integers(rng, dt, (2, 3000))]
+        else:
+            tied = np.array([[3, 1, 3, 2, -np.inf, np.inf, 1, 0, -0.0, 2]], np.float32)
+            xs = [typed(attrs, x) for x in [tied, floats(rng, (4, 5, 9), specials=False),
+                                            np.round(floats(rng, (3, 33), specials=False)),
+                                            floats(rng, (0, 6), specials=False), floats(rng, (2, 3000), specials=False)]]
+        for x in xs:
             for k in sorted({0, 1, 3, x.shape[-1]} & set(range(x.shape[-1] + 1))):
                 yield (lambda t, k=k: tf.raw_ops.TopKV2(input=t, k=np.int32(k))), [x]
         return
@@ -980,12 +988,12 @@ def sort_cases(op, attrs, rng):
     if op in ("LowerBound", "UpperBound"):
         out_type = tf.as_dtype(attrs["out_type"])
         fn = lambda s, v: getattr(tf.raw_ops, op)(sorted_inputs=s, values=v, out_type=out_type)
-        rows = np.sort(np.round(floats(rng, (3, 40), specials=False)), axis=1)
-        yield fn, [rows, np.round(floats(rng, (3, 25), specials=False))]
-        yield fn, [rows, np.array([[-np.inf, np.inf, rows[0, 0]], [rows[1, 5], rows[1, 39], 100.0],
-                                   [rows[2, 20], -100.0, 0.0]], np.float32)]
-        yield fn, [np.zeros((2, 0), np.float32), floats(rng, (2, 3), specials=False)]
-        yield fn, [rows, np.zeros((3, 0), np.float32)]
+        rows = typed(attrs, np.sort(np.round(floats(rng, (3, 40), specials=False)), axis=1))
+        yield fn, [rows, typed(attrs, np.round(floats(rng, (3, 25), specials=False)))]
+        yield fn, [rows, typed(attrs, np.array([[-np.inf, np.inf, rows[0, 0]], [rows[1, 5], rows[1, 39], 100.0],
+                                                [rows[2, 20], -100.0, 0.0]], np.float32))]
+        yield fn, [typed(attrs, np.zeros((2, 0), np.float32)), typed(attrs, floats(rng, (2, 3), specials=False))]
+        yield fn, [rows, typed(attrs, np.zeros((3, 0), np.float32))]
         return
     # Bucketize
     x = np.concatenate([floats(rng, (200,), specials=False), [0.0, 1.0, -1.0, np.inf, -np.inf, 2.5]]).astype(np.float32)
