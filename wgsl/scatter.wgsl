@@ -37,8 +37,9 @@ struct Params {
     // rows start batch_rows after the previous batch's; 0 for one batch.
     batch_tuples: u32,
     batch_rows: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // gather_narrow, scatter_narrow: bytes per element (1 or 2) and the output's elements.
+    elem_bytes: u32,
+    elements: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> indices: array<u32>;
@@ -164,4 +165,65 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         word = rows[p.upd_off + row * p.row_len + e % p.row_len];
     }
     atomicStore(&out[p.out_off + e], word);
+}
+
+// The 1- or 2-byte element at byte `at` of `rows`.
+fn narrow_at(at: u32) -> u32 {
+    let mask = (1u << (p.elem_bytes * 8u)) - 1u;
+    return (rows[at / 4u] >> ((at % 4u) * 8u)) & mask;
+}
+
+// GatherNd of 1- and 2-byte elements: one invocation per output word, which gathers the elements
+// it holds one by one (no two invocations share a word). `row_len` counts elements, `upd_off` bytes.
+@compute @workgroup_size(256)
+fn gather_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = word_index(gid, nwg);
+    if (w >= p.n) {
+        return;
+    }
+    let per_word = 4u / p.elem_bytes;
+    var word = 0u;
+    for (var k = 0u; k < per_word; k++) {
+        let e = w * per_word + k;
+        if (e >= p.elements) {
+            break;
+        }
+        let row = target_row(e / p.row_len);
+        if (row != 0xffffffffu) {
+            let v = narrow_at(p.upd_off + (row * p.row_len + e % p.row_len) * p.elem_bytes);
+            word |= v << (k * p.elem_bytes * 8u);
+        }
+    }
+    atomicStore(&out[p.out_off + w], word);
+}
+
+// TensorScatterUpdate of 1- and 2-byte elements: one invocation per update element, which swaps
+// its lanes of the output word in (with duplicates, one update wins).
+@compute @workgroup_size(256)
+fn scatter_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let e = word_index(gid, nwg);
+    if (e >= p.n) {
+        return;
+    }
+    let row = target_row(e / p.row_len);
+    if (row == 0xffffffffu) {
+        return;
+    }
+    let v = narrow_at(p.upd_off + e * p.elem_bytes);
+    let at = p.out_off * 4u + (row * p.row_len + e % p.row_len) * p.elem_bytes;
+    let shift = (at % 4u) * 8u;
+    let lanes = ((1u << (p.elem_bytes * 8u)) - 1u) << shift;
+    let i = at / 4u;
+    var old = atomicLoad(&out[i]);
+    loop {
+        let new_word = (old & ~lanes) | (v << shift);
+        if (new_word == old) {
+            break;
+        }
+        let swap = atomicCompareExchangeWeak(&out[i], old, new_word);
+        if (swap.exchanged) {
+            break;
+        }
+        old = swap.old_value;
+    }
 }

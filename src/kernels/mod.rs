@@ -994,8 +994,8 @@ fn build_table() -> Vec<KernelDef> {
         {
             table.push(kernel(op, constraints, &[], policy, scatter::tensor_scatter));
         }
-        // Moves of whole 32-bit words: any dtype of 4, 8 or 16 bytes.
-        for dtype in MOVABLE_DTYPES.into_iter().filter(|d| d.size().is_multiple_of(4)) {
+        // Moves of any dtype (1- and 2-byte elements gathered by the word, swapped in by lanes).
+        for dtype in MOVABLE_DTYPES {
             let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);
             table.push(kernel("TensorScatterUpdate", constraints, &[], policy, scatter::tensor_scatter));
             let constraints = leak(vec![("Tparams", dtype), ("Tindices", indices)]);
@@ -1176,8 +1176,8 @@ fn build_table() -> Vec<KernelDef> {
         }
     }
     // Sparse updates of float32 variables (Keras optimizers' updates from Embedding gradients use
-    // Add/Sub); ResourceScatterUpdate, ResourceScatterNdUpdate and ResourceGatherNd move words of
-    // any whole-word dtype.
+    // Add/Sub); ResourceScatterUpdate, ResourceScatterNdUpdate and ResourceGatherNd move elements
+    // of any dtype.
     for indices in [DType::I32, DType::I64] {
         for op in [
             "ResourceScatterAdd",
@@ -1194,7 +1194,7 @@ fn build_table() -> Vec<KernelDef> {
             let constraints = leak(vec![("T", DType::F32), ("Tindices", indices)]);
             table.push(kernel(op, constraints, &[], policy, variables::compute));
         }
-        for dtype in MOVABLE_DTYPES.into_iter().filter(|d| d.size().is_multiple_of(4)) {
+        for dtype in MOVABLE_DTYPES {
             let constraints = leak(vec![("dtype", dtype), ("Tindices", indices)]);
             table.push(kernel("ResourceScatterUpdate", constraints, &[], &[], variables::compute));
             table.push(kernel("ResourceGatherNd", constraints, &[], &[], variables::compute));

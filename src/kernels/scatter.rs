@@ -64,7 +64,9 @@ struct Params {
     /// Batched scatters: index tuples per batch and output rows between batches (0: one batch).
     batch_tuples: u32,
     batch_rows: u32,
-    _pad: [u32; 2],
+    /// The narrow entries: bytes per element and the output's elements.
+    elem_bytes: u32,
+    elements: u32,
 }
 
 /// Words per element: arithmetic combines need float32, moves any whole-word dtype.
@@ -92,6 +94,12 @@ fn launch(
 ) -> Result<()> {
     let mut p: Params = bytemuck::Zeroable::zeroed();
     (p.batch_tuples, p.batch_rows) = (batch_tuples, batch_rows);
+    // 1- and 2-byte elements: `rows` is addressed in bytes.
+    let narrow = rows.dtype.size() < 4;
+    if narrow {
+        p.elem_bytes = rows.dtype.size() as u32;
+        p.elements = shader_len(out.num_elements(), entry)?;
+    }
     p.n = shader_len(words, entry)?;
     p.row_len = shader_len(row_words, entry)?;
     p.depth = dims.len() as u32;
@@ -122,7 +130,7 @@ fn launch(
         device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {
         let (idx_bind, idx_off) = storage_window(core, &idx_mem, 4)?;
-        let (rows_bind, rows_off) = storage_window(core, &rows_mem, 4)?;
+        let (rows_bind, rows_off) = storage_window(core, &rows_mem, if narrow { 1 } else { 4 })?;
         let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
         (p.idx_off, p.upd_off, p.out_off) = (idx_off, rows_off, out_off);
         dispatch(core, encoder, entry, &pipeline, &[idx_bind, rows_bind, out_bind], bytemuck::bytes_of(&p), words)
@@ -139,8 +147,15 @@ pub(super) fn scatter(
     updates: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
-    let per_element = words_per_element(updates.dtype, combine, "scatter")?;
     let tuples = if dims.is_empty() { 1 } else { indices.num_elements() / dims.len() as u64 };
+    if updates.dtype.size() < 4 && combine == Combine::Assign {
+        if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
+            return Ok(());
+        }
+        let elements = updates.num_elements();
+        return launch(stream, "scatter_narrow", combine, indices, dims, updates, out, elements, elements / tuples, [0, 0]);
+    }
+    let per_element = words_per_element(updates.dtype, combine, "scatter")?;
     if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
         return Ok(());
     }
@@ -157,10 +172,15 @@ pub(super) fn gather(
     dims: &[i64],
     out: &TensorRef,
 ) -> Result<()> {
-    let per_element = words_per_element(params.dtype, Combine::Assign, "gather")?;
     if out.num_elements() == 0 {
         return Ok(());
     }
+    if params.dtype.size() < 4 {
+        let row_elements: i64 = params.shape[dims.len()..].iter().product();
+        let words = out.byte_len().div_ceil(4);
+        return launch(stream, "gather_narrow", Combine::Assign, indices, dims, params, out, words, row_elements as u64, [0, 0]);
+    }
+    let per_element = words_per_element(params.dtype, Combine::Assign, "gather")?;
     let words = out.num_elements() * per_element;
     let row_elements: i64 = params.shape[dims.len()..].iter().product();
     let row_words = row_elements as u64 * per_element;

@@ -715,6 +715,7 @@ def scatter_and_loss_cases(op, attrs, rng):
         yield fn, [v(4), np.array([[1], [3]], it), v(2)]
         yield fn, [v(2, 3, 2), np.array([[1, 2, 0], [0, 0, 1]], it), v(2)]  # full depth
         yield fn, [v(2, 3), np.zeros((0, 1), it), v(0, 3)]  # no updates
+        yield fn, [v(7, 3), np.array([[6], [1], [3]], it), v(3, 3)]  # odd rows: lanes of shared words
         return
     if op == "ScatterNdNonAliasingAdd":
         fn = lambda t, i, u: tf.raw_ops.ScatterNdNonAliasingAdd(input=t, indices=i, updates=u)
@@ -1222,6 +1223,8 @@ def movement_cases(op, attrs, rng):
         # Depths 2, 3 (scalars), 1 (repeated rows) and 0 (the whole tensor per tuple); no tuples.
         for idx in ([[1, 2], [3, 0]], [[[0, 1, 2]], [[3, 4, 5]]], [[2], [0], [2]], np.zeros((2, 0)), np.zeros((0, 2))):
             yield (lambda t, i: tf.raw_ops.GatherNd(params=t, indices=i)), [x, np.array(idx, it)]
+        # Rows of 3 elements, 3 tuples: outputs that end inside a word (1- and 2-byte types).
+        yield (lambda t, i: tf.raw_ops.GatherNd(params=t[..., 1:4], indices=i)), [x, np.array([[1, 2], [3, 0], [0, 1]], it)]
 
 
 # StridedSliceGrad specs: input shape, begin, end, strides, masks (begin, end, ellipsis, new_axis,
