@@ -988,11 +988,16 @@ fn build_table() -> Vec<KernelDef> {
         for op in ["SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean"] {
             table.push(kernel(op, constraints, &[], &[], scatter::segment_reduce));
         }
-        table.push(kernel("ScatterNd", constraints, &["shape"], policy, scatter::scatter_nd));
-        for op in
-            ["TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ScatterNdNonAliasingAdd"]
-        {
-            table.push(kernel(op, constraints, &[], policy, scatter::tensor_scatter));
+        // Sums and extremes of float32 and of 32-bit integers (64-bit ones would need 64-bit
+        // atomics); int32 in device memory.
+        for dtype in [DType::F32, DType::I32, DType::U32] {
+            let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);
+            table.push(kernel("ScatterNd", constraints, &["shape"], policy, scatter::scatter_nd));
+            for op in
+                ["TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ScatterNdNonAliasingAdd"]
+            {
+                table.push(kernel(op, constraints, &[], policy, scatter::tensor_scatter));
+            }
         }
         // Moves of any dtype (1- and 2-byte elements gathered by the word, swapped in by lanes).
         for dtype in MOVABLE_DTYPES {

@@ -704,6 +704,10 @@ def scatter_and_loss_cases(op, attrs, rng):
         yield fn, [rng.integers(0, 3, size=(6, 2)).astype(it), f(6, 4), np.array([3, 3, 4], it)]
         yield fn, [np.array([[1, 2, 0], [1, 2, 0]], it), f(2), np.array([2, 3, 2], it)]  # full depth, duplicates
         yield fn, [rng.integers(0, 4, size=(2, 3, 1)).astype(it), f(2, 3, 7), np.array([4, 7], it)]
+        if tf.as_dtype(attrs["T"]).is_integer:
+            # Duplicates at the type's extremes: sums wrap.
+            yield fn, [rng.integers(0, 3, size=(40, 1)).astype(it), integers(rng, tf.as_dtype(attrs["T"]), (40, 2)),
+                       np.array([3, 2], it)]
         return
     fn = lambda t, i, u: getattr(tf.raw_ops, op)(tensor=t, indices=i, updates=u)
     if op == "TensorScatterUpdate":
@@ -723,6 +727,10 @@ def scatter_and_loss_cases(op, attrs, rng):
     yield fn, [f(5, 4), np.array([[0], [3], [0]], it), f(3, 4)]
     yield fn, [f(3, 3, 2), rng.integers(0, 3, size=(5, 2)).astype(it), f(5, 2)]
     yield fn, [f(4), np.array([[1], [1], [3]], it), f(3)]
+    dt = tf.as_dtype(attrs["T"])
+    if dt.is_integer:
+        # Duplicates at the type's extremes: sums wrap, extremes compare signed or unsigned.
+        yield fn, [integers(rng, dt, (3, 2)), rng.integers(0, 3, size=(40, 1)).astype(it), integers(rng, dt, (40, 2))]
 
 
 def integers(rng, dtype, shape):
