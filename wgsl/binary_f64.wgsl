@@ -199,3 +199,49 @@ fn unary(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     let nan = is_nan_bits(words_a[at]) && OP != 28u && OP != 29u;
     out[p.out_off + i] = select(unary_op(a[at]), a[at], nan);
 }
+
+// complex128 (pairs of f64; offsets and the broadcast counted in complex elements): the quotient
+// a / b (OP 3), as complex.wgsl divides complex64 (Eigen's packet division: b scaled by its larger
+// part's magnitude m, then a * conj(b / m) / |b / m|^2 / m); ComplexAbs (OP 20), |a| without
+// overflow (infinite where a part is, NaN where a part is NaN), into float64.
+@compute @workgroup_size(256)
+fn complex_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= p.n) {
+        return;
+    }
+    let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
+    let ia = 2u * (p.a_off + at.x);
+    let x = vec2<f64>(a[ia], a[ia + 1u]);
+    if (OP == 20u) {
+        let ax = abs(x.x);
+        let ay = abs(x.y);
+        let inf_x = (words_a[ia].y & 0x7fffffffu) == 0x7ff00000u && words_a[ia].x == 0u;
+        let inf_y = (words_a[ia + 1u].y & 0x7fffffffu) == 0x7ff00000u && words_a[ia + 1u].x == 0u;
+        var r: f64;
+        if (inf_x || inf_y) {
+            r = f64(bitcast<f32>(0x7f800000u));
+        } else if (is_nan_bits(words_a[ia]) || is_nan_bits(words_a[ia + 1u])) {
+            r = nan64();
+        } else {
+            let big = max(ax, ay);
+            if (big == 0.0) {
+                r = 0.0;
+            } else {
+                let q = min(ax, ay) / big;
+                r = big * sqrt(1.0 + q * q);
+            }
+        }
+        out[p.out_off + i] = r;
+        return;
+    }
+    let ib = 2u * (p.b_off + at.y);
+    let y = vec2<f64>(b[ib], b[ib + 1u]);
+    let m = max(abs(y.x), abs(y.y));
+    let c = y.x / m;
+    let d = y.y / m;
+    let denom = c * c + d * d;
+    let o = 2u * (p.out_off + i);
+    out[o] = (x.x * c + x.y * d) / denom / m;
+    out[o + 1u] = (x.y * c - x.x * d) / denom / m;
+}

@@ -38,11 +38,14 @@ pub fn register(table: &mut Vec<KernelDef>) {
         table.push(kernel("Neg", t_of(complex), &[], &[], compute));
         table.push(kernel("Complex", leak(vec![("T", part), ("Tout", complex)]), &[], &[], compute));
     }
-    // complex128 arithmetic through its float64 parts (its division, which needs Smith's scaling
-    // to match TF's, is left to the CPU).
+    // complex128 arithmetic through its float64 parts; its division and ComplexAbs in float64.
     for op in ["AddV2", "Add", "Sub", "Mul"] {
         table.push(kernel(op, t_of(C128), &[], &[], arithmetic_in_parts));
     }
+    for op in ["Div", "RealDiv"] {
+        table.push(kernel(op, t_of(C128), &[], &[], complex128_in_float64));
+    }
+    table.push(kernel("ComplexAbs", leak(vec![("T", C128), ("Tout", F64)]), &[], &[], complex128_in_float64));
     let to_f32 = leak(vec![("T", C64), ("Tout", F32)]);
     table.push(kernel("ComplexAbs", to_f32, &[], &[], compute));
     table.push(kernel("Angle", to_f32, &[], &[], compute));
@@ -171,6 +174,21 @@ fn combine_products(stream: &Stream, [rr, ii, ri, ir]: &[TensorRef; 4], out: &Te
     float_op(stream, BinaryOp::Sub, rr, ii, rr)?;
     float_op(stream, BinaryOp::Add, ri, ir, ri)?;
     launch(stream, FROM_PARTS, rr, ri, out)
+}
+
+/// complex128 Div and RealDiv (Eigen's scaled division, as complex64's), with broadcasting, and
+/// ComplexAbs, in float64 (`binary_f64.wgsl`'s `complex_main`).
+pub fn complex128_in_float64(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    use super::binary::FLOAT64_SHADER;
+    let a = ctx.input(0)?;
+    let (b, code, out_dtype) =
+        if kernel.def.op == "ComplexAbs" { (a.clone(), 20u32, DType::F64) } else { (ctx.input(1)?, 3, DType::C128) };
+    let shape = broadcast_shapes(&a.shape, &b.shape)?;
+    let out = ctx.allocate_output(0, out_dtype, &shape)?;
+    let constants = [("OP", f64::from(code))];
+    let spec = PipelineSpec { entry: "complex_main", aliases: &[], constants: &constants };
+    let units = Units { input: 16, output: out_dtype.size(), per_thread: 1 };
+    launch_two(ctx.stream()?, &FLOAT64_SHADER, spec, &a, &b, &out, units)
 }
 
 /// The complex product `out = op(a) x op(b)` (matmul's shapes), from four real products of the
