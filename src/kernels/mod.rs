@@ -941,7 +941,8 @@ fn build_table() -> Vec<KernelDef> {
     // unconstrained: a constraint on an attribute an op lacks breaks registration there.)
     table.push(kernel("TopKV2", f32, &["k"], &[], sort::top_k));
     // (TF-GPU's TopKV2 also serves float64 and every integer type; int32 in device memory.)
-    for dtype in [DType::F64, DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32, DType::I64, DType::U64]
+    for dtype in
+        [DType::F64, DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32, DType::I64, DType::U64]
     {
         table.push(kernel("TopKV2", t_of(dtype), &["k"], &[], sort::top_k));
     }
@@ -993,9 +994,13 @@ fn build_table() -> Vec<KernelDef> {
         for dtype in [DType::F32, DType::I32, DType::U32] {
             let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);
             table.push(kernel("ScatterNd", constraints, &["shape"], policy, scatter::scatter_nd));
-            for op in
-                ["TensorScatterAdd", "TensorScatterSub", "TensorScatterMin", "TensorScatterMax", "ScatterNdNonAliasingAdd"]
-            {
+            for op in [
+                "TensorScatterAdd",
+                "TensorScatterSub",
+                "TensorScatterMin",
+                "TensorScatterMax",
+                "ScatterNdNonAliasingAdd",
+            ] {
                 table.push(kernel(op, constraints, &[], policy, scatter::tensor_scatter));
             }
         }

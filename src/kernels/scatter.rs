@@ -153,7 +153,18 @@ pub(super) fn scatter(
             return Ok(());
         }
         let elements = updates.num_elements();
-        return launch(stream, "scatter_narrow", combine, indices, dims, updates, out, elements, elements / tuples, [0, 0]);
+        return launch(
+            stream,
+            "scatter_narrow",
+            combine,
+            indices,
+            dims,
+            updates,
+            out,
+            elements,
+            elements / tuples,
+            [0, 0],
+        );
     }
     let per_element = words_per_element(updates.dtype, combine, "scatter")?;
     if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
@@ -178,7 +189,18 @@ pub(super) fn gather(
     if params.dtype.size() < 4 {
         let row_elements: i64 = params.shape[dims.len()..].iter().product();
         let words = out.byte_len().div_ceil(4);
-        return launch(stream, "gather_narrow", Combine::Assign, indices, dims, params, out, words, row_elements as u64, [0, 0]);
+        return launch(
+            stream,
+            "gather_narrow",
+            Combine::Assign,
+            indices,
+            dims,
+            params,
+            out,
+            words,
+            row_elements as u64,
+            [0, 0],
+        );
     }
     let per_element = words_per_element(params.dtype, Combine::Assign, "gather")?;
     let words = out.num_elements() * per_element;

@@ -34,13 +34,7 @@ struct Params {
 }
 
 /// Encodes `entry` over `invocations`, binding `a`, `b`, `out` and `idx` (offsets in words).
-fn launch(
-    stream: &Stream,
-    entry: &'static str,
-    p: Params,
-    tensors: [&TensorRef; 4],
-    invocations: u64,
-) -> Result<()> {
+fn launch(stream: &Stream, entry: &'static str, p: Params, tensors: [&TensorRef; 4], invocations: u64) -> Result<()> {
     launch_kind(stream, entry, p, tensors, invocations, 0)
 }
 
@@ -57,7 +51,8 @@ fn launch_kind(
     let mems =
         tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(1))).collect::<Result<Vec<_>>>()?;
     let constants = [("KIND", f64::from(kind))];
-    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
+    let pipeline =
+        device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {
         let mut binds = Vec::with_capacity(4);
         let mut offsets = [0u32; 4];
