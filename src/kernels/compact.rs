@@ -104,7 +104,7 @@ pub fn where_op(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result
             let (in_bind, in_byte) = storage_window(core, &part, 1)?;
             let (counts_bind, _) = storage_window(core, &counts_all, 4)?;
             let params = Params { n: len as u32, in_byte, chunk_base: (start / CHUNK) as u32, ..base };
-            let binds = [in_bind, counts_bind.clone(), counts_bind];
+            let binds = [in_bind, counts_bind, counts_bind];
             dispatch(
                 core,
                 encoder,
@@ -120,7 +120,7 @@ pub fn where_op(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result
     stream.encode(|core, encoder| {
         let (in_bind, _) = storage_window(core, &first, 1)?;
         let (counts_bind, _) = storage_window(core, &counts_all, 4)?;
-        let binds = [in_bind, counts_bind.clone(), counts_bind];
+        let binds = [in_bind, counts_bind, counts_bind];
         dispatch(core, encoder, "Where scan", &scan_counts, &binds, bytemuck::bytes_of(&base), WORKGROUP)
     })?;
     let total = stream.read_now(counts.address + chunks * 4, 4)?;
