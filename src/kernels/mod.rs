@@ -1436,7 +1436,7 @@ const BFLOAT16_VIA_F32: [&str; 161] = [
 
 /// Ops whose float16 kernels run through their float32 kernel (`half::via_f32`).
 /// (TF-CPU has no float16 BatchMatMulV3, so neither do we: the reference decides the set.)
-const HALF_VIA_F32: [&str; 77] = [
+const HALF_VIA_F32: [&str; 89] = [
     "Cumsum",
     "Cumprod",
     "CudnnRNN",
@@ -1514,6 +1514,18 @@ const HALF_VIA_F32: [&str; 77] = [
     "TopKV2",
     "LowerBound",
     "UpperBound",
+    "BesselI0",
+    "BesselI0e",
+    "BesselI1",
+    "BesselI1e",
+    "BesselK0",
+    "BesselK0e",
+    "BesselK1",
+    "BesselK1e",
+    "BesselJ0",
+    "BesselJ1",
+    "BesselY0",
+    "BesselY1",
 ];
 
 /// `narrow` (float16 or bfloat16) rows for the float32 rows of `ops`. The batch norms keep their
