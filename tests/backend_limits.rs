@@ -50,6 +50,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::special::SHADER", &special::SHADER, &[F32]),
         ("kernels::sort::SHADER", &sort::SHADER, NONE),
         ("kernels::compact::SHADER", &compact::SHADER, NONE),
+        ("kernels::unique::SHADER", &tensorflow_wgpu::kernels::unique::SHADER, NONE),
         ("kernels::matrix::DIAG_SHADER", &matrix::DIAG_SHADER, NONE),
         ("kernels::reduce::INTEGER_SHADER", &reduce::INTEGER_SHADER, NONE),
         ("kernels::binary::FLOAT64_SHADER", &binary::FLOAT64_SHADER, NONE),

@@ -31,6 +31,7 @@ fn broadcasting_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::special::SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::sort::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::compact::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::unique::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matrix::DIAG_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::reduce::INTEGER_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::binary::FLOAT64_SHADER, &[]);
@@ -156,6 +157,7 @@ fn every_wgsl_file_is_covered() {
             "special_math.wgsl",
             "strided.wgsl",
             "unary.wgsl",
+            "unique.wgsl",
             "volume.wgsl",
             "xent.wgsl"
         ],

@@ -76,6 +76,7 @@ pub mod slice;
 pub mod sort;
 pub mod special;
 pub mod unary;
+pub mod unique;
 pub mod validate;
 pub mod variables;
 pub mod volume;
@@ -565,6 +566,7 @@ fn build_table() -> Vec<KernelDef> {
     integer::register(&mut table);
     complex::register(&mut table);
     compact::register(&mut table);
+    unique::register(&mut table);
     special::register(&mut table);
     for op in ["IsNan", "IsInf", "IsFinite"] {
         table.push(kernel(op, f32, &[], &[], unary::classify));

@@ -592,6 +592,25 @@ def gen_bincount(g, case):
         case.args.update(arr=values, size=size_arr, weights=weights)
 
 
+def gen_unique(g, case):
+    """Unique, UniqueWithCounts and ListDiff: vectors with many duplicates (drawn from a few
+    values, NaN and signed zeros among the specials), empty ones, and inputs of the wrong rank."""
+    def vector():
+        n = g.int(0, 60) if not g.chance(0.05) else 3000
+        pool = g.data(case.row["T"], [g.int(1, 8)])
+        x = pool[g.rng.integers(0, len(pool), size=n)] if g.chance(0.7) else g.data(case.row["T"], [n])
+        if g.adversary("rank"):
+            x = x.reshape(1, -1) if g.chance(0.5) else (x[:1].reshape(()) if x.size else x.reshape(0, 1))
+        return x
+    out_idx = npdtype(case.row["out_idx"])
+    if case.op == "ListDiff":
+        x = vector()
+        y = np.concatenate([x.reshape(-1)[: g.int(0, x.size)], g.data(case.row["T"], [g.int(0, 4)])]).astype(x.dtype)
+        case.args.update(x=x, y=y[g.rng.permutation(y.size)] if y.ndim == 1 else y, out_idx=out_idx)
+    else:
+        case.args.update(x=vector(), out_idx=out_idx)
+
+
 def gen_where(g, case):
     """Where: masks of every density and rank 1 to 8 (0 and 9 are refused), subnormals, empty."""
     rank = g.int(1, 4) if not g.adversary("rank") else g.pick([0, 9, 8])
@@ -2759,6 +2778,9 @@ GENERATORS.update({
     **{op: gen_batch_norm for op in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
                                      "FusedBatchNormGradV2", "FusedBatchNormGradV3")},
     "Where": gen_where,
+    "Unique": gen_unique,
+    "UniqueWithCounts": gen_unique,
+    "ListDiff": gen_unique,
     "Bincount": gen_bincount,
     "DenseBincount": gen_bincount,
     "StatelessRandomGetKeyCounter": gen_random, "StatelessRandomUniformV2": gen_random,

@@ -596,6 +596,42 @@ def bincount_cases(op, attrs, rng):
         yield (lambda a: tf.math.bincount(a, minlength=3)), [rng.integers(0, 5, size=(4, 6)).astype(np.int32)]
 
 
+def unique_cases(op, attrs, rng):
+    """Unique, UniqueWithCounts and ListDiff: random bits, few distinct values (in runs and
+    scattered), all equal, empty and chunk-sized inputs, and for floats NaN (never equal), signed
+    zeros and subnormals (float32 and float64 merge them with zero, as TF-CPU does)."""
+    dt = tf.as_dtype(attrs["T"])
+    npd = dt.as_numpy_dtype
+    out_idx = tf.as_dtype(attrs["out_idx"])
+
+    def pick(pool, n, runs=False):
+        draws = rng.integers(0, len(pool), n)
+        return pool[np.sort(draws) if runs else draws]
+
+    def inputs():
+        for n in [0, 1, 255, 256, 257, 1025, 5000]:
+            yield values(rng, dt, (n,))
+            yield pick(values(rng, dt, (7,)), n)
+            yield pick(values(rng, dt, (300,)), n, runs=True)
+            yield np.full(n, values(rng, dt, (1,))[0], npd)
+        if dt.is_floating:
+            special = np.array([0.0, -0.0, np.nan, 1.0, -np.nan, 1e-40, -1e-40, 1e-310, 6e-6, -6e-6, np.inf, -np.inf])
+            yield special.astype(npd)
+            yield pick(special.astype(npd), 3000)
+
+    if op == "ListDiff":
+        xs = list(inputs())
+        for k, x in enumerate(xs):
+            other = xs[(k * 5 + 3) % len(xs)]
+            ys = [x[: len(x) // 2], other, np.zeros(0, npd)]
+            for y in ys:
+                yield (lambda a, b: tf.raw_ops.ListDiff(x=a, y=b, out_idx=out_idx)), [x, y]
+        return
+    fn = getattr(tf.raw_ops, op)
+    for x in inputs():
+        yield (lambda a: fn(x=a, out_idx=out_idx)), [x]
+
+
 def random_cases(op, attrs, rng):
     if not op.startswith("Stateless"):
         yield from stateful_random_cases(op, attrs, rng)
@@ -1992,6 +2028,7 @@ for name in ("ResizeBilinear", "ResizeBicubic", "ResizeNearestNeighbor", "Resize
 CASES["MirrorPadGrad"] = mirror_pad_grad_cases
 CASES["MatrixBandPart"] = band_part_cases
 CASES["Where"] = where_cases
+CASES["Unique"] = CASES["UniqueWithCounts"] = CASES["ListDiff"] = unique_cases
 CASES["Bincount"] = CASES["DenseBincount"] = bincount_cases
 for name in ("Cumsum", "Cumprod", "CumulativeLogsumexp"):
     CASES[name] = scan_cases
