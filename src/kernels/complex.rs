@@ -27,7 +27,7 @@ const ARITHMETIC: [(&str, u32); 6] =
     [("AddV2", 10), ("Add", 10), ("Sub", 11), ("Mul", 12), ("Div", 13), ("RealDiv", 13)];
 
 /// The registration rows of the family.
-pub fn register(table: &mut Vec<KernelDef>) {
+pub fn register(table: &mut Vec<KernelDef>, with_f64: bool) {
     use DType::{C128, C64, F32, F64};
     for (complex, part) in [(C64, F32), (C128, F64)] {
         let to_part = leak(vec![("T", complex), ("Tout", part)]);
@@ -38,14 +38,18 @@ pub fn register(table: &mut Vec<KernelDef>) {
         table.push(kernel("Neg", t_of(complex), &[], &[], compute));
         table.push(kernel("Complex", leak(vec![("T", part), ("Tout", complex)]), &[], &[], compute));
     }
-    // complex128 arithmetic through its float64 parts; its division and ComplexAbs in float64.
-    for op in ["AddV2", "Add", "Sub", "Mul"] {
-        table.push(kernel(op, t_of(C128), &[], &[], arithmetic_in_parts));
+    // complex128 arithmetic through its float64 parts; its division and ComplexAbs in float64
+    // (all of it needs SHADER_F64).
+    if with_f64 {
+        for op in ["AddV2", "Add", "Sub", "Mul"] {
+            table.push(kernel(op, t_of(C128), &[], &[], arithmetic_in_parts));
+        }
+        for op in ["Div", "RealDiv"] {
+            table.push(kernel(op, t_of(C128), &[], &[], complex128_in_float64));
+        }
+        let to_f64 = leak(vec![("T", C128), ("Tout", F64)]);
+        table.push(kernel("ComplexAbs", to_f64, &[], &[], complex128_in_float64));
     }
-    for op in ["Div", "RealDiv"] {
-        table.push(kernel(op, t_of(C128), &[], &[], complex128_in_float64));
-    }
-    table.push(kernel("ComplexAbs", leak(vec![("T", C128), ("Tout", F64)]), &[], &[], complex128_in_float64));
     let to_f32 = leak(vec![("T", C64), ("Tout", F32)]);
     table.push(kernel("ComplexAbs", to_f32, &[], &[], compute));
     table.push(kernel("Angle", to_f32, &[], &[], compute));

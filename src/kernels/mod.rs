@@ -499,12 +499,16 @@ const RANDOM_FLOAT_FILLS: [(&str, ComputeFn); 3] = [
 
 /// The dtypes of a float random fill: float16 and bfloat16 (TF's own distributions of them), and
 /// float64 for the uniform one (its normal ones need float64 logarithms and sines).
-fn random_float_types(op: &str) -> &'static [DType] {
-    if op == "RandomUniform" {
-        &[DType::F32, DType::F16, DType::BF16, DType::F64]
-    } else {
-        &[DType::F32, DType::F16, DType::BF16]
+fn random_float_types(op: &str, with_f16: bool) -> Vec<DType> {
+    // (float16's rounding from float32 needs SHADER_F16; bfloat16's uses integer words.)
+    let mut types = vec![DType::F32, DType::BF16];
+    if with_f16 {
+        types.push(DType::F16);
     }
+    if op == "RandomUniform" {
+        types.push(DType::F64);
+    }
+    types
 }
 
 fn build_table() -> Vec<KernelDef> {
@@ -564,7 +568,7 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("L2Loss", t, &[], &[], reduce::l2_loss));
     }
     integer::register(&mut table);
-    complex::register(&mut table);
+    complex::register(&mut table, with_f64);
     compact::register(&mut table);
     unique::register(&mut table);
     special::register(&mut table);
@@ -625,9 +629,11 @@ fn build_table() -> Vec<KernelDef> {
             ));
         }
     }
-    // Complex products (four real ones) and Sum and Mean (the parts reduced alike).
+    // Complex products (four real ones) and Sum and Mean (the parts reduced alike); complex128's
+    // run float64 shaders.
     let adj: &[(&str, AttrKind)] = &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)];
-    for complex in [DType::C64, DType::C128] {
+    let complex_types: &[DType] = if with_f64 { &[DType::C64, DType::C128] } else { &[DType::C64] };
+    for &complex in complex_types {
         let t = t_of(complex);
         let transposes: &[(&str, AttrKind)] = &[("transpose_a", AttrKind::Bool), ("transpose_b", AttrKind::Bool)];
         table.push(kernel("MatMul", t, &[], transposes, matmul::compute));
@@ -877,7 +883,7 @@ fn build_table() -> Vec<KernelDef> {
             random::get_key_counter,
         ));
         for (op, fill) in RANDOM_FLOAT_FILLS {
-            for &dtype in random_float_types(op) {
+            for dtype in random_float_types(op, with_f16) {
                 let constraints = leak(vec![("dtype", dtype), ("Tshape", int)]);
                 let name: &'static str = Box::leak(format!("Stateless{op}V2").into_boxed_str());
                 table.push(kernel(name, constraints, &["shape", "key", "counter", "alg"], &[], fill));
@@ -888,7 +894,7 @@ fn build_table() -> Vec<KernelDef> {
     for shape in [DType::I32, DType::I64] {
         for seed in [DType::I32, DType::I64] {
             for (op, fill) in RANDOM_FLOAT_FILLS {
-                for &dtype in random_float_types(op) {
+                for dtype in random_float_types(op, with_f16) {
                     let constraints = leak(vec![("dtype", dtype), ("T", shape), ("Tseed", seed)]);
                     let name: &'static str = Box::leak(format!("Stateless{op}").into_boxed_str());
                     table.push(kernel(name, constraints, &["shape", "seed"], &[], fill));
@@ -928,7 +934,7 @@ fn build_table() -> Vec<KernelDef> {
     const SEED_ATTRS: &[(&str, AttrKind)] = &[("seed", AttrKind::Int), ("seed2", AttrKind::Int)];
     for shape in [DType::I32, DType::I64] {
         for (op, fill) in RANDOM_FLOAT_FILLS {
-            for &dtype in random_float_types(op) {
+            for dtype in random_float_types(op, with_f16) {
                 let op = if op == "RandomNormal" { "RandomStandardNormal" } else { op };
                 table.push(kernel(op, leak(vec![("dtype", dtype), ("T", shape)]), &["shape"], SEED_ATTRS, fill));
             }
@@ -991,9 +997,9 @@ fn build_table() -> Vec<KernelDef> {
         for op in ["SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean"] {
             table.push(kernel(op, constraints, &[], &[], scatter::segment_reduce));
         }
-        // Sums and extremes of float32 and of 32-bit integers (64-bit ones would need 64-bit
-        // atomics); int32 in device memory.
-        for dtype in [DType::F32, DType::I32, DType::U32] {
+        // Sums and extremes of float32 and uint32 (64-bit integers would need 64-bit atomics;
+        // TF-GPU runs int32 in host memory, where the CPU kernel refuses bad indices).
+        for dtype in [DType::F32, DType::U32] {
             let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);
             table.push(kernel("ScatterNd", constraints, &["shape"], policy, scatter::scatter_nd));
             for op in [
