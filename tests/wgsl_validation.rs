@@ -119,6 +119,7 @@ fn every_wgsl_file_is_covered() {
             "binary_f64.wgsl",
             "broadcast.wgsl",
             "cast.wgsl",
+            "chunk_scan.wgsl",
             "classify.wgsl",
             "compact.wgsl",
             "compare.wgsl",

@@ -1,16 +1,11 @@
 // Stream compaction (Where): the coordinates of an input's nonzero elements in row-major order,
 // found on the device; only their count goes back to the host. The input comes in parts of whole
 // chunks (CHUNK elements), each bound on its own; chunk indices below are the part's.
-//   count_chunks: workgroup c counts the nonzero elements of chunk c into counts[chunk_base + c].
-//   scan_counts: one workgroup turns counts[0..chunks) into exclusive offsets and writes their
-//     total at counts[chunks].
+//   count_chunks, scan_counts (`chunk_scan.wgsl`, which follows): the nonzero elements per chunk,
+//     then their offsets, the total at counts[chunks].
 //   write_coords: workgroup c counts again, scans its threads' counts, and writes each nonzero
 //     element's coordinates (int64, low word first) at row counts[chunk_base + c] + its rank in the
 //     chunk, where those words fall inside the bound output window.
-
-const WG: u32 = 256u;
-const PER_THREAD: u32 = 4u;
-const CHUNK: u32 = 1024u;
 
 struct Params {
     // Elements in this part.
@@ -40,8 +35,6 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> out: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-var<workgroup> partial: array<u32, WG>;
-
 // Whether element i of the part is nonzero: any bit under its word's mask set. The masks keep an
 // integer's every bit and a float32's or float64's exponent only: NaN and infinities count, signed
 // zeros do not, and neither do those types' subnormals (TF-CPU compares them as zero; its float16
@@ -61,68 +54,21 @@ fn nonzero(i: u32) -> bool {
     return any != 0u;
 }
 
-// Thread t's elements are PER_THREAD consecutive ones, so threads in order cover the chunk in order.
-fn thread_count(chunk: u32, t: u32) -> u32 {
-    var c = 0u;
-    for (var k = 0u; k < PER_THREAD; k++) {
-        let i = chunk * CHUNK + t * PER_THREAD + k;
-        if (i < p.n && nonzero(i)) {
-            c += 1u;
-        }
-    }
-    return c;
+// `chunk_scan.wgsl`'s hooks.
+fn kept(i: u32) -> bool {
+    return nonzero(i);
 }
 
-// Inclusive prefix sums of `partial` across the workgroup (Hillis-Steele).
-fn scan_partial(t: u32) {
-    for (var s = 1u; s < WG; s <<= 1u) {
-        var add = 0u;
-        if (t >= s) {
-            add = partial[t - s];
-        }
-        workgroupBarrier();
-        partial[t] += add;
-        workgroupBarrier();
-    }
+fn chunk_base() -> u32 {
+    return p.chunk_base;
 }
 
-@compute @workgroup_size(256)
-fn count_chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    let chunk = wid.x + wid.y * nwg.x;
-    partial[t] = thread_count(chunk, t);
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            partial[t] += partial[t + s];
-        }
-        workgroupBarrier();
-    }
-    if (t == 0u && chunk * CHUNK < p.n) {
-        counts[p.chunk_base + chunk] = partial[0];
-    }
+fn load_count(c: u32) -> u32 {
+    return counts[c];
 }
 
-@compute @workgroup_size(256)
-fn scan_counts(@builtin(local_invocation_index) t: u32) {
-    let per = (p.chunks + WG - 1u) / WG;
-    let lo = min(t * per, p.chunks);
-    let hi = min(lo + per, p.chunks);
-    var sum = 0u;
-    for (var c = lo; c < hi; c++) {
-        sum += counts[c];
-    }
-    partial[t] = sum;
-    workgroupBarrier();
-    scan_partial(t);
-    var run = partial[t] - sum;
-    for (var c = lo; c < hi; c++) {
-        let v = counts[c];
-        counts[c] = run;
-        run += v;
-    }
-    if (t == WG - 1u) {
-        counts[p.chunks] = partial[WG - 1u];
-    }
+fn store_count(c: u32, v: u32) {
+    counts[c] = v;
 }
 
 // Writes the coordinates of flat index `flat` as output row `row`, the words inside the window.
@@ -142,14 +88,11 @@ fn write_row(flat: u32, row: u32) {
 @compute @workgroup_size(256)
 fn write_coords(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let chunk = wid.x + wid.y * nwg.x;
-    let mine = thread_count(chunk, t);
-    partial[t] = mine;
-    workgroupBarrier();
-    scan_partial(t);
+    let before = chunk_rank(chunk, t);
     if (chunk * CHUNK >= p.n) {
         return;
     }
-    var row = counts[p.chunk_base + chunk] + partial[t] - mine;
+    var row = load_count(chunk_base() + chunk) + before;
     for (var k = 0u; k < PER_THREAD; k++) {
         let i = chunk * CHUNK + t * PER_THREAD + k;
         if (i < p.n && nonzero(i)) {

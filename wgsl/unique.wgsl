@@ -8,17 +8,15 @@
 //     (atomicMin), and `record` notes the slot in slots[i].
 //   resolve (Unique): slots[i] = the index of the first occurrence of element i's key.
 //   lookup (ListDiff): slots[i] = i where x[i] is not in the table (kept), EMPTY where it is.
-//   count_chunks, scan_counts: as compact.wgsl, over the selected elements (slots[i] == i): the
-//     first occurrences (Unique) or the kept elements (ListDiff); the total at counts[chunks].
+//   count_chunks, scan_counts (`chunk_scan.wgsl`, which follows): as Where's, over the selected
+//     elements (slots[i] == i): the first occurrences (Unique) or the kept elements (ListDiff); the
+//     total at counts[chunks].
 //   write_selected: each selected element's bits at its rank; Unique: idx[i] = rank; ListDiff:
 //     idx[rank] = i.
 //   write_rest (Unique): idx[i] = idx[first occurrence]; counts of each unique value.
 // A probe longer than `probe_limit` (llvmpipe ends long loops early) sets counts[chunks + 1]; the
 // host then tries again with another seed.
 
-const WG: u32 = 256u;
-const PER_THREAD: u32 = 4u;
-const CHUNK: u32 = 1024u;
 const EMPTY: u32 = 0xffffffffu;
 
 struct Params {
@@ -69,7 +67,6 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> count: array<atomic<u32>>;
 @group(0) @binding(8) var<uniform> p: Params;
 
-var<workgroup> partial: array<u32, WG>;
 
 // The element at byte `start` whose word is `word` (and, for 8 bytes, `high` the next one).
 fn element_bits(start: u32, word: u32, high: u32) -> vec2<u32> {
@@ -265,68 +262,21 @@ fn selected(i: u32) -> bool {
     return slots[p.slots_off + i] == i;
 }
 
-// Thread t's elements are PER_THREAD consecutive ones, so threads in order cover the chunk in order.
-fn thread_count(chunk: u32, t: u32) -> u32 {
-    var c = 0u;
-    for (var k = 0u; k < PER_THREAD; k++) {
-        let i = chunk * CHUNK + t * PER_THREAD + k;
-        if (i < p.n && selected(i)) {
-            c += 1u;
-        }
-    }
-    return c;
+// `chunk_scan.wgsl`'s hooks (one pass: every chunk counts from the first).
+fn kept(i: u32) -> bool {
+    return selected(i);
 }
 
-// Inclusive prefix sums of `partial` across the workgroup (Hillis-Steele).
-fn scan_partial(t: u32) {
-    for (var s = 1u; s < WG; s <<= 1u) {
-        var add = 0u;
-        if (t >= s) {
-            add = partial[t - s];
-        }
-        workgroupBarrier();
-        partial[t] += add;
-        workgroupBarrier();
-    }
+fn chunk_base() -> u32 {
+    return 0u;
 }
 
-@compute @workgroup_size(256)
-fn count_chunks(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    let chunk = wid.x + wid.y * nwg.x;
-    partial[t] = thread_count(chunk, t);
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            partial[t] += partial[t + s];
-        }
-        workgroupBarrier();
-    }
-    if (t == 0u && chunk * CHUNK < p.n) {
-        atomicStore(&counts[p.counts_off + chunk], partial[0]);
-    }
+fn load_count(c: u32) -> u32 {
+    return atomicLoad(&counts[p.counts_off + c]);
 }
 
-@compute @workgroup_size(256)
-fn scan_counts(@builtin(local_invocation_index) t: u32) {
-    let per = (p.chunks + WG - 1u) / WG;
-    let lo = min(t * per, p.chunks);
-    let hi = min(lo + per, p.chunks);
-    var sum = 0u;
-    for (var c = lo; c < hi; c++) {
-        sum += atomicLoad(&counts[p.counts_off + c]);
-    }
-    partial[t] = sum;
-    workgroupBarrier();
-    scan_partial(t);
-    var run = partial[t] - sum;
-    for (var c = lo; c < hi; c++) {
-        let v = atomicLoad(&counts[p.counts_off + c]);
-        atomicStore(&counts[p.counts_off + c], run);
-        run += v;
-    }
-    if (t == WG - 1u) {
-        atomicStore(&counts[p.counts_off + p.chunks], partial[WG - 1u]);
-    }
+fn store_count(c: u32, v: u32) {
+    atomicStore(&counts[p.counts_off + c], v);
 }
 
 fn store_index(at: u32, value: u32) {
@@ -359,14 +309,11 @@ fn store_value(at: u32, b: vec2<u32>) {
 @compute @workgroup_size(256)
 fn write_selected(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let chunk = wid.x + wid.y * nwg.x;
-    let mine = thread_count(chunk, t);
-    partial[t] = mine;
-    workgroupBarrier();
-    scan_partial(t);
+    let before = chunk_rank(chunk, t);
     if (chunk * CHUNK >= p.n) {
         return;
     }
-    var rank = atomicLoad(&counts[p.counts_off + chunk]) + partial[t] - mine;
+    var rank = load_count(chunk) + before;
     for (var k = 0u; k < PER_THREAD; k++) {
         let i = chunk * CHUNK + t * PER_THREAD + k;
         if (i < p.n && selected(i)) {

@@ -9,8 +9,12 @@ use crate::runtime::pipeline::{check_loop_iterations, dispatch, storage_window, 
 use super::windows::binding_limit;
 use super::{kernel, shader_len, DType, KernelContext, KernelDef, KernelInstance};
 
-pub const SHADER: Shader =
-    Shader { name: "compact", source: include_str!("../../wgsl/compact.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "compact",
+    source: concat!(include_str!("../../wgsl/compact.wgsl"), include_str!("../../wgsl/chunk_scan.wgsl")),
+    storage_buffers: 3,
+    uniform_buffers: 0,
+};
 
 /// Elements per workgroup (`CHUNK` in the shader).
 const CHUNK: u64 = 1024;

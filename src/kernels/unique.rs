@@ -21,8 +21,12 @@ use crate::runtime::{DeviceCore, Stream};
 use super::windows::binding_limit;
 use super::{kernel, leak, shader_len, DType, KernelContext, KernelDef, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "unique", source: include_str!("../../wgsl/unique.wgsl"), storage_buffers: 8, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "unique",
+    source: concat!(include_str!("../../wgsl/unique.wgsl"), include_str!("../../wgsl/chunk_scan.wgsl")),
+    storage_buffers: 8,
+    uniform_buffers: 0,
+};
 
 /// Elements per workgroup of the counting passes (`CHUNK` in the shader).
 const CHUNK: u64 = 1024;
