@@ -39,6 +39,12 @@ TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q --durations=10 tests/pyth
 echo "== TF $TF_VERSION with TF_WGPU_PORTABLE_LIMITS=1"
 TF_WGPU_PORTABLE_LIMITS=1 TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
   tests/python/test_plugin.py tests/python/test_models.py tests/python/test_conv_grads.py
+# The GPU kernel profile, what every non-CPU adapter runs (workgroup-tiled products, the implicit-GEMM
+# convolution, 32 invocations a softmax row), forced onto lavapipe so that both profiles stay
+# correct: the op suite, the convolution gradients, layouts and model inference (issue 18).
+echo "== TF $TF_VERSION with TF_WGPU_KERNELS=gpu"
+TF_WGPU_KERNELS=gpu TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+  tests/python/test_ops.py tests/python/test_conv_grads.py tests/python/test_layouts.py tests/python/test_models.py
 
 # The same built library on older TensorFlows: symbols are resolved at run time and struct sizes
 # respected, so one binary serves them all (2.16 also exports the variable functions that make eager

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tensorflow_wgpu::kernels::{
-    batch_norm, binary, cast, compact, complex, conv, im2col, index, integer, matmul, matrix, nn, random, reduce,
-    resize, rnn, scan, scatter, slice, sort, special, unary, volume,
+    batch_norm, binary, cast, compact, complex, conv, im2col, index, integer, matmul, matmul_gpu, matrix, nn, random,
+    reduce, resize, rnn, scan, scatter, slice, sort, special, unary, volume,
 };
 use tensorflow_wgpu::runtime::device::{portable_floor, portable_limits, requested_features, LimitsProfile};
 use tensorflow_wgpu::runtime::pipeline::{specialised_source, PipelineSpec, Shader};
@@ -57,6 +57,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::reduce::SHADER", &reduce::SHADER, NONE),
         ("kernels::reduce::F64_SHADER", &reduce::F64_SHADER, NONE),
         ("kernels::matmul::SHADER", &matmul::SHADER, MATMULS),
+        ("kernels::matmul_gpu::SHADER", &matmul_gpu::SHADER, MATMULS),
         ("kernels::matmul::PACK_SHADER", &matmul::PACK_SHADER, FLOATS),
         ("kernels::matmul::TILES_SHADER", &matmul::TILES_SHADER, FLOATS),
         ("kernels::matmul::TILES_SUBGROUP_SHADER", &matmul::TILES_SUBGROUP_SHADER, FLOATS),

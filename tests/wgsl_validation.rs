@@ -43,6 +43,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::reduce::F64_SHADER, &[]);
     for (ty, accumulator) in [("f32", "f32"), ("f16", "f32"), ("f64", "f64")] {
         validate(&tensorflow_wgpu::kernels::matmul::SHADER, &[("T", ty), ("ACC", accumulator)]);
+        validate(&tensorflow_wgpu::kernels::matmul_gpu::SHADER, &[("T", ty), ("ACC", accumulator)]);
     }
     for ty in ["f32", "f16"] {
         validate(&tensorflow_wgpu::kernels::matmul::PACK_SHADER, &[("T", ty)]);
@@ -135,6 +136,7 @@ fn every_wgsl_file_is_covered() {
             "math.wgsl",
             "math_f64.wgsl",
             "matmul.wgsl",
+            "matmul_gpu.wgsl",
             "matmul_pack.wgsl",
             "matmul_tiles.wgsl",
             "matmul_tiles_subgroup.wgsl",

@@ -15,6 +15,7 @@ use super::binary::BinaryOp;
 use super::im2col::{self, Im2col};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
+use super::matmul_gpu;
 use super::scatter::{self, Combine};
 use super::windows::{self, binding_limit};
 use super::{fast_div, shader_len, validate, AttrValue, DType, KernelContext, KernelInstance, TensorRef};
@@ -357,6 +358,9 @@ pub fn launch_conv(
             false,
         );
     }
+    if !plan.depthwise && p.fc == p.c && matmul_gpu::applies(stream.device()) {
+        return matmul_gpu::conv(stream, &geometry(p), input, filter, out);
+    }
     if !plan.depthwise && p.fc == p.c && im2col::launch_conv_tiles(stream, &geometry(p), input, filter, out)? {
         return Ok(());
     }
@@ -439,7 +443,15 @@ pub fn conv_with_channels_padded(
     out: &TensorRef,
 ) -> Result<bool> {
     let p = &plan.params;
-    if plan.depthwise || p.fc != p.c || p.c.is_multiple_of(4) || input.num_elements() == 0 || out.num_elements() == 0 {
+    // The GPU profile's implicit GEMM reads any channel count as it is.
+    let gpu = matmul_gpu::applies(ctx.stream()?.device());
+    if gpu
+        || plan.depthwise
+        || p.fc != p.c
+        || p.c.is_multiple_of(4)
+        || input.num_elements() == 0
+        || out.num_elements() == 0
+    {
         return Ok(false);
     }
     let c4 = p.c.next_multiple_of(4);
@@ -789,10 +801,10 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     // The ungrouped gradients as convolutions and matmuls, each where it applies, in order of
     // preference; else the direct kernels.
     let p = &plan.params;
-    let as_products: [GradRoute; 3] = if for_filter {
-        [grad_filter_with_channels_padded, grad_filter_tiles, grad_filter_as_matmul]
+    let as_products: &[GradRoute] = if for_filter {
+        &[grad_filter_gpu, grad_filter_with_channels_padded, grad_filter_tiles, grad_filter_as_matmul]
     } else {
-        [grad_input_with_channels_padded, grad_input_by_columns, grad_input_as_conv]
+        &[grad_input_with_channels_padded, grad_input_by_columns, grad_input_as_conv]
     };
     let (first, second) = if for_filter { (&known, &dy) } else { (&dy, &known) };
     if !depthwise {
@@ -830,7 +842,8 @@ fn grad_input_with_channels_padded(
     filter: &TensorRef,
     dx: &TensorRef,
 ) -> Result<bool> {
-    if p.fc != p.c || p.c.is_multiple_of(4) {
+    // The GPU profile's implicit GEMM (by way of `grad_input_as_conv`) reads any channel count.
+    if p.fc != p.c || p.c.is_multiple_of(4) || matmul_gpu::applies(ctx.stream()?.device()) {
         return Ok(false);
     }
     let c4 = p.c.next_multiple_of(4);
@@ -959,6 +972,23 @@ fn grad_input_as_conv(
     };
     let plan = ConvPlan { out_shape: dx.shape.clone(), depthwise: false, params };
     launch_conv(stream, &plan, &spread, &turned, dx)?;
+    Ok(true)
+}
+
+/// Conv2DBackpropFilter on the GPU profile: dW = im2col(x)^T x dy as an implicit GEMM
+/// (`matmul_gpu::conv_grad_filter`). Returns false on the CPU profile and for grouped convolutions.
+fn grad_filter_gpu(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    x: &TensorRef,
+    dy: &TensorRef,
+    df: &TensorRef,
+) -> Result<bool> {
+    let stream = ctx.stream()?;
+    if p.fc != p.c || !matmul_gpu::applies(stream.device()) {
+        return Ok(false);
+    }
+    matmul_gpu::conv_grad_filter(stream, &geometry(p), x, dy, df)?;
     Ok(true)
 }
 

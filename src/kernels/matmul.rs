@@ -10,6 +10,7 @@ use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{split_batch_on_overflow, BatchArgs};
 use super::binary::broadcast_shapes;
+use super::matmul_gpu;
 use super::slice::contiguous_strides;
 use super::{fast_div, DType, KernelContext, KernelInstance, TensorRef};
 
@@ -56,8 +57,8 @@ const SUBGROUP_TILE_ROWS_PER_GROUP: u32 = 32;
 const SUBGROUP_TILE_COLS_PER_GROUP: u32 = 4 * SUBGROUP_TILE_LANES;
 /// The most scratch memory one packed operand may take; bigger products use the direct kernel.
 const MAX_PACKED_BYTES: u64 = 1 << 30;
-/// Set to `tiles`, `tiles-plain` (the tiled kernel without subgroups) or `direct` to force one matmul
-/// kernel (tests and benchmarks compare them).
+/// Set to `tiles`, `tiles-plain` (the tiled kernel without subgroups), `direct` or `gpu` to force one
+/// matmul kernel (tests and benchmarks compare them).
 pub const ENV_MATMUL: &str = "TF_WGPU_MATMUL";
 
 const MAX_BATCH_RANK: usize = 4;
@@ -136,6 +137,8 @@ pub(super) enum Kernel {
     /// `matmul_pack.wgsl` + `matmul_tiles.wgsl` (or its subgroup variant): uniform loads; what
     /// llvmpipe wants.
     Tiles,
+    /// `matmul_gpu.wgsl`: workgroup-memory tiles of 256 invocations; the GPU profile's.
+    Gpu,
 }
 
 fn forced_kernel() -> Option<&'static str> {
@@ -202,14 +205,18 @@ pub(super) fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32,
     let largest = tiles(m, k).max(tiles(k, n)) * TILE_BYTES;
     let packed_fit =
         largest <= limits.max_buffer_size.min(limits.max_storage_buffer_binding_size).min(MAX_PACKED_BYTES);
+    match forced_kernel() {
+        Some("direct") => return Kernel::Direct,
+        Some("gpu") => return Kernel::Gpu,
+        _ if matmul_gpu::applies(core) && forced_kernel().is_none() => return Kernel::Gpu,
+        _ => {}
+    }
     // The tiles compute in f32: float64 takes the direct kernel, which accumulates in f64.
     if !tiles_fit || !packed_fit || rounds_between_groups(dtype, k) || dtype == DType::F64 {
         return Kernel::Direct;
     }
-    match forced_kernel() {
-        Some("tiles" | "tiles-plain") => return Kernel::Tiles,
-        Some("direct") => return Kernel::Direct,
-        _ => {}
+    if matches!(forced_kernel(), Some("tiles" | "tiles-plain")) {
+        return Kernel::Tiles;
     }
     let dispatches = batch * m.div_ceil(TILE) as u64 * n.div_ceil(TILE) as u64 * k.div_ceil(TILE * TILE_PAIRS) as u64;
     let cpu = core.info.device_type == wgpu::DeviceType::Cpu;
@@ -276,10 +283,14 @@ pub fn launch(
     }
     let batch_count: i64 = batch.iter().product();
     let device = stream.device();
-    if choose_kernel(device, out.dtype, batch_count as u64, m as u32, n as u32, k as u32) == Kernel::Tiles {
+    let kernel = choose_kernel(device, out.dtype, batch_count as u64, m as u32, n as u32, k as u32);
+    if kernel != Kernel::Direct {
         let batch_shape: Vec<u32> = batch.iter().map(|&d| d as u32).collect();
         let a = Operand::new(a, transpose_a, batch_strides(a));
         let b = Operand::new(b, transpose_b, batch_strides(b));
+        if kernel == Kernel::Gpu {
+            return launch_gpu(stream, &a, &b, out, &batch_shape);
+        }
         return launch_tiles(stream, &a, &b, out, &batch_shape);
     }
     let mut p: Params = bytemuck::Zeroable::zeroed();
@@ -332,6 +343,26 @@ pub fn launch(
         }
         Ok(())
     })
+}
+
+/// The product on the GPU profile's kernel (`matmul_gpu.rs`).
+fn launch_gpu(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batch_shape: &[u32]) -> Result<()> {
+    matmul_gpu::launch(
+        stream,
+        &matmul_gpu::Product {
+            a: a.tensor,
+            b: b.tensor,
+            c: out,
+            m: a.rows,
+            n: b.cols,
+            k: a.cols,
+            read_a: matmul_gpu::ReadA::Strided { rs: a.rs, cs: a.cs },
+            b_strides: (b.rs, b.cs),
+            batch_shape,
+            a_batch_strides: &a.batch_strides,
+            b_batch_strides: &b.batch_strides,
+        },
+    )
 }
 
 /// The running sums of an f32 direct matmul: a contraction of k runs in blocks of about sqrt(k)

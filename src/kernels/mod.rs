@@ -63,6 +63,7 @@ pub mod index;
 pub mod integer;
 pub mod layout;
 pub mod matmul;
+pub mod matmul_gpu;
 pub mod matrix;
 pub mod nn;
 pub mod random;

@@ -128,6 +128,40 @@ pub const ENV_PORTABLE_LIMITS: &str = "TF_WGPU_PORTABLE_LIMITS";
 /// See `Device::open_with`.
 pub const ENV_NO_LOOP_LIMIT: &str = "TF_WGPU_NO_LOOP_LIMIT";
 
+/// Environment variable: `gpu` or `cpu` forces one kernel profile on every adapter, so that both
+/// run (and are tested) on lavapipe. By default CPU adapters take the CPU profile (kernels shaped
+/// for llvmpipe: uniform tiles, few barriers) and every other adapter the GPU profile (workgroup
+/// tiles of 256 invocations in workgroup memory).
+pub const ENV_KERNELS: &str = "TF_WGPU_KERNELS";
+
+/// Which family of kernels a device runs where both exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelProfile {
+    Gpu,
+    Cpu,
+}
+
+impl KernelProfile {
+    /// `TF_WGPU_KERNELS` if set, else by the adapter's type.
+    pub fn for_adapter(info: &wgpu::AdapterInfo) -> KernelProfile {
+        static FORCED: std::sync::OnceLock<Option<KernelProfile>> = std::sync::OnceLock::new();
+        let forced = FORCED.get_or_init(|| match std::env::var(ENV_KERNELS).as_deref().map(str::trim) {
+            Ok("gpu") => Some(KernelProfile::Gpu),
+            Ok("cpu") => Some(KernelProfile::Cpu),
+            Ok("") | Err(_) => None,
+            Ok(other) => {
+                log::warn!("tensorflow-wgpu: {ENV_KERNELS}={other} ignored (gpu or cpu)");
+                None
+            }
+        });
+        match forced {
+            Some(profile) => *profile,
+            None if info.device_type == wgpu::DeviceType::Cpu => KernelProfile::Cpu,
+            None => KernelProfile::Gpu,
+        }
+    }
+}
+
 /// Which limits and features `Device::open_with` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LimitsProfile {
@@ -336,6 +370,11 @@ impl Drop for Device {
 }
 
 impl DeviceCore {
+    /// The kernel profile this device runs (`KernelProfile::for_adapter`).
+    pub fn kernel_profile(&self) -> KernelProfile {
+        KernelProfile::for_adapter(&self.info)
+    }
+
     /// Submits one command buffer; returns its sequence number (1, 2, ... in submission order).
     pub fn submit(&self, commands: wgpu::CommandBuffer) -> u64 {
         let mut log = self.submissions.lock().unwrap_or_else(|e| e.into_inner());

@@ -2216,8 +2216,11 @@ def test_vectorised_elementwise_ops_on_views(strict_placement):
 
 def dispatch_log(script, **env_vars):
     """The plugin's trace log (each dispatch and submit) of `script`, run in a fresh interpreter with
-    `env_vars` added to the environment."""
-    env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2", **env_vars)
+    `env_vars` added to the environment. The tests that read it name lavapipe's kernels, so it runs
+    the CPU kernel profile unless `TF_WGPU_KERNELS` is given (CI also runs this file under
+    TF_WGPU_KERNELS=gpu)."""
+    env = dict(os.environ, TF_WGPU_LOG="tensorflow_wgpu=trace", TF_CPP_MIN_LOG_LEVEL="2")
+    env.update({"TF_WGPU_KERNELS": "cpu", **env_vars})
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stderr
@@ -2289,6 +2292,16 @@ def test_tiled_matmul_shares_rows_through_subgroups():
     log = dispatch_log(TILED_MATMUL_SCRIPT)
     assert "dispatch matmul tiles subgroup" in log, log[-3000:]
     assert "dispatch matmul tiles [" not in log, log[-3000:]
+
+
+def test_gpu_profile_runs_workgroup_tiles():
+    """The GPU kernel profile (forced here with TF_WGPU_KERNELS=gpu; GPUs take it by default) runs
+    the products above, the convolution included, on matmul_gpu.wgsl's workgroup tiles, and splits
+    the contractions of the products with few tiles (the 40 x 650 x 33 one) across workgroups."""
+    log = dispatch_log(TILED_MATMUL_SCRIPT, TF_WGPU_KERNELS="gpu")
+    assert log.count("dispatch matmul gpu [") >= 5, log[-3000:]
+    assert "dispatch matmul gpu sum splits" in log, log[-3000:]
+    assert "dispatch matmul tiles" not in log and "pack_im2col" not in log, log[-3000:]
 
 
 def test_tiled_matmul_without_subgroups_matches_numpy():

@@ -1,0 +1,231 @@
+// The GPU profile's matrix product: C[b] = A[b] x B[b] in workgroup-memory tiles, the design of
+// tfjs-webgpu's MatMulPackedProgram and cuBLAS-style SGEMMs. A workgroup of 16 x 16 invocations
+// computes a 64 x 64 tile of C; each invocation a 4 x 4 register block (rows 4 ty.., columns
+// 4 tx..). Per 16-deep step of the contraction the workgroup stages a 64 x 16 slab of A and a
+// 16 x 64 slab of B in workgroup memory as vec4s along M and N, each invocation loading 4 words of
+// each with neighbouring invocations on neighbouring addresses (`A_ROWS_FAST`/`B_ROWS_FAST` say
+// which index is contiguous in memory); then, for each of the 16 k, two vec4 reads feed 16
+// multiply-adds.
+//
+// A is read through `load_a`, so one kernel serves three products (`A_MODE`):
+//   0: A strided (row and column strides encode transposes; batch strides broadcast);
+//   1: A = im2col(input) of an NHWC convolution, rows output pixels, columns filter taps
+//      (ky, kx, c): the forward convolution as an implicit GEMM, no columns written out;
+//   2: A = im2col(input)^T, rows taps, columns pixels: the filter gradient dW = im2col(x)^T x dy.
+//
+// Split-k: workgroup z = batch * splits + split sums contraction elements
+// k_base + [split * k_split, (split + 1) * k_split) and, with splits > 1, writes its sum into `partials`
+// (ACC), which `sum_splits` then adds up in order into C. Within a split the running sum restarts
+// every `block_steps` steps and is folded into the total, so that no running sum is longer than
+// about sqrt(k) terms (the error of a sum grows with its length).
+// `T` is the storage type, `ACC` the accumulator's (f32 for f32 and f16, f64 for f64).
+// Dispatch: (ceil(N / 64), ceil(M / 64) rows of tiles from `tile_row0`, batches x splits).
+
+override A_MODE: u32 = 0u;
+override A_ROWS_FAST: bool = false;
+override B_ROWS_FAST: bool = false;
+
+struct Params {
+    m: u32,
+    n: u32,
+    // The end of this dispatch's part of the contraction (it starts at `k_base`).
+    k_end: u32,
+    batch_rank: u32,
+    a_off: u32,
+    b_off: u32,
+    c_off: u32,
+    // Add to C as stored.
+    accumulate: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_rs: u32,
+    b_cs: u32,
+    batch_shape: vec4<u32>,
+    a_batch_stride: vec4<u32>,
+    b_batch_stride: vec4<u32>,
+    // Output batches, contraction splits and each split's length, the steps of a running sum
+    // (see above), the first row of tiles this dispatch computes, and where its part of the
+    // contraction starts (a contraction longer than llvmpipe's loop limit runs in parts).
+    batches: u32,
+    splits: u32,
+    k_split: u32,
+    block_steps: u32,
+    tile_row0: u32,
+    k_base: u32,
+    _pad0: u32,
+    _pad1: u32,
+    // The convolution (A_MODE 1, 2): input h, w, c and output width; window width, strides and
+    // output height; dilations and the top and left padding.
+    image: vec4<u32>,
+    window: vec4<u32>,
+    dilation_pad: vec4<u32>,
+}
+
+@group(0) @binding(0) var<storage, read_write> a: array<T>;
+@group(0) @binding(1) var<storage, read_write> b: array<T>;
+@group(0) @binding(2) var<storage, read_write> c: array<T>;
+@group(0) @binding(3) var<storage, read_write> partials: array<ACC>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+const TILE: u32 = 64u;
+const DEPTH: u32 = 16u;
+// A slab's k-rows are 16 vec4s, the vec4 holding rows 4q..4q+3 (or columns) of k-row kk stored
+// at kk * 16 + (q ^ kk): without the swizzle the staging stores of a k-fast operand would land 64
+// words apart, all in one memory bank (with it 8 banks serve 16 stores), and padding the rows
+// instead would take float64's two slabs past WebGPU's 16 KiB of workgroup memory.
+fn slot(kk: u32, q: u32) -> u32 {
+    return kk * 16u + (q ^ kk);
+}
+
+var<workgroup> a_tile: array<vec4<ACC>, 256>;
+var<workgroup> b_tile: array<vec4<ACC>, 256>;
+
+// A's and B's element offsets of output batch `z`.
+fn batch_bases(z: u32) -> vec2<u32> {
+    var rem = z;
+    var bases = vec2<u32>(p.a_off, p.b_off);
+    for (var d = p.batch_rank; d > 0u; d--) {
+        let k = d - 1u;
+        let coord = rem % p.batch_shape[k];
+        rem = rem / p.batch_shape[k];
+        bases += coord * vec2<u32>(p.a_batch_stride[k], p.b_batch_stride[k]);
+    }
+    return bases;
+}
+
+// Element (pixel, tap) of the convolution's im2col matrix: zero in the padding.
+fn im2col(base: u32, pixel: u32, tap: u32) -> ACC {
+    let ci = tap % p.image.z;
+    let kpos = tap / p.image.z;
+    let kx = kpos % p.window.x;
+    let ky = kpos / p.window.x;
+    let ox = pixel % p.image.w;
+    let rest = pixel / p.image.w;
+    let oy = rest % p.window.w;
+    let image = rest / p.window.w;
+    let iy = i32(oy * p.window.y + ky * p.dilation_pad.x) - i32(p.dilation_pad.z);
+    let ix = i32(ox * p.window.z + kx * p.dilation_pad.y) - i32(p.dilation_pad.w);
+    if (iy < 0 || ix < 0 || u32(iy) >= p.image.x || u32(ix) >= p.image.y) {
+        return ACC(0.0);
+    }
+    return ACC(a[base + ((image * p.image.x + u32(iy)) * p.image.y + u32(ix)) * p.image.z + ci]);
+}
+
+fn load_a(base: u32, row: u32, col: u32) -> ACC {
+    switch A_MODE {
+        case 1u: { return im2col(base, row, col); }
+        case 2u: { return im2col(base, col, row); }
+        default: { return ACC(a[base + row * p.a_rs + col * p.a_cs]); }
+    }
+}
+
+// Stages element `e` (of 256 x 4) of the k-step at `k0`: one word of A's slab and one of B's.
+fn stage(e: u32, bases: vec2<u32>, row0: u32, col0: u32, k0: u32, k_end: u32) {
+    var r: u32;
+    var kk: u32;
+    if (A_ROWS_FAST) {
+        r = e % TILE;
+        kk = e / TILE;
+    } else {
+        kk = e % DEPTH;
+        r = e / DEPTH;
+    }
+    var value = ACC(0.0);
+    if (row0 + r < p.m && k0 + kk < k_end) {
+        value = load_a(bases.x, row0 + r, k0 + kk);
+    }
+    a_tile[slot(kk, r / 4u)][r % 4u] = value;
+    var col: u32;
+    if (B_ROWS_FAST) {
+        kk = e % DEPTH;
+        col = e / DEPTH;
+    } else {
+        col = e % TILE;
+        kk = e / TILE;
+    }
+    value = ACC(0.0);
+    if (col0 + col < p.n && k0 + kk < k_end) {
+        value = ACC(b[bases.y + (k0 + kk) * p.b_rs + (col0 + col) * p.b_cs]);
+    }
+    b_tile[slot(kk, col / 4u)][col % 4u] = value;
+}
+
+// The loops over the register block are written out: llvmpipe counts every loop iteration
+// against its per-invocation limit (DeviceCore::max_loop_iterations), and a k-step then costs
+// DEPTH + 1 of them.
+@compute @workgroup_size(16, 16)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(local_invocation_index) flat: u32,
+) {
+    let batch = wid.z / p.splits;
+    let split = wid.z - batch * p.splits;
+    let bases = batch_bases(batch);
+    let row0 = (p.tile_row0 + wid.y) * TILE;
+    let col0 = wid.x * TILE;
+    let k_begin = p.k_base + split * p.k_split;
+    let k_end = min(k_begin + p.k_split, p.k_end);
+    var total: array<vec4<ACC>, 4>;
+    var acc: array<vec4<ACC>, 4>;
+    var steps = 0u;
+    for (var k0 = k_begin; k0 < k_end; k0 += DEPTH) {
+        stage(flat, bases, row0, col0, k0, k_end);
+        stage(flat + 256u, bases, row0, col0, k0, k_end);
+        stage(flat + 512u, bases, row0, col0, k0, k_end);
+        stage(flat + 768u, bases, row0, col0, k0, k_end);
+        workgroupBarrier();
+        for (var kk = 0u; kk < DEPTH; kk++) {
+            let av = a_tile[slot(kk, lid.y)];
+            let bv = b_tile[slot(kk, lid.x)];
+            acc[0] = fma(vec4<ACC>(av.x), bv, acc[0]);
+            acc[1] = fma(vec4<ACC>(av.y), bv, acc[1]);
+            acc[2] = fma(vec4<ACC>(av.z), bv, acc[2]);
+            acc[3] = fma(vec4<ACC>(av.w), bv, acc[3]);
+        }
+        workgroupBarrier();
+        steps++;
+        if (steps == p.block_steps) {
+            steps = 0u;
+            total[0] += acc[0];
+            total[1] += acc[1];
+            total[2] += acc[2];
+            total[3] += acc[3];
+            acc[0] = vec4<ACC>(0.0);
+            acc[1] = vec4<ACC>(0.0);
+            acc[2] = vec4<ACC>(0.0);
+            acc[3] = vec4<ACC>(0.0);
+        }
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let row = row0 + 4u * lid.y + i;
+        let sum = total[i] + acc[i];
+        for (var j = 0u; j < 4u; j++) {
+            let col = col0 + 4u * lid.x + j;
+            if (row < p.m && col < p.n) {
+                let at = (batch * p.m + row) * p.n + col;
+                if (p.splits > 1u) {
+                    partials[split * p.m * p.n * p.batches + at] = sum[j];
+                } else {
+                    c[p.c_off + at] = T(sum[j] + select(ACC(0.0), ACC(c[p.c_off + at]), p.accumulate != 0u));
+                }
+            }
+        }
+    }
+}
+
+// C = the splits' partial sums, added in order (plus C as stored where `accumulate`): one
+// invocation per element of C, `p.batches` batches of M x N.
+@compute @workgroup_size(256)
+fn sum_splits(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let at = gid.x + gid.y * nwg.x * 256u;
+    let elements = p.m * p.n * p.batches;
+    if (at >= elements) {
+        return;
+    }
+    var sum = select(ACC(0.0), ACC(c[p.c_off + at]), p.accumulate != 0u);
+    for (var s = 0u; s < p.splits; s++) {
+        sum += partials[s * elements + at];
+    }
+    c[p.c_off + at] = T(sum);
+}
