@@ -31,7 +31,7 @@ fn main(
             m = max(m, x[p.in_off + base + i]);
         }
     }
-    let row_max = row_reduce(lane, m, OP_MAX);
+    let row_max = row_reduce(lid, m, OP_MAX);
     // The denominator with Kahan's compensation (math.wgsl), so that long rows do not drift.
     var s = MathSum(0.0, 0.0);
     if (valid) {
@@ -39,7 +39,7 @@ fn main(
             math_sum_add(&s, math_exp(x[p.in_off + base + i] - row_max));
         }
     }
-    let total = row_reduce(lane, math_sum_value(s), OP_SUM);
+    let total = row_reduce(lid, math_sum_value(s), OP_SUM);
     if (valid) {
         for (var i = lane; i < p.cols; i += LANES) {
             let shifted = x[p.in_off + base + i] - row_max;

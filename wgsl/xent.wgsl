@@ -46,7 +46,7 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
             m = max(m, features[base + j]);
         }
     }
-    let row_max = row_reduce(lane, m, OP_MAX);
+    let row_max = row_reduce(lid, m, OP_MAX);
     // Compensated sums (math.wgsl), so that long rows do not drift.
     var s = MathSum(0.0, 0.0);
     var dot = MathSum(0.0, 0.0);
@@ -61,9 +61,9 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
             math_sum_add(&mass, t);
         }
     }
-    let total = row_reduce(lane, math_sum_value(s), OP_SUM);
-    let target_dot = row_reduce(lane, math_sum_value(dot), OP_SUM);
-    let target_sum = row_reduce(lane, math_sum_value(mass), OP_SUM);
+    let total = row_reduce(lid, math_sum_value(s), OP_SUM);
+    let target_dot = row_reduce(lid, math_sum_value(dot), OP_SUM);
+    let target_sum = row_reduce(lid, math_sum_value(mass), OP_SUM);
     // Dense labels need not sum to 1: the loss is sum_j p_j * (log(total) - shifted_j), term by term
     // as TF sums it (an infinite label times a positive term is inf, where lse * sum(p) - dot would
     // be inf - inf).
@@ -74,7 +74,7 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
             math_sum_add(&terms, target_of(false, row, j) * (lse - (features[base + j] - row_max)));
         }
     }
-    let dense_loss = row_reduce(lane, math_sum_value(terms), OP_SUM);
+    let dense_loss = row_reduce(lid, math_sum_value(terms), OP_SUM);
     if (!valid) {
         return;
     }

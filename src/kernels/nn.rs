@@ -2,6 +2,7 @@
 //! with its gradient (`wgsl/xent.wgsl`).
 
 use crate::error::{Error, Result};
+use crate::runtime::device::KernelProfile;
 use crate::runtime::pipeline::{
     check_loop_iterations, dispatch_workgroups, grid, storage_window, PipelineSpec, Shader,
 };
@@ -18,6 +19,12 @@ use super::{shader_len, DType, KernelContext, KernelInstance};
 /// Short rows loop in one invocation each (no barriers, which llvmpipe runs as coroutine switches:
 /// a 128 x 10 cross-entropy took 3.9 ms as 128 workgroups of 256), long ones take a workgroup and
 /// a tree.
+/// On the GPU profile, rows up to this long loop in one invocation, and rows up to
+/// `GPU_WARP_ROW_MAX` take 32 invocations each: a GPU coalesces neighbouring invocations' loads,
+/// which one invocation per row (llvmpipe's best) would scatter over as many rows.
+const GPU_SERIAL_ROW_MAX: u32 = 32;
+const GPU_WARP_ROW_MAX: u32 = 4096;
+
 struct RowSplit {
     lanes: u32,
     workgroup: u32,
@@ -27,7 +34,10 @@ impl RowSplit {
     /// The split for rows of `cols`, refused where one invocation's loops (four passes over its
     /// share of the row, and the trees) would run longer than the adapter allows.
     fn for_cols(device: &DeviceCore, cols: u32, what: &str) -> Result<RowSplit> {
-        let split = if cols <= SERIAL_REDUCTION_MAX {
+        let gpu = device.kernel_profile() == KernelProfile::Gpu;
+        let split = if gpu && cols > GPU_SERIAL_ROW_MAX && cols <= GPU_WARP_ROW_MAX {
+            RowSplit { lanes: 32, workgroup: 256 }
+        } else if cols <= SERIAL_REDUCTION_MAX {
             RowSplit { lanes: 1, workgroup: SERIAL_WORKGROUP as u32 }
         } else {
             RowSplit { lanes: 256, workgroup: 256 }
