@@ -2,8 +2,8 @@
 // tfjs-webgpu's MatMulPackedProgram and cuBLAS-style SGEMMs. A workgroup of 16 x 16 invocations
 // computes a 64 x 64 tile of C; each invocation a 4 x 4 register block (rows 4 ty.., columns
 // 4 tx..). Per 16-deep step of the contraction the workgroup stages a 64 x 16 slab of A and a
-// 16 x 64 slab of B in workgroup memory as vec4s along M and N, each invocation loading 4 words of
-// each with neighbouring invocations on neighbouring addresses (`A_ROWS_FAST`/`B_ROWS_FAST` say
+// 16 x 64 slab of B in workgroup memory as vec4s along M and N, each invocation staging one vec4
+// of each with neighbouring invocations on neighbouring addresses (`A_ROWS_FAST`/`B_ROWS_FAST` say
 // which index is contiguous in memory); then, for each of the 16 k, two vec4 reads feed 16
 // multiply-adds.
 //
@@ -11,7 +11,12 @@
 //   0: A strided (row and column strides encode transposes; batch strides broadcast);
 //   1: A = im2col(input) of an NHWC convolution, rows output pixels, columns filter taps
 //      (ky, kx, c): the forward convolution as an implicit GEMM, no columns written out;
-//   2: A = im2col(input)^T, rows taps, columns pixels: the filter gradient dW = im2col(x)^T x dy.
+//   2: A = im2col(input)^T, rows taps, columns pixels: the filter gradient dW = im2col(x)^T x dy;
+//   3: A = the output gradient dy gathered for each input pixel (rows) and tap (ky, kx, o)
+//      (columns), zero where no output pixel reads the input pixel through that tap: the input
+//      gradient dx = A x filter[ky, kx, o, c] at any stride, without spreading dy by zeros.
+// A convolution's image may be a channel block of a wider one (`pixel_stride`), and C a column
+// block of a wider matrix (`c_rs`): grouped convolutions run a product per group.
 //
 // Split-k: workgroup z = batch * splits + split sums contraction elements
 // k_base + [split * k_split, (split + 1) * k_split) and, with splits > 1, writes its sum into `partials`
@@ -52,10 +57,12 @@ struct Params {
     block_steps: u32,
     tile_row0: u32,
     k_base: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // C's row stride (N unless C is a column block), and elements between an image's pixels.
+    c_rs: u32,
+    pixel_stride: u32,
     // The convolution (A_MODE 1, 2): input h, w, c and output width; window width, strides and
-    // output height; dilations and the top and left padding.
+    // output height; dilations and the top and left padding. A_MODE 3: dy's h, w and channels and
+    // the input width; window width, strides and the input height; the same.
     image: vec4<u32>,
     window: vec4<u32>,
     dilation_pad: vec4<u32>,
@@ -108,51 +115,84 @@ fn im2col(base: u32, pixel: u32, tap: u32) -> ACC {
     if (iy < 0 || ix < 0 || u32(iy) >= p.image.x || u32(ix) >= p.image.y) {
         return ACC(0.0);
     }
-    return ACC(a[base + ((image * p.image.x + u32(iy)) * p.image.y + u32(ix)) * p.image.z + ci]);
+    return ACC(a[base + ((image * p.image.x + u32(iy)) * p.image.y + u32(ix)) * p.pixel_stride + ci]);
+}
+
+// Element (input pixel, tap (ky, kx, o)) of the input gradient's A: dy at the output pixel that
+// reads the input pixel through the tap, zero where none does (the stride skips it, or it lies
+// past dy's edge).
+fn gather_dy(base: u32, pixel: u32, tap: u32) -> ACC {
+    let o = tap % p.image.z;
+    let kpos = tap / p.image.z;
+    let kx = kpos % p.window.x;
+    let ky = kpos / p.window.x;
+    let ix = pixel % p.image.w;
+    let rest = pixel / p.image.w;
+    let iy = rest % p.window.w;
+    let image = rest / p.window.w;
+    let ty = i32(iy + p.dilation_pad.z) - i32(ky * p.dilation_pad.x);
+    let tx = i32(ix + p.dilation_pad.w) - i32(kx * p.dilation_pad.y);
+    if (ty < 0 || tx < 0 || u32(ty) % p.window.y != 0u || u32(tx) % p.window.z != 0u) {
+        return ACC(0.0);
+    }
+    let oy = u32(ty) / p.window.y;
+    let ox = u32(tx) / p.window.z;
+    if (oy >= p.image.x || ox >= p.image.y) {
+        return ACC(0.0);
+    }
+    return ACC(a[base + ((image * p.image.x + oy) * p.image.y + ox) * p.pixel_stride + o]);
 }
 
 fn load_a(base: u32, row: u32, col: u32) -> ACC {
     switch A_MODE {
         case 1u: { return im2col(base, row, col); }
         case 2u: { return im2col(base, col, row); }
+        case 3u: { return gather_dy(base, row, col); }
         default: { return ACC(a[base + row * p.a_rs + col * p.a_cs]); }
     }
 }
 
-// Stages element `e` (of 256 x 4) of the k-step at `k0`: one word of A's slab and one of B's.
+// Stages vec4 `e` (of 256) of the k-step at `k0` into each slab: rows (or columns) 4q..4q+3 of
+// k-row kk, so that no two invocations write parts of one vec4. Neighbouring invocations take
+// neighbouring q where the operand's rows (columns) are contiguous in memory, else neighbouring k.
 fn stage(e: u32, bases: vec2<u32>, row0: u32, col0: u32, k0: u32, k_end: u32) {
-    var r: u32;
-    var kk: u32;
+    var q = e / DEPTH;
+    var kk = e % DEPTH;
     if (A_ROWS_FAST) {
-        r = e % TILE;
-        kk = e / TILE;
-    } else {
-        kk = e % DEPTH;
-        r = e / DEPTH;
+        q = e % DEPTH;
+        kk = e / DEPTH;
     }
-    var value = ACC(0.0);
-    if (row0 + r < p.m && k0 + kk < k_end) {
-        value = load_a(bases.x, row0 + r, k0 + kk);
+    var value = vec4<ACC>(0.0);
+    if (k0 + kk < k_end) {
+        for (var i = 0u; i < 4u; i++) {
+            let r = row0 + 4u * q + i;
+            if (r < p.m) {
+                value[i] = load_a(bases.x, r, k0 + kk);
+            }
+        }
     }
-    a_tile[slot(kk, r / 4u)][r % 4u] = value;
-    var col: u32;
+    a_tile[slot(kk, q)] = value;
+    q = e % DEPTH;
+    kk = e / DEPTH;
     if (B_ROWS_FAST) {
+        q = e / DEPTH;
         kk = e % DEPTH;
-        col = e / DEPTH;
-    } else {
-        col = e % TILE;
-        kk = e / TILE;
     }
-    value = ACC(0.0);
-    if (col0 + col < p.n && k0 + kk < k_end) {
-        value = ACC(b[bases.y + (k0 + kk) * p.b_rs + (col0 + col) * p.b_cs]);
+    value = vec4<ACC>(0.0);
+    if (k0 + kk < k_end) {
+        for (var j = 0u; j < 4u; j++) {
+            let col = col0 + 4u * q + j;
+            if (col < p.n) {
+                value[j] = ACC(b[bases.y + (k0 + kk) * p.b_rs + col * p.b_cs]);
+            }
+        }
     }
-    b_tile[slot(kk, col / 4u)][col % 4u] = value;
+    b_tile[slot(kk, q)] = value;
 }
 
 // The loops over the register block are written out: llvmpipe counts every loop iteration
 // against its per-invocation limit (DeviceCore::max_loop_iterations), and a k-step then costs
-// DEPTH + 1 of them.
+// DEPTH + 9 of them (the staging loops of 4 included).
 @compute @workgroup_size(16, 16)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -171,9 +211,6 @@ fn main(
     var steps = 0u;
     for (var k0 = k_begin; k0 < k_end; k0 += DEPTH) {
         stage(flat, bases, row0, col0, k0, k_end);
-        stage(flat + 256u, bases, row0, col0, k0, k_end);
-        stage(flat + 512u, bases, row0, col0, k0, k_end);
-        stage(flat + 768u, bases, row0, col0, k0, k_end);
         workgroupBarrier();
         for (var kk = 0u; kk < DEPTH; kk++) {
             let av = a_tile[slot(kk, lid.y)];
@@ -203,11 +240,11 @@ fn main(
         for (var j = 0u; j < 4u; j++) {
             let col = col0 + 4u * lid.x + j;
             if (row < p.m && col < p.n) {
-                let at = (batch * p.m + row) * p.n + col;
                 if (p.splits > 1u) {
-                    partials[split * p.m * p.n * p.batches + at] = sum[j];
+                    partials[split * p.m * p.n * p.batches + (batch * p.m + row) * p.n + col] = sum[j];
                 } else {
-                    c[p.c_off + at] = T(sum[j] + select(ACC(0.0), ACC(c[p.c_off + at]), p.accumulate != 0u));
+                    let at = p.c_off + (batch * p.m + row) * p.c_rs + col;
+                    c[at] = T(sum[j] + select(ACC(0.0), ACC(c[at]), p.accumulate != 0u));
                 }
             }
         }
@@ -223,9 +260,10 @@ fn sum_splits(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     if (at >= elements) {
         return;
     }
-    var sum = select(ACC(0.0), ACC(c[p.c_off + at]), p.accumulate != 0u);
+    let to = p.c_off + (at / p.n) * p.c_rs + at % p.n;
+    var sum = select(ACC(0.0), ACC(c[to]), p.accumulate != 0u);
     for (var s = 0u; s < p.splits; s++) {
         sum += partials[s * elements + at];
     }
-    c[p.c_off + at] = T(sum);
+    c[to] = T(sum);
 }

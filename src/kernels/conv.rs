@@ -358,8 +358,9 @@ pub fn launch_conv(
             false,
         );
     }
-    if !plan.depthwise && p.fc == p.c && matmul_gpu::applies(stream.device()) {
-        return matmul_gpu::conv(stream, &geometry(p), input, filter, out);
+    if !plan.depthwise && on_gemm(stream, input.dtype) {
+        let (g, groups) = group_geometry(p);
+        return matmul_gpu::conv(stream, &g, groups, input, filter, out);
     }
     if !plan.depthwise && p.fc == p.c && im2col::launch_conv_tiles(stream, &geometry(p), input, filter, out)? {
         return Ok(());
@@ -375,6 +376,25 @@ pub fn launch_conv(
         return launch_with(stream, "conv2d_oc4", plan.params, &[input, filter], out, Some(invocations));
     }
     launch(stream, "conv2d", plan.params, &[input, filter], out)
+}
+
+/// Whether convolutions and their gradients run as `matmul_gpu.wgsl`'s implicit GEMMs: on the GPU
+/// profile, and for float64 everywhere (the direct kernels compute in f32).
+fn on_gemm(stream: &Stream, dtype: DType) -> bool {
+    dtype == DType::F64 || matmul_gpu::applies(stream.device())
+}
+
+/// Whether the implicit GEMM, which binds each tensor whole, takes `tensors`: where one exceeds a
+/// binding (a single image: bigger batches are split before), float32 leaves it to the routes that
+/// work in chunks; float64 has no other route and reports the binding limit.
+fn gemm_binds(stream: &Stream, dtype: DType, tensors: &[&TensorRef]) -> bool {
+    let limit = binding_limit(stream.device());
+    dtype == DType::F64 || tensors.iter().all(|t| t.byte_len() <= limit)
+}
+
+/// One group's geometry (its input channels) and the number of groups.
+fn group_geometry(p: &Params) -> (Im2col, u32) {
+    (Im2col { c: p.fc, ..geometry(p) }, p.c / p.fc)
 }
 
 /// The implicit GEMM's view of an ungrouped convolution.
@@ -443,9 +463,8 @@ pub fn conv_with_channels_padded(
     out: &TensorRef,
 ) -> Result<bool> {
     let p = &plan.params;
-    // The GPU profile's implicit GEMM reads any channel count as it is.
-    let gpu = matmul_gpu::applies(ctx.stream()?.device());
-    if gpu
+    // The implicit GEMM reads any channel count as it is.
+    if on_gemm(ctx.stream()?, input.dtype)
         || plan.depthwise
         || p.fc != p.c
         || p.c.is_multiple_of(4)
@@ -802,9 +821,9 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     // preference; else the direct kernels.
     let p = &plan.params;
     let as_products: &[GradRoute] = if for_filter {
-        &[grad_filter_gpu, grad_filter_with_channels_padded, grad_filter_tiles, grad_filter_as_matmul]
+        &[grad_filter_gemm, grad_filter_with_channels_padded, grad_filter_tiles, grad_filter_as_matmul]
     } else {
-        &[grad_input_with_channels_padded, grad_input_by_columns, grad_input_as_conv]
+        &[grad_input_gemm, grad_input_with_channels_padded, grad_input_by_columns, grad_input_as_conv]
     };
     let (first, second) = if for_filter { (&known, &dy) } else { (&dy, &known) };
     if !depthwise {
@@ -842,8 +861,7 @@ fn grad_input_with_channels_padded(
     filter: &TensorRef,
     dx: &TensorRef,
 ) -> Result<bool> {
-    // The GPU profile's implicit GEMM (by way of `grad_input_as_conv`) reads any channel count.
-    if p.fc != p.c || p.c.is_multiple_of(4) || matmul_gpu::applies(ctx.stream()?.device()) {
+    if p.fc != p.c || p.c.is_multiple_of(4) {
         return Ok(false);
     }
     let c4 = p.c.next_multiple_of(4);
@@ -975,9 +993,9 @@ fn grad_input_as_conv(
     Ok(true)
 }
 
-/// Conv2DBackpropFilter on the GPU profile: dW = im2col(x)^T x dy as an implicit GEMM
-/// (`matmul_gpu::conv_grad_filter`). Returns false on the CPU profile and for grouped convolutions.
-fn grad_filter_gpu(
+/// Conv2DBackpropFilter as implicit GEMMs (`on_gemm`): dW = im2col(x)^T x dy, a product per
+/// group (`matmul_gpu::conv_grad_filter`). Returns false elsewhere.
+fn grad_filter_gemm(
     ctx: &mut dyn KernelContext,
     p: &Params,
     x: &TensorRef,
@@ -985,10 +1003,43 @@ fn grad_filter_gpu(
     df: &TensorRef,
 ) -> Result<bool> {
     let stream = ctx.stream()?;
-    if p.fc != p.c || !matmul_gpu::applies(stream.device()) {
+    if !on_gemm(stream, df.dtype) || !gemm_binds(stream, df.dtype, &[x, dy, df]) {
         return Ok(false);
     }
-    matmul_gpu::conv_grad_filter(stream, &geometry(p), x, dy, df)?;
+    let (g, groups) = group_geometry(p);
+    matmul_gpu::conv_grad_filter(stream, &g, groups, x, dy, df)?;
+    Ok(true)
+}
+
+/// Conv2DBackpropInput as implicit GEMMs (`on_gemm`): dy gathered through each tap at any stride,
+/// times the filter with its output channels before its input channels, a product per group
+/// (`matmul_gpu::conv_grad_input`). Returns false elsewhere.
+fn grad_input_gemm(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    dy: &TensorRef,
+    filter: &TensorRef,
+    dx: &TensorRef,
+) -> Result<bool> {
+    if !on_gemm(ctx.stream()?, dx.dtype) || !gemm_binds(ctx.stream()?, dx.dtype, &[dy, filter, dx]) {
+        return Ok(false);
+    }
+    let (g, groups) = group_geometry(p);
+    let (kh, kw, fc, oc) = (i64::from(p.kh), i64::from(p.kw), i64::from(p.fc), i64::from(p.oc));
+    let group_oc = oc / i64::from(groups);
+    // grouped[g, ky, kx, o, i] = filter[ky, kx, i, g * group_oc + o].
+    let grouped = ctx.allocate_temp(filter.dtype, &[i64::from(groups), kh, kw, group_oc, fc])?;
+    let direct = |out: i64, in_stride: i64| DimMap { out, in_dim: out, in_stride, offset: 0, mode: DimMode::Direct };
+    let dims = [
+        direct(i64::from(groups), group_oc),
+        direct(kh, kw * fc * oc),
+        direct(kw, fc * oc),
+        direct(group_oc, 1),
+        direct(fc, oc),
+    ];
+    let stream = ctx.stream()?;
+    index::map(stream, filter, &grouped, &dims, None)?;
+    matmul_gpu::conv_grad_input(stream, &g, groups, dy, &grouped, dx)?;
     Ok(true)
 }
 

@@ -205,17 +205,18 @@ pub(super) fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32,
     let largest = tiles(m, k).max(tiles(k, n)) * TILE_BYTES;
     let packed_fit =
         largest <= limits.max_buffer_size.min(limits.max_storage_buffer_binding_size).min(MAX_PACKED_BYTES);
+    let forced_tiles = matches!(forced_kernel(), Some("tiles" | "tiles-plain"));
     match forced_kernel() {
         Some("direct") => return Kernel::Direct,
         Some("gpu") => return Kernel::Gpu,
-        _ if matmul_gpu::applies(core) && forced_kernel().is_none() => return Kernel::Gpu,
+        _ if matmul_gpu::applies(core) && !forced_tiles => return Kernel::Gpu,
         _ => {}
     }
     // The tiles compute in f32: float64 takes the direct kernel, which accumulates in f64.
     if !tiles_fit || !packed_fit || rounds_between_groups(dtype, k) || dtype == DType::F64 {
         return Kernel::Direct;
     }
-    if matches!(forced_kernel(), Some("tiles" | "tiles-plain")) {
+    if forced_tiles {
         return Kernel::Tiles;
     }
     let dispatches = batch * m.div_ceil(TILE) as u64 * n.div_ceil(TILE) as u64 * k.div_ceil(TILE * TILE_PAIRS) as u64;
@@ -358,6 +359,7 @@ fn launch_gpu(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batch_
             k: a.cols,
             read_a: matmul_gpu::ReadA::Strided { rs: a.rs, cs: a.cs },
             b_strides: (b.rs, b.cs),
+            c_rs: b.cols,
             batch_shape,
             a_batch_strides: &a.batch_strides,
             b_batch_strides: &b.batch_strides,

@@ -56,25 +56,30 @@ struct Params {
     block_steps: u32,
     tile_row0: u32,
     k_base: u32,
-    _pad: [u32; 2],
+    c_rs: u32,
+    pixel_stride: u32,
     image: [u32; 4],
     window: [u32; 4],
     dilation_pad: [u32; 4],
 }
 
-/// How the kernel reads A (the shader's `A_MODE`).
+/// How the kernel reads A (the shader's `A_MODE`). The convolutions' `Im2col` is one group's
+/// geometry (`c` its channels); `pixel_stride` the elements between pixels of the image A reads.
 #[derive(Clone, Copy, Debug)]
 pub enum ReadA {
     /// Element strides of A's rows and columns.
     Strided { rs: u32, cs: u32 },
     /// The im2col matrix of an NHWC input: rows output pixels, columns filter taps.
-    Im2col(Im2col),
+    Im2col { g: Im2col, pixel_stride: u32 },
     /// Its transpose: rows taps, columns pixels.
-    Im2colTransposed(Im2col),
+    Im2colTransposed { g: Im2col, pixel_stride: u32 },
+    /// dy gathered for the input gradient: rows input pixels, columns taps (ky, kx, o) of `oc`
+    /// output channels.
+    GatherDy { g: Im2col, oc: u32, pixel_stride: u32 },
 }
 
-/// C[batch] (contiguous M x N) = A[batch] x B[batch], A read as `read_a` says, B with element
-/// strides `b_strides`, batch strides along `batch_shape` (0 where an operand broadcasts).
+/// C[batch] (M x N, rows `c_rs` apart) = A[batch] x B[batch], A read as `read_a` says, B with
+/// element strides `b_strides`, batch strides along `batch_shape` (0 where an operand broadcasts).
 pub struct Product<'a> {
     pub a: &'a TensorRef,
     pub b: &'a TensorRef,
@@ -84,6 +89,7 @@ pub struct Product<'a> {
     pub k: u32,
     pub read_a: ReadA,
     pub b_strides: (u32, u32),
+    pub c_rs: u32,
     pub batch_shape: &'a [u32],
     pub a_batch_strides: &'a [i64],
     pub b_batch_strides: &'a [i64],
@@ -114,10 +120,13 @@ fn splits_for(device: &DeviceCore, tiles: u64, k: u64, outputs: u64, acc_bytes: 
 /// Encodes `product` on the GPU profile's kernel.
 pub fn launch(stream: &Stream, product: &Product) -> Result<()> {
     let Product { a, b, c, m, n, k, read_a, b_strides, batch_shape, .. } = *product;
-    if c.num_elements() == 0 {
+    if m == 0 || n == 0 || c.num_elements() == 0 {
         return Ok(());
     }
     if k == 0 {
+        if product.c_rs != n {
+            return Err(Error::internal("an empty contraction into a column block of C"));
+        }
         return stream.fill(c.address, c.byte_len(), 0);
     }
     if batch_shape.len() > MAX_BATCH_RANK {
@@ -136,9 +145,19 @@ pub fn launch(stream: &Stream, product: &Product) -> Result<()> {
     let acc_bytes = if c.dtype == DType::F64 { 8 } else { 4 };
     let (k64, tiles) = (u64::from(k), col_tiles * row_tiles * batches);
     let mut splits = splits_for(device, tiles, k64, outputs, acc_bytes);
-    // A dispatch's k-steps each run DEPTH + 1 loop iterations (llvmpipe caps their total); longer
-    // contractions run in parts, each added to C.
-    let most_k = (loop_budget(device, 64) / u64::from(DEPTH + 2)).max(1) * u64::from(DEPTH);
+    // A dispatch's k-steps each run DEPTH + 9 loop iterations (llvmpipe caps their total); longer
+    // contractions run in parts, each added to C, or (half types, which C would round between
+    // parts) in more splits.
+    let most_k = (loop_budget(device, 64) / u64::from(DEPTH + 10)).max(1) * u64::from(DEPTH);
+    if !matches!(c.dtype, DType::F32 | DType::F64) && k64 > most_k {
+        let needed = k64.div_ceil(most_k);
+        if needed * outputs * acc_bytes > MAX_PARTIAL_BYTES.min(device.limits.max_storage_buffer_binding_size) {
+            return Err(Error::unimplemented(format!(
+                "a {batches} x {m} x {n} half-precision product with a contraction of {k} exceeds this adapter's loop limit"
+            )));
+        }
+        splits = splits.max(needed as u32);
+    }
     let k_split = k64.div_ceil(u64::from(splits)).next_multiple_of(u64::from(DEPTH)).min(most_k);
     splits = k64.div_ceil(k_split).min(u64::from(splits)) as u32;
     let part = k_split * u64::from(splits);
@@ -152,19 +171,25 @@ pub fn launch(stream: &Stream, product: &Product) -> Result<()> {
         p.a_batch_stride[d] = product.a_batch_strides[d] as u32;
         p.b_batch_stride[d] = product.b_batch_strides[d] as u32;
     }
-    (p.b_rs, p.b_cs) = b_strides;
+    (p.b_rs, p.b_cs, p.c_rs) = (b_strides.0, b_strides.1, product.c_rs);
     let (mode, a_rows_fast) = match read_a {
         ReadA::Strided { rs, cs } => {
             (p.a_rs, p.a_cs) = (rs, cs);
             (0, cs != 1 && rs == 1)
         }
-        ReadA::Im2col(g) => {
-            set_geometry(&mut p, &g);
+        ReadA::Im2col { g, pixel_stride } => {
+            set_geometry(&mut p, &g, pixel_stride);
             (1, false)
         }
-        ReadA::Im2colTransposed(g) => {
-            set_geometry(&mut p, &g);
+        ReadA::Im2colTransposed { g, pixel_stride } => {
+            set_geometry(&mut p, &g, pixel_stride);
             (2, true)
+        }
+        ReadA::GatherDy { g, oc, pixel_stride } => {
+            set_geometry(&mut p, &g, pixel_stride);
+            p.image = [g.oh, g.ow, oc, g.w];
+            p.window[3] = g.h;
+            (3, false)
         }
     };
     let b_rows_fast = p.b_cs != 1 && p.b_rs == 1;
@@ -228,60 +253,130 @@ pub fn launch(stream: &Stream, product: &Product) -> Result<()> {
     })
 }
 
-fn set_geometry(p: &mut Params, g: &Im2col) {
+fn set_geometry(p: &mut Params, g: &Im2col, pixel_stride: u32) {
+    p.pixel_stride = pixel_stride;
     p.image = [g.h, g.w, g.c, g.ow];
     p.window = [g.kw, g.strides[0], g.strides[1], g.oh];
     p.dilation_pad = [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]];
 }
 
-/// An ungrouped NHWC convolution as an implicit GEMM: out[pixels, oc] = im2col(input) x
-/// filter[kh * kw * c, oc].
-pub fn conv(stream: &Stream, g: &Im2col, input: &TensorRef, filter: &TensorRef, out: &TensorRef) -> Result<()> {
-    let oc = *filter.shape.last().unwrap_or(&0) as u32;
-    let pixels = u64::from(g.batch) * u64::from(g.oh) * u64::from(g.ow);
-    let taps = u64::from(g.kh) * u64::from(g.kw) * u64::from(g.c);
-    let (pixels, taps) = (shader_u32(pixels)?, shader_u32(taps)?);
-    launch(
-        stream,
-        &Product {
-            a: input,
-            b: filter,
-            c: out,
-            m: pixels,
-            n: oc,
-            k: taps,
-            read_a: ReadA::Im2col(*g),
-            b_strides: (oc, 1),
-            batch_shape: &[],
-            a_batch_strides: &[],
-            b_batch_strides: &[],
-        },
-    )
+/// `t` from element `offset` on: a channel or column block's first element, the rest of the
+/// tensor bound behind it.
+fn from_element(t: &TensorRef, offset: u64) -> TensorRef {
+    TensorRef {
+        address: t.address + offset * t.dtype.size(),
+        dtype: t.dtype,
+        shape: vec![(t.num_elements() - offset) as i64],
+    }
 }
 
-/// Conv2DBackpropFilter as an implicit GEMM: dW[kh * kw * c, oc] = im2col(x)^T x dy[pixels, oc],
-/// the contraction over the output pixels split across workgroups where the filter is small.
-pub fn conv_grad_filter(stream: &Stream, g: &Im2col, x: &TensorRef, dy: &TensorRef, df: &TensorRef) -> Result<()> {
-    let oc = *df.shape.last().unwrap_or(&0) as u32;
-    let pixels = u64::from(g.batch) * u64::from(g.oh) * u64::from(g.ow);
-    let taps = u64::from(g.kh) * u64::from(g.kw) * u64::from(g.c);
-    let (pixels, taps) = (shader_u32(pixels)?, shader_u32(taps)?);
-    launch(
-        stream,
-        &Product {
-            a: x,
-            b: dy,
-            c: df,
-            m: taps,
-            n: oc,
-            k: pixels,
-            read_a: ReadA::Im2colTransposed(*g),
+/// An NHWC convolution of `groups` groups (`g.c` input channels each, `oc` output channels in all)
+/// as implicit GEMMs, one per group: out[pixels, oc] = im2col(input) x filter[kh * kw * c, oc].
+pub fn conv(
+    stream: &Stream,
+    g: &Im2col,
+    groups: u32,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let oc = *filter.shape.last().unwrap_or(&0) as u32;
+    let (pixels, taps) = (shader_u32(pixels(g))?, shader_u32(taps(g))?);
+    let group_oc = oc / groups;
+    for group in 0..groups {
+        let product = Product {
+            a: &from_element(input, u64::from(group * g.c)),
+            b: &from_element(filter, u64::from(group * group_oc)),
+            c: &from_element(out, u64::from(group * group_oc)),
+            m: pixels,
+            n: group_oc,
+            k: taps,
+            read_a: ReadA::Im2col { g: *g, pixel_stride: g.c * groups },
             b_strides: (oc, 1),
+            c_rs: oc,
             batch_shape: &[],
             a_batch_strides: &[],
             b_batch_strides: &[],
-        },
-    )
+        };
+        launch(stream, &product)?;
+    }
+    Ok(())
+}
+
+/// Conv2DBackpropFilter as implicit GEMMs, one per group: dW[kh * kw * c, oc] = im2col(x)^T x
+/// dy[pixels, oc], the contraction over the output pixels split across workgroups where the filter
+/// is small.
+pub fn conv_grad_filter(
+    stream: &Stream,
+    g: &Im2col,
+    groups: u32,
+    x: &TensorRef,
+    dy: &TensorRef,
+    df: &TensorRef,
+) -> Result<()> {
+    let oc = *df.shape.last().unwrap_or(&0) as u32;
+    let (pixels, taps) = (shader_u32(pixels(g))?, shader_u32(taps(g))?);
+    let group_oc = oc / groups;
+    for group in 0..groups {
+        let product = Product {
+            a: &from_element(x, u64::from(group * g.c)),
+            b: &from_element(dy, u64::from(group * group_oc)),
+            c: &from_element(df, u64::from(group * group_oc)),
+            m: taps,
+            n: group_oc,
+            k: pixels,
+            read_a: ReadA::Im2colTransposed { g: *g, pixel_stride: g.c * groups },
+            b_strides: (oc, 1),
+            c_rs: oc,
+            batch_shape: &[],
+            a_batch_strides: &[],
+            b_batch_strides: &[],
+        };
+        launch(stream, &product)?;
+    }
+    Ok(())
+}
+
+/// Conv2DBackpropInput as implicit GEMMs, one per group: dx[pixels, c] = gathered dy x the filter
+/// as `[groups, kh, kw, oc / groups, c / groups]` (`grouped_filter`, which the caller permutes).
+pub fn conv_grad_input(
+    stream: &Stream,
+    g: &Im2col,
+    groups: u32,
+    dy: &TensorRef,
+    grouped_filter: &TensorRef,
+    dx: &TensorRef,
+) -> Result<()> {
+    let oc = *dy.shape.last().unwrap_or(&0) as u32;
+    let group_oc = oc / groups;
+    let input_pixels = shader_u32(u64::from(g.batch) * u64::from(g.h) * u64::from(g.w))?;
+    let taps = shader_u32(u64::from(g.kh) * u64::from(g.kw) * u64::from(group_oc))?;
+    for group in 0..groups {
+        let product = Product {
+            a: &from_element(dy, u64::from(group * group_oc)),
+            b: &from_element(grouped_filter, u64::from(group) * u64::from(taps) * u64::from(g.c)),
+            c: &from_element(dx, u64::from(group * g.c)),
+            m: input_pixels,
+            n: g.c,
+            k: taps,
+            read_a: ReadA::GatherDy { g: *g, oc: group_oc, pixel_stride: oc },
+            b_strides: (g.c, 1),
+            c_rs: g.c * groups,
+            batch_shape: &[],
+            a_batch_strides: &[],
+            b_batch_strides: &[],
+        };
+        launch(stream, &product)?;
+    }
+    Ok(())
+}
+
+fn pixels(g: &Im2col) -> u64 {
+    u64::from(g.batch) * u64::from(g.oh) * u64::from(g.ow)
+}
+
+fn taps(g: &Im2col) -> u64 {
+    u64::from(g.kh) * u64::from(g.kw) * u64::from(g.c)
 }
 
 fn shader_u32(value: u64) -> Result<u32> {

@@ -679,6 +679,14 @@ fn build_table() -> Vec<KernelDef> {
     table.push(kernel("Conv2DBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("Conv2DBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("Conv2DBackpropInputV2", f32, &[], CONV_ATTRS, conv::conv_grad));
+    if with_f64 {
+        // float64 convolutions compute in f64 on the implicit GEMM (`conv::on_gemm`), grouped too.
+        let t = t_of(DType::F64);
+        table.push(kernel("Conv2D", t, &[], CONV_ATTRS, conv::conv));
+        table.push(kernel("Conv2DBackpropInput", t, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
+        table.push(kernel("Conv2DBackpropFilter", t, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
+        table.push(kernel("Conv2DBackpropInputV2", t, &[], CONV_ATTRS, conv::conv_grad));
+    }
     table.push(kernel("DepthwiseConv2dNativeBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("DepthwiseConv2dNativeBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("MaxPoolGrad", f32, &[], MAX_POOL_ATTRS, conv::pool_grad));

@@ -14,17 +14,17 @@ use super::index;
 use super::reduce::{SERIAL_REDUCTION_MAX, SERIAL_WORKGROUP};
 use super::{shader_len, DType, KernelContext, KernelInstance};
 
-/// How the row kernels (`softmax.wgsl`, `xent.wgsl`) share a row of `cols` elements: its override
-/// constants `LANES` (invocations per row) and `WORKGROUP`, and the workgroups for `rows` rows.
-/// Short rows loop in one invocation each (no barriers, which llvmpipe runs as coroutine switches:
-/// a 128 x 10 cross-entropy took 3.9 ms as 128 workgroups of 256), long ones take a workgroup and
-/// a tree.
 /// On the GPU profile, rows up to this long loop in one invocation, and rows up to
 /// `GPU_WARP_ROW_MAX` take 32 invocations each: a GPU coalesces neighbouring invocations' loads,
 /// which one invocation per row (llvmpipe's best) would scatter over as many rows.
 const GPU_SERIAL_ROW_MAX: u32 = 32;
 const GPU_WARP_ROW_MAX: u32 = 4096;
 
+/// How the row kernels (`softmax.wgsl`, `xent.wgsl`) share a row of `cols` elements: its override
+/// constants `LANES` (invocations per row) and `WORKGROUP`, and the workgroups for `rows` rows.
+/// Short rows loop in one invocation each (no barriers, which llvmpipe runs as coroutine switches:
+/// a 128 x 10 cross-entropy took 3.9 ms as 128 workgroups of 256), long ones take a workgroup and
+/// a tree.
 struct RowSplit {
     lanes: u32,
     workgroup: u32,

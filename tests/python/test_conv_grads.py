@@ -70,22 +70,34 @@ def attrs(g):
                 explicit_paddings=explicit)
 
 
-def check(g, rng):
-    x = rng.standard_normal((g["batch"], g["h"], g["w"], g["c"])).astype(np.float32)
-    f = rng.standard_normal((g["kh"], g["kw"], g["c"], g["oc"])).astype(np.float32)
-    dy = rng.standard_normal((g["batch"], g["oh"], g["ow"], g["oc"])).astype(np.float32)
-    want_y, want_dx, want_df = reference(g, x, f, dy)
+def grouped_reference(g, groups, x, f, dy):
+    """`reference` of a grouped convolution (filter [kh, kw, c / groups, oc]): group j's output
+    channels read its block of input channels."""
+    gc, goc = g["c"] // groups, g["oc"] // groups
+    parts = [reference(dict(g, c=gc, oc=goc), x[..., j * gc:(j + 1) * gc], f[..., j * goc:(j + 1) * goc],
+                       dy[..., j * goc:(j + 1) * goc]) for j in range(groups)]
+    return tuple(np.concatenate(p, axis=-1) for p in zip(*parts))
+
+
+def check(g, rng, dtype=np.float32, groups=1):
+    x = rng.standard_normal((g["batch"], g["h"], g["w"], g["c"])).astype(dtype)
+    f = rng.standard_normal((g["kh"], g["kw"], g["c"] // groups, g["oc"])).astype(dtype)
+    dy = rng.standard_normal((g["batch"], g["oh"], g["ow"], g["oc"])).astype(dtype)
+    want_y, want_dx, want_df = grouped_reference(g, groups, x, f, dy)
     with tf.device(GPU):
         y = tf.raw_ops.Conv2D(input=tf.constant(x), filter=tf.constant(f), **attrs(g)).numpy()
         dx = tf.raw_ops.Conv2DBackpropInput(input_sizes=tf.constant(x.shape, tf.int32), filter=tf.constant(f),
                                             out_backprop=tf.constant(dy), **attrs(g)).numpy()
         df = tf.raw_ops.Conv2DBackpropFilter(input=tf.constant(x), filter_sizes=tf.constant(f.shape, tf.int32),
                                              out_backprop=tf.constant(dy), **attrs(g)).numpy()
-    # float32 sums of up to kh * kw * oc (or batch * oh * ow) unit-variance products.
+    assert y.dtype == dx.dtype == df.dtype == dtype
+    # Sums of up to kh * kw * oc (or batch * oh * ow) unit-variance products, rounded in float32 (or
+    # float64: 2^-29 of float32's relative error).
+    eps = 2e-6 if dtype == np.float32 else 4e-15
     for name, got, want, terms in (("output", y, want_y, g["kh"] * g["kw"] * g["c"]),
                                    ("input", dx, want_dx, g["kh"] * g["kw"] * g["oc"]),
                                    ("filter", df, want_df, g["batch"] * g["oh"] * g["ow"])):
-        tol = 2e-6 * np.sqrt(terms) * 8
+        tol = eps * np.sqrt(terms) * 8
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{name} gradient of {g}")
 
 
@@ -143,6 +155,44 @@ def test_conv2d_and_gradients_match_their_definition(seed, big):
     check(geometry(rng, big), rng)
 
 
+def grouped(rng, big):
+    """A random convolution of 2 or 3 groups (TF's Conv2D with a filter of c / groups input channels)."""
+    groups = int(rng.choice([2, 3]))
+    g = geometry(rng, big)
+    return dict(g, c=groups * int(rng.integers(1, 5)), oc=groups * int(rng.integers(1, 5))), groups
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_grouped_conv2d_and_gradients_match_their_definition(seed):
+    """Grouped convolutions (the direct kernels on the CPU profile, a product per group on the GPU
+    profile's implicit GEMM) and their gradients."""
+    rng = np.random.default_rng(3000 + seed)
+    g, groups = grouped(rng, seed % 2 == 1)
+    check(g, rng, groups=groups)
+
+
+def serves_float64_convolutions():
+    from conftest import registered_kernels
+    return any(op == "Conv2D" and attrs.get("T") == "float64" for op, attrs in registered_kernels())
+
+
+FLOAT64_CASES = [(seed, big, grouped_) for seed in range(12) for big in (False, True) for grouped_ in (False, True)]
+
+
+@pytest.mark.skipif(not serves_float64_convolutions(), reason="float64 convolutions need SHADER_F64 (Vulkan)")
+@pytest.mark.parametrize("seed,big,grouped_", FLOAT64_CASES,
+                         ids=[f"{'big' if b else 'small'}-{'grouped' if gr else 'dense'}-{s}" for s, b, gr in FLOAT64_CASES])
+def test_float64_conv2d_and_gradients_match_their_definition(seed, big, grouped_):
+    """float64 Conv2D and both gradients compute in f64 (the implicit GEMM with f64 sums), to about
+    float64's rounding of the definition, grouped or not."""
+    rng = np.random.default_rng(2000 + seed)
+    if grouped_:
+        g, groups = grouped(rng, big)
+        check(g, rng, np.float64, groups)
+    else:
+        check(geometry(rng, big), rng, np.float64)
+
+
 @pytest.mark.parametrize("seed,multiplier", [(s, m) for s in range(20) for m in (1, 2)])
 def test_depthwise_and_gradients_match_their_definition(seed, multiplier):
     rng = np.random.default_rng(2000 + seed)
@@ -180,8 +230,12 @@ CONFIGURATIONS = {
     # filter gradient's tiled product runs a tile of pixels per chunk, added up, and paths whose
     # temporaries do not fit give way to others.
     "small-bindings": {"TF_WGPU_MAX_BINDING_BYTES": str(256 << 10)},
-    # The direct matmul, as on GPUs: the filter gradient through im2col rows and a matmul.
+    # The direct matmul: the filter gradient through im2col rows and a matmul.
     "direct-matmul": {"TF_WGPU_MATMUL": "direct"},
+    # The GPU kernel profile (what GPUs run): the implicit GEMMs, and with small bindings the
+    # splits of the batch and the chunked routes where one image exceeds a binding.
+    "gpu-profile": {"TF_WGPU_KERNELS": "gpu"},
+    "gpu-profile-small-bindings": {"TF_WGPU_KERNELS": "gpu", "TF_WGPU_MAX_BINDING_BYTES": str(256 << 10)},
 }
 
 
