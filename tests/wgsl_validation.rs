@@ -54,8 +54,10 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     // softmax and xent: validated with them.
     validate(&tensorflow_wgpu::kernels::im2col::WINDOW_SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::im2col::CONV_TILES_SHADER, &[("T", "f32")]);
-    validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[]);
-    validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[("F", "f32")]);
+    validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[("F", "f32")]);
+    validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_F64_SHADER, &[("F", "f64")]);
+    validate(&tensorflow_wgpu::kernels::nn::XENT_F64_SHADER, &[("F", "f64")]);
     validate(&tensorflow_wgpu::kernels::random::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::batch_norm::SHADER, &[]);
@@ -151,6 +153,8 @@ fn every_wgsl_file_is_covered() {
             "reverse_sequence.wgsl",
             "rnn.wgsl",
             "rows.wgsl",
+            "rows_f32.wgsl",
+            "rows_f64.wgsl",
             "scan.wgsl",
             "scatter.wgsl",
             "select.wgsl",

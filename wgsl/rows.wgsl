@@ -4,10 +4,13 @@
 // llvmpipe's barriers are costly; on the GPU profile 32 (eight rows a workgroup, each read by 32
 // neighbouring invocations) for rows of medium length.
 
+// `F` is the row's float type; rows_f32.wgsl or rows_f64.wgsl (prepended) supply its math: RowSum,
+// row_sum_add/row_sum_value, row_exp, row_log, row_neg_inf and row_nan.
+
 override LANES: u32 = 256u;
 override WORKGROUP: u32 = 256u;
 
-var<workgroup> scratch: array<f32, 256>;
+var<workgroup> scratch: array<F, 256>;
 
 // The row and lane of invocation `lid` of workgroup `wid`. LANES divides WORKGROUP; no product
 // that could pass 2^32 for a large grid.
@@ -19,7 +22,7 @@ fn row_and_lane(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec2<u32> {
 // workgroup slots lid - lid % LANES onwards (a workgroup holds WORKGROUP / LANES rows).
 const OP_MAX: u32 = 0u;
 const OP_SUM: u32 = 1u;
-fn row_reduce(lid: u32, value: f32, op: u32) -> f32 {
+fn row_reduce(lid: u32, value: F, op: u32) -> F {
     if (LANES == 1u) {
         return value;
     }

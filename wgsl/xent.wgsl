@@ -2,7 +2,7 @@
 //   loss[r] = sum_j p[r, j] * (log(sum_k exp(f[r, k] - max)) - (f[r, j] - max))
 //   backprop[r, j] = softmax(f)[r, j] - p[r, j]
 // where p is one-hot(labels[r]) for `sparse` (int32 labels, or int64 read as their low word) and
-// the dense `labels` row for `dense` (float32 bits). A sparse label outside [0, cols) makes the
+// the dense label row for `dense` (`dense_labels`: the same buffer as F). A sparse label outside [0, cols) makes the
 // row NaN, as TF's GPU kernel does. `LANES` invocations share a row (rows.wgsl is prepended): one
 // for a classifier's short rows of logits.
 
@@ -19,19 +19,20 @@ struct Params {
     _pad: u32,
 }
 
-@group(0) @binding(0) var<storage, read_write> features: array<f32>;
+@group(0) @binding(0) var<storage, read_write> features: array<F>;
 @group(0) @binding(1) var<storage, read_write> labels: array<u32>;
-@group(0) @binding(2) var<storage, read_write> loss: array<f32>;
-@group(0) @binding(3) var<storage, read_write> backprop: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read_write> loss: array<F>;
+@group(0) @binding(3) var<storage, read_write> backprop: array<F>;
+@group(0) @binding(4) var<storage, read_write> dense_labels: array<F>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 // The target probability of column `j` in row `row`.
-fn target_of(sparse: bool, row: u32, j: u32) -> f32 {
+fn target_of(sparse: bool, row: u32, j: u32) -> F {
     if (sparse) {
         let label = labels[p.labels_off + row * p.label_words];
-        return select(0.0, 1.0, label == j);
+        return select(F(0.0), F(1.0), label == j);
     }
-    return bitcast<f32>(labels[p.labels_off + row * p.cols + j]);
+    return dense_labels[p.labels_off + row * p.cols + j];
 }
 
 fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
@@ -40,41 +41,41 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     let lane = at.y;
     let valid = row < p.rows;
     let base = p.f_off + select(0u, row, valid) * p.cols;
-    var m = bitcast<f32>(0xff800000u);
+    var m = row_neg_inf();
     if (valid) {
         for (var j = lane; j < p.cols; j += LANES) {
             m = max(m, features[base + j]);
         }
     }
     let row_max = row_reduce(lid, m, OP_MAX);
-    // Compensated sums (math.wgsl), so that long rows do not drift.
-    var s = MathSum(0.0, 0.0);
-    var dot = MathSum(0.0, 0.0);
-    var mass = MathSum(0.0, 0.0);
+    // Compensated sums in f32 (math.wgsl), so that long rows do not drift.
+    var s = row_sum();
+    var dot = row_sum();
+    var mass = row_sum();
     if (valid) {
         for (var j = lane; j < p.cols; j += LANES) {
             let shifted = features[base + j] - row_max;
             let t = target_of(sparse, row, j);
-            math_sum_add(&s, math_exp(shifted));
+            row_sum_add(&s, row_exp(shifted));
             // Sparse: the label's logit alone, as TF reads it (0 * -inf elsewhere would be NaN).
-            math_sum_add(&dot, select(t * shifted, select(0.0, shifted, t != 0.0), sparse));
-            math_sum_add(&mass, t);
+            row_sum_add(&dot, select(t * shifted, select(F(0.0), shifted, t != 0.0), sparse));
+            row_sum_add(&mass, t);
         }
     }
-    let total = row_reduce(lid, math_sum_value(s), OP_SUM);
-    let target_dot = row_reduce(lid, math_sum_value(dot), OP_SUM);
-    let target_sum = row_reduce(lid, math_sum_value(mass), OP_SUM);
+    let total = row_reduce(lid, row_sum_value(s), OP_SUM);
+    let target_dot = row_reduce(lid, row_sum_value(dot), OP_SUM);
+    let target_sum = row_reduce(lid, row_sum_value(mass), OP_SUM);
     // Dense labels need not sum to 1: the loss is sum_j p_j * (log(total) - shifted_j), term by term
     // as TF sums it (an infinite label times a positive term is inf, where lse * sum(p) - dot would
     // be inf - inf).
-    let lse = math_log(total);
-    var terms = MathSum(0.0, 0.0);
+    let lse = row_log(total);
+    var terms = row_sum();
     if (valid && !sparse) {
         for (var j = lane; j < p.cols; j += LANES) {
-            math_sum_add(&terms, target_of(false, row, j) * (lse - (features[base + j] - row_max)));
+            row_sum_add(&terms, target_of(false, row, j) * (lse - (features[base + j] - row_max)));
         }
     }
-    let dense_loss = row_reduce(lid, math_sum_value(terms), OP_SUM);
+    let dense_loss = row_reduce(lid, row_sum_value(terms), OP_SUM);
     if (!valid) {
         return;
     }
@@ -83,14 +84,14 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
         out_of_range = labels[p.labels_off + row * p.label_words] >= p.cols
             || (p.label_words == 2u && labels[p.labels_off + row * 2u + 1u] != 0u);
     }
-    let nan = bitcast<f32>(0x7fc00000u);
+    let nan = row_nan();
     if (lane == 0u) {
         let value = select(dense_loss, lse * target_sum - target_dot, sparse);
         loss[p.loss_off + row] = select(value, nan, out_of_range);
     }
     let back = p.back_off + row * p.cols;
     for (var j = lane; j < p.cols; j += LANES) {
-        let softmax = math_exp(features[base + j] - row_max) / total;
+        let softmax = row_exp(features[base + j] - row_max) / total;
         backprop[back + j] = select(softmax - target_of(sparse, row, j), nan, out_of_range);
     }
 }

@@ -869,6 +869,9 @@ fn build_table() -> Vec<KernelDef> {
     }
     for op in ["Softmax", "LogSoftmax"] {
         table.push(kernel(op, f32, &[], &[], nn::softmax));
+        if with_f64 {
+            table.push(kernel(op, t_of(DType::F64), &[], &[], nn::softmax));
+        }
     }
     // Cumulative sums and products (float16 and bfloat16 through float32).
     const SCAN_ATTRS: &[(&str, AttrKind)] = &[("exclusive", AttrKind::Bool), ("reverse", AttrKind::Bool)];
@@ -975,10 +978,16 @@ fn build_table() -> Vec<KernelDef> {
         }
     }
     table.push(kernel("Bucketize", f32, &[], &[("boundaries", AttrKind::FloatList)], sort::bucketize));
-    table.push(kernel("SoftmaxCrossEntropyWithLogits", f32, &[], &[], nn::cross_entropy));
-    for labels in [DType::I32, DType::I64] {
-        let constraints = leak(vec![("T", DType::F32), ("Tlabels", labels)]);
-        table.push(kernel("SparseSoftmaxCrossEntropyWithLogits", constraints, &[], &[], nn::cross_entropy));
+    let mut xent_types = vec![DType::F32];
+    if with_f64 {
+        xent_types.push(DType::F64);
+    }
+    for dtype in xent_types {
+        table.push(kernel("SoftmaxCrossEntropyWithLogits", t_of(dtype), &[], &[], nn::cross_entropy));
+        for labels in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("T", dtype), ("Tlabels", labels)]);
+            table.push(kernel("SparseSoftmaxCrossEntropyWithLogits", constraints, &[], &[], nn::cross_entropy));
+        }
     }
     table.push(kernel("BiasAddGrad", f32, &[], &[("data_format", AttrKind::Str)], reduce::bias_add_grad));
     table.push(kernel("L2Loss", f32, &[], &[], reduce::l2_loss));

@@ -59,12 +59,34 @@ pub const SOFTMAX_SHADER: Shader = Shader {
     name: "softmax",
     source: concat!(
         include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/rows_f32.wgsl"),
         include_str!("../../wgsl/rows.wgsl"),
         include_str!("../../wgsl/softmax.wgsl")
     ),
     storage_buffers: 2,
     uniform_buffers: 0,
 };
+/// The same template for float64 (`F = f64`), with float64 row math.
+pub const SOFTMAX_F64_SHADER: Shader = Shader {
+    name: "softmax_f64",
+    source: concat!(
+        include_str!("../../wgsl/math_f64.wgsl"),
+        include_str!("../../wgsl/rows_f64.wgsl"),
+        include_str!("../../wgsl/rows.wgsl"),
+        include_str!("../../wgsl/softmax.wgsl")
+    ),
+    ..SOFTMAX_SHADER
+};
+
+/// The row kernels' shader for `dtype` (float32 or float64) from the f32 and f64 variants, and its
+/// `F` alias.
+fn row_shader(dtype: DType, variants: [&'static Shader; 2]) -> (&'static Shader, [(&'static str, &'static str); 1]) {
+    if dtype == DType::F64 {
+        (variants[1], [("F", "f64")])
+    } else {
+        (variants[0], [("F", "f32")])
+    }
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -105,14 +127,16 @@ fn softmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let op = u32::from(kernel.def.op == "LogSoftmax");
     let split = RowSplit::for_cols(device, cols as u32, kernel.def.op)?;
     let [lanes, workgroup] = split.constants();
+    let (shader, aliases) = row_shader(dtype, [&SOFTMAX_SHADER, &SOFTMAX_F64_SHADER]);
     let pipeline = device.pipelines.get(
         device,
-        &SOFTMAX_SHADER,
-        &PipelineSpec { entry: "main", aliases: &[], constants: &[("OP", op as f64), lanes, workgroup] },
+        shader,
+        &PipelineSpec { entry: "main", aliases: &aliases, constants: &[("OP", op as f64), lanes, workgroup] },
     )?;
+    let size = dtype.size();
     stream.encode(|core, encoder| {
-        let (in_bind, in_off) = storage_window(core, &in_mem, 4)?;
-        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        let (in_bind, in_off) = storage_window(core, &in_mem, size)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, size)?;
         let params = SoftmaxParams { rows, cols: cols as u32, in_off, out_off };
         let groups = grid(core, split.workgroups(rows), "softmax")?;
         dispatch_workgroups(
@@ -131,11 +155,23 @@ pub const XENT_SHADER: Shader = Shader {
     name: "xent",
     source: concat!(
         include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/rows_f32.wgsl"),
         include_str!("../../wgsl/rows.wgsl"),
         include_str!("../../wgsl/xent.wgsl")
     ),
-    storage_buffers: 4,
+    storage_buffers: 5,
     uniform_buffers: 0,
+};
+/// The same template for float64.
+pub const XENT_F64_SHADER: Shader = Shader {
+    name: "xent_f64",
+    source: concat!(
+        include_str!("../../wgsl/math_f64.wgsl"),
+        include_str!("../../wgsl/rows_f64.wgsl"),
+        include_str!("../../wgsl/rows.wgsl"),
+        include_str!("../../wgsl/xent.wgsl")
+    ),
+    ..XENT_SHADER
 };
 
 #[repr(C)]
@@ -209,16 +245,20 @@ fn cross_entropy_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
     let (f_mem, l_mem, loss_mem, back_mem) = (f_mem?, l_mem?, loss_mem?, back_mem?);
     let entry = if sparse { "sparse" } else { "dense" };
     let split = RowSplit::for_cols(device, cols as u32, op)?;
+    let (shader, aliases) = row_shader(features.dtype, [&XENT_SHADER, &XENT_F64_SHADER]);
     let pipeline = device.pipelines.get(
         device,
-        &XENT_SHADER,
-        &PipelineSpec { entry, aliases: &[], constants: &split.constants() },
+        shader,
+        &PipelineSpec { entry, aliases: &aliases, constants: &split.constants() },
     )?;
+    let size = features.dtype.size();
+    // Sparse labels are read as words, dense ones as elements of the features' type.
+    let label_size = if sparse { 4 } else { size };
     stream.encode(|core, encoder| {
-        let (f_bind, f_off) = storage_window(core, &f_mem, 4)?;
-        let (l_bind, labels_off) = storage_window(core, &l_mem, 4)?;
-        let (loss_bind, loss_off) = storage_window(core, &loss_mem, 4)?;
-        let (back_bind, back_off) = storage_window(core, &back_mem, 4)?;
+        let (f_bind, f_off) = storage_window(core, &f_mem, size)?;
+        let (l_bind, labels_off) = storage_window(core, &l_mem, label_size)?;
+        let (loss_bind, loss_off) = storage_window(core, &loss_mem, size)?;
+        let (back_bind, back_off) = storage_window(core, &back_mem, size)?;
         let params =
             XentParams { rows, cols: cols as u32, f_off, labels_off, loss_off, back_off, label_words, _pad: 0 };
         let groups = grid(core, split.workgroups(rows), entry)?;
@@ -227,7 +267,8 @@ fn cross_entropy_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
             encoder,
             entry,
             &pipeline,
-            &[f_bind, l_bind, loss_bind, back_bind],
+            // Binding 4, dense labels as F, is read by `dense` alone (sparse labels may be narrower).
+            &[f_bind, l_bind, loss_bind, back_bind, if sparse { f_bind } else { l_bind }],
             bytemuck::bytes_of(&params),
             groups,
         )

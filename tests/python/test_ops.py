@@ -2244,6 +2244,34 @@ def test_large_elementwise_ops_run_four_elements_at_a_time():
     assert "dispatch unary vec4" in log, log[-3000:]
 
 
+ROW_KERNEL_TYPES = [t for t in ("float32", "float64") if ("Softmax", {"T": t}) in KERNELS]
+
+
+@pytest.mark.parametrize("dtype", ROW_KERNEL_TYPES)
+def test_row_kernels_across_row_lengths(strict_placement, dtype):
+    """Softmax, LogSoftmax and both cross-entropies on rows of 1 to 5000 columns, which take each of
+    the row kernels' splits (one invocation a row, 32 invocations on the GPU profile, a workgroup),
+    in float32 and float64 (computed in f64: TF-CPU's own float64 results to 1e-13)."""
+    rng = np.random.default_rng(11)
+    tol = 1e-13 if dtype == "float64" else 2e-5
+    for rows, cols in [(1, 1), (7, 31), (9, 33), (300, 100), (3, 1000), (5, 4096), (2, 5000)]:
+        x = (rng.standard_normal((rows, cols)) * 5).astype(dtype)
+        labels = rng.integers(0, cols, rows).astype(np.int32)
+        dense = rng.random((rows, cols)).astype(dtype)
+        results = []
+        for device in (GPU, "/CPU:0"):
+            with tf.device(device):
+                xt, lt, dt = tf.constant(x), tf.constant(labels), tf.constant(dense)
+                results.append([tf.raw_ops.Softmax(logits=xt), tf.raw_ops.LogSoftmax(logits=xt),
+                                *tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=xt, labels=lt),
+                                *tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=xt, labels=dt)])
+        for name, got, want in zip(["softmax", "log_softmax", "sparse loss", "sparse backprop", "loss",
+                                    "backprop"], *results):
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol,
+                                       err_msg=f"{name} of {rows} x {cols} {dtype}")
+
+
 @pytest.mark.parametrize("rows", [4109, 4111], ids=["below-2^23", "above-2^23"])
 def test_index_math_on_either_side_of_the_fast_division_limit(strict_placement, rows):
     """Broadcasts and reductions split flat indices into coordinates through f32 division while
