@@ -8,6 +8,7 @@ use crate::runtime::pipeline::{PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::binary::{broadcast_shapes, launch_two, Units};
+use super::index;
 use super::{kernel, leak, t_of, DType, KernelContext, KernelDef, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -152,15 +153,72 @@ pub fn arithmetic_in_parts(ctx: &mut dyn KernelContext, kernel: &KernelInstance)
         let op = if kernel.def.op == "Sub" { BinaryOp::Sub } else { BinaryOp::Add };
         return float_op(ctx.stream()?, op, &view(&a)?, &view(&b)?, &view(&out)?);
     }
-    let (ar, ai) = split_parts(ctx, &a)?;
-    let (br, bi) = split_parts(ctx, &b)?;
-    let products = four_temps(ctx, ar.dtype, &shape)?;
+    mul_in_parts(ctx, &a, &b, &out)
+}
+
+/// `out = a * b` (complex, broadcast to `out`'s shape) from four real products of the parts.
+fn mul_in_parts(ctx: &mut dyn KernelContext, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
+    use super::binary::{launch as float_op, BinaryOp};
+    let (ar, ai) = split_parts(ctx, a)?;
+    let (br, bi) = split_parts(ctx, b)?;
+    let products = four_temps(ctx, ar.dtype, &out.shape)?;
     let stream = ctx.stream()?;
     let [rr, ii, ri, ir] = &products;
     for (x, y, product) in [(&ar, &br, rr), (&ai, &bi, ii), (&ar, &bi, ri), (&ai, &br, ir)] {
         float_op(stream, BinaryOp::Mul, x, y, product)?;
     }
-    combine_products(stream, &products, &out)
+    combine_products(stream, &products, out)
+}
+
+/// `complex.wgsl`'s Mul.
+const MUL: u32 = 12;
+
+/// complex Prod of `input` over the axes `mask` marks, into `out`: the reduced axes moved to the
+/// front, then halved by elementwise products (row i times row i + half, in place; the odd row of
+/// a halving folded into row 0). TF-CPU multiplies in order: the results differ by rounding only.
+pub fn prod(ctx: &mut dyn KernelContext, input: &TensorRef, mask: &[bool], out: &TensorRef) -> Result<()> {
+    let outputs = out.num_elements();
+    if outputs == 0 {
+        return Ok(());
+    }
+    let reduced: u64 = input.shape.iter().zip(mask).filter(|(_, &m)| m).map(|(&d, _)| d as u64).product();
+    let elem = input.dtype.size();
+    if reduced == 0 {
+        // The product of nothing: 1 + 0i.
+        let one = match input.dtype {
+            DType::C64 => [1f32.to_le_bytes(), 0f32.to_le_bytes()].concat(),
+            _ => [1f64.to_le_bytes(), 0f64.to_le_bytes()].concat(),
+        };
+        return ctx.stream()?.memcpy_htod(out.address, &one.repeat(outputs as usize));
+    }
+    let rank = input.shape.len();
+    let perm: Vec<usize> = (0..rank).filter(|&d| mask[d]).chain((0..rank).filter(|&d| !mask[d])).collect();
+    let rows = ctx.allocate_temp(input.dtype, &[reduced as i64, outputs as i64])?;
+    let permuted = TensorRef { shape: index::permuted_shape(&input.shape, &perm), ..rows.clone() };
+    index::permute(ctx.stream()?, input, &permuted, &perm)?;
+    let row = |first: u64, count: u64| TensorRef {
+        address: rows.address + first * outputs * elem,
+        dtype: rows.dtype,
+        shape: vec![(count * outputs) as i64],
+    };
+    let mut n = reduced;
+    while n > 1 {
+        let half = n / 2;
+        multiply(ctx, &row(0, half), &row(half, half), &row(0, half))?;
+        if n % 2 == 1 {
+            multiply(ctx, &row(0, 1), &row(2 * half, 1), &row(0, 1))?;
+        }
+        n = half;
+    }
+    ctx.stream()?.memcpy_dtod(out.address, rows.address, outputs * elem)
+}
+
+/// `out = a * b`, complex, of one shape (in place allowed: each element reads only its own).
+fn multiply(ctx: &mut dyn KernelContext, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
+    if a.dtype == DType::C64 {
+        return launch(ctx.stream()?, MUL, a, b, out);
+    }
+    mul_in_parts(ctx, a, b, out)
 }
 
 fn four_temps(ctx: &mut dyn KernelContext, dtype: DType, shape: &[i64]) -> Result<[TensorRef; 4]> {

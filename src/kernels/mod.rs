@@ -641,7 +641,7 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("BatchMatMulV2", t, &[], adj, matmul::compute));
         let v3 = leak(vec![("Ta", complex), ("Tb", complex), ("Tout", complex)]);
         table.push(kernel("BatchMatMulV3", v3, &[], adj, matmul::compute));
-        for op in ["Sum", "Mean"] {
+        for op in ["Sum", "Mean", "Prod"] {
             table.push(kernel(op, t, &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
         }
     }

@@ -563,6 +563,9 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let mut mask = reduced_mask(&input.shape, &axes)?;
     let shape = reduced_shape(&input.shape, &mask, kernel.attrs.bool("keep_dims")?);
     let mut out = ctx.allocate_output(0, input.dtype, &shape)?;
+    if kernel.def.op == "Prod" && complex::part_of(input.dtype).is_some() {
+        return complex::prod(ctx, &input, &mask, &out);
+    }
     if let (Some(parts), Some(out_parts)) = (complex::parts_view(&input), complex::parts_view(&out)) {
         // A complex Sum or Mean reduces the real and the imaginary parts alike: the float
         // reduction of the parts' views, their trailing axis kept.

@@ -194,6 +194,12 @@ def assert_same(op, got, want):
             # Products and quotients of parts round in another order.
             tol = 1e-5 if g.dtype == tf.complex64 else 1e-13
             np.testing.assert_allclose(gn, wn, rtol=tol, atol=tol, equal_nan=True, err_msg=op)
+        elif g.dtype.is_complex and op == "Prod":
+            # Products in another order (a tree; TF-CPU's runs in sequence): each part within a
+            # few ulp of the product's size, zeros' signs aside.
+            tol = 1e-5 if g.dtype == tf.complex64 else 1e-13
+            for part in (np.real, np.imag):
+                assert np.all(np.abs(part(gn) - part(wn)) <= tol * np.abs(wn)), (op, gn, wn)
         elif g.dtype.is_complex and op in ("MatMul", "BatchMatMulV2", "BatchMatMulV3", "Sum", "Mean"):
             # Sums of products in another order: the error scales with the terms' size.
             tol = 1e-5 if g.dtype == tf.complex64 else 1e-13
@@ -2242,6 +2248,27 @@ def test_large_elementwise_ops_run_four_elements_at_a_time():
     log = dispatch_log(script)
     assert log.count("dispatch binary vec4") >= 5, log[-3000:]
     assert "dispatch unary vec4" in log, log[-3000:]
+
+
+COMPLEX_PROD_TYPES = [t for t in ("complex64", "complex128") if ("Prod", {"T": t}) in KERNELS]
+
+
+@pytest.mark.parametrize("dtype", COMPLEX_PROD_TYPES)
+def test_complex_prod_over_axes(strict_placement, dtype):
+    """complex Prod over every axis set, odd lengths (the halving folds the odd row), keep_dims, an
+    empty reduction (1 + 0i) and an empty output, against TF-CPU's sequential product."""
+    rng = np.random.default_rng(3)
+    tol = 1e-5 if dtype == "complex64" else 1e-12
+    for shape, axes, keep in [((7,), None, False), ((5, 3), 0, False), ((5, 3), 1, True), ((4, 9, 3), (0, 2), False),
+                              ((2, 0, 3), 1, False), ((0, 4), 0, True), ((3, 1), None, True),
+                              ((33, 2, 5), (1, 0), False), ((1000,), 0, False)]:
+        x = ((rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) * 0.9).astype(dtype)
+        with tf.device(GPU):
+            got = tf.reduce_prod(tf.identity(tf.constant(x)), axis=axes, keepdims=keep)
+        with tf.device("/CPU:0"):
+            want = tf.reduce_prod(tf.constant(x), axis=axes, keepdims=keep)
+        assert got.shape == want.shape, (shape, axes)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=0, err_msg=f"{shape} {axes} {keep}")
 
 
 ROW_KERNEL_TYPES = [t for t in ("float32", "float64") if ("Softmax", {"T": t}) in KERNELS]
