@@ -7,7 +7,8 @@
 //     barriers: for short reductions, where a 256-thread tree would mostly wait (and llvmpipe's
 //     barriers are costly).
 //   reduce_bool: All (OP 0), Any (1) over bool bytes; results are OR-ed into a zeroed output.
-//   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis; first index wins ties; `out_words` 1 or 2.
+//   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis, as Eigen's tuple reducers (see `better`);
+//     `out_words` 1 or 2.
 //   reduce_columns: reduce_f32's ops but L2Loss over the leading axes of a `rows` x `outputs`
 //     input (the kept dimension innermost): see below.
 
@@ -180,12 +181,17 @@ fn reduce_bool(
     }
 }
 
+// Eigen's ArgMax/ArgMin tuple reducers, which TF's CPU and GPU kernels run: (x, xi) wins over
+// (y, yi) if x is greater (ArgMin: less), or equal at a lower index. A NaN never wins, nor does a
+// value not past the reducer's start, (the type's lowest (highest), index 0): where nothing does,
+// the answer is index 0.
 fn better(x: f32, xi: u32, y: f32, yi: u32) -> bool {
-    // Whether (x, xi) should win over (y, yi).
-    if (math_is_nan(y)) { return false; }
-    if (math_is_nan(x)) { return true; }
     if (x == y) { return xi < yi; }
     return select((x < y), (x > y), OP == 0u);
+}
+
+fn arg_start() -> f32 {
+    return select(bitcast<f32>(0x7f7fffffu), bitcast<f32>(0xff7fffffu), OP == 0u);
 }
 
 @compute @workgroup_size(256)
@@ -198,12 +204,12 @@ fn arg_f32(
     let valid = o < p.outputs;
     let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
     let stride = dim_at(p.red_stride, 0u);
-    var best = 0.0;
-    var best_index = 0xffffffffu;
+    var best = arg_start();
+    var best_index = 0u;
     if (valid) {
         for (var r = lid; r < p.count; r += 256u) {
             let v = bitcast<f32>(input[base + r * stride]);
-            if (best_index == 0xffffffffu || better(v, r, best, best_index)) {
+            if (better(v, r, best, best_index)) {
                 best = v;
                 best_index = r;
             }
@@ -214,11 +220,9 @@ fn arg_f32(
     workgroupBarrier();
     for (var step = 128u; step > 0u; step >>= 1u) {
         if (lid < step) {
-            let other = partial_index[lid + step];
-            if (other != 0xffffffffu
-                && (partial_index[lid] == 0xffffffffu || better(partial[lid + step], other, partial[lid], partial_index[lid]))) {
+            if (better(partial[lid + step], partial_index[lid + step], partial[lid], partial_index[lid])) {
                 partial[lid] = partial[lid + step];
-                partial_index[lid] = other;
+                partial_index[lid] = partial_index[lid + step];
             }
         }
         workgroupBarrier();

@@ -7,6 +7,8 @@
 //     the second launch adds).
 //   reduce_f64_serial: one invocation per output looping over its elements (short reductions, and
 //     empty ones: `p.count` 0 gives the identity, or NaN for Mean).
+//   arg_f64: ArgMax (OP 0) and ArgMin (1) over one axis, as reduce.wgsl's arg_f32 (Eigen's tuple
+//     reducers); indices written to `out_words` (`out_words` words each).
 // Max and Min propagate NaN, recognised from the bits (`words`: the host binds the input a second
 // time, as WGSL has no bitcast from f64).
 
@@ -125,4 +127,58 @@ fn reduce_f64_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
         take(&acc, &nan, base + offset_of(r, RED_RANK, p.red_shape, p.red_stride));
     }
     out[p.out_off + o] = finish(acc, nan);
+}
+
+// arg_f64's view of binding 1, and its candidates' indices.
+@group(0) @binding(1) var<storage, read_write> out_words: array<u32>;
+var<workgroup> partial_index: array<u32, 256>;
+
+const F64_MAX: f64 = 1.7976931348623157e308;
+
+// reduce.wgsl's `better`: Eigen's tuple reducers (a NaN never wins; comparisons with it are false).
+fn arg_better(x: f64, xi: u32, y: f64, yi: u32) -> bool {
+    if (x == y) { return xi < yi; }
+    return select((x < y), (x > y), OP == 0u);
+}
+
+@compute @workgroup_size(256)
+fn arg_f64(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let o = output_index(wid, nwg);
+    let valid = o < p.outputs;
+    let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
+    let stride = dim_at(p.red_stride, 0u);
+    // The reducer's start: the type's lowest (ArgMin: highest) at index 0.
+    var best = select(F64_MAX, -F64_MAX, OP == 0u);
+    var best_index = 0u;
+    if (valid) {
+        for (var r = lid; r < p.count; r += 256u) {
+            let v = input[base + r * stride];
+            if (arg_better(v, r, best, best_index)) {
+                best = v;
+                best_index = r;
+            }
+        }
+    }
+    partial[lid] = best;
+    partial_index[lid] = best_index;
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step >>= 1u) {
+        if (lid < step) {
+            if (arg_better(partial[lid + step], partial_index[lid + step], partial[lid], partial_index[lid])) {
+                partial[lid] = partial[lid + step];
+                partial_index[lid] = partial_index[lid + step];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u && valid) {
+        out_words[p.out_off + o * p.out_words] = partial_index[0];
+        if (p.out_words == 2u) {
+            out_words[p.out_off + o * 2u + 1u] = 0u;
+        }
+    }
 }

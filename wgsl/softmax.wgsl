@@ -32,7 +32,7 @@ fn main(
         }
     }
     let row_max = row_reduce(lid, m, OP_MAX);
-    // The denominator as a compensated sum in f32 (math.wgsl), so that long rows do not drift.
+    // The denominator as a compensated sum (rows_f32.wgsl: Kahan's), so that long rows do not drift.
     var s = row_sum();
     if (valid) {
         for (var i = lane; i < p.cols; i += LANES) {

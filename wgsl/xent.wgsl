@@ -2,9 +2,9 @@
 //   loss[r] = sum_j p[r, j] * (log(sum_k exp(f[r, k] - max)) - (f[r, j] - max))
 //   backprop[r, j] = softmax(f)[r, j] - p[r, j]
 // where p is one-hot(labels[r]) for `sparse` (int32 labels, or int64 read as their low word) and
-// the dense label row for `dense` (`dense_labels`: the same buffer as F). A sparse label outside [0, cols) makes the
-// row NaN, as TF's GPU kernel does. `LANES` invocations share a row (rows.wgsl is prepended): one
-// for a classifier's short rows of logits.
+// the dense label row for `dense` (`dense_labels`: the same buffer as F). A sparse label outside
+// [0, cols) makes the row NaN, as TF's GPU kernel does. `LANES` invocations share a row (rows.wgsl
+// is prepended): one for a classifier's short rows of logits.
 
 
 struct Params {
@@ -48,7 +48,7 @@ fn cross_entropy(sparse: bool, wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
         }
     }
     let row_max = row_reduce(lid, m, OP_MAX);
-    // Compensated sums in f32 (math.wgsl), so that long rows do not drift.
+    // Compensated sums (rows_f32.wgsl: Kahan's), so that long rows do not drift.
     var s = row_sum();
     var dot = row_sum();
     var mass = row_sum();

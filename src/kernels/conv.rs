@@ -817,8 +817,8 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         // A gradient summed over no terms.
         return ctx.stream()?.fill(out.address, out.byte_len(), 0);
     }
-    // The ungrouped gradients as convolutions and matmuls, each where it applies, in order of
-    // preference; else the direct kernels.
+    // The gradients as implicit GEMMs (grouped too), convolutions and matmuls, each where it
+    // applies, in order of preference; else the direct kernels.
     let p = &plan.params;
     let as_products: &[GradRoute] = if for_filter {
         &[grad_filter_gemm, grad_filter_with_channels_padded, grad_filter_tiles, grad_filter_as_matmul]

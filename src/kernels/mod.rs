@@ -619,15 +619,13 @@ fn build_table() -> Vec<KernelDef> {
             reduce::euclidean_norm,
         ));
     }
+    let arg_types: &[DType] = if with_f64 { &[DType::F32, DType::F64] } else { &[DType::F32] };
     for op in ["ArgMax", "ArgMin"] {
-        for out in [DType::I64, DType::I32] {
-            table.push(kernel(
-                op,
-                leak(vec![("T", DType::F32), ("output_type", out)]),
-                &["dimension"],
-                &[],
-                reduce::arg,
-            ));
+        for &dtype in arg_types {
+            for out in [DType::I64, DType::I32] {
+                let constraints = leak(vec![("T", dtype), ("output_type", out)]);
+                table.push(kernel(op, constraints, &["dimension"], &[], reduce::arg));
+            }
         }
     }
     // Complex products (four real ones) and Sum and Mean (the parts reduced alike); complex128's

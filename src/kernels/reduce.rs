@@ -850,7 +850,31 @@ pub fn arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
 fn arg_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let (input, out, mut p) = arg_plan(ctx, kernel)?;
     p.out_words = if out.dtype == DType::I64 { 2 } else { 1 };
-    launch(ctx.stream()?, "arg_f32", u32::from(kernel.def.op == "ArgMin"), p, &input, &out)
+    let op = u32::from(kernel.def.op == "ArgMin");
+    if input.dtype == DType::F64 {
+        return launch_arg_f64(ctx.stream()?, op, p, &input, &out);
+    }
+    launch(ctx.stream()?, "arg_f32", op, p, &input, &out)
+}
+
+/// float64 ArgMax/ArgMin (`reduce_f64.wgsl`'s `arg_f64`): one workgroup per output.
+fn launch_arg_f64(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &TensorRef) -> Result<()> {
+    if p.outputs == 0 {
+        return Ok(());
+    }
+    let device = stream.device();
+    check_loop_iterations(device, u64::from(p.count).div_ceil(256) + 8, "ArgMax/ArgMin")?;
+    let in_mem = device.memory.resolve(input.address, input.byte_len())?;
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let pipeline = pipeline_of(device, &F64_SHADER, "arg_f64", op, &p)?;
+    stream.encode(|core, encoder| {
+        let (in_bind, in_off) = storage_window(core, &in_mem, 8)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        (p.in_off, p.out_off) = (in_off, out_off);
+        let groups = grid(core, u64::from(p.outputs), "arg_f64")?;
+        let bindings = [in_bind, out_bind, in_bind];
+        dispatch_workgroups(core, encoder, "arg_f64", &pipeline, &bindings, bytemuck::bytes_of(&p), groups)
+    })
 }
 
 /// ArgMax/ArgMin's input, its output (allocated) and the parameters of a reduction over

@@ -3608,7 +3608,7 @@ def exc_record(e):
 #    one-element rows, finite otherwise);
 #  - MatrixBandPart limits past int32: TF's functors take them as int, and TF-CPU's answer then
 #    depends on its code path.
-NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "ArgMax", "ArgMin", "Conv2D", "Conv2DBackpropInput",
+NAN_ORDER_OPS = {"MaxPool", "MaxPoolGrad", "Conv2D", "Conv2DBackpropInput",
                  "Conv2DBackpropFilter", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
                  "DepthwiseConv2dNativeBackpropFilter", "_FusedConv2D", "_FusedMatMul", "Softmax", "LogSoftmax",
                  "SigmoidGrad", "UnsortedSegmentMin", "UnsortedSegmentMax", "SegmentMin", "SegmentMax", "TopKV2",

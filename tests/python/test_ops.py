@@ -2250,6 +2250,32 @@ def test_large_elementwise_ops_run_four_elements_at_a_time():
     assert "dispatch unary vec4" in log, log[-3000:]
 
 
+ARG_FLOAT_TYPES = [t for t in ("float32", "float64", "float16", "bfloat16")
+                   if ("ArgMax", {"T": t, "output_type": "int64"}) in KERNELS]
+
+
+@pytest.mark.parametrize("dtype", ARG_FLOAT_TYPES)
+def test_argmax_and_argmin_treat_nan_and_infinities_as_tf_does(strict_placement, dtype):
+    """ArgMax/ArgMin follow Eigen's tuple reducers, which TF's CPU and GPU kernels run: a NaN never
+    wins, ties go to the lowest index, and where nothing beats the start (the type's lowest or
+    highest at index 0: all NaN, or -inf for ArgMax) the answer is 0. Rows long enough for the
+    workgroup tree to meet NaNs out of order are included."""
+    rows = [[1, np.nan, 3], [np.nan, 5, np.nan], [2, 3, np.nan], [5, np.nan, 1], [np.nan, np.nan],
+            [-np.inf, np.nan, -np.inf], [np.inf, np.inf], [np.inf, np.nan, -np.inf]]
+    rng = np.random.default_rng(5)
+    long = rng.standard_normal(3000)
+    long[rng.integers(0, 3000, 300)] = np.nan
+    long[[7, 2900]] = 9.0
+    for values in [*rows, long]:
+        x = np.asarray(values, dtype=np.float64)
+        for fn in (tf.math.argmax, tf.math.argmin):
+            with tf.device(GPU):
+                got = fn(tf.identity(tf.constant(x, dtype))).numpy()
+            with tf.device("/CPU:0"):
+                want = fn(tf.constant(x, dtype)).numpy()
+            assert got == want, (fn.__name__, dtype, values if len(values) < 10 else "long row", got, want)
+
+
 COMPLEX_PROD_TYPES = [t for t in ("complex64", "complex128") if ("Prod", {"T": t}) in KERNELS]
 
 
