@@ -1,6 +1,7 @@
 // float64 elementwise ops, computed in f64 (`math_f64.wgsl`, `quot.wgsl` and `broadcast.wgsl` are
-// prepended; the device has SHADER_F64). Exponentials and logarithms come from `math_f64.wgsl`;
-// the other transcendental functions (trigonometry, erf, lgamma, pow) are not here yet.
+// prepended; the device has SHADER_F64). The transcendental functions (exponentials, logarithms,
+// trigonometry and its inverses, the hyperbolic functions, erf, erfc, lgamma, digamma, pow,
+// atan2) come from `math_f64.wgsl`.
 //   main:    binary ops with NumPy broadcasting, `OP` numbered as binary.wgsl's (the subset
 //            `binary::FLOAT64_OPS` names), into `out`
 //   compare: comparisons as compare.wgsl's `OP`, into packed bools (`out_words`, four per word)
@@ -51,7 +52,10 @@ fn nan64() -> f64 {
     return f64(bitcast<f32>(0x7fc00000u));
 }
 
-fn apply(x: f64, y: f64, x_nan: bool, y_nan: bool) -> f64 {
+// `wx` and `wy`: the operands' bits (low word, high word), for NaN and the sign of zero.
+fn apply(x: f64, y: f64, wx: vec2<u32>, wy: vec2<u32>) -> f64 {
+    let x_nan = is_nan_bits(wx);
+    let y_nan = is_nan_bits(wy);
     switch OP {
         case 0u: { return x + y; }
         case 1u: { return x * y; }
@@ -67,6 +71,8 @@ fn apply(x: f64, y: f64, x_nan: bool, y_nan: bool) -> f64 {
             if (x_nan || y_nan) { return nan64(); }
             return min(x, y);
         }
+        // Pow with C99's special cases (x^0 = 1 and 1^y = 1 even for NaN).
+        case 9u: { return m64_pow(x, y, x_nan, y_nan, (wx.y & 0x80000000u) != 0u); }
         case 10u: { return (x - y) * (x - y); }
         // Activation gradients in TF's argument order, as binary.wgsl computes them.
         case 11u: { return x * select(ZERO, ONE, y > 0.0); }
@@ -92,6 +98,11 @@ fn apply(x: f64, y: f64, x_nan: bool, y_nan: bool) -> f64 {
             let d = 1.0 + abs(y);
             return x / (d * d);
         }
+        // Atan2(y, x): TF's first operand is y.
+        case 28u: {
+            if (x_nan || y_nan) { return nan64(); }
+            return m64_atan2(x, y, (wx.y & 0x80000000u) != 0u, (wy.y & 0x80000000u) != 0u);
+        }
         default: { return x; }
     }
 }
@@ -105,7 +116,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
     let ia = p.a_off + at.x;
     let ib = p.b_off + at.y;
-    out[p.out_off + i] = apply(a[ia], b[ib], is_nan_bits(words_a[ia]), is_nan_bits(words_b[ib]));
+    out[p.out_off + i] = apply(a[ia], b[ib], words_a[ia], words_b[ib]);
 }
 
 fn compare(x: f64, y: f64, unordered: bool) -> bool {
@@ -157,9 +168,13 @@ fn unary_op(v: f64) -> f64 {
         case 8u: { return m64_expm1(v); }
         case 9u: { return m64_log(v); }
         case 10u: { return m64_log1p(v); }
+        case 11u: { return m64_sin(v); }
+        case 12u: { return m64_cos(v); }
+        case 13u: { return m64_tan(v); }
         case 14u: { return m64_tanh(v); }
         // Eigen's logistic for double: 1 / (1 + exp(-x)).
         case 15u: { return 1.0 / (1.0 + m64_exp(-v)); }
+        case 16u: { return m64_erf(v); }
         case 17u: { return floor(v); }
         case 18u: { return ceil(v); }
         // Round and Rint: half to even, as WGSL's round.
@@ -185,6 +200,17 @@ fn unary_op(v: f64) -> f64 {
         case 27u: { return v / (1.0 + abs(v)); }
         case 28u: { return 0.0; }
         case 29u: { return 1.0; }
+        case 32u: { return m64_erfc(v); }
+        case 33u: { return m64_sinh(v); }
+        case 34u: { return m64_cosh(v); }
+        case 35u: { return m64_asinh(v); }
+        case 36u: { return m64_acosh(v); }
+        case 37u: { return m64_atanh(v); }
+        case 38u: { return m64_atan(v); }
+        case 39u: { return m64_asin(v); }
+        case 40u: { return m64_acos(v); }
+        case 41u: { return m64_lgamma(v); }
+        case 42u: { return m64_digamma(v); }
         default: { return v; }
     }
 }
@@ -203,7 +229,7 @@ fn unary(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
 // complex128 (pairs of f64; offsets and the broadcast counted in complex elements): the quotient
 // a / b (OP 3), as complex.wgsl divides complex64 (Eigen's packet division: b scaled by its larger
 // part's magnitude m, then a * conj(b / m) / |b / m|^2 / m); ComplexAbs (OP 20), |a| without
-// overflow (infinite where a part is, NaN where a part is NaN), into float64.
+// overflow (infinite where a part is, NaN where a part is NaN), and Angle (OP 21), into float64.
 @compute @workgroup_size(256)
 fn complex_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * 256u;
@@ -213,6 +239,16 @@ fn complex_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
     let ia = 2u * (p.a_off + at.x);
     let x = vec2<f64>(a[ia], a[ia + 1u]);
+    if (OP == 21u) {
+        // Angle: atan2(imaginary, real), the parts' signs (of zeros too) from their bits.
+        let negative = vec2<bool>((words_a[ia].y & 0x80000000u) != 0u, (words_a[ia + 1u].y & 0x80000000u) != 0u);
+        var angle = m64_atan2(x.y, x.x, negative.y, negative.x);
+        if (is_nan_bits(words_a[ia]) || is_nan_bits(words_a[ia + 1u])) {
+            angle = nan64();
+        }
+        out[p.out_off + i] = angle;
+        return;
+    }
     if (OP == 20u) {
         let ax = abs(x.x);
         let ay = abs(x.y);

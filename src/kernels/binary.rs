@@ -123,10 +123,23 @@ pub const BINARY_OPS: [(&str, BinaryOp); 19] = [
 /// The binary ops TF defines for float32 and float64 only (no float16 kernel on TF-CPU either).
 pub const FLOAT32_ONLY_OPS: [&str; 1] = ["NextAfter"];
 
-/// The binary ops `binary_f64.wgsl` computes in f64: the arithmetic ones (FloorMod and Pow, which
-/// need an exact fmod and a pow in f64, stay on the CPU).
-pub const FLOAT64_OPS: [&str; 11] =
-    ["AddV2", "Add", "Mul", "Sub", "RealDiv", "Div", "DivNoNan", "FloorDiv", "Maximum", "Minimum", "SquaredDifference"];
+/// The binary ops `binary_f64.wgsl` computes in f64: the arithmetic ones, Pow and Atan2 (FloorMod,
+/// which needs an exact fmod in f64, stays on the CPU).
+pub const FLOAT64_OPS: [&str; 13] = [
+    "AddV2",
+    "Add",
+    "Mul",
+    "Sub",
+    "RealDiv",
+    "Div",
+    "DivNoNan",
+    "FloorDiv",
+    "Maximum",
+    "Minimum",
+    "SquaredDifference",
+    "Pow",
+    "Atan2",
+];
 
 /// TF op name → `OP` of `compare.wgsl`.
 pub const COMPARE_OPS: [(&str, u32); 6] =

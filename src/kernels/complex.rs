@@ -39,7 +39,7 @@ pub fn register(table: &mut Vec<KernelDef>, with_f64: bool) {
         table.push(kernel("Neg", t_of(complex), &[], &[], compute));
         table.push(kernel("Complex", leak(vec![("T", part), ("Tout", complex)]), &[], &[], compute));
     }
-    // complex128 arithmetic through its float64 parts; its division and ComplexAbs in float64
+    // complex128 arithmetic through its float64 parts; its division, ComplexAbs and Angle in float64
     // (all of it needs SHADER_F64).
     if with_f64 {
         for op in ["AddV2", "Add", "Sub", "Mul"] {
@@ -50,6 +50,7 @@ pub fn register(table: &mut Vec<KernelDef>, with_f64: bool) {
         }
         let to_f64 = leak(vec![("T", C128), ("Tout", F64)]);
         table.push(kernel("ComplexAbs", to_f64, &[], &[], complex128_in_float64));
+        table.push(kernel("Angle", to_f64, &[], &[], complex128_in_float64));
     }
     let to_f32 = leak(vec![("T", C64), ("Tout", F32)]);
     table.push(kernel("ComplexAbs", to_f32, &[], &[], compute));
@@ -239,12 +240,15 @@ fn combine_products(stream: &Stream, [rr, ii, ri, ir]: &[TensorRef; 4], out: &Te
 }
 
 /// complex128 Div and RealDiv (Eigen's scaled division, as complex64's), with broadcasting, and
-/// ComplexAbs, in float64 (`binary_f64.wgsl`'s `complex_main`).
+/// ComplexAbs and Angle, in float64 (`binary_f64.wgsl`'s `complex_main`).
 pub fn complex128_in_float64(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     use super::binary::FLOAT64_SHADER;
     let a = ctx.input(0)?;
-    let (b, code, out_dtype) =
-        if kernel.def.op == "ComplexAbs" { (a.clone(), 20u32, DType::F64) } else { (ctx.input(1)?, 3, DType::C128) };
+    let (b, code, out_dtype) = match kernel.def.op {
+        "ComplexAbs" => (a.clone(), 20u32, DType::F64),
+        "Angle" => (a.clone(), 21, DType::F64),
+        _ => (ctx.input(1)?, 3, DType::C128),
+    };
     let shape = broadcast_shapes(&a.shape, &b.shape)?;
     let out = ctx.allocate_output(0, out_dtype, &shape)?;
     let constants = [("OP", f64::from(code))];

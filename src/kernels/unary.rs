@@ -134,9 +134,9 @@ struct Params {
     alpha: f32,
 }
 
-/// The unary ops `binary_f64.wgsl` computes in float64: all but trigonometry, erf, lgamma, digamma
-/// and the hyperbolic functions other than tanh.
-pub const FLOAT64_OPS: [&str; 27] = [
+/// The unary ops `binary_f64.wgsl` computes in float64 (all of them), with the functions of
+/// `math_f64.wgsl`.
+pub const FLOAT64_OPS: [&str; 42] = [
     "Abs",
     "Neg",
     "Sign",
@@ -164,6 +164,21 @@ pub const FLOAT64_OPS: [&str; 27] = [
     "Elu",
     "Selu",
     "Softplus",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "Erf",
+    "Erfc",
+    "Lgamma",
+    "Digamma",
 ];
 
 /// Encodes `out = op(input)` elementwise; `out` may alias `input`.

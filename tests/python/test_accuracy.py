@@ -14,6 +14,7 @@ result is subnormal; the plugin's column keeps them. `python tests/python/test_a
 the table that the README shows. A heavy suite: TF 2.21 only, or TF_WGPU_HEAVY=1.
 """
 
+import functools
 import json
 import math
 import os
@@ -331,22 +332,299 @@ def test_matmul_contractions_do_not_drift(kernel):
 
 # float64 functions (math_f64.wgsl) against the exact result in 40-digit decimal arithmetic, beside
 # TF-CPU's error: exp and log are fdlibm's, expm1 Eigen's formula, log1p fdlibm's kernel, tanh from
-# expm1. Bound: 2 ulp (tanh: 4), or TF-CPU's own error where that is larger.
+# expm1; trigonometry, its inverses, the hyperbolic functions, erf, erfc and pow are fdlibm's.
+# Bound: 2 ulp (tanh: 4), or TF-CPU's own error where that is larger.
+
+
+def _exact_pi(prec):
+    """pi to `prec` digits (Machin's formula), computed once per precision."""
+    from decimal import Decimal, localcontext
+
+    cache = _exact_pi.__dict__.setdefault("cache", {})
+    if prec not in cache:
+        with localcontext() as c:
+            c.prec = prec + 10
+
+            def arctan_inverse(n):
+                term = total = Decimal(1) / n
+                k, eps = 1, Decimal(10) ** -(prec + 8)
+                while abs(term) > eps:
+                    term /= -n * n
+                    k += 2
+                    total += term / k
+                return total
+
+            cache[prec] = +(16 * arctan_inverse(5) - 4 * arctan_inverse(239))
+    return cache[prec]
+
+
+def _decimal_eps(digits):
+    from decimal import Decimal
+
+    return Decimal(10) ** -digits
+
+
+def _exact_sin_cos(d):
+    """(sin d, cos d) by Taylor series after reducing d mod pi/2 with 420 digits of pi (enough for
+    every double, up to 1e308)."""
+    from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+
+    with localcontext() as c:
+        c.prec = 420
+        half_pi = _exact_pi(420) / 2
+        k = (d / half_pi).to_integral_value(rounding=ROUND_HALF_EVEN)
+        r = d - k * half_pi
+        c.prec = 60
+        r = +r
+
+        def series(term, n):
+            total = term
+            while term != 0 and abs(term) > abs(total) * _decimal_eps(65):
+                term = -term * r * r / ((n + 1) * (n + 2))
+                n += 2
+                total += term
+            return total
+
+        s, co = series(r, 1), series(Decimal(1), 0)
+        return [(s, co), (co, -s), (-s, -co), (-co, s)][int(k) % 4]
+
+
+def _exact_atan(d):
+    from decimal import Decimal, localcontext
+
+    with localcontext() as c:
+        c.prec = 70
+        if d < 0:
+            return -_exact_atan(-d)
+        if d > 1:
+            return _exact_pi(70) / 2 - _exact_atan(1 / d)
+        halvings, x = 0, d
+        while x > Decimal("0.05"):  # atan(x) = 2 atan(x / (1 + sqrt(1 + x^2)))
+            x = x / (1 + (1 + x * x).sqrt())
+            halvings += 1
+        term = total = x
+        n = 1
+        while term != 0 and abs(term) > abs(total) * _decimal_eps(68):
+            term = -term * x * x
+            n += 2
+            total += term / n
+        return total * 2**halvings
+
+
+def _exact_asin(d):
+    from decimal import localcontext
+
+    with localcontext() as c:
+        c.prec = 70
+        if abs(d) == 1:
+            return d * _exact_pi(70) / 2
+        return _exact_atan(d / ((1 - d) * (1 + d)).sqrt())
+
+
+def _exact_acos(d):
+    from decimal import Decimal, localcontext
+
+    if d == 1:
+        return Decimal(0)
+    with localcontext() as c:
+        c.prec = 80
+        return _exact_pi(80) / 2 - _exact_asin(d)
+
+
+def _exact_atan2(y, x):
+    from decimal import localcontext
+
+    with localcontext() as c:
+        c.prec = 70
+        pi = _exact_pi(70)
+        if x > 0:
+            return _exact_atan(y / x)
+        if x < 0:
+            return _exact_atan(y / x) + (pi if y >= 0 else -pi)
+        return pi / 2 if y > 0 else -pi / 2
+
+
+def _in_context(prec, f):
+    """f evaluated with `prec` digits (for formulas that cancel)."""
+    from decimal import localcontext
+
+    def g(*args):
+        with localcontext() as c:
+            c.prec = prec
+            return f(*args)
+
+    return g
+
+
+def _exact_erf_series(x, prec):
+    """erf(x) = 2/sqrt(pi) sum (-1)^n x^(2n+1) / (n! (2n+1)), with `prec` digits."""
+    from decimal import localcontext
+
+    with localcontext() as c:
+        c.prec = prec
+        term = total = x
+        n = 0
+        while term != 0 and abs(term) > abs(total) * _decimal_eps(prec - 2):
+            n += 1
+            term = -term * x * x / n
+            total += term / (2 * n + 1)
+        return 2 * total / _exact_pi(prec).sqrt()
+
+
+def _exact_erfc(d):
+    """erfc: 1 - the series (110 digits) below 4, the continued fraction
+    exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))) (400 terms) from 4, where the two
+    agree to 70 digits, and erfc(-x) = 2 - erfc(x)."""
+    from decimal import localcontext
+
+    with localcontext() as c:
+        c.prec = 70
+        if d < 0:
+            return 2 - _exact_erfc(-d)
+        if d < 4:
+            c.prec = 100
+            return 1 - _exact_erf_series(d, 110)
+        f = d
+        for k in range(400, 0, -1):
+            f = d + k / f / 2
+        return (-d * d).exp() / (_exact_pi(70).sqrt() * f)
+
+
+def _exact_erf(d):
+    from decimal import localcontext
+
+    if abs(d) < 6:
+        return _exact_erf_series(d, 90)
+    with localcontext() as c:
+        c.prec = 70
+        return (1 - _exact_erfc(abs(d))).copy_sign(d)
+
+
+@functools.lru_cache
+def _bernoulli_even(count):
+    """B_2, B_4, ..., B_(2 count) as fractions (Akiyama-Tanigawa)."""
+    from fractions import Fraction
+
+    a, out = [], []
+    for m in range(2 * count + 1):
+        a.append(Fraction(1, m + 1))
+        for j in range(m, 0, -1):
+            a[j - 1] = j * (a[j - 1] - a[j])
+        out.append(a[0])
+    return out[2::2]
+
+
+def _exact_gamma_series(x, digamma):
+    """log Gamma(x) or digamma(x) for x > 0: shifted up to 40 by the recurrence, then Stirling's
+    series (19 terms: below 1e-48 there)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as c:
+        c.prec = 90
+        shift, z = (Decimal(0) if digamma else Decimal(1)), x
+        while z < 40:
+            shift = shift + 1 / z if digamma else shift * z
+            z += 1
+        if digamma:
+            total = z.ln() - 1 / (2 * z)
+        else:
+            total = (z - Decimal("0.5")) * z.ln() - z + (2 * _exact_pi(90)).ln() / 2
+        # - B_2k / (2k z^2k) for digamma, B_2k / (2k (2k - 1) z^(2k - 1)) for lgamma.
+        power = z * z if digamma else z
+        for k, b in enumerate(_bernoulli_even(19), 1):
+            term = Decimal(b.numerator) / Decimal(b.denominator)
+            if digamma:
+                total -= term / (2 * k * power)
+            else:
+                total += term / (2 * k * (2 * k - 1) * power)
+            power *= z * z
+        return total - (shift if digamma else shift.ln())
+
+
+def _exact_reflected(d, digamma):
+    """lgamma or digamma, by the reflection formulas for d <= 0."""
+    from decimal import Decimal, localcontext
+
+    if not digamma and d in (1, 2):
+        return Decimal(0)
+    if d > 0:
+        return _exact_gamma_series(d, digamma)
+    with localcontext() as c:
+        c.prec = 430
+        s, co = _exact_sin_cos(_exact_pi(430) * d)
+        c.prec = 90
+        if digamma:  # psi(x) = psi(1 - x) - pi cot(pi x)
+            return _exact_gamma_series(1 - d, True) - _exact_pi(90) * co / s
+        return (_exact_pi(90) / abs(s)).ln() - _exact_gamma_series(1 - d, False)
+
+
 FLOAT64_EXACT = {
     "exp": (tf.exp, lambda d: d.exp(), 2.0),
     "log": (tf.math.log, lambda d: d.ln(), 2.0),
     "expm1": (tf.math.expm1, lambda d: d.exp() - 1, 2.0),
     "log1p": (tf.math.log1p, lambda d: (1 + d).ln(), 2.0),
     "tanh": (tf.tanh, lambda d: ((2 * d).exp() - 1) / ((2 * d).exp() + 1), 4.0),
+    "sin": (tf.sin, lambda d: _exact_sin_cos(d)[0], 2.0),
+    "cos": (tf.cos, lambda d: _exact_sin_cos(d)[1], 2.0),
+    "tan": (tf.tan, lambda d: _in_context(60, lambda s, co: s / co)(*_exact_sin_cos(d)), 2.0),
+    "asin": (tf.math.asin, _exact_asin, 2.0),
+    "acos": (tf.math.acos, _exact_acos, 2.0),
+    "atan": (tf.math.atan, _exact_atan, 2.0),
+    "sinh": (tf.math.sinh, _in_context(90, lambda d: (d.exp() - (-d).exp()) / 2), 2.0),
+    "cosh": (tf.math.cosh, _in_context(60, lambda d: (d.exp() + (-d).exp()) / 2), 2.0),
+    "asinh": (tf.math.asinh, _in_context(90, lambda d: (abs(d) + (d * d + 1).sqrt()).ln().copy_sign(d)), 2.0),
+    "acosh": (tf.math.acosh, _in_context(90, lambda d: (d + ((d - 1) * (d + 1)).sqrt()).ln()), 2.0),
+    "atanh": (tf.math.atanh, _in_context(90, lambda d: ((1 + d) / (1 - d)).ln() / 2), 2.0),
+    "erf": (tf.math.erf, _exact_erf, 2.0),
+    "erfc": (tf.math.erfc, _exact_erfc, 2.0),
+    # lgamma for x > 0 (negative x: test_float64_lgamma_of_negative_x); digamma is Eigen's formula,
+    # as TF-CPU's, whose error near the zeros of digamma (1.4616..., and one in each (-n, 1 - n)) is
+    # thousands of ulp of the result: the bound is TF-CPU's.
+    "lgamma": (tf.math.lgamma, lambda d: _exact_reflected(d, False), 2.0),
+    "digamma": (tf.math.digamma, lambda d: _exact_reflected(d, True), 2.0),
 }
 
 
 def float64_inputs(name, rng):
-    """Each binade from 2^-60 to 2^9 (both signs where the function takes them), the cancellation
-    zones near 0 and 1, and the overflow edge."""
+    """Each binade over the function's domain (both signs where it takes them), the cancellation
+    zones (near 0 and 1, near multiples of pi/2, near the ends of [-1, 1]) and the edges of the
+    range reductions and of overflow."""
     mags = np.exp2(rng.uniform(-60, 9.4, 6000))
     x = np.concatenate([mags, -mags, rng.uniform(-1e-3, 1e-3, 500), 1 + rng.uniform(-1e-3, 1e-3, 500),
                         [709.7, -708.3, 0.5 * np.log(2), 22.0, -0.29, 0.41]])
+    if name in ("sin", "cos", "tan"):
+        huge = np.exp2(rng.uniform(9.4, 1023.9, 3000))
+        multiples = np.arange(1, 400) * (np.pi / 2)
+        # The double that comes closest to a multiple of pi/2 (Kahan and McDonald), and both sides
+        # of the switch to the large-argument reduction at 2^20 pi/2.
+        hard = [6381956970095103 * 2.0**797, 5261692873635770 * 2.0**499, 1647098.9, 1647099.0, 1647099.1]
+        x = np.concatenate([x, huge, -huge, multiples, -multiples, np.nextafter(multiples, 0),
+                            multiples * 1e5, hard])
+    if name in ("asin", "acos", "atanh"):
+        edges = 1 - np.exp2(rng.uniform(-53, -1, 1000))
+        x = np.concatenate([x, rng.uniform(-1, 1, 2000), edges, -edges, [0.5, -0.5, 0.975, -0.975]])
+        x = x[np.abs(x) < 1] if name == "atanh" else np.concatenate([x[np.abs(x) < 1], [1.0, -1.0]])
+    if name == "atan":
+        x = np.concatenate([x, np.exp2(rng.uniform(9.4, 80, 2000)), [0.4375, 0.6875, 1.1875, 2.4375]])
+    if name in ("sinh", "cosh"):
+        x = np.concatenate([x[np.abs(x) < 710.4], [710.47, -710.47, 709.78, 0.3465, 1e-300]])
+    if name == "asinh":
+        huge = np.exp2(rng.uniform(9.4, 1023.9, 2000))
+        x = np.concatenate([x, huge, -huge, [2.0, -2.0, 2.0**28, 2.0**28 + 1]])
+    if name == "acosh":
+        x = np.concatenate([1 + np.abs(x), 1 + np.exp2(rng.uniform(-52, 0, 1000)),
+                            np.exp2(rng.uniform(9.4, 1023.9, 2000)), [1.0, 2.0, 2.0**28]])
+    if name == "erf":
+        x = np.concatenate([x[np.abs(x) < 6.5], rng.uniform(-6.5, 6.5, 2000), [0.84375, 1.25, 2.857142857142857]])
+    if name == "erfc":
+        x = np.concatenate([x[np.abs(x) < 6.5], rng.uniform(-6.5, 27.3, 3000), [0.25, 0.84375, 1.25, 28.0]])
+    if name == "lgamma":
+        x = np.concatenate([np.abs(x), np.exp2(rng.uniform(9.4, 1020, 2000)), rng.uniform(0, 10, 2000),
+                            [0.9, 1.0, 2.0, 0.2316, 0.7316, 1.2316, 1.7316, 8.0, 2.0**58]])
+        x = x[x > 0]
+    if name == "digamma":
+        x = np.concatenate([x, np.exp2(rng.uniform(9.4, 60, 1000)), rng.uniform(-20, 10, 2000)])
+        x = x[x != np.round(x)]
     if name == "log":
         x = np.abs(x[x != 0])
     if name == "log1p":
@@ -356,15 +634,36 @@ def float64_inputs(name, rng):
     return x
 
 
+def _float64_kernels_registered():
+    from conftest import registered_kernels
+
+    if not any(op == "Exp" and attrs.get("T") == "float64" for op, attrs in registered_kernels()):
+        pytest.skip("no float64 kernels on this adapter (no SHADER_F64)")
+
+
+def float64_ulps(ours, cpu, exact, *inputs):
+    """The ULP errors of our result and TF-CPU's against the exact one, rounded to float64. Results
+    below the normal range are left out, and for TF-CPU subnormal inputs too: it flushes both to
+    zero."""
+    keep = (np.abs(exact) >= np.finfo(np.float64).tiny) & np.isfinite(exact)
+    normal = keep.copy()
+    for x in inputs:
+        normal &= (x == 0) | (np.abs(x) >= np.finfo(np.float64).tiny)
+
+    def ulps(y, k):
+        with np.errstate(invalid="ignore"):
+            err = np.abs(y[k] - exact[k]) / np.spacing(np.abs(exact[k]))
+        return np.where(np.isnan(err), np.inf, err)
+
+    return ulps(ours, keep), ulps(cpu, normal), keep
+
+
 @pytest.mark.parametrize("name", list(FLOAT64_EXACT))
 def test_float64_functions_within_two_ulp_of_exact(name):
     """float64 transcendental functions computed in f64 on the device (adapters with SHADER_F64)."""
     from decimal import Decimal, getcontext
 
-    from conftest import registered_kernels
-
-    if not any(op == "Exp" and attrs.get("T") == "float64" for op, attrs in registered_kernels()):
-        pytest.skip("no float64 kernels on this adapter (no SHADER_F64)")
+    _float64_kernels_registered()
     getcontext().prec = 40
     fn, exact_of, bound = FLOAT64_EXACT[name]
     x = float64_inputs(name, np.random.default_rng(64))
@@ -374,12 +673,128 @@ def test_float64_functions_within_two_ulp_of_exact(name):
     with tf.device("/CPU:0"):
         cpu = fn(tf.constant(x)).numpy()
     exact = np.array([float(exact_of(Decimal(float(v)))) for v in x])
-    # Results below the normal range are left out: TF-CPU flushes them to zero.
-    keep = np.abs(exact) >= np.finfo(np.float64).tiny
-    ulps = lambda y: np.abs(y[keep] - exact[keep]) / np.spacing(np.abs(exact[keep]))
-    ours, theirs = ulps(got.numpy()), ulps(cpu)
+    ours, theirs, keep = float64_ulps(got.numpy(), cpu, exact, x)
     print(f"\nfloat64 {name}: max {ours.max():.1f} ulp (TF-CPU {theirs.max():.1f}) over {keep.sum()} points")
     assert ours.max() <= max(bound, theirs.max()), x[keep][np.argmax(ours)]
+
+
+def test_float64_lgamma_of_negative_x():
+    """lgamma(x) for x < 0, log(pi / |x sin(pi x)|) - lgamma(-x) as fdlibm computes it: the two
+    terms cancel near the zeros of lgamma (x = -2.457..., -2.747..., -3.143..., ...), so the error
+    is bounded by a few ulp of the terms, not of the result (TF-CPU's glibc has a special method for
+    (-28, -2) there, within 3 ulp of the result)."""
+    from decimal import Decimal
+
+    _float64_kernels_registered()
+    rng = np.random.default_rng(64)
+    x = -np.concatenate([np.exp2(rng.uniform(-60, 50, 3000)), rng.uniform(0, 30, 3000),
+                         2.4570247382208006 + rng.uniform(-1e-3, 1e-3, 200)])
+    x = x[x != np.round(x)]
+    with tf.device("/GPU:0"):
+        got = tf.math.lgamma(tf.constant(x)).numpy()
+    with tf.device("/CPU:0"):
+        cpu = tf.math.lgamma(tf.constant(x)).numpy()
+    exact = np.array([float(_exact_reflected(Decimal(float(v)), False)) for v in x])
+    # |log(pi / |x sin(pi x)|)| + |lgamma(-x)|, at most |lgamma(x)| + 2 |lgamma(-x)|.
+    terms = np.abs(exact) + 2 * np.abs(scipy.special.gammaln(-x))
+    ours = np.abs(got - exact) / np.spacing(terms)
+    relative, theirs, _ = float64_ulps(got, cpu, exact, x)
+    print(f"\nfloat64 lgamma of x < 0: max {ours.max():.1f} ulp of the terms, {relative.max():.1f} ulp of the "
+          f"result (TF-CPU {theirs.max():.1f}) over {len(x)} points")
+    assert ours.max() <= 8.0, x[np.argmax(ours)]
+
+
+def float64_pow_inputs(rng):
+    """Positive bases of every binade (subnormal ones too) with exponents that keep the result
+    between underflow and overflow or just past them, bases near 1 with exponents past 2^31,
+    negative bases with integer exponents, small integers (exact results) and Adam's beta^t."""
+    n = 3000
+    x = np.exp2(rng.uniform(-1074, 1024, n))
+    near = 1 + rng.uniform(-1, 1, n) * np.exp2(rng.uniform(-52, -1, n))
+    with np.errstate(divide="ignore"):
+        y = rng.uniform(-1, 1, n) * np.minimum(1100.0 / np.abs(np.log2(x)), 1e300)
+        near_y = rng.uniform(-1, 1, n) * np.minimum(1100.0 / np.abs(np.log2(near)), 1e300)
+    negative = -np.exp2(rng.uniform(-20, 20, n))
+    whole_limit = np.minimum(1000.0 / np.maximum(np.abs(np.log2(-negative)), 1e-3), 2**40)
+    whole = np.round(rng.uniform(-1, 1, n) * whole_limit)
+    small, small_y = np.round(rng.uniform(-50, 50, n)), np.round(rng.uniform(-20, 20, n))
+    beta = np.repeat([0.9, 0.999, 0.99, 0.9999], n // 4)
+    steps = rng.integers(1, 100000, len(beta)).astype(np.float64)
+    x = np.concatenate([x, near, negative, small, beta])
+    y = np.concatenate([y, near_y, whole, small_y, steps])
+    keep = np.isfinite(y) & (x != 0)
+    return x[keep], y[keep]
+
+
+def float64_atan2_inputs(rng):
+    """y and x of every binade and sign (so quotients that overflow and underflow), and near 0."""
+    n = 3000
+    sign = lambda: rng.choice([-1.0, 1.0], n)
+    y = np.concatenate([np.exp2(rng.uniform(-1074, 1024, n)) * sign(), rng.uniform(-10, 10, n),
+                        np.exp2(rng.uniform(-60, 60, n)) * sign(), [0.3, -1e-300]])
+    x = np.concatenate([np.exp2(rng.uniform(-1074, 1024, n)) * sign(), rng.uniform(-10, 10, n),
+                        np.exp2(rng.uniform(-60, 60, n)) * sign(), [1.0, 1.0]])
+    keep = (x != 0) & (y != 0)
+    return y[keep], x[keep]
+
+
+# name: (TF function, exact result of two Decimals, inputs, C99 reference for the special values)
+FLOAT64_BINARY = {
+    "pow": (tf.pow, _in_context(60, lambda x, y: x**y), float64_pow_inputs, np.power),
+    "atan2": (tf.math.atan2, _exact_atan2, float64_atan2_inputs, np.arctan2),
+}
+
+
+@pytest.mark.parametrize("name", list(FLOAT64_BINARY))
+def test_float64_binary_functions_within_two_ulp_of_exact(name):
+    """Pow and Atan2 in f64 on the device against the exact result, beside TF-CPU's error. The
+    bound is 2 ulp whatever TF-CPU's error: its pow answers 0 and inf for (1 - 2^-53)^(+-5e18),
+    which is about e^(-+560)."""
+    from decimal import Decimal
+
+    _float64_kernels_registered()
+    fn, exact_of, inputs, _ = FLOAT64_BINARY[name]
+    a, b = inputs(np.random.default_rng(64))
+    with tf.device("/GPU:0"):
+        got = fn(tf.constant(a), tf.constant(b))
+    assert got.device.endswith("GPU:0")
+    with tf.device("/CPU:0"):
+        cpu = fn(tf.constant(a), tf.constant(b)).numpy()
+    exact = np.array([float(exact_of(Decimal(float(u)), Decimal(float(v)))) for u, v in zip(a, b)])
+    ours, theirs, keep = float64_ulps(got.numpy(), cpu, exact, a, b)
+    print(f"\nfloat64 {name}: max {ours.max():.1f} ulp (TF-CPU {theirs.max():.1f}) over {keep.sum()} points")
+    assert ours.max() <= 2.0, (a[keep][np.argmax(ours)], b[keep][np.argmax(ours)])
+    # Past the range: infinities and zeros (and subnormal results within an ulp of 2^-1074).
+    edge, g = ~keep, got.numpy()
+    with np.errstate(invalid="ignore"):
+        near = (g[edge] == exact[edge]) | (np.abs(g[edge] - exact[edge]) <= np.finfo(np.float64).smallest_subnormal)
+    assert near.all(), (a[edge][~near], b[edge][~near], g[edge][~near], exact[edge][~near])
+
+
+@pytest.mark.parametrize("name", list(FLOAT64_BINARY))
+def test_float64_binary_special_values(name):
+    """Every pair of signed zeros, infinities, NaN, +-1, subnormals, huge values, odd and even
+    integers and halves: C99's answers (NumPy's), zeros and infinities with their signs. (TF-CPU
+    flushes subnormal inputs and results to zero, so its answers differ there.)"""
+    import itertools
+
+    _float64_kernels_registered()
+    fn, _, _, c99 = FLOAT64_BINARY[name]
+    special = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310,
+               1e308, -1e308, 0.3, 2.5, -2.5, 1e-300, 7.0, -7.0, 1024.0, -1075.0, 2.0**53, 2.0**53 + 2,
+               2.0**31 + 0.5]
+    a, b = np.array(list(itertools.product(special, special))).T
+    with tf.device("/GPU:0"):
+        got = fn(tf.constant(a), tf.constant(b)).numpy()
+    with np.errstate(all="ignore"):
+        want = c99(a, b)
+    same_bits = (got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want))
+    exceptional = ~np.isfinite(want) | (want == 0)
+    bad = exceptional & ~same_bits
+    assert not bad.any(), list(zip(a[bad], b[bad], got[bad], want[bad]))
+    with np.errstate(invalid="ignore"):
+        far = ~exceptional & ~(np.abs(got - want) <= 2 * np.spacing(np.abs(want)))
+    assert not far.any(), list(zip(a[far], b[far], got[far], want[far]))
 
 
 def test_ulp_measure_is_not_vacuous():
