@@ -68,6 +68,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::nn::SOFTMAX_F64_SHADER", &nn::SOFTMAX_F64_SHADER, &[&[("F", "f64")]]),
         ("kernels::nn::XENT_F64_SHADER", &nn::XENT_F64_SHADER, &[&[("F", "f64")]]),
         ("kernels::random::SHADER", &random::SHADER, NONE),
+        ("kernels::random::F64_SHADER", &random::F64_SHADER, NONE),
         ("kernels::conv::SHADER", &conv::SHADER, NONE),
         ("kernels::batch_norm::SHADER", &batch_norm::SHADER, NONE),
         ("kernels::scatter::SHADER", &scatter::SHADER, NONE),

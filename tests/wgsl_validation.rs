@@ -59,6 +59,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_F64_SHADER, &[("F", "f64")]);
     validate(&tensorflow_wgpu::kernels::nn::XENT_F64_SHADER, &[("F", "f64")]);
     validate(&tensorflow_wgpu::kernels::random::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::random::F64_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::batch_norm::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::SHADER, &[]);
@@ -146,6 +147,7 @@ fn every_wgsl_file_is_covered() {
             "memory.wgsl",
             "quot.wgsl",
             "random.wgsl",
+            "random_f64.wgsl",
             "reduce.wgsl",
             "reduce_f64.wgsl",
             "reduce_index.wgsl",

@@ -499,14 +499,15 @@ const RANDOM_FLOAT_FILLS: [(&str, ComputeFn); 3] = [
 ];
 
 /// The dtypes of a float random fill: float16 and bfloat16 (TF's own distributions of them), and
-/// float64 for the uniform one (its normal ones need float64 logarithms and sines).
-fn random_float_types(op: &str, with_f16: bool) -> Vec<DType> {
+/// float64 (the uniform one from integer words anywhere; the normal ones need float64 logarithms
+/// and sines: SHADER_F64).
+fn random_float_types(op: &str, with_f16: bool, with_f64: bool) -> Vec<DType> {
     // (float16's rounding from float32 needs SHADER_F16; bfloat16's uses integer words.)
     let mut types = vec![DType::F32, DType::BF16];
     if with_f16 {
         types.push(DType::F16);
     }
-    if op == "RandomUniform" {
+    if op == "RandomUniform" || with_f64 {
         types.push(DType::F64);
     }
     types
@@ -893,7 +894,7 @@ fn build_table() -> Vec<KernelDef> {
             random::get_key_counter,
         ));
         for (op, fill) in RANDOM_FLOAT_FILLS {
-            for dtype in random_float_types(op, with_f16) {
+            for dtype in random_float_types(op, with_f16, with_f64) {
                 let constraints = leak(vec![("dtype", dtype), ("Tshape", int)]);
                 let name: &'static str = Box::leak(format!("Stateless{op}V2").into_boxed_str());
                 table.push(kernel(name, constraints, &["shape", "key", "counter", "alg"], &[], fill));
@@ -904,7 +905,7 @@ fn build_table() -> Vec<KernelDef> {
     for shape in [DType::I32, DType::I64] {
         for seed in [DType::I32, DType::I64] {
             for (op, fill) in RANDOM_FLOAT_FILLS {
-                for dtype in random_float_types(op, with_f16) {
+                for dtype in random_float_types(op, with_f16, with_f64) {
                     let constraints = leak(vec![("dtype", dtype), ("T", shape), ("Tseed", seed)]);
                     let name: &'static str = Box::leak(format!("Stateless{op}").into_boxed_str());
                     table.push(kernel(name, constraints, &["shape", "seed"], &[], fill));
@@ -944,7 +945,7 @@ fn build_table() -> Vec<KernelDef> {
     const SEED_ATTRS: &[(&str, AttrKind)] = &[("seed", AttrKind::Int), ("seed2", AttrKind::Int)];
     for shape in [DType::I32, DType::I64] {
         for (op, fill) in RANDOM_FLOAT_FILLS {
-            for dtype in random_float_types(op, with_f16) {
+            for dtype in random_float_types(op, with_f16, with_f64) {
                 let op = if op == "RandomNormal" { "RandomStandardNormal" } else { op };
                 table.push(kernel(op, leak(vec![("dtype", dtype), ("T", shape)]), &["shape"], SEED_ATTRS, fill));
             }

@@ -24,6 +24,19 @@ pub const SHADER: Shader = Shader {
     uniform_buffers: 0,
 };
 
+/// The same with the float64 normal fills (`wgsl/random_f64.wgsl`; needs SHADER_F64).
+pub const F64_SHADER: Shader = Shader {
+    name: "random_f64",
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/int64.wgsl"),
+        include_str!("../../wgsl/math_f64.wgsl"),
+        include_str!("../../wgsl/random.wgsl"),
+        include_str!("../../wgsl/random_f64.wgsl")
+    ),
+    ..SHADER
+};
+
 const W32A: u32 = 0x9E37_79B9;
 const W32B: u32 = 0xBB67_AE85;
 const M4X32A: u32 = 0xD251_1F53;
@@ -180,7 +193,14 @@ fn float_fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance, entry: &'sta
     let out = ctx.allocate_output(0, dtype, &shape)?;
     let uniform = entry == "fill_uniform";
     match dtype {
-        DType::F64 if uniform => fill(ctx, kernel, "fill_uniform_f64", &out, key, counter, Params::default()),
+        DType::F64 => {
+            let entry = match entry {
+                "fill_uniform" => "fill_uniform_f64",
+                "fill_normal" => "fill_normal_f64",
+                _ => "fill_truncated_normal_f64",
+            };
+            fill(ctx, kernel, entry, &out, key, counter, Params::default())
+        }
         DType::F16 | DType::BF16 => {
             // TF's half-precision distributions: uniform values from the sample's low 10 (7) bits;
             // normal ones are the float32 values, rounded. Both exact through a float32 fill.
@@ -350,13 +370,20 @@ fn fill(
     }
     let stream = ctx.stream()?;
     let device = stream.device();
-    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
+    let shader = if entry.ends_with("normal_f64") { &F64_SHADER } else { &SHADER };
+    let pipeline = device.pipelines.get(device, shader, &PipelineSpec { entry, ..Default::default() })?;
     // Outputs larger than a storage binding fill in parts of whole groups of 4 words, each part's
     // counter advanced past the groups before it (as the shader's skip64 would), so the values are
     // those of one launch.
     let [c0, c1, c2, c3] = counter;
     let counter = u128::from(c0) | u128::from(c1) << 32 | u128::from(c2) << 64 | u128::from(c3) << 96;
-    let blocks_per_group: u128 = if entry == "fill_truncated_normal" { 256 } else { 1 };
+    // (TF reserves 256 samples per output for the truncated fills: groups of four floats take
+    // 256 blocks, groups of two doubles 128.)
+    let blocks_per_group: u128 = match entry {
+        "fill_truncated_normal" => 256,
+        "fill_truncated_normal_f64" => 128,
+        _ => 1,
+    };
     let per_part = (binding_limit(device) / 4 / 4 * 4).max(4) as u32;
     let mut start = 0u32;
     while start < n {
