@@ -270,6 +270,39 @@ fn from_element(t: &TensorRef, offset: u64) -> TensorRef {
     }
 }
 
+/// One product per group: group j's A, B and C start `steps` elements (times j) into their
+/// tensors; every group's product is `m x n x k`, A read as `read_a` says, B's rows and C's rows
+/// `[b_rs, c_rs]` elements apart (their columns adjacent).
+fn launch_groups(
+    stream: &Stream,
+    groups: u32,
+    tensors: [&TensorRef; 3],
+    steps: [u64; 3],
+    (m, n, k): (u32, u32, u32),
+    read_a: ReadA,
+    [b_rs, c_rs]: [u32; 2],
+) -> Result<()> {
+    for group in 0..u64::from(groups) {
+        let [a, b, c] = [0, 1, 2].map(|i| from_element(tensors[i], group * steps[i]));
+        let product = Product {
+            a: &a,
+            b: &b,
+            c: &c,
+            m,
+            n,
+            k,
+            read_a,
+            b_strides: (b_rs, 1),
+            c_rs,
+            batch_shape: &[],
+            a_batch_strides: &[],
+            b_batch_strides: &[],
+        };
+        launch(stream, &product)?;
+    }
+    Ok(())
+}
+
 /// An NHWC convolution of `groups` groups (`g.c` input channels each, `oc` output channels in all)
 /// as implicit GEMMs, one per group: out[pixels, oc] = im2col(input) x filter[kh * kw * c, oc].
 pub fn conv(
@@ -281,26 +314,10 @@ pub fn conv(
     out: &TensorRef,
 ) -> Result<()> {
     let oc = *filter.shape.last().unwrap_or(&0) as u32;
-    let (pixels, taps) = (shader_u32(pixels(g))?, shader_u32(taps(g))?);
-    let group_oc = oc / groups;
-    for group in 0..groups {
-        let product = Product {
-            a: &from_element(input, u64::from(group * g.c)),
-            b: &from_element(filter, u64::from(group * group_oc)),
-            c: &from_element(out, u64::from(group * group_oc)),
-            m: pixels,
-            n: group_oc,
-            k: taps,
-            read_a: ReadA::Im2col { g: *g, pixel_stride: g.c * groups },
-            b_strides: (oc, 1),
-            c_rs: oc,
-            batch_shape: &[],
-            a_batch_strides: &[],
-            b_batch_strides: &[],
-        };
-        launch(stream, &product)?;
-    }
-    Ok(())
+    let (pixels, taps, group_oc) = (shader_u32(pixels(g))?, shader_u32(taps(g))?, oc / groups);
+    let read_a = ReadA::Im2col { g: *g, pixel_stride: g.c * groups };
+    let steps = [g.c, group_oc, group_oc].map(u64::from);
+    launch_groups(stream, groups, [input, filter, out], steps, (pixels, group_oc, taps), read_a, [oc, oc])
 }
 
 /// Conv2DBackpropFilter as implicit GEMMs, one per group: dW[kh * kw * c, oc] = im2col(x)^T x
@@ -315,26 +332,10 @@ pub fn conv_grad_filter(
     df: &TensorRef,
 ) -> Result<()> {
     let oc = *df.shape.last().unwrap_or(&0) as u32;
-    let (pixels, taps) = (shader_u32(pixels(g))?, shader_u32(taps(g))?);
-    let group_oc = oc / groups;
-    for group in 0..groups {
-        let product = Product {
-            a: &from_element(x, u64::from(group * g.c)),
-            b: &from_element(dy, u64::from(group * group_oc)),
-            c: &from_element(df, u64::from(group * group_oc)),
-            m: taps,
-            n: group_oc,
-            k: pixels,
-            read_a: ReadA::Im2colTransposed { g: *g, pixel_stride: g.c * groups },
-            b_strides: (oc, 1),
-            c_rs: oc,
-            batch_shape: &[],
-            a_batch_strides: &[],
-            b_batch_strides: &[],
-        };
-        launch(stream, &product)?;
-    }
-    Ok(())
+    let (pixels, taps, group_oc) = (shader_u32(pixels(g))?, shader_u32(taps(g))?, oc / groups);
+    let read_a = ReadA::Im2colTransposed { g: *g, pixel_stride: g.c * groups };
+    let steps = [g.c, group_oc, group_oc].map(u64::from);
+    launch_groups(stream, groups, [x, dy, df], steps, (taps, group_oc, pixels), read_a, [oc, oc])
 }
 
 /// Conv2DBackpropInput as implicit GEMMs, one per group: dx[pixels, c] = gathered dy x the filter
@@ -351,24 +352,10 @@ pub fn conv_grad_input(
     let group_oc = oc / groups;
     let input_pixels = shader_u32(u64::from(g.batch) * u64::from(g.h) * u64::from(g.w))?;
     let taps = shader_u32(u64::from(g.kh) * u64::from(g.kw) * u64::from(group_oc))?;
-    for group in 0..groups {
-        let product = Product {
-            a: &from_element(dy, u64::from(group * group_oc)),
-            b: &from_element(grouped_filter, u64::from(group) * u64::from(taps) * u64::from(g.c)),
-            c: &from_element(dx, u64::from(group * g.c)),
-            m: input_pixels,
-            n: g.c,
-            k: taps,
-            read_a: ReadA::GatherDy { g: *g, oc: group_oc, pixel_stride: oc },
-            b_strides: (g.c, 1),
-            c_rs: g.c * groups,
-            batch_shape: &[],
-            a_batch_strides: &[],
-            b_batch_strides: &[],
-        };
-        launch(stream, &product)?;
-    }
-    Ok(())
+    let read_a = ReadA::GatherDy { g: *g, oc: group_oc, pixel_stride: oc };
+    let steps = [u64::from(group_oc), u64::from(taps) * u64::from(g.c), u64::from(g.c)];
+    let shape = (input_pixels, g.c, taps);
+    launch_groups(stream, groups, [dy, grouped_filter, dx], steps, shape, read_a, [g.c, g.c * groups])
 }
 
 fn pixels(g: &Im2col) -> u64 {

@@ -306,7 +306,11 @@ def test_fused_batch_norm_and_gradient_channels_first(shape, training, generatio
     dy = data(rng, *to_last(x).shape)
     with tf.device(CPU):
         saved = tf.raw_ops.FusedBatchNormV3(x=to_last(x), data_format=fmt_last, **common)
-    grad = dict(scale=scale, reserve_space_1=saved[3].numpy(), reserve_space_2=saved[4].numpy(),
+    # In inference the gradient takes the population statistics, as TF's own gradient passes them:
+    # TF-CPU's inference reserve spaces are uninitialized memory (values up to 1e28 seen), which
+    # made this case flaky.
+    reserve = (saved[3].numpy(), saved[4].numpy()) if training else (mean, var)
+    grad = dict(scale=scale, reserve_space_1=reserve[0], reserve_space_2=reserve[1],
                 reserve_space_3=saved[5].numpy(), epsilon=1e-3, is_training=training)
     if generation != "V3":
         del grad["reserve_space_3"]
