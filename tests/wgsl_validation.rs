@@ -139,6 +139,7 @@ fn every_wgsl_file_is_covered() {
             "math.wgsl",
             "math_f64.wgsl",
             "matmul.wgsl",
+            "matmul_batch.wgsl",
             "matmul_gpu.wgsl",
             "matmul_pack.wgsl",
             "matmul_tiles.wgsl",

@@ -40,19 +40,6 @@ const ROWS: u32 = 16u;
 const COLS: u32 = 16u;
 const SMALL: u32 = 4u;
 
-// A's and B's element offsets of output batch `z`.
-fn batch_bases(z: u32) -> vec2<u32> {
-    var rem = z;
-    var bases = vec2<u32>(p.a_off, p.b_off);
-    for (var d = p.batch_rank; d > 0u; d--) {
-        let k = d - 1u;
-        let coord = rem % p.batch_shape[k];
-        rem = rem / p.batch_shape[k];
-        bases += coord * vec2<u32>(p.a_batch_stride[k], p.b_batch_stride[k]);
-    }
-    return bases;
-}
-
 @compute @workgroup_size(8, 8)
 fn small(
     @builtin(workgroup_id) wid: vec3<u32>,

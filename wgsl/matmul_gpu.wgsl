@@ -87,51 +87,42 @@ fn slot(kk: u32, q: u32) -> u32 {
 var<workgroup> a_tile: array<vec4<ACC>, 256>;
 var<workgroup> b_tile: array<vec4<ACC>, 256>;
 
-// A's and B's element offsets of output batch `z`.
-fn batch_bases(z: u32) -> vec2<u32> {
-    var rem = z;
-    var bases = vec2<u32>(p.a_off, p.b_off);
-    for (var d = p.batch_rank; d > 0u; d--) {
-        let k = d - 1u;
-        let coord = rem % p.batch_shape[k];
-        rem = rem / p.batch_shape[k];
-        bases += coord * vec2<u32>(p.a_batch_stride[k], p.b_batch_stride[k]);
-    }
-    return bases;
+// Element (pixel, tap) of the convolution's im2col matrix: zero in the padding.
+// `i` as mixed-radix digits: (i % inner, (i / inner) % middle, i / inner / middle).
+fn split3(i: u32, inner: u32, middle: u32) -> vec3<u32> {
+    let rest = i / inner;
+    return vec3<u32>(i - rest * inner, rest % middle, rest / middle);
 }
 
-// Element (pixel, tap) of the convolution's im2col matrix: zero in the padding.
+// A filter tap as (channel, kx, ky), and a pixel of the output (im2col) or input (gather_dy) as
+// (x, y, image): the same digits in A_MODE 1-3, `set_geometry` putting the sizes in place.
+fn tap_digits(tap: u32) -> vec3<u32> {
+    return split3(tap, p.image.z, p.window.x);
+}
+
+fn pixel_digits(pixel: u32) -> vec3<u32> {
+    return split3(pixel, p.image.w, p.window.w);
+}
+
 fn im2col(base: u32, pixel: u32, tap: u32) -> ACC {
-    let ci = tap % p.image.z;
-    let kpos = tap / p.image.z;
-    let kx = kpos % p.window.x;
-    let ky = kpos / p.window.x;
-    let ox = pixel % p.image.w;
-    let rest = pixel / p.image.w;
-    let oy = rest % p.window.w;
-    let image = rest / p.window.w;
-    let iy = i32(oy * p.window.y + ky * p.dilation_pad.x) - i32(p.dilation_pad.z);
-    let ix = i32(ox * p.window.z + kx * p.dilation_pad.y) - i32(p.dilation_pad.w);
+    let t = tap_digits(tap);
+    let o = pixel_digits(pixel);
+    let iy = i32(o.y * p.window.y + t.z * p.dilation_pad.x) - i32(p.dilation_pad.z);
+    let ix = i32(o.x * p.window.z + t.y * p.dilation_pad.y) - i32(p.dilation_pad.w);
     if (iy < 0 || ix < 0 || u32(iy) >= p.image.x || u32(ix) >= p.image.y) {
         return ACC(0.0);
     }
-    return ACC(a[base + ((image * p.image.x + u32(iy)) * p.image.y + u32(ix)) * p.pixel_stride + ci]);
+    return ACC(a[base + ((o.z * p.image.x + u32(iy)) * p.image.y + u32(ix)) * p.pixel_stride + t.x]);
 }
 
 // Element (input pixel, tap (ky, kx, o)) of the input gradient's A: dy at the output pixel that
 // reads the input pixel through the tap, zero where none does (the stride skips it, or it lies
 // past dy's edge).
 fn gather_dy(base: u32, pixel: u32, tap: u32) -> ACC {
-    let o = tap % p.image.z;
-    let kpos = tap / p.image.z;
-    let kx = kpos % p.window.x;
-    let ky = kpos / p.window.x;
-    let ix = pixel % p.image.w;
-    let rest = pixel / p.image.w;
-    let iy = rest % p.window.w;
-    let image = rest / p.window.w;
-    let ty = i32(iy + p.dilation_pad.z) - i32(ky * p.dilation_pad.x);
-    let tx = i32(ix + p.dilation_pad.w) - i32(kx * p.dilation_pad.y);
+    let t = tap_digits(tap);
+    let i = pixel_digits(pixel);
+    let ty = i32(i.y + p.dilation_pad.z) - i32(t.z * p.dilation_pad.x);
+    let tx = i32(i.x + p.dilation_pad.w) - i32(t.y * p.dilation_pad.y);
     if (ty < 0 || tx < 0 || u32(ty) % p.window.y != 0u || u32(tx) % p.window.z != 0u) {
         return ACC(0.0);
     }
@@ -140,7 +131,7 @@ fn gather_dy(base: u32, pixel: u32, tap: u32) -> ACC {
     if (oy >= p.image.x || ox >= p.image.y) {
         return ACC(0.0);
     }
-    return ACC(a[base + ((image * p.image.x + oy) * p.image.y + ox) * p.pixel_stride + o]);
+    return ACC(a[base + ((i.z * p.image.x + oy) * p.image.y + ox) * p.pixel_stride + t.x]);
 }
 
 fn load_a(base: u32, row: u32, col: u32) -> ACC {

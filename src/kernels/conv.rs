@@ -1029,7 +1029,7 @@ fn grad_input_gemm(
     let group_oc = oc / i64::from(groups);
     // grouped[g, ky, kx, o, i] = filter[ky, kx, i, g * group_oc + o].
     let grouped = ctx.allocate_temp(filter.dtype, &[i64::from(groups), kh, kw, group_oc, fc])?;
-    let direct = |out: i64, in_stride: i64| DimMap { out, in_dim: out, in_stride, offset: 0, mode: DimMode::Direct };
+    let direct = DimMap::direct;
     let dims = [
         direct(i64::from(groups), group_oc),
         direct(kh, kw * fc * oc),
@@ -1179,13 +1179,7 @@ fn grad_filter_as_matmul(
                         dtype: source.dtype,
                         shape: vec![reach],
                     };
-                    let direct = |out: i64, in_stride: i64| DimMap {
-                        out,
-                        in_dim: out,
-                        in_stride,
-                        offset: 0,
-                        mode: DimMode::Direct,
-                    };
+                    let direct = DimMap::direct;
                     let dims = [
                         direct(n, hp * wp * c),
                         direct(r, sh * wp * c),

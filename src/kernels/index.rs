@@ -42,6 +42,13 @@ pub struct DimMap {
     pub mode: DimMode,
 }
 
+impl DimMap {
+    /// An output dimension of `out` reading the input dimension of the same size, `in_stride` apart.
+    pub fn direct(out: i64, in_stride: i64) -> DimMap {
+        DimMap { out, in_dim: out, in_stride, offset: 0, mode: DimMode::Direct }
+    }
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Params {

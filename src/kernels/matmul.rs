@@ -14,8 +14,12 @@ use super::matmul_gpu;
 use super::slice::contiguous_strides;
 use super::{fast_div, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "matmul", source: include_str!("../../wgsl/matmul.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "matmul",
+    source: concat!(include_str!("../../wgsl/matmul_batch.wgsl"), include_str!("../../wgsl/matmul.wgsl")),
+    storage_buffers: 3,
+    uniform_buffers: 0,
+};
 
 /// The uniform-fed tiled matmul for CPU adapters (`wgsl/matmul_tiles.wgsl`) and its packer.
 pub const PACK_SHADER: Shader = Shader {

@@ -14,7 +14,7 @@ use super::{DType, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "matmul_gpu",
-    source: include_str!("../../wgsl/matmul_gpu.wgsl"),
+    source: concat!(include_str!("../../wgsl/matmul_batch.wgsl"), include_str!("../../wgsl/matmul_gpu.wgsl")),
     storage_buffers: 4,
     uniform_buffers: 0,
 };
