@@ -234,6 +234,35 @@ fn count_selected(stream: &Stream, params: Params, binds: Binds, counts: &Tensor
     Ok((word(4) == 0).then_some(u64::from(word(0))))
 }
 
+/// A pass's scratch: the hash table for `keys_len` keys, a slot per each of the `n` source
+/// elements, the per-chunk counts, and the bindings (`src` the elements placed, `keys` those the
+/// table holds; the outputs, bound later, stand in as the counts until then).
+struct Scratch {
+    table: Table,
+    chunks: u64,
+    counts: TensorRef,
+    binds: Binds,
+}
+
+impl Scratch {
+    fn new(
+        ctx: &mut dyn KernelContext,
+        dtype: DType,
+        n: u64,
+        keys_len: u64,
+        src: Region,
+        keys: Region,
+    ) -> Result<Scratch> {
+        let table = Table::new(ctx, dtype, keys_len)?;
+        let slots = Region::of(&ctx.allocate_temp(DType::U32, &[n as i64])?);
+        let chunks = n.div_ceil(CHUNK);
+        let counts = ctx.allocate_temp(DType::U32, &[chunks as i64 + 2])?;
+        let c = Region::of(&counts);
+        let binds = Binds { src, keys, table: table.region(0), slots, counts: c, out: c, idx: c, count: c };
+        Ok(Scratch { table, chunks, counts, binds })
+    }
+}
+
 fn no_probe_fits(op: &str, table: &Table) -> Error {
     Error::internal(format!(
         "{op}: hash probes ran past {} slots with {ATTEMPTS} seeds (the table is at most half full)",
@@ -266,22 +295,8 @@ pub fn unique(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
         fits(core, op, "idx", n * index.size())?;
         check_loop_iterations(core, n.div_ceil(CHUNK).div_ceil(WORKGROUP), op)?;
     }
-    let table = Table::new(ctx, input.dtype, n)?;
-    let slots = ctx.allocate_temp(DType::U32, &[n as i64])?;
-    let chunks = n.div_ceil(CHUNK);
-    let counts = ctx.allocate_temp(DType::U32, &[chunks as i64 + 2])?;
     let x = Region::of(&input);
-    let (slots_region, counts_region) = (Region::of(&slots), Region::of(&counts));
-    let mut binds = Binds {
-        src: x,
-        keys: x,
-        table: table.region(0),
-        slots: slots_region,
-        counts: counts_region,
-        out: counts_region,
-        idx: counts_region,
-        count: counts_region,
-    };
+    let Scratch { table, chunks, counts, mut binds } = Scratch::new(ctx, input.dtype, n, n, x, x)?;
     let mut found = None;
     for attempt in 0..ATTEMPTS {
         let stream = ctx.stream()?;
@@ -345,24 +360,10 @@ pub fn list_diff(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         fits(core, op, "idx", nx * index.size())?;
         check_loop_iterations(core, nx.div_ceil(CHUNK).div_ceil(WORKGROUP), op)?;
     }
-    let table = Table::new(ctx, x.dtype, ny)?;
-    let slots = ctx.allocate_temp(DType::U32, &[nx as i64])?;
-    let chunks = nx.div_ceil(CHUNK);
-    let counts = ctx.allocate_temp(DType::U32, &[chunks as i64 + 2])?;
     let xr = Region::of(&x);
     // An empty y is never read (its table stays empty).
     let yr = if ny > 0 { Region::of(&y) } else { xr };
-    let (slots_region, counts_region) = (Region::of(&slots), Region::of(&counts));
-    let mut binds = Binds {
-        src: xr,
-        keys: yr,
-        table: table.region(0),
-        slots: slots_region,
-        counts: counts_region,
-        out: counts_region,
-        idx: counts_region,
-        count: counts_region,
-    };
+    let Scratch { table, chunks, counts, mut binds } = Scratch::new(ctx, x.dtype, nx, ny, xr, yr)?;
     let mut found = None;
     for attempt in 0..ATTEMPTS {
         let stream = ctx.stream()?;
