@@ -136,8 +136,18 @@ pub fn launch(stream: &Stream, product: &Product) -> Result<()> {
     let batches: u64 = batch_shape.iter().map(|&d| u64::from(d)).product();
     let outputs = batches * u64::from(m) * u64::from(n);
     let max_dim = u64::from(device.limits.max_compute_workgroups_per_dimension);
+    let most_cols = max_dim * u64::from(TILE);
+    if u64::from(n) > most_cols {
+        // Blocks of C's columns, one launch each: the grid's x dimension holds `max_dim` tiles.
+        for col0 in (0..u64::from(n)).step_by(most_cols as usize) {
+            let (b_block, c_block) = (from_element(b, col0 * u64::from(b_strides.1)), from_element(c, col0));
+            let cols = (u64::from(n) - col0).min(most_cols) as u32;
+            launch(stream, &Product { b: &b_block, c: &c_block, n: cols, ..*product })?;
+        }
+        return Ok(());
+    }
     let (col_tiles, row_tiles) = (u64::from(n.div_ceil(TILE)), u64::from(m.div_ceil(TILE)));
-    if col_tiles > max_dim || batches > max_dim || outputs > u64::from(u32::MAX) {
+    if batches > max_dim || outputs > u64::from(u32::MAX) {
         return Err(Error::unimplemented(format!(
             "a {batches} x {m} x {n} product exceeds the GPU matmul's dispatch grid"
         )));

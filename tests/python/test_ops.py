@@ -2407,6 +2407,26 @@ def test_gpu_profile_runs_workgroup_tiles():
     assert "dispatch matmul tiles" not in log and "pack_im2col" not in log, log[-3000:]
 
 
+def test_gpu_matmul_splits_columns_past_the_dispatch_grid():
+    """A product wider than 65535 tiles of 64 columns (the grid's x dimension) runs in blocks of
+    columns, B plain and transposed, on the GPU profile's kernel."""
+    script = (
+        "import numpy as np, tensorflow as tf\n"
+        "tf.config.set_soft_device_placement(False)\n"
+        "n = 65535 * 64 + 77\n"
+        "rng = np.random.default_rng(9)\n"
+        "a, b = rng.standard_normal((2, 3), np.float32), rng.standard_normal((3, n), np.float32)\n"
+        "with tf.device('/GPU:0'):\n"
+        "    plain = tf.matmul(tf.constant(a), tf.constant(b)).numpy()\n"
+        "    transposed = tf.matmul(tf.constant(a), tf.constant(b.T.copy()), transpose_b=True).numpy()\n"
+        "want = a.astype(np.float64) @ b\n"
+        "np.testing.assert_allclose(plain, want, rtol=1e-5, atol=1e-5)\n"
+        "np.testing.assert_allclose(transposed, want, rtol=1e-5, atol=1e-5)\n"
+    )
+    log = dispatch_log(script, TF_WGPU_KERNELS="gpu")
+    assert log.count("dispatch matmul gpu [65535, 1, 1]") == 2, log[-3000:]
+
+
 def test_tiled_matmul_without_subgroups_matches_numpy():
     """The plain tiled kernel, the one for CPU adapters without subgroups (forced here with
     TF_WGPU_MATMUL=tiles-plain), still computes the right products."""
