@@ -72,6 +72,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::conv::SHADER", &conv::SHADER, NONE),
         ("kernels::batch_norm::SHADER", &batch_norm::SHADER, NONE),
         ("kernels::scatter::SHADER", &scatter::SHADER, NONE),
+        ("kernels::scatter::CHAIN_SHADER", &scatter::CHAIN_SHADER, NONE),
         ("kernels::index::SHADER", &index::SHADER, NONE),
         ("kernels::slice::SHADER", &slice::SHADER, NONE),
         ("kernels::slice::REVERSE_SEQUENCE_SHADER", &slice::REVERSE_SEQUENCE_SHADER, NONE),

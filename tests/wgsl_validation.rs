@@ -63,6 +63,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::batch_norm::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::scatter::CHAIN_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::volume::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matrix::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scan::SHADER, &[]);
@@ -160,6 +161,8 @@ fn every_wgsl_file_is_covered() {
             "rows_f64.wgsl",
             "scan.wgsl",
             "scatter.wgsl",
+            "scatter_chain.wgsl",
+            "scatter_index.wgsl",
             "select.wgsl",
             "softmax.wgsl",
             "sort.wgsl",

@@ -47,6 +47,11 @@ impl DimMap {
     pub fn direct(out: i64, in_stride: i64) -> DimMap {
         DimMap { out, in_dim: out, in_stride, offset: 0, mode: DimMode::Direct }
     }
+
+    /// A dim of `out` positions that all read the input's one position (a broadcast).
+    pub fn spread(out: i64) -> DimMap {
+        DimMap { out, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct }
+    }
 }
 
 #[repr(C)]
@@ -1151,8 +1156,7 @@ pub fn fill(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     if shape.iter().any(|&d| d < 0) {
         return Err(Error::invalid_argument(format!("dims must be non-negative: {shape:?}")));
     }
-    let dims: Vec<DimMap> =
-        shape.iter().map(|&d| DimMap { out: d, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct }).collect();
+    let dims: Vec<DimMap> = shape.iter().map(|&d| DimMap::spread(d)).collect();
     let out = ctx.allocate_output(0, dtype, &shape)?;
     map(ctx.stream()?, &value, &out, &dims, None)
 }

@@ -1003,7 +1003,7 @@ fn build_table() -> Vec<KernelDef> {
     for indices in [DType::I32, DType::I64] {
         for segments in [DType::I32, DType::I64] {
             // (int32 in device memory, as TF-GPU's kernels keep it.)
-            for dtype in [DType::F32, DType::I32, DType::U32] {
+            for dtype in [DType::F32, DType::I32].into_iter().chain(scatter::ARITHMETIC_INTEGERS) {
                 let constraints = leak(vec![("T", dtype), ("Tindices", indices), ("Tnumsegments", segments)]);
                 for op in ["UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax"] {
                     table.push(kernel(op, constraints, &["num_segments"], &[], scatter::unsorted_segment_reduce));
@@ -1014,9 +1014,9 @@ fn build_table() -> Vec<KernelDef> {
         for op in ["SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean"] {
             table.push(kernel(op, constraints, &[], &[], scatter::segment_reduce));
         }
-        // Sums and extremes of float32 and uint32 (64-bit integers would need 64-bit atomics;
-        // TF-GPU runs int32 in host memory, where the CPU kernel refuses bad indices).
-        for dtype in [DType::F32, DType::U32] {
+        // Sums and extremes of float32 and the integers (TF-GPU runs int32 in host memory, where
+        // the CPU kernel refuses bad indices).
+        for dtype in [DType::F32].into_iter().chain(scatter::ARITHMETIC_INTEGERS) {
             let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);
             table.push(kernel("ScatterNd", constraints, &["shape"], policy, scatter::scatter_nd));
             for op in [
@@ -1029,10 +1029,13 @@ fn build_table() -> Vec<KernelDef> {
                 table.push(kernel(op, constraints, &[], policy, scatter::tensor_scatter));
             }
         }
-        // Moves of any dtype (1- and 2-byte elements gathered by the word, swapped in by lanes).
+        // Moves of any dtype (1- and 2-byte elements gathered by the word, swapped in by lanes);
+        // integers divide when the graph rewrite asks (`scatter::COMBINE_ATTR`).
+        let update_attrs: &[(&str, AttrKind)] =
+            &[("bad_indices_policy", AttrKind::OptionalStr), (scatter::COMBINE_ATTR, AttrKind::OptionalStr)];
         for dtype in MOVABLE_DTYPES {
             let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);
-            table.push(kernel("TensorScatterUpdate", constraints, &[], policy, scatter::tensor_scatter));
+            table.push(kernel("TensorScatterUpdate", constraints, &[], update_attrs, scatter::tensor_scatter));
             let constraints = leak(vec![("Tparams", dtype), ("Tindices", indices)]);
             table.push(kernel("GatherNd", constraints, &[], policy, scatter::gather_nd));
         }
@@ -1210,24 +1213,26 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, leak(vec![("dtype", dtype)]), &[], &[], variables::compute));
         }
     }
-    // Sparse updates of float32 variables (Keras optimizers' updates from Embedding gradients use
-    // Add/Sub); ResourceScatterUpdate, ResourceScatterNdUpdate and ResourceGatherNd move elements
-    // of any dtype.
+    // Sparse updates of float32 and integer variables (Keras optimizers' updates from Embedding
+    // gradients use Add/Sub; int32 variables live in host memory); ResourceScatterUpdate,
+    // ResourceScatterNdUpdate and ResourceGatherNd move elements of any dtype.
     for indices in [DType::I32, DType::I64] {
-        for op in [
-            "ResourceScatterAdd",
-            "ResourceScatterSub",
-            "ResourceScatterMul",
-            "ResourceScatterDiv",
-            "ResourceScatterMin",
-            "ResourceScatterMax",
-        ] {
-            let constraints = leak(vec![("dtype", DType::F32), ("Tindices", indices)]);
-            table.push(kernel(op, constraints, &[], &[], variables::compute));
-        }
-        for op in ["ResourceScatterNdAdd", "ResourceScatterNdSub", "ResourceScatterNdMin", "ResourceScatterNdMax"] {
-            let constraints = leak(vec![("T", DType::F32), ("Tindices", indices)]);
-            table.push(kernel(op, constraints, &[], policy, variables::compute));
+        for dtype in [DType::F32].into_iter().chain(scatter::ARITHMETIC_INTEGERS) {
+            for op in [
+                "ResourceScatterAdd",
+                "ResourceScatterSub",
+                "ResourceScatterMul",
+                "ResourceScatterDiv",
+                "ResourceScatterMin",
+                "ResourceScatterMax",
+            ] {
+                let constraints = leak(vec![("dtype", dtype), ("Tindices", indices)]);
+                table.push(kernel(op, constraints, &[], &[], variables::compute));
+            }
+            for op in ["ResourceScatterNdAdd", "ResourceScatterNdSub", "ResourceScatterNdMin", "ResourceScatterNdMax"] {
+                let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);
+                table.push(kernel(op, constraints, &[], policy, variables::compute));
+            }
         }
         for dtype in MOVABLE_DTYPES {
             let constraints = leak(vec![("dtype", dtype), ("Tindices", indices)]);

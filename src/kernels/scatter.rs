@@ -6,14 +6,47 @@
 //! checking would need a readback of the indices).
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
-use crate::runtime::Stream;
+use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::{DeviceSlice, Stream};
 
+use super::index::{self, DimMap};
 use super::slice::contiguous_strides;
 use super::{shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "scatter", source: include_str!("../../wgsl/scatter.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "scatter",
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/int64.wgsl"),
+        include_str!("../../wgsl/scatter_index.wgsl"),
+        include_str!("../../wgsl/scatter.wgsl")
+    ),
+    storage_buffers: 3,
+    uniform_buffers: 0,
+};
+
+/// Arithmetic scatters of 8-byte integers, through per-row chains of the updates.
+pub const CHAIN_SHADER: Shader = Shader {
+    name: "scatter_chain",
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/int64.wgsl"),
+        include_str!("../../wgsl/scatter_index.wgsl"),
+        include_str!("../../wgsl/scatter_chain.wgsl")
+    ),
+    storage_buffers: 4,
+    uniform_buffers: 0,
+};
+
+/// The private attribute of a TensorScatterUpdate that the Grappler rewrite of an integer
+/// ResourceScatterDiv sets to "Div": the updates divide the rows they land on, each in turn (TF has
+/// no TensorScatterDiv).
+pub const COMBINE_ATTR: &str = "_wgpu_scatter_combine";
+
+/// The integer dtypes whose arithmetic scatters run here (int32 only where TF-GPU keeps it in
+/// device memory: the segment reductions).
+pub const ARITHMETIC_INTEGERS: [DType; 7] =
+    [DType::U32, DType::I8, DType::U8, DType::I16, DType::U16, DType::I64, DType::U64];
 
 /// Index depths the shader takes (TF's kernels serve 0 to 7 on every device).
 const MAX_DEPTH: usize = 8;
@@ -67,9 +100,21 @@ struct Params {
     /// The narrow entries: bytes per element and the output's elements.
     elem_bytes: u32,
     elements: u32,
+    /// The chains: output rows (heads), the batch's first tuple, and the links' word offset.
+    heads: u32,
+    tuple_base: u32,
+    links_off: u32,
+    pad: u32,
 }
 
-/// Words per element: arithmetic combines need float32, moves any whole-word dtype.
+/// The integer dtypes whose arithmetic combines run on 64-bit lanes (int64.wgsl): 1- and 2-byte
+/// elements in lanes of the output words, 8-byte ones through chains.
+fn is_lane_or_chain_integer(dtype: DType) -> bool {
+    matches!(dtype, DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::I64 | DType::U64)
+}
+
+/// Words per element: arithmetic combines of whole words need float32 or a 32-bit integer, moves
+/// any whole-word dtype.
 fn words_per_element(dtype: DType, combine: Combine, what: &str) -> Result<u64> {
     match (combine, dtype) {
         (Combine::Assign, d) if d.size().is_multiple_of(4) => Ok(d.size() / 4),
@@ -78,11 +123,24 @@ fn words_per_element(dtype: DType, combine: Combine, what: &str) -> Result<u64> 
     }
 }
 
-/// One launch of `entry` over `words` words, with `rows` the scattered or gathered tensor.
+/// The pipeline constants that give the combines their element type (`KIND`, and int64.wgsl's
+/// `WIDTH` and `SIGNED` for the integers of other widths).
+fn kind_constants(dtype: DType) -> [(&'static str, f64); 3] {
+    let kind = match dtype {
+        DType::F32 => 0,
+        DType::I32 => 1,
+        DType::U32 => 2,
+        _ => 3,
+    };
+    let signed = matches!(dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64);
+    [("KIND", f64::from(kind)), ("WIDTH", dtype.size() as f64), ("SIGNED", f64::from(u8::from(signed)))]
+}
+
+/// The parameters of a launch of `entry` over `words` words (elements of a narrow or chained
+/// dtype), `row_words` to a row of `rows`, the scattered or gathered tensor.
 #[allow(clippy::too_many_arguments)]
-fn launch(
-    stream: &Stream,
-    entry: &'static str,
+fn params(
+    entry: &str,
     combine: Combine,
     indices: &TensorRef,
     dims: &[i64],
@@ -91,12 +149,11 @@ fn launch(
     words: u64,
     row_words: u64,
     [batch_tuples, batch_rows]: [u32; 2],
-) -> Result<()> {
+) -> Result<Params> {
     let mut p: Params = bytemuck::Zeroable::zeroed();
     (p.batch_tuples, p.batch_rows) = (batch_tuples, batch_rows);
     // 1- and 2-byte elements: `rows` is addressed in bytes.
-    let narrow = rows.dtype.size() < 4;
-    if narrow {
+    if rows.dtype.size() < 4 {
         p.elem_bytes = rows.dtype.size() as u32;
         p.elements = shader_len(out.num_elements(), entry)?;
     }
@@ -113,19 +170,41 @@ fn launch(
         p.dims[k] = shader_len(dim as u64, entry)?;
         p.row_strides[k] = shader_len(stride as u64, entry)?;
     }
-    let device = stream.device();
-    // An empty index tensor binds the rows instead (never read: depth 0 or no rows).
+    Ok(p)
+}
+
+/// The device memory of a launch's indices, rows and output. An empty index tensor binds the rows
+/// instead (never read: depth 0 or no rows).
+fn operands(stream: &Stream, indices: &TensorRef, rows: &TensorRef, out: &TensorRef) -> Result<[DeviceSlice; 3]> {
+    let memory = &stream.device().memory;
     let idx = if indices.num_elements() > 0 { indices } else { rows };
-    let idx_mem = device.memory.resolve(idx.address, idx.byte_len().max(4))?;
-    let rows_mem = device.memory.resolve(rows.address, rows.byte_len())?;
-    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    // The element type the arithmetic combines work in.
-    let kind = match rows.dtype {
-        DType::I32 => 1,
-        DType::U32 => 2,
-        _ => 0,
-    };
-    let constants = [("KIND", f64::from(kind))];
+    Ok([
+        memory.resolve(idx.address, idx.byte_len().max(4))?,
+        memory.resolve(rows.address, rows.byte_len())?,
+        memory.resolve(out.address, out.byte_len())?,
+    ])
+}
+
+/// One launch of `entry` over `words` words, with `rows` the scattered or gathered tensor.
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    stream: &Stream,
+    entry: &'static str,
+    combine: Combine,
+    indices: &TensorRef,
+    dims: &[i64],
+    rows: &TensorRef,
+    out: &TensorRef,
+    words: u64,
+    row_words: u64,
+    batch: [u32; 2],
+) -> Result<()> {
+    let mut p = params(entry, combine, indices, dims, rows, out, words, row_words, batch)?;
+    let narrow = rows.dtype.size() < 4;
+    let [idx_mem, rows_mem, out_mem] = operands(stream, indices, rows, out)?;
+    // (Moves share one pipeline whatever their dtype.)
+    let constants = kind_constants(if combine == Combine::Assign { DType::F32 } else { rows.dtype });
+    let device = stream.device();
     let pipeline =
         device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {
@@ -134,6 +213,56 @@ fn launch(
         let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
         (p.idx_off, p.upd_off, p.out_off) = (idx_off, rows_off, out_off);
         dispatch(core, encoder, entry, &pipeline, &[idx_bind, rows_bind, out_bind], bytemuck::bytes_of(&p), words)
+    })
+}
+
+/// The arithmetic scatter of 8-byte integer `updates` (`tuples` rows) into `out`: each batch of
+/// tuples links the updates of each output row into a chain, then one update per row walks its
+/// chain. On adapters that cap loops, a batch holds no more tuples than a chain may walk.
+fn launch_chain(
+    stream: &Stream,
+    combine: Combine,
+    indices: &TensorRef,
+    dims: &[i64],
+    updates: &TensorRef,
+    out: &TensorRef,
+    tuples: u64,
+) -> Result<()> {
+    let row_elements = updates.num_elements() / tuples;
+    let mut p = params("scatter chain", combine, indices, dims, updates, out, tuples, row_elements, [0, 0])?;
+    let heads: u64 = dims.iter().map(|&d| d as u64).product();
+    p.heads = shader_len(heads, "scatter chain")?;
+    shader_len(heads + tuples, "scatter chain")?;
+    let [idx_mem, rows_mem, out_mem] = operands(stream, indices, updates, out)?;
+    let constants = kind_constants(updates.dtype);
+    let device = stream.device();
+    let pipeline = |entry| {
+        device.pipelines.get(device, &CHAIN_SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })
+    };
+    let (link, apply) = (pipeline("chain_link")?, pipeline("chain_apply")?);
+    stream.encode(|core, encoder| {
+        // llvmpipe counts two iterations per step of the chain's loop (measured: a chain of
+        // 32,768 stopped one short), and a step of a 64-bit division runs divmod_unsigned's
+        // 64-step loop besides.
+        let step = if combine == Combine::Div { 2 * 66 } else { 2 };
+        let batch = (loop_budget(core, 2 * MAX_DEPTH as u64) / step).max(1);
+        let (idx_bind, idx_off) = storage_window(core, &idx_mem, 4)?;
+        let (rows_bind, rows_off) = storage_window(core, &rows_mem, 4)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        (p.idx_off, p.upd_off, p.out_off) = (idx_off, rows_off, out_off);
+        let links_bytes = (heads + tuples) * 4;
+        let links = core.scratch.get(core, "scatter chain links", links_bytes)?;
+        let bindings = [idx_bind, rows_bind, out_bind, Binding { buffer: &links, offset: 0, size: links_bytes }];
+        for base in (0..tuples).step_by(batch.min(tuples) as usize) {
+            let count = batch.min(tuples - base);
+            encoder.clear_buffer(&links, 0, Some(heads * 4));
+            p.tuple_base = base as u32;
+            p.n = count as u32;
+            dispatch(core, encoder, "chain_link", &link, &bindings, bytemuck::bytes_of(&p), count)?;
+            p.n = shader_len(count * row_elements, "scatter chain")?;
+            dispatch(core, encoder, "chain_apply", &apply, &bindings, bytemuck::bytes_of(&p), count * row_elements)?;
+        }
+        Ok(())
     })
 }
 
@@ -148,7 +277,8 @@ pub(super) fn scatter(
     out: &TensorRef,
 ) -> Result<()> {
     let tuples = if dims.is_empty() { 1 } else { indices.num_elements() / dims.len() as u64 };
-    if updates.dtype.size() < 4 && combine == Combine::Assign {
+    let lanes = is_lane_or_chain_integer(updates.dtype) && updates.dtype.size() < 4;
+    if updates.dtype.size() < 4 && (combine == Combine::Assign || lanes) {
         if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
             return Ok(());
         }
@@ -165,6 +295,12 @@ pub(super) fn scatter(
             elements / tuples,
             [0, 0],
         );
+    }
+    if combine != Combine::Assign && is_lane_or_chain_integer(updates.dtype) {
+        if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
+            return Ok(());
+        }
+        return launch_chain(stream, combine, indices, dims, updates, out, tuples);
     }
     let per_element = words_per_element(updates.dtype, combine, "scatter")?;
     if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
@@ -209,32 +345,63 @@ pub(super) fn gather(
     launch(stream, "gather", Combine::Assign, indices, dims, params, out, words, row_words, [0, 0])
 }
 
+/// The bytes of the value an empty segment holds: 0 for a sum, 1 for a product, the type's
+/// greatest value for Min and its lowest for Max. (A float16 or bfloat16 node, `declared`, runs
+/// here in float32: its own type's extremes, which round exactly, not float32's, which would
+/// round to infinity.)
+fn segment_identity(combine: Combine, dtype: DType, declared: DType) -> Vec<u8> {
+    let float_greatest = match declared {
+        DType::F16 => 65504.0,
+        DType::BF16 => f32::from_bits(0x7f7f_0000),
+        _ => f32::MAX,
+    };
+    let greatest = combine == Combine::Min;
+    match (combine, dtype) {
+        (Combine::Add, _) => vec![0; dtype.size() as usize],
+        (Combine::Mul, DType::F32) => 1f32.to_le_bytes().to_vec(),
+        (Combine::Mul, _) => {
+            let mut one = vec![0; dtype.size() as usize];
+            one[0] = 1;
+            one
+        }
+        (_, DType::F32) => (if greatest { float_greatest } else { -float_greatest }).to_le_bytes().to_vec(),
+        (_, DType::I8) => (if greatest { i8::MAX } else { i8::MIN }).to_le_bytes().to_vec(),
+        (_, DType::I16) => (if greatest { i16::MAX } else { i16::MIN }).to_le_bytes().to_vec(),
+        (_, DType::I32) => (if greatest { i32::MAX } else { i32::MIN }).to_le_bytes().to_vec(),
+        (_, DType::I64) => (if greatest { i64::MAX } else { i64::MIN }).to_le_bytes().to_vec(),
+        // The unsigned types: all ones, or zero.
+        _ => vec![if greatest { 0xff } else { 0 }; dtype.size() as usize],
+    }
+}
+
+/// Fills `out` with copies of one element, `bytes`: a word pattern where the element repeats
+/// within a word, else the element uploaded once and spread.
+fn fill_element(ctx: &mut dyn KernelContext, out: &TensorRef, bytes: &[u8]) -> Result<()> {
+    if bytes.len() <= 4 {
+        let word: Vec<u8> = bytes.iter().copied().cycle().take(4).collect();
+        let pattern = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+        return ctx.stream()?.fill(out.address, out.byte_len(), pattern);
+    }
+    let one = ctx.allocate_temp(out.dtype, &[])?;
+    let stream = ctx.stream()?;
+    stream.memcpy_htod(one.address, bytes)?;
+    let spread: Vec<DimMap> = out.shape.iter().map(|&d| DimMap::spread(d)).collect();
+    index::map(stream, &one, out, &spread, None)
+}
+
 /// UnsortedSegmentSum, Prod, Min and Max: `data` rows combined into `num_segments` rows by
 /// `segment_ids`; empty segments hold the combine's identity (Min: the largest float, Max: the
 /// lowest, as TF). Negative and too large ids are dropped.
 pub fn unsorted_segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let data = ctx.input(0)?;
-    // The identities in the element's type: Min starts from its greatest value, Max its lowest.
-    // (A float16 or bfloat16 node runs here in float32: its own type's extremes, which round
-    // exactly, not float32's, which would round to infinity.)
-    let float_greatest = match ctx.expected_output_dtype(0)? {
-        DType::F16 => 65504.0,
-        DType::BF16 => f32::from_bits(0x7f7f_0000),
-        _ => f32::MAX,
-    };
-    let (greatest, lowest) = match data.dtype {
-        DType::I32 => (i32::MAX as u32, i32::MIN as u32),
-        DType::U32 => (u32::MAX, 0),
-        _ => (float_greatest.to_bits(), (-float_greatest).to_bits()),
-    };
-    let one = if data.dtype == DType::F32 { 1f32.to_bits() } else { 1 };
-    let (combine, identity) = match kernel.def.op {
-        "UnsortedSegmentSum" => (Combine::Add, 0),
-        "UnsortedSegmentProd" => (Combine::Mul, one),
-        "UnsortedSegmentMin" => (Combine::Min, greatest),
-        "UnsortedSegmentMax" => (Combine::Max, lowest),
+    let combine = match kernel.def.op {
+        "UnsortedSegmentSum" => Combine::Add,
+        "UnsortedSegmentProd" => Combine::Mul,
+        "UnsortedSegmentMin" => Combine::Min,
+        "UnsortedSegmentMax" => Combine::Max,
         op => return Err(Error::internal(format!("{op} is not a segment reduction"))),
     };
+    let identity = segment_identity(combine, data.dtype, ctx.expected_output_dtype(0)?);
     let ids = ctx.input(1)?;
     let (num_segments, num_segments_shape) = ctx.host_input_values(2)?;
     let segments = validate::scalar(&num_segments, &num_segments_shape, "num_segments")?;
@@ -250,8 +417,8 @@ pub fn unsorted_segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInsta
     let mut shape = vec![segments];
     shape.extend_from_slice(&data.shape[ids.shape.len()..]);
     let out = ctx.allocate_output(0, data.dtype, &shape)?;
+    fill_element(ctx, &out, &identity)?;
     let stream = ctx.stream()?;
-    stream.fill(out.address, out.byte_len(), identity)?;
     // Each id is a depth-1 tuple; with scalar ids the whole of `data` is one row.
     scatter(stream, combine, &ids, &[segments], &data, &out)
 }
@@ -456,8 +623,11 @@ pub fn scatter_nd(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
 /// ScatterNdNonAliasingAdd (`input` for `tensor`) adds as TensorScatterAdd.
 pub fn tensor_scatter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     check_bad_indices_policy(kernel)?;
-    let combine =
+    let mut combine =
         Combine::of_op(kernel.def.op).ok_or_else(|| Error::internal(format!("{} is not a scatter", kernel.def.op)))?;
+    if combine == Combine::Assign && kernel.attrs.str(COMBINE_ATTR).unwrap_or("") == "Div" {
+        combine = Combine::Div;
+    }
     let tensor = ctx.input(0)?;
     let indices = ctx.input(1)?;
     let updates = ctx.input(2)?;

@@ -112,10 +112,7 @@ fn scatter_update(ctx: &mut dyn KernelContext, op: &str) -> Result<()> {
         // A scalar update stands for every row: spread it over `want` first.
         let full = if updates.shape.is_empty() {
             let spread = ctx.allocate_temp(updates.dtype, &want)?;
-            let dims: Vec<index::DimMap> = want
-                .iter()
-                .map(|&d| index::DimMap { out: d, in_dim: 1, in_stride: 0, offset: 0, mode: index::DimMode::Direct })
-                .collect();
+            let dims: Vec<index::DimMap> = want.iter().map(|&d| index::DimMap::spread(d)).collect();
             index::map(ctx.stream()?, &updates, &spread, &dims, None)?;
             spread
         } else {

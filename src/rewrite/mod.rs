@@ -11,7 +11,9 @@
 //!   with `TensorScatterSub`, `Min`, `Max` and `Update` (`rows` the shape of the rows `i` names,
 //!   so that a scalar `u` serves every row); `ResourceScatterMul`/`Div` multiply/divide the
 //!   variable by `UnsortedSegmentProd(BroadcastTo(u, rows), i, rows)`, so duplicate indices
-//!   combine as they do on TF-CPU;
+//!   combine as they do on TF-CPU; integer `ResourceScatterDiv` → `TensorScatterUpdate` with the
+//!   private attribute `_wgpu_scatter_combine = "Div"`, which our kernel reads to divide each row
+//!   by its divisors one at a time (a quotient truncates at each, so the product would differ);
 //! - `ResourceScatterNdAdd(v, i, u)` → `AssignVariableOp(v, TensorScatterAdd(ReadVariableOp(v), i,
 //!   u))`, and `Sub`, `Update`, `Min` and `Max` likewise;
 //! - `AssignAddVariableOp(v, x)` → `AssignVariableOp(v, AddV2(ReadVariableOp(v), x))`, and
@@ -40,12 +42,18 @@ const NODE_OP: u32 = 2;
 const NODE_INPUT: u32 = 3;
 const NODE_DEVICE: u32 = 4;
 const NODE_ATTR: u32 = 5;
+const ATTR_S: u32 = 2;
 const ATTR_I: u32 = 3;
 const ATTR_B: u32 = 5;
 const ATTR_TYPE: u32 = 6;
 const ATTR_TENSOR: u32 = 8;
 const DT_INT32: u64 = 3;
 const DT_INT64: u64 = 9;
+/// The private attribute that turns our TensorScatterUpdate into a scatter division (the
+/// kernels' `scatter::COMBINE_ATTR`).
+const SCATTER_COMBINE_ATTR: &str = "_wgpu_scatter_combine";
+/// TF's integer DataType codes: int32, uint8, int16, int8, int64, uint16, uint32, uint64.
+const INTEGER_TYPES: [u64; 8] = [3, 4, 5, 6, 9, 17, 22, 23];
 const TENSOR_DTYPE: u32 = 1;
 const TENSOR_SHAPE: u32 = 2;
 const TENSOR_INT_VAL: u32 = 7;
@@ -143,6 +151,10 @@ fn type_attr(code: u64) -> Message {
 
 fn int_attr(value: i64) -> Message {
     Message::default().with_varint(ATTR_I, value as u64)
+}
+
+fn string_attr(value: &str) -> Message {
+    Message::default().with_bytes(ATTR_S, value.as_bytes().to_vec())
 }
 
 fn bool_attr(value: bool) -> Message {
@@ -421,6 +433,14 @@ fn scatter_update(e: &mut Emitter, read: &str, data: &[String], dtype: u64, tind
     let broadcast_attrs = vec![("T", type_attr(dtype)), ("Tidx", type_attr(DT_INT32))];
     let full = e.push("wgpu_updates", "BroadcastTo", &[updates, &rows_shape], broadcast_attrs);
     let combine = e.node.op.strip_prefix("ResourceScatter")?;
+    let tuples = e.tuples(indices, tindices, read);
+    if combine == "Div" && INTEGER_TYPES.contains(&dtype) {
+        // Integer quotients truncate at each divisor, so dividing by the divisors' product (which
+        // may wrap) would differ: our TensorScatterUpdate divides by each in turn when told to.
+        let mut attrs = vec![("T", type_attr(dtype)), ("Tindices", type_attr(tindices))];
+        attrs.push((SCATTER_COMBINE_ATTR, string_attr("Div")));
+        return Some(e.push("wgpu_scattered", "TensorScatterUpdate", &[read, &tuples, &full], attrs));
+    }
     if let Some(math) = match combine {
         "Mul" => Some("Mul"),
         "Div" => Some("RealDiv"),
@@ -444,7 +464,6 @@ fn scatter_update(e: &mut Emitter, read: &str, data: &[String], dtype: u64, tind
         return Some(e.push("wgpu_scattered", math, &[read, &factors], vec![("T", type_attr(dtype))]));
     }
     let tensor_op = format!("TensorScatter{combine}");
-    let tuples = e.tuples(indices, tindices, read);
     let attrs = vec![("T", type_attr(dtype)), ("Tindices", type_attr(tindices))];
     Some(e.push("wgpu_scattered", &tensor_op, &[read, &tuples, &full], attrs))
 }

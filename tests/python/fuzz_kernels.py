@@ -3757,7 +3757,8 @@ def known_divergence(case, record):
     if kind == "accepted" and case.op == "ResourceScatterDiv":
         # TF-CPU (with subnormals flushed, as its threads run) refuses zero updates; TF-GPU divides.
         u = np.asarray(case.args["updates"])
-        if u.dtype.kind == "f" and (np.abs(u) < np.finfo(u.dtype).tiny).any():
+        zero = (np.abs(u) < np.finfo(u.dtype).tiny) if u.dtype.kind == "f" else (u == 0)
+        if zero.any():
             return "ResourceScatterDiv by zero updates (TF's GPU kernels do not check)"
     return None
 

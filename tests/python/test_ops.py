@@ -1743,7 +1743,16 @@ def variable_cases(op, attrs, rng):
     if op in RESOURCE_SCATTERS:
         it = np.int32 if attrs["Tindices"] == "int32" else np.int64
         assign = "Update" in op  # any whole-word dtype, bit patterns and all
-        table = values(rng, dt, (6, 3)) if assign else floats(rng, (6, 3), specials=False).astype(np.float32)
+
+        def arithmetic(shape):
+            # Integers: bit patterns with the extremes; divisors TF-CPU accepts (no zero, and no -1,
+            # whose quotient of the lowest value traps in int64 and wraps order-dependently below).
+            if not dt.is_integer:
+                return floats(rng, shape, specials=False).astype(np.float32)
+            x = integers(rng, dt, shape)
+            return np.where((x == 0) | (x == -1), np.array(3, x.dtype), x) if "Div" in op else x
+
+        table = values(rng, dt, (6, 3)) if assign else arithmetic((6, 3))
         if "ScatterNd" in op:
             # Row tuples (repeated ones combine), full-depth tuples, a matrix of tuples.
             specs = (([[5], [0], [2 if assign else 5]], (3, 3)), ([[1, 2], [4, 0]], (2,)), ([[[2]], [[3]]], (2, 1, 3)))
@@ -1752,7 +1761,7 @@ def variable_cases(op, attrs, rng):
             # have no defined order with repeated indices (one wins): none there.
             specs = (([[5, 0], [2, 1 if assign else 2]], (2, 2, 3)), ([4, 1, 3 if assign else 4], (3, 3)), ([3, 0], ()))
         for indices, shape in specs:
-            update = values(rng, dt, shape) if assign else floats(rng, shape, specials=False).astype(np.float32)
+            update = values(rng, dt, shape) if assign else arithmetic(shape)
             yield ("variable", functools.partial(scatter_update, op), table, [np.array(indices, it), update])
         return
     if op == "ResourceGather":
@@ -2154,6 +2163,28 @@ def test_bincount_drops_negative_values_as_tf_gpu_does(strict_placement):
         dense = tf.raw_ops.DenseBincount(input=values.reshape(2, 3), size=3, weights=tf.constant([], tf.int32))
     assert counts.numpy().tolist() == [1.0, 0.0, 2.0]
     assert dense.numpy().tolist() == [[1, 0, 1], [0, 0, 1]]
+
+
+def test_64_bit_scatter_chains_longer_than_a_loop_may_run(strict_placement):
+    """8-byte integer scatters chain each row's updates and let one invocation walk the chain; on
+    llvmpipe (loops capped at 65535 iterations) the tuples go in batches that bound a chain. Here
+    70,000 ones land on one row, and an integer division walks 2,000 divisors (20 minus twos among
+    ones, shuffled) of a value over 2^32, whose every step runs a 64-step loop: a chain cut short
+    would leave a smaller sum and a larger quotient."""
+    rng = np.random.default_rng(11)
+    ids = np.zeros(70_000, np.int64)
+    ids[::7] = 1
+    with tf.device(GPU):
+        sums = tf.math.unsorted_segment_sum(tf.ones([70_000, 2], tf.int64), ids, 2).numpy()
+    assert sums.tolist() == [[60_000, 60_000], [10_000, 10_000]]
+    divisors = np.ones(2_000, np.int64)
+    divisors[rng.choice(2_000, size=20, replace=False)] = -2
+    with tf.device(GPU):
+        table = tf.Variable(np.array([[2**62 + 5], [-(2**62)], [7]], np.int64))
+        step = tf.function(lambda i, u: table.scatter_div(tf.IndexedSlices(u, i)))
+        step(np.zeros(2_000, np.int32), divisors[:, None])
+        got = table.numpy().ravel().tolist()
+    assert got == [(2**62 + 5) // 2**20, -(2**62), 7]
 
 
 def test_gradient_sums_plan_loops_as_on_a_gpu():

@@ -1,0 +1,59 @@
+// Arithmetic scatters of 8-byte integers (scatter_index.wgsl comes first). No atomic holds 64
+// bits, so the updates that land on one output row are chained instead: `chain_link` pushes each
+// tuple onto its target row's list (one atomic exchange), then `chain_apply` lets the update that
+// ended up at a list's head walk the list and combine every update into the row, one invocation
+// per column. Integer combines do not depend on their order, so the chain's order is free. Each
+// launch takes the tuples from `tuple_base` on, as many as `n` covers: on adapters whose loops are
+// capped (llvmpipe), the Rust side bounds a chain by launching the tuples in batches.
+
+@group(0) @binding(0) var<storage, read_write> indices: array<u32>;
+@group(0) @binding(1) var<storage, read_write> rows: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<atomic<u32>>;
+// Per output row, 1 + the tuple at the head of its chain (0: none), then per tuple 1 + the next
+// tuple in its row's chain (0: the end).
+@group(0) @binding(3) var<storage, read_write> links: array<atomic<u32>>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+// One invocation per tuple of the batch (`n` tuples).
+@compute @workgroup_size(256)
+fn chain_link(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = word_index(gid, nwg);
+    if (t >= p.n) {
+        return;
+    }
+    let tuple = p.tuple_base + t;
+    let row = target_row(tuple);
+    if (row == 0xffffffffu) {
+        return;
+    }
+    let previous = atomicExchange(&links[p.links_off + row], tuple + 1u);
+    atomicStore(&links[p.links_off + p.heads + tuple], previous);
+}
+
+// One invocation per element of the batch's updates (`n` elements, `row_len` per tuple).
+@compute @workgroup_size(256)
+fn chain_apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let e = word_index(gid, nwg);
+    if (e >= p.n) {
+        return;
+    }
+    let tuple = p.tuple_base + e / p.row_len;
+    let column = e % p.row_len;
+    let row = target_row(tuple);
+    if (row == 0xffffffffu || atomicLoad(&links[p.links_off + row]) != tuple + 1u) {
+        return;
+    }
+    let o = p.out_off + (row * p.row_len + column) * 2u;
+    var value = vec2<u32>(atomicLoad(&out[o]), atomicLoad(&out[o + 1u]));
+    var link = tuple + 1u;
+    loop {
+        let u = p.upd_off + ((link - 1u) * p.row_len + column) * 2u;
+        value = combined_int(value, vec2<u32>(rows[u], rows[u + 1u]));
+        link = atomicLoad(&links[p.links_off + p.heads + link - 1u]);
+        if (link == 0u) {
+            break;
+        }
+    }
+    atomicStore(&out[o], value.x);
+    atomicStore(&out[o + 1u], value.y);
+}

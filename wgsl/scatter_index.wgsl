@@ -1,0 +1,142 @@
+// Index tuples and combines shared by scatter.wgsl and scatter_chain.wgsl (`math.wgsl` and
+// `int64.wgsl` come first; each file declares the bindings `indices`, `rows`, `out` and `p`).
+// Row r of the updates goes to the output row its index tuple names (`depth` indices, int32 or
+// int64, into the leading output dims); rows whose indices fall outside the output are dropped.
+// `KIND` is the element type the arithmetic combines work in: float32 0, int32 1, uint32 2, and 3
+// for the integers of int64.wgsl's WIDTH bytes and SIGNED (the 1- and 2-byte lanes and the
+// 8-byte chains); integers wrap as C++'s do.
+
+override KIND: u32 = 0u;
+
+const COMBINE_ADD: u32 = 0u;
+const COMBINE_SUB: u32 = 1u;
+const COMBINE_MUL: u32 = 2u;
+const COMBINE_DIV: u32 = 3u;
+const COMBINE_MIN: u32 = 4u;
+const COMBINE_MAX: u32 = 5u;
+const COMBINE_ASSIGN: u32 = 6u;
+
+struct Params {
+    // Words to process: the updates' (scatters) or the output's (gathers).
+    n: u32,
+    // Words per row (a row is what one index tuple names).
+    row_len: u32,
+    depth: u32,
+    // 1 for int32 indices, 2 for int64 (little-endian word pairs).
+    index_words: u32,
+    idx_off: u32,
+    upd_off: u32,
+    out_off: u32,
+    combine: u32,
+    // The leading dims the index tuples address, and their strides in rows.
+    dims: array<vec4<u32>, 2>,
+    row_strides: array<vec4<u32>, 2>,
+    // Batched scatters (DenseBincount of a matrix): tuple t addresses batch t / batch_tuples, whose
+    // rows start batch_rows after the previous batch's; 0 for one batch.
+    batch_tuples: u32,
+    batch_rows: u32,
+    // gather_narrow, scatter_narrow: bytes per element (1 or 2) and the output's elements.
+    elem_bytes: u32,
+    elements: u32,
+    // scatter_chain.wgsl: the output rows (chain heads, then each tuple's link, in `links`), the
+    // first tuple of this batch, and the links' word offset.
+    heads: u32,
+    tuple_base: u32,
+    links_off: u32,
+    pad: u32,
+}
+
+fn at(v: array<vec4<u32>, 2>, k: u32) -> u32 {
+    return v[k / 4u][k % 4u];
+}
+
+// The row index tuple `row` names, or 0xffffffff when it falls outside the dims.
+fn target_row(row: u32) -> u32 {
+    var found = 0u;
+    for (var k = 0u; k < p.depth; k++) {
+        let w = p.idx_off + (row * p.depth + k) * p.index_words;
+        let lo = indices[w];
+        // Negative or too large: an int32 with its sign bit, an int64 with any high bit.
+        var outside = lo >= at(p.dims, k);
+        if (p.index_words == 2u) {
+            outside = outside || indices[w + 1u] != 0u;
+        }
+        if (outside) {
+            return 0xffffffffu;
+        }
+        found += lo * at(p.row_strides, k);
+    }
+    if (p.batch_tuples != 0u) {
+        found += row / p.batch_tuples * p.batch_rows;
+    }
+    return found;
+}
+
+fn combined(old: f32, v: f32) -> f32 {
+    switch p.combine {
+        case COMBINE_SUB: { return old - v; }
+        case COMBINE_MUL: { return old * v; }
+        case COMBINE_DIV: { return old / v; }
+        // TF-CPU's cwiseMin/cwiseMax(old, v): the update only where it compares smaller/larger.
+        case COMBINE_MIN: { return select(old, v, v < old); }
+        case COMBINE_MAX: { return select(old, v, old < v); }
+        default: { return old + v; }
+    }
+}
+
+fn combined_i32(old: i32, v: i32) -> i32 {
+    switch p.combine {
+        case COMBINE_SUB: { return old - v; }
+        case COMBINE_MUL: { return old * v; }
+        case COMBINE_DIV: { return old / v; }
+        case COMBINE_MIN: { return min(old, v); }
+        case COMBINE_MAX: { return max(old, v); }
+        default: { return old + v; }
+    }
+}
+
+fn combined_u32(old: u32, v: u32) -> u32 {
+    switch p.combine {
+        case COMBINE_SUB: { return old - v; }
+        case COMBINE_MUL: { return old * v; }
+        case COMBINE_DIV: { return old / v; }
+        case COMBINE_MIN: { return min(old, v); }
+        case COMBINE_MAX: { return max(old, v); }
+        default: { return old + v; }
+    }
+}
+
+// The combine of 64-bit values (vec2<u32>, int64.wgsl's SIGNED): a zero divisor gives a quotient
+// with every bit set, as integer.wgsl's Div does.
+fn combined_int(old: vec2<u32>, v: vec2<u32>) -> vec2<u32> {
+    switch p.combine {
+        case COMBINE_SUB: { return sub64(old, v); }
+        case COMBINE_MUL: { return mul64(old, v); }
+        case COMBINE_DIV: { return truncate_divmod(old, v).xy; }
+        case COMBINE_MIN: { return select(old, v, less(v, old)); }
+        case COMBINE_MAX: { return select(old, v, less(old, v)); }
+        default: { return add64(old, v); }
+    }
+}
+
+// The combine of an element's word `old` with the update's `v`, in the element's type.
+fn combined_word(old: u32, v: u32) -> u32 {
+    if (KIND == 1u) {
+        return bitcast<u32>(combined_i32(bitcast<i32>(old), bitcast<i32>(v)));
+    }
+    if (KIND == 2u) {
+        return combined_u32(old, v);
+    }
+    return bitcast<u32>(combined(bitcast<f32>(old), bitcast<f32>(v)));
+}
+
+fn word_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * 256u;
+}
+
+// The 1- or 2-byte element at byte `at` of `rows`.
+fn narrow_at(at: u32) -> u32 {
+    let mask = (1u << (p.elem_bytes * 8u)) - 1u;
+    return (rows[at / 4u] >> ((at % 4u) * 8u)) & mask;
+}
+
