@@ -73,6 +73,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::batch_norm::SHADER", &batch_norm::SHADER, NONE),
         ("kernels::scatter::SHADER", &scatter::SHADER, NONE),
         ("kernels::scatter::CHAIN_SHADER", &scatter::CHAIN_SHADER, NONE),
+        ("kernels::scatter::CHAIN_F64_SHADER", &scatter::CHAIN_F64_SHADER, NONE),
         ("kernels::index::SHADER", &index::SHADER, NONE),
         ("kernels::slice::SHADER", &slice::SHADER, NONE),
         ("kernels::slice::REVERSE_SEQUENCE_SHADER", &slice::REVERSE_SEQUENCE_SHADER, NONE),

@@ -64,6 +64,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::batch_norm::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::CHAIN_SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::scatter::CHAIN_F64_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::volume::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matrix::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scan::SHADER, &[]);
@@ -162,6 +163,8 @@ fn every_wgsl_file_is_covered() {
             "scan.wgsl",
             "scatter.wgsl",
             "scatter_chain.wgsl",
+            "scatter_chain_f64.wgsl",
+            "scatter_chain_int.wgsl",
             "scatter_index.wgsl",
             "select.wgsl",
             "softmax.wgsl",

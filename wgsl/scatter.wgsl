@@ -58,6 +58,12 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     atomicStore(&out[p.out_off + e], word);
 }
 
+// The 1- or 2-byte element at byte `at` of `rows`.
+fn narrow_at(at: u32) -> u32 {
+    let mask = (1u << (p.elem_bytes * 8u)) - 1u;
+    return (rows[at / 4u] >> ((at % 4u) * 8u)) & mask;
+}
+
 // GatherNd of 1- and 2-byte elements: one invocation per output word, which gathers the elements
 // it holds one by one (no two invocations share a word). `row_len` counts elements, `upd_off` bytes.
 @compute @workgroup_size(256)

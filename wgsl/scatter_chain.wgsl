@@ -1,14 +1,17 @@
-// Arithmetic scatters of 8-byte integers (scatter_index.wgsl comes first). No atomic holds 64
-// bits, so the updates that land on one output row are chained instead: `chain_link` pushes each
-// tuple onto its target row's list (one atomic exchange), then `chain_apply` lets the update that
-// ended up at a list's head walk the list and combine every update into the row, one invocation
-// per column. Integer combines do not depend on their order, so the chain's order is free. Each
-// launch takes the tuples from `tuple_base` on, as many as `n` covers: on adapters whose loops are
-// capped (llvmpipe), the Rust side bounds a chain by launching the tuples in batches.
+// Arithmetic scatters of 8-byte elements (scatter_index.wgsl, then the element type's file, come
+// first: scatter_chain_int.wgsl or scatter_chain_f64.wgsl, which give the alias `V` and
+// `chain_combine`). No atomic holds 64 bits, so the updates that land on one output row are chained
+// instead: `chain_link` pushes each tuple onto its target row's list (one atomic exchange), then
+// `chain_apply` lets the update that ended up at a list's head walk the list and combine every
+// update into the row, one invocation per column, the element's only writer. Integer combines do
+// not depend on their order; float64 ones round in the chain's order, which varies from run to
+// run as the atomics' order does. Each launch takes the tuples from `tuple_base` on, as many as `n`
+// covers: on adapters whose loops are capped (llvmpipe), the Rust side bounds a chain by launching
+// the tuples in batches. Offsets count elements.
 
 @group(0) @binding(0) var<storage, read_write> indices: array<u32>;
-@group(0) @binding(1) var<storage, read_write> rows: array<u32>;
-@group(0) @binding(2) var<storage, read_write> out: array<atomic<u32>>;
+@group(0) @binding(1) var<storage, read_write> rows: array<V>;
+@group(0) @binding(2) var<storage, read_write> out: array<V>;
 // Per output row, 1 + the tuple at the head of its chain (0: none), then per tuple 1 + the next
 // tuple in its row's chain (0: the end).
 @group(0) @binding(3) var<storage, read_write> links: array<atomic<u32>>;
@@ -43,17 +46,15 @@ fn chain_apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     if (row == 0xffffffffu || atomicLoad(&links[p.links_off + row]) != tuple + 1u) {
         return;
     }
-    let o = p.out_off + (row * p.row_len + column) * 2u;
-    var value = vec2<u32>(atomicLoad(&out[o]), atomicLoad(&out[o + 1u]));
+    let o = p.out_off + row * p.row_len + column;
+    var value = out[o];
     var link = tuple + 1u;
     loop {
-        let u = p.upd_off + ((link - 1u) * p.row_len + column) * 2u;
-        value = combined_int(value, vec2<u32>(rows[u], rows[u + 1u]));
+        value = chain_combine(value, rows[p.upd_off + (link - 1u) * p.row_len + column]);
         link = atomicLoad(&links[p.links_off + p.heads + link - 1u]);
         if (link == 0u) {
             break;
         }
     }
-    atomicStore(&out[o], value.x);
-    atomicStore(&out[o + 1u], value.y);
+    out[o] = value;
 }

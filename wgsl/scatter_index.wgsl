@@ -133,10 +133,3 @@ fn combined_word(old: u32, v: u32) -> u32 {
 fn word_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
 }
-
-// The 1- or 2-byte element at byte `at` of `rows`.
-fn narrow_at(at: u32) -> u32 {
-    let mask = (1u << (p.elem_bytes * 8u)) - 1u;
-    return (rows[at / 4u] >> ((at % 4u) * 8u)) & mask;
-}
-

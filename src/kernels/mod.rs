@@ -1000,23 +1000,27 @@ fn build_table() -> Vec<KernelDef> {
         }
     }
     let policy: &[(&str, AttrKind)] = &[("bad_indices_policy", AttrKind::OptionalStr)];
+    // float64 scatters combine through chains of the updates, in f64 (SHADER_F64).
+    let scatter_f64 = with_f64.then_some(DType::F64);
     for indices in [DType::I32, DType::I64] {
         for segments in [DType::I32, DType::I64] {
             // (int32 in device memory, as TF-GPU's kernels keep it.)
-            for dtype in [DType::F32, DType::I32].into_iter().chain(scatter::ARITHMETIC_INTEGERS) {
+            for dtype in [DType::F32, DType::I32].into_iter().chain(scatter::ARITHMETIC_INTEGERS).chain(scatter_f64) {
                 let constraints = leak(vec![("T", dtype), ("Tindices", indices), ("Tnumsegments", segments)]);
                 for op in ["UnsortedSegmentSum", "UnsortedSegmentProd", "UnsortedSegmentMin", "UnsortedSegmentMax"] {
                     table.push(kernel(op, constraints, &["num_segments"], &[], scatter::unsorted_segment_reduce));
                 }
             }
         }
-        let constraints = leak(vec![("T", DType::F32), ("Tindices", indices)]);
-        for op in ["SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean"] {
-            table.push(kernel(op, constraints, &[], &[], scatter::segment_reduce));
+        for dtype in [DType::F32].into_iter().chain(scatter_f64) {
+            let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);
+            for op in ["SegmentSum", "SegmentProd", "SegmentMin", "SegmentMax", "SegmentMean"] {
+                table.push(kernel(op, constraints, &[], &[], scatter::segment_reduce));
+            }
         }
-        // Sums and extremes of float32 and the integers (TF-GPU runs int32 in host memory, where
-        // the CPU kernel refuses bad indices).
-        for dtype in [DType::F32].into_iter().chain(scatter::ARITHMETIC_INTEGERS) {
+        // Sums and extremes of float32, float64 and the integers (TF-GPU runs int32 in host memory,
+        // where the CPU kernel refuses bad indices).
+        for dtype in [DType::F32].into_iter().chain(scatter::ARITHMETIC_INTEGERS).chain(scatter_f64) {
             let constraints = leak(vec![("T", dtype), ("Tindices", indices)]);
             table.push(kernel("ScatterNd", constraints, &["shape"], policy, scatter::scatter_nd));
             for op in [
@@ -1213,11 +1217,11 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, leak(vec![("dtype", dtype)]), &[], &[], variables::compute));
         }
     }
-    // Sparse updates of float32 and integer variables (Keras optimizers' updates from Embedding
+    // Sparse updates of float32, float64 and integer variables (Keras optimizers' updates from Embedding
     // gradients use Add/Sub; int32 variables live in host memory); ResourceScatterUpdate,
     // ResourceScatterNdUpdate and ResourceGatherNd move elements of any dtype.
     for indices in [DType::I32, DType::I64] {
-        for dtype in [DType::F32].into_iter().chain(scatter::ARITHMETIC_INTEGERS) {
+        for dtype in [DType::F32].into_iter().chain(scatter::ARITHMETIC_INTEGERS).chain(scatter_f64) {
             for op in [
                 "ResourceScatterAdd",
                 "ResourceScatterSub",

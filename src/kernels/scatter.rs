@@ -32,10 +32,24 @@ pub const CHAIN_SHADER: Shader = Shader {
         include_str!("../../wgsl/math.wgsl"),
         include_str!("../../wgsl/int64.wgsl"),
         include_str!("../../wgsl/scatter_index.wgsl"),
+        include_str!("../../wgsl/scatter_chain_int.wgsl"),
         include_str!("../../wgsl/scatter_chain.wgsl")
     ),
     storage_buffers: 4,
     uniform_buffers: 0,
+};
+
+/// Arithmetic scatters of float64 (SHADER_F64), through the same chains.
+pub const CHAIN_F64_SHADER: Shader = Shader {
+    name: "scatter_chain_f64",
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/int64.wgsl"),
+        include_str!("../../wgsl/scatter_index.wgsl"),
+        include_str!("../../wgsl/scatter_chain_f64.wgsl"),
+        include_str!("../../wgsl/scatter_chain.wgsl")
+    ),
+    ..CHAIN_SHADER
 };
 
 /// The private attribute of a TensorScatterUpdate that the Grappler rewrite of an integer
@@ -107,10 +121,19 @@ struct Params {
     pad: u32,
 }
 
-/// The integer dtypes whose arithmetic combines run on 64-bit lanes (int64.wgsl): 1- and 2-byte
-/// elements in lanes of the output words, 8-byte ones through chains.
-fn is_lane_or_chain_integer(dtype: DType) -> bool {
-    matches!(dtype, DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::I64 | DType::U64)
+/// The integer dtypes whose arithmetic combines run in their lane of a word (int64.wgsl's
+/// arithmetic on the lane's value).
+fn combines_in_lanes(dtype: DType) -> bool {
+    matches!(dtype, DType::I8 | DType::U8 | DType::I16 | DType::U16)
+}
+
+/// The chain shader of the 8-byte dtypes whose arithmetic combines run through chains.
+fn chain_shader(dtype: DType) -> Option<&'static Shader> {
+    match dtype {
+        DType::I64 | DType::U64 => Some(&CHAIN_SHADER),
+        DType::F64 => Some(&CHAIN_F64_SHADER),
+        _ => None,
+    }
 }
 
 /// Words per element: arithmetic combines of whole words need float32 or a 32-bit integer, moves
@@ -216,11 +239,13 @@ fn launch(
     })
 }
 
-/// The arithmetic scatter of 8-byte integer `updates` (`tuples` rows) into `out`: each batch of
+/// The arithmetic scatter of 8-byte `updates` (`tuples` rows) into `out`: each batch of
 /// tuples links the updates of each output row into a chain, then one update per row walks its
 /// chain. On adapters that cap loops, a batch holds no more tuples than a chain may walk.
+#[allow(clippy::too_many_arguments)]
 fn launch_chain(
     stream: &Stream,
+    shader: &'static Shader,
     combine: Combine,
     indices: &TensorRef,
     dims: &[i64],
@@ -236,9 +261,8 @@ fn launch_chain(
     let [idx_mem, rows_mem, out_mem] = operands(stream, indices, updates, out)?;
     let constants = kind_constants(updates.dtype);
     let device = stream.device();
-    let pipeline = |entry| {
-        device.pipelines.get(device, &CHAIN_SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })
-    };
+    let pipeline =
+        |entry| device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants });
     let (link, apply) = (pipeline("chain_link")?, pipeline("chain_apply")?);
     stream.encode(|core, encoder| {
         // llvmpipe counts two iterations per step of the chain's loop (measured: a chain of
@@ -247,8 +271,8 @@ fn launch_chain(
         let step = if combine == Combine::Div { 2 * 66 } else { 2 };
         let batch = (loop_budget(core, 2 * MAX_DEPTH as u64) / step).max(1);
         let (idx_bind, idx_off) = storage_window(core, &idx_mem, 4)?;
-        let (rows_bind, rows_off) = storage_window(core, &rows_mem, 4)?;
-        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        let (rows_bind, rows_off) = storage_window(core, &rows_mem, 8)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, 8)?;
         (p.idx_off, p.upd_off, p.out_off) = (idx_off, rows_off, out_off);
         let links_bytes = (heads + tuples) * 4;
         let links = core.scratch.get(core, "scatter chain links", links_bytes)?;
@@ -277,8 +301,7 @@ pub(super) fn scatter(
     out: &TensorRef,
 ) -> Result<()> {
     let tuples = if dims.is_empty() { 1 } else { indices.num_elements() / dims.len() as u64 };
-    let lanes = is_lane_or_chain_integer(updates.dtype) && updates.dtype.size() < 4;
-    if updates.dtype.size() < 4 && (combine == Combine::Assign || lanes) {
+    if updates.dtype.size() < 4 && (combine == Combine::Assign || combines_in_lanes(updates.dtype)) {
         if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
             return Ok(());
         }
@@ -296,11 +319,11 @@ pub(super) fn scatter(
             [0, 0],
         );
     }
-    if combine != Combine::Assign && is_lane_or_chain_integer(updates.dtype) {
+    if let Some(shader) = chain_shader(updates.dtype).filter(|_| combine != Combine::Assign) {
         if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
             return Ok(());
         }
-        return launch_chain(stream, combine, indices, dims, updates, out, tuples);
+        return launch_chain(stream, shader, combine, indices, dims, updates, out, tuples);
     }
     let per_element = words_per_element(updates.dtype, combine, "scatter")?;
     if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
@@ -359,6 +382,8 @@ fn segment_identity(combine: Combine, dtype: DType, declared: DType) -> Vec<u8> 
     match (combine, dtype) {
         (Combine::Add, _) => vec![0; dtype.size() as usize],
         (Combine::Mul, DType::F32) => 1f32.to_le_bytes().to_vec(),
+        (Combine::Mul, DType::F64) => 1f64.to_le_bytes().to_vec(),
+        (_, DType::F64) => (if greatest { f64::MAX } else { f64::MIN }).to_le_bytes().to_vec(),
         (Combine::Mul, _) => {
             let mut one = vec![0; dtype.size() as usize];
             one[0] = 1;
@@ -493,13 +518,18 @@ pub fn bincount(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
 /// hold 0 (1 for a product), the counts of a mean's rows divide its sums.
 pub fn segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let (combine, identity) = match kernel.def.op {
-        "SegmentSum" | "SegmentMean" => (Combine::Add, 0.0f32),
+        "SegmentSum" | "SegmentMean" => (Combine::Add, 0.0),
         "SegmentProd" => (Combine::Mul, 1.0),
-        "SegmentMin" => (Combine::Min, f32::INFINITY),
-        "SegmentMax" => (Combine::Max, f32::NEG_INFINITY),
+        "SegmentMin" => (Combine::Min, f64::INFINITY),
+        "SegmentMax" => (Combine::Max, f64::NEG_INFINITY),
         op => return Err(Error::internal(format!("{op} is not a segment reduction"))),
     };
     let data = ctx.input(0)?;
+    // float32 or float64 bytes of a value.
+    let float = |value: f64| match data.dtype {
+        DType::F64 => value.to_le_bytes().to_vec(),
+        _ => (value as f32).to_le_bytes().to_vec(),
+    };
     let ids = ctx.input(1)?;
     if ids.shape.len() != 1 {
         return Err(Error::invalid_argument("segment_ids should be a vector."));
@@ -532,18 +562,18 @@ pub fn segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> R
     }
     let needs_counts = matches!(kernel.def.op, "SegmentMean" | "SegmentMax" | "SegmentMin");
     let counts = if needs_counts {
-        let ones = ctx.allocate_temp(DType::F32, &[count])?;
-        let counts = ctx.allocate_temp(DType::F32, &[rows])?;
+        let ones = ctx.allocate_temp(data.dtype, &[count])?;
+        let counts = ctx.allocate_temp(data.dtype, &[rows])?;
+        fill_element(ctx, &ones, &float(1.0))?;
         let stream = ctx.stream()?;
-        stream.fill(ones.address, ones.byte_len(), 1.0f32.to_bits())?;
         stream.fill(counts.address, counts.byte_len(), 0)?;
         scatter(stream, Combine::Add, &ids, &[rows], &ones, &counts)?;
         Some(counts)
     } else {
         None
     };
+    fill_element(ctx, &out, &float(identity))?;
     let stream = ctx.stream()?;
-    stream.fill(out.address, out.byte_len(), identity.to_bits())?;
     scatter(stream, combine, &ids, &[rows], &data, &out)?;
     if let Some(mut counts) = counts {
         use super::binary::{launch, BinaryOp};
@@ -553,9 +583,9 @@ pub fn segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> R
         if kernel.def.op == "SegmentMean" {
             launch(stream, BinaryOp::DivNoNan, &out, &counts, &out)?;
         } else {
-            // 1 for rows with members, 0 for empty ones: their extremes become 0.
+            // 1 for rows with members, 0 for empty ones: their extremes become 0 (x / 1 is x).
             launch(stream, BinaryOp::DivNoNan, &flat, &flat, &flat)?;
-            launch(stream, BinaryOp::MulNoNan, &out, &counts, &out)?;
+            launch(stream, BinaryOp::DivNoNan, &out, &counts, &out)?;
         }
     }
     Ok(())

@@ -1748,7 +1748,7 @@ def variable_cases(op, attrs, rng):
             # Integers: bit patterns with the extremes; divisors TF-CPU accepts (no zero, and no -1,
             # whose quotient of the lowest value traps in int64 and wraps order-dependently below).
             if not dt.is_integer:
-                return floats(rng, shape, specials=False).astype(np.float32)
+                return floats(rng, shape, specials=False).astype(dt.as_numpy_dtype)
             x = integers(rng, dt, shape)
             return np.where((x == 0) | (x == -1), np.array(3, x.dtype), x) if "Div" in op else x
 
