@@ -89,8 +89,8 @@ fn gather_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 }
 
 // Scatters of 1- and 2-byte elements: one invocation per update element, which swaps its lane of
-// the output word in, combined with the lane's value (KIND 3) or in place of it (assign: with
-// duplicates, one update wins).
+// the output word in, combined with the lane's value (KIND 3 to 5) or in place of it (assign:
+// with duplicates, one update wins).
 @compute @workgroup_size(256)
 fn scatter_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let e = word_index(gid, nwg);
@@ -111,7 +111,7 @@ fn scatter_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     loop {
         var lane = v;
         if (p.combine != COMBINE_ASSIGN) {
-            lane = combined_int(extend((old >> shift) & mask), extend(v)).x & mask;
+            lane = combined_lane((old >> shift) & mask, v) & mask;
         }
         let new_word = (old & ~lanes) | (lane << shift);
         if (new_word == old) {

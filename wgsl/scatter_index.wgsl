@@ -2,9 +2,9 @@
 // `int64.wgsl` come first; each file declares the bindings `indices`, `rows`, `out` and `p`).
 // Row r of the updates goes to the output row its index tuple names (`depth` indices, int32 or
 // int64, into the leading output dims); rows whose indices fall outside the output are dropped.
-// `KIND` is the element type the arithmetic combines work in: float32 0, int32 1, uint32 2, and 3
-// for the integers of int64.wgsl's WIDTH bytes and SIGNED (the 1- and 2-byte lanes and the
-// 8-byte chains); integers wrap as C++'s do.
+// `KIND` is the element type the arithmetic combines work in: float32 0, int32 1, uint32 2, 3 for
+// the integers of int64.wgsl's WIDTH bytes and SIGNED (the 1- and 2-byte lanes and the 8-byte
+// chains), float16 4 and bfloat16 5 (lanes, combined in float32); integers wrap as C++'s do.
 
 override KIND: u32 = 0u;
 
@@ -128,6 +128,47 @@ fn combined_word(old: u32, v: u32) -> u32 {
         return combined_u32(old, v);
     }
     return bitcast<u32>(combined(bitcast<f32>(old), bitcast<f32>(v)));
+}
+
+// float32 to binary16 bits, rounded to nearest even (NaN stays NaN; from 65520 up, infinity).
+fn f16_bits(x: f32) -> u32 {
+    let bits = bitcast<u32>(x);
+    let sign = (bits >> 16u) & 0x8000u;
+    let magnitude = bits & 0x7fffffffu;
+    if (magnitude > 0x7f800000u) {
+        return sign | 0x7e00u;
+    }
+    if (magnitude >= 0x477ff000u) {
+        return sign | 0x7c00u;
+    }
+    if (magnitude >= 0x38800000u) {
+        // Normal: rebias the exponent (127 - 15), then round away the low 13 mantissa bits.
+        let rebiased = magnitude - 0x38000000u;
+        return sign | ((rebiased + 0xfffu + ((rebiased >> 13u) & 1u)) >> 13u);
+    }
+    // Subnormal (or zero): units of 2^-24, exact in float32; round() ties to even.
+    return sign | u32(round(bitcast<f32>(magnitude) * 16777216.0));
+}
+
+// float32 to bfloat16 bits, rounded to nearest even as Eigen's bfloat16 rounds.
+fn bf16_bits(x: f32) -> u32 {
+    let bits = bitcast<u32>(x);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) {
+        return select(0x7fc0u, 0xffc0u, (bits & 0x80000000u) != 0u);
+    }
+    return (bits + 0x7fffu + ((bits >> 16u) & 1u)) >> 16u;
+}
+
+// The combine of a 1- or 2-byte element `old` with the update's `v` (raw bits, in the low lane):
+// float16 (KIND 4) and bfloat16 (KIND 5) in float32, rounded back once; integers in 64 bits.
+fn combined_lane(old: u32, v: u32) -> u32 {
+    if (KIND == 4u) {
+        return f16_bits(combined(unpack2x16float(old).x, unpack2x16float(v).x));
+    }
+    if (KIND == 5u) {
+        return bf16_bits(combined(bitcast<f32>(old << 16u), bitcast<f32>(v << 16u)));
+    }
+    return combined_int(extend(old), extend(v)).x;
 }
 
 fn word_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {

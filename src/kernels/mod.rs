@@ -1221,7 +1221,9 @@ fn build_table() -> Vec<KernelDef> {
     // gradients use Add/Sub; int32 variables live in host memory); ResourceScatterUpdate,
     // ResourceScatterNdUpdate and ResourceGatherNd move elements of any dtype.
     for indices in [DType::I32, DType::I64] {
-        for dtype in [DType::F32].into_iter().chain(scatter::ARITHMETIC_INTEGERS).chain(scatter_f64) {
+        // (16-bit floats combine in float32 within their lane, rounded back at each update.)
+        let halves = [DType::BF16].into_iter().chain(with_f16.then_some(DType::F16));
+        for dtype in [DType::F32].into_iter().chain(scatter::ARITHMETIC_INTEGERS).chain(scatter_f64).chain(halves) {
             for op in [
                 "ResourceScatterAdd",
                 "ResourceScatterSub",

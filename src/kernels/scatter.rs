@@ -121,10 +121,10 @@ struct Params {
     pad: u32,
 }
 
-/// The integer dtypes whose arithmetic combines run in their lane of a word (int64.wgsl's
-/// arithmetic on the lane's value).
+/// The dtypes whose arithmetic combines run in their lane of a word: the narrow integers (in 64
+/// bits, int64.wgsl's arithmetic) and the 16-bit floats (in float32, rounded back each time).
 fn combines_in_lanes(dtype: DType) -> bool {
-    matches!(dtype, DType::I8 | DType::U8 | DType::I16 | DType::U16)
+    matches!(dtype, DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::F16 | DType::BF16)
 }
 
 /// The chain shader of the 8-byte dtypes whose arithmetic combines run through chains.
@@ -153,6 +153,8 @@ fn kind_constants(dtype: DType) -> [(&'static str, f64); 3] {
         DType::F32 => 0,
         DType::I32 => 1,
         DType::U32 => 2,
+        DType::F16 => 4,
+        DType::BF16 => 5,
         _ => 3,
     };
     let signed = matches!(dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64);

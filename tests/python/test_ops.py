@@ -1686,6 +1686,8 @@ TOLERANCE.update({op: 1e-5 for op in OPTIMIZERS})
 FLOAT_MATH.update(OPTIMIZERS)
 # (NaN results compare as NaN whatever their sign: lavapipe's and x86's default NaNs differ.)
 FLOAT_MATH.update({"AssignAddVariableOp", "AssignSubVariableOp"})
+# (Repeated indices add in no defined order, and 16-bit floats round at each update.)
+FLOAT_MATH.update({"ResourceScatterAdd", "ResourceScatterSub"})
 
 # Resource variable scatters: v[i] op= u by rows (ResourceScatter*) or by index tuples
 # (ResourceScatterNd*, whose resource input is named ref).
@@ -2185,6 +2187,33 @@ def test_64_bit_scatter_chains_longer_than_a_loop_may_run(strict_placement):
         step(np.zeros(2_000, np.int32), divisors[:, None])
         got = table.numpy().ravel().tolist()
     assert got == [(2**62 + 5) // 2**20, -(2**62), 7]
+
+
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16])
+def test_half_precision_scatter_updates_round_to_nearest_even(dtype, strict_placement):
+    """16-bit float ResourceScatterAdd/Sub: each update's float32 result rounded to nearest even
+    (ties, subnormals, overflow to infinity), as TF-CPU's half arithmetic rounds."""
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 2**16, size=(2, 4096), dtype=np.uint16)
+    if dtype == tf.float16:
+        x = bits.view(np.float16)
+        x[(bits & 0x7C00) == 0x7C00] = 1.0  # no NaN or inf inputs
+        x[:, :64] = np.float16(60000.0)  # sums past the largest half
+        v, u = x[0].reshape(-1, 1), x[1].reshape(-1, 1)
+    else:
+        x = tf.bitcast(tf.constant(bits), tf.bfloat16).numpy()
+        x[~np.isfinite(x.astype(np.float32))] = 1.0
+        v, u = x[0].reshape(-1, 1), x[1].reshape(-1, 1)
+    indices = rng.permutation(4096).astype(np.int32)
+    for op, sign in (("ResourceScatterAdd", 1.0), ("ResourceScatterSub", -1.0)):
+        with tf.device(GPU):
+            var = tf.Variable(v)
+            getattr(tf.raw_ops, op)(resource=var.handle, indices=indices, updates=u)
+            got = var.numpy().astype(np.float32)
+        exact = v.astype(np.float32).copy()
+        exact[indices] += sign * u.astype(np.float32)
+        want = tf.cast(tf.constant(exact), dtype).numpy().astype(np.float32)
+        np.testing.assert_array_equal(got, want, err_msg=op)
 
 
 def test_gradient_sums_plan_loops_as_on_a_gpu():
