@@ -17,9 +17,10 @@ const COMBINE_MAX: u32 = 5u;
 const COMBINE_ASSIGN: u32 = 6u;
 
 struct Params {
-    // Words to process: the updates' (scatters) or the output's (gathers).
+    // Words to process, the updates' (scatters) or the output's (gathers); elements for the
+    // narrow scatters and the chains (tuples for chain_link).
     n: u32,
-    // Words per row (a row is what one index tuple names).
+    // Words (narrow entries and chains: elements) per row; a row is what one index tuple names.
     row_len: u32,
     depth: u32,
     // 1 for int32 indices, 2 for int64 (little-endian word pairs).
@@ -88,7 +89,8 @@ fn combined_i32(old: i32, v: i32) -> i32 {
     switch p.combine {
         case COMBINE_SUB: { return old - v; }
         case COMBINE_MUL: { return old * v; }
-        case COMBINE_DIV: { return old / v; }
+        // (A zero divisor gives -1, every bit set, as the other widths and integer.wgsl do.)
+        case COMBINE_DIV: { return select(old / v, -1, v == 0); }
         case COMBINE_MIN: { return min(old, v); }
         case COMBINE_MAX: { return max(old, v); }
         default: { return old + v; }
@@ -99,7 +101,7 @@ fn combined_u32(old: u32, v: u32) -> u32 {
     switch p.combine {
         case COMBINE_SUB: { return old - v; }
         case COMBINE_MUL: { return old * v; }
-        case COMBINE_DIV: { return old / v; }
+        case COMBINE_DIV: { return select(old / v, 0xffffffffu, v == 0u); }
         case COMBINE_MIN: { return min(old, v); }
         case COMBINE_MAX: { return max(old, v); }
         default: { return old + v; }

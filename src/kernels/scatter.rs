@@ -1,12 +1,16 @@
 //! Scatters and gathers by index tuples (`wgsl/scatter.wgsl`): UnsortedSegmentSum, Prod, Min and
 //! Max, ScatterNd, TensorScatterAdd, Sub, Min, Max and Update, GatherNd, and the launches the
-//! resource variables' scatter updates share (`variables`). Arithmetic combines are float32;
-//! updates and gathers move words of any whole-word dtype. Index tuples outside the output are
+//! resource variables' scatter updates share (`variables`). Arithmetic combines serve float32,
+//! int32 and uint32 by the word, the 8- and 16-bit integers and floats by their lane of a word, and
+//! int64, uint64 and float64 through chains (`wgsl/scatter_chain.wgsl`); updates and gathers move
+//! elements of any dtype. Index tuples outside the output are
 //! dropped and gathers give zeros for them, as on TF-GPU (TF-CPU reports them as errors instead;
 //! checking would need a readback of the indices).
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::pipeline::{
+    dispatch, loop_budget, storage_window, Binding, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
+};
 use crate::runtime::{DeviceSlice, Stream};
 
 use super::index::{self, DimMap};
@@ -61,6 +65,9 @@ pub const COMBINE_ATTR: &str = "_wgpu_scatter_combine";
 /// device memory: the segment reductions).
 pub const ARITHMETIC_INTEGERS: [DType; 7] =
     [DType::U32, DType::I8, DType::U8, DType::I16, DType::U16, DType::I64, DType::U64];
+
+/// The most tuples one chain batch links: bounds the longest walk on adapters without a loop cap.
+const MAX_CHAIN_BATCH: u64 = 1 << 16;
 
 /// Index depths the shader takes (TF's kernels serve 0 to 7 on every device).
 const MAX_DEPTH: usize = 8;
@@ -271,12 +278,20 @@ fn launch_chain(
         // 32,768 stopped one short), and a step of a 64-bit division runs divmod_unsigned's
         // 64-step loop besides.
         let step = if combine == Combine::Div { 2 * 66 } else { 2 };
-        let batch = (loop_budget(core, 2 * MAX_DEPTH as u64) / step).max(1);
+        // (On a GPU too, a batch keeps one invocation's walk bounded, away from watchdogs.)
+        let batch = (loop_budget(core, 2 * MAX_DEPTH as u64) / step).clamp(1, MAX_CHAIN_BATCH);
         let (idx_bind, idx_off) = storage_window(core, &idx_mem, 4)?;
         let (rows_bind, rows_off) = storage_window(core, &rows_mem, 8)?;
         let (out_bind, out_off) = storage_window(core, &out_mem, 8)?;
         (p.idx_off, p.upd_off, p.out_off) = (idx_off, rows_off, out_off);
         let links_bytes = (heads + tuples) * 4;
+        if links_bytes > core.limits.max_storage_buffer_binding_size {
+            return Err(Error::unimplemented(format!(
+                "{BINDING_LIMIT_ERROR} {links_bytes} bytes of scatter chain links (one word per output row and per \
+                 index tuple) exceeds this adapter's max_storage_buffer_binding_size ({})",
+                core.limits.max_storage_buffer_binding_size
+            )));
+        }
         let links = core.scratch.get(core, "scatter chain links", links_bytes)?;
         let bindings = [idx_bind, rows_bind, out_bind, Binding { buffer: &links, offset: 0, size: links_bytes }];
         for base in (0..tuples).step_by(batch.min(tuples) as usize) {
@@ -417,7 +432,7 @@ fn fill_element(ctx: &mut dyn KernelContext, out: &TensorRef, bytes: &[u8]) -> R
 }
 
 /// UnsortedSegmentSum, Prod, Min and Max: `data` rows combined into `num_segments` rows by
-/// `segment_ids`; empty segments hold the combine's identity (Min: the largest float, Max: the
+/// `segment_ids`; empty segments hold the combine's identity (Min: the type's greatest value, Max: the
 /// lowest, as TF). Negative and too large ids are dropped.
 pub fn unsorted_segment_reduce(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let data = ctx.input(0)?;

@@ -33,6 +33,7 @@ pub mod proto;
 use std::collections::HashSet;
 
 use crate::error::Result;
+use crate::kernels::scatter;
 use crate::optimizer::{Arithmetic, Optimizer};
 use proto::{Message, Value};
 
@@ -49,9 +50,6 @@ const ATTR_TYPE: u32 = 6;
 const ATTR_TENSOR: u32 = 8;
 const DT_INT32: u64 = 3;
 const DT_INT64: u64 = 9;
-/// The private attribute that turns our TensorScatterUpdate into a scatter division (the
-/// kernels' `scatter::COMBINE_ATTR`).
-const SCATTER_COMBINE_ATTR: &str = "_wgpu_scatter_combine";
 /// TF's integer DataType codes: int32, uint8, int16, int8, int64, uint16, uint32, uint64.
 const INTEGER_TYPES: [u64; 8] = [3, 4, 5, 6, 9, 17, 22, 23];
 const TENSOR_DTYPE: u32 = 1;
@@ -433,12 +431,12 @@ fn scatter_update(e: &mut Emitter, read: &str, data: &[String], dtype: u64, tind
     let broadcast_attrs = vec![("T", type_attr(dtype)), ("Tidx", type_attr(DT_INT32))];
     let full = e.push("wgpu_updates", "BroadcastTo", &[updates, &rows_shape], broadcast_attrs);
     let combine = e.node.op.strip_prefix("ResourceScatter")?;
-    let tuples = e.tuples(indices, tindices, read);
     if combine == "Div" && INTEGER_TYPES.contains(&dtype) {
         // Integer quotients truncate at each divisor, so dividing by the divisors' product (which
         // may wrap) would differ: our TensorScatterUpdate divides by each in turn when told to.
+        let tuples = e.tuples(indices, tindices, read);
         let mut attrs = vec![("T", type_attr(dtype)), ("Tindices", type_attr(tindices))];
-        attrs.push((SCATTER_COMBINE_ATTR, string_attr("Div")));
+        attrs.push((scatter::COMBINE_ATTR, string_attr("Div")));
         return Some(e.push("wgpu_scattered", "TensorScatterUpdate", &[read, &tuples, &full], attrs));
     }
     if let Some(math) = match combine {
@@ -464,6 +462,7 @@ fn scatter_update(e: &mut Emitter, read: &str, data: &[String], dtype: u64, tind
         return Some(e.push("wgpu_scattered", math, &[read, &factors], vec![("T", type_attr(dtype))]));
     }
     let tensor_op = format!("TensorScatter{combine}");
+    let tuples = e.tuples(indices, tindices, read);
     let attrs = vec![("T", type_attr(dtype)), ("Tindices", type_attr(tindices))];
     Some(e.push("wgpu_scattered", &tensor_op, &[read, &tuples, &full], attrs))
 }
@@ -758,6 +757,20 @@ mod tests {
                 (math, ["upd/wgpu_read".to_string(), product.name.clone()].as_slice())
             );
         }
+    }
+
+    #[test]
+    fn integer_resource_scatter_div_divides_by_each_update_in_turn() {
+        let node = Node::new("upd".into(), "ResourceScatterDiv", vec!["v".into(), "i".into(), "u".into()], GPU)
+            .attr("dtype", type_attr(DT_INT64))
+            .attr("Tindices", type_attr(DT_INT32));
+        let nodes = rewritten(node);
+        assert!(nodes.iter().all(|n| n.op != "UnsortedSegmentProd"));
+        let result = nodes.iter().find(|n| n.name == "upd/wgpu_scattered").unwrap();
+        assert_eq!(result.op, "TensorScatterUpdate");
+        assert_eq!(result.inputs, ["upd/wgpu_read", "upd/wgpu_index_tuples", "upd/wgpu_updates"]);
+        let combine = result.attr_value(scatter::COMBINE_ATTR).expect("the combine attribute");
+        assert_eq!(combine.bytes(ATTR_S).collect::<Vec<_>>(), [b"Div".as_slice()]);
     }
 
     #[test]
