@@ -3776,7 +3776,11 @@ def known_divergence(case, record):
     if kind == "accepted" and case.op == "ResourceScatterDiv":
         # TF-CPU (with subnormals flushed, as its threads run) refuses zero updates; TF-GPU divides.
         u = np.asarray(case.args["updates"])
-        zero = (np.abs(u) < np.finfo(u.dtype).tiny) if u.dtype.kind == "f" else (u == 0)
+        if u.dtype.kind == "f" or u.dtype.name == "bfloat16":  # (bfloat16's numpy kind is "V")
+            w = u.astype(np.float32) if u.dtype.name == "bfloat16" else u
+            zero = np.abs(w) < np.finfo(w.dtype).tiny
+        else:
+            zero = u == 0
         if zero.any():
             return "ResourceScatterDiv by zero updates (TF's GPU kernels do not check)"
     return None
