@@ -89,7 +89,7 @@ fn gather_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 }
 
 // Scatters of 1- and 2-byte elements: one invocation per update element, which swaps its lane of
-// the output word in, combined with the lane's value (KIND 3 to 5) or in place of it (assign:
+// the output word in, combined with the lane's value (KIND 1 to 3) or in place of it (assign:
 // with duplicates, one update wins).
 @compute @workgroup_size(256)
 fn scatter_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

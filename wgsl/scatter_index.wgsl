@@ -2,9 +2,9 @@
 // `int64.wgsl` come first; each file declares the bindings `indices`, `rows`, `out` and `p`).
 // Row r of the updates goes to the output row its index tuple names (`depth` indices, int32 or
 // int64, into the leading output dims); rows whose indices fall outside the output are dropped.
-// `KIND` is the element type the arithmetic combines work in: float32 0, int32 1, uint32 2, 3 for
-// the integers of int64.wgsl's WIDTH bytes and SIGNED (the 1- and 2-byte lanes and the 8-byte
-// chains), float16 4 and bfloat16 5 (lanes, combined in float32); integers wrap as C++'s do.
+// `KIND` is the element type the arithmetic combines work in: float32 0, 1 for the integers of
+// int64.wgsl's WIDTH bytes and SIGNED (every width, in 64 bits), float16 2 and bfloat16 3 (lanes,
+// combined in float32); integers wrap as C++'s do.
 
 override KIND: u32 = 0u;
 
@@ -85,29 +85,6 @@ fn combined(old: f32, v: f32) -> f32 {
     }
 }
 
-fn combined_i32(old: i32, v: i32) -> i32 {
-    switch p.combine {
-        case COMBINE_SUB: { return old - v; }
-        case COMBINE_MUL: { return old * v; }
-        // (A zero divisor gives -1, every bit set, as the other widths and integer.wgsl do.)
-        case COMBINE_DIV: { return select(old / v, -1, v == 0); }
-        case COMBINE_MIN: { return min(old, v); }
-        case COMBINE_MAX: { return max(old, v); }
-        default: { return old + v; }
-    }
-}
-
-fn combined_u32(old: u32, v: u32) -> u32 {
-    switch p.combine {
-        case COMBINE_SUB: { return old - v; }
-        case COMBINE_MUL: { return old * v; }
-        case COMBINE_DIV: { return select(old / v, 0xffffffffu, v == 0u); }
-        case COMBINE_MIN: { return min(old, v); }
-        case COMBINE_MAX: { return max(old, v); }
-        default: { return old + v; }
-    }
-}
-
 // The combine of 64-bit values (vec2<u32>, int64.wgsl's SIGNED): a zero divisor gives a quotient
 // with every bit set, as integer.wgsl's Div does.
 fn combined_int(old: vec2<u32>, v: vec2<u32>) -> vec2<u32> {
@@ -121,13 +98,11 @@ fn combined_int(old: vec2<u32>, v: vec2<u32>) -> vec2<u32> {
     }
 }
 
-// The combine of an element's word `old` with the update's `v`, in the element's type.
+// The combine of an element's word `old` with the update's `v`, in the element's type (int32 and
+// uint32 in 64 bits, sign- or zero-extended, like every integer width).
 fn combined_word(old: u32, v: u32) -> u32 {
     if (KIND == 1u) {
-        return bitcast<u32>(combined_i32(bitcast<i32>(old), bitcast<i32>(v)));
-    }
-    if (KIND == 2u) {
-        return combined_u32(old, v);
+        return combined_int(extend(old), extend(v)).x;
     }
     return bitcast<u32>(combined(bitcast<f32>(old), bitcast<f32>(v)));
 }
@@ -162,12 +137,12 @@ fn bf16_bits(x: f32) -> u32 {
 }
 
 // The combine of a 1- or 2-byte element `old` with the update's `v` (raw bits, in the low lane):
-// float16 (KIND 4) and bfloat16 (KIND 5) in float32, rounded back once; integers in 64 bits.
+// float16 (KIND 2) and bfloat16 (KIND 3) in float32, rounded back once; integers in 64 bits.
 fn combined_lane(old: u32, v: u32) -> u32 {
-    if (KIND == 4u) {
+    if (KIND == 2u) {
         return f16_bits(combined(unpack2x16float(old).x, unpack2x16float(v).x));
     }
-    if (KIND == 5u) {
+    if (KIND == 3u) {
         return bf16_bits(combined(bitcast<f32>(old << 16u), bitcast<f32>(v << 16u)));
     }
     return combined_int(extend(old), extend(v)).x;

@@ -154,15 +154,13 @@ fn words_per_element(dtype: DType, combine: Combine, what: &str) -> Result<u64> 
 }
 
 /// The pipeline constants that give the combines their element type (`KIND`, and int64.wgsl's
-/// `WIDTH` and `SIGNED` for the integers of other widths).
+/// `WIDTH` and `SIGNED` for the integers).
 fn kind_constants(dtype: DType) -> [(&'static str, f64); 3] {
     let kind = match dtype {
         DType::F32 => 0,
-        DType::I32 => 1,
-        DType::U32 => 2,
-        DType::F16 => 4,
-        DType::BF16 => 5,
-        _ => 3,
+        DType::F16 => 2,
+        DType::BF16 => 3,
+        _ => 1,
     };
     let signed = matches!(dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64);
     [("KIND", f64::from(kind)), ("WIDTH", dtype.size() as f64), ("SIGNED", f64::from(u8::from(signed)))]
