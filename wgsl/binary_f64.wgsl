@@ -177,8 +177,8 @@ fn unary_op(v: f64) -> f64 {
         case 16u: { return m64_erf(v); }
         case 17u: { return floor(v); }
         case 18u: { return ceil(v); }
-        // Round and Rint: half to even, as WGSL's round.
-        case 19u, 20u: { return round(v); }
+        // Round and Rint: half to even.
+        case 19u, 20u: { return m64_round(v); }
         case 21u: { return max(v, 0.0); }
         case 22u: { return clamp(v, 0.0, 6.0); }
         // Elu and Selu as TF computes them: exp(x) - 1, not expm1.

@@ -100,7 +100,8 @@ fn int64_words(v: W, unsigned: bool) -> vec2<u32> {
     if (!(x >= -two63 && x < two63)) {
         return vec2<u32>(0u, 0x80000000u);
     }
-    let magnitude = abs(trunc(x));
+    // floor, not trunc: llvmpipe's f64 trunc can be wrong (math_f64.wgsl's m64_trunc).
+    let magnitude = floor(abs(x));
     let hi = floor(magnitude / 4294967296.0);
     var lo_word = u32(magnitude - hi * 4294967296.0);
     var hi_word = u32(hi);

@@ -30,6 +30,24 @@ fn m64_scale(x: f64, k: i32) -> f64 {
     return ldexp(ldexp(x, half), k - half);
 }
 
+// v rounded half to even (C's rint). Not WGSL's round: on some llvmpipe builds (Mesa 22.3 with
+// LLVM 15 on an AVX2 CPU) an f64's round and trunc return values from 2^24 up unchanged, fraction
+// and all, and `f64(i32(v))` is folded into that trunc. floor and ceil are right there.
+fn m64_round(v: f64) -> f64 {
+    let a = abs(v);
+    let whole = floor(a);
+    // Exact: a and whole are within a factor of two of each other, or whole is 0.
+    let fraction = a - whole;
+    if (fraction == 0.0) {
+        // Integers as they are, -0 included.
+        return v;
+    }
+    let odd = whole - 2.0 * floor(0.5 * whole) != 0.0;
+    let up = fraction > 0.5 || (fraction == 0.5 && odd);
+    let r = select(whole, whole + 1.0, up);
+    return select(r, -r, v < 0.0);
+}
+
 // Scales positive finite *m into [1, 2) by powers of two and returns the exponent taken out. (naga
 // types frexp's exponent for f64 as i64, which needs SHADER_INT64; this needs no bits either.)
 fn m64_binade(m: ptr<function, f64>) -> i32 {
@@ -211,7 +229,7 @@ const M64_PIO2_3T: f64 = 8.47842766036889956997e-32;
 // n p3 exact, the first difference exact and the rounding errors of the next two kept, all three
 // rounds (good to 151 bits) taken every time instead of where the exponent bits say they are needed.
 fn m64_rem_pio2_medium(x: f64) -> M64Reduced {
-    let fn_ = round(x * M64_INV_PIO2);
+    let fn_ = m64_round(x * M64_INV_PIO2);
     let t1 = x - fn_ * M64_PIO2_1;
     let w2 = fn_ * M64_PIO2_2;
     let t2 = t1 - w2;
@@ -287,7 +305,7 @@ fn m64_rem_pio2_large(ax: f64) -> M64Reduced {
         // Distill q[] into iq[], most significant last.
         z = q[jz];
         for (var j = jz; j > 0; j--) {
-            let fw = f64(i32(M64_TWON24 * z));
+            let fw = floor(M64_TWON24 * z);
             iq[jz - j] = i32(z - M64_TWO24 * fw);
             z = q[j - 1] + fw;
         }
@@ -370,7 +388,7 @@ fn m64_rem_pio2_large(ax: f64) -> M64Reduced {
     } else {
         z = ldexp(z, -q0);
         if (z >= M64_TWO24) {
-            let fw = f64(i32(M64_TWON24 * z));
+            let fw = floor(M64_TWON24 * z);
             iq[jz] = i32(z - M64_TWO24 * fw);
             jz += 1;
             q0 += 24;
@@ -435,7 +453,7 @@ fn m64_cos_kernel(x: f64, y: f64) -> f64 {
     let r = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * 2.48015872894767294178e-05))
         + w * w * (-2.75573143513906633035e-07 + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11));
     let hz = 0.5 * z;
-    let hz_r = ldexp(round(ldexp(hz, 53)), -53);
+    let hz_r = ldexp(m64_round(ldexp(hz, 53)), -53);
     return (1.0 - hz_r) + ((hz_r - hz) + (z * r - x * y));
 }
 

@@ -2372,6 +2372,31 @@ def test_complex128_angle_on_special_values(strict_placement):
     np.testing.assert_array_less(np.abs(got[finite] - want[finite]), 2 * np.spacing(np.abs(want[finite])) + 1e-320)
 
 
+@pytest.mark.skipif(("Round", {"T": "float64"}) not in KERNELS, reason="no float64 kernels on this adapter")
+def test_float64_rounding_at_every_magnitude(strict_placement):
+    """float64 Round, Rint, Floor, Ceil and the casts to int64 and int32 keep every bit from 2^0 to
+    2^60, halves and fractions beside each power, both signs, as TF-CPU. (llvmpipe's own f64 round
+    and trunc return values from 2^24 up unchanged on some CPUs: the kernels do not use them.)"""
+    powers = 2.0 ** np.arange(61)
+    x = np.concatenate([powers * 1.37, powers + 0.5, powers - 0.5, powers + 1.5, 3 * powers + 0.25,
+                        [0.0, -0.0, 0.49999999999999994, 4503599627370495.5, np.inf, np.nan]])
+    x = np.concatenate([x, -x])
+    for op in (tf.round, tf.math.rint, tf.floor, tf.math.ceil):
+        with tf.device(GPU):
+            got = op(tf.identity(tf.constant(x))).numpy()
+        with tf.device("/CPU:0"):
+            want = op(tf.constant(x)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=op.__name__)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=op.__name__)
+    for dtype, bound in ((tf.int64, 2.0**62), (tf.int32, 2.0**30)):
+        inside = x[np.abs(x) < bound]
+        with tf.device(GPU):
+            got = tf.cast(tf.identity(tf.constant(inside)), dtype).numpy()
+        with tf.device("/CPU:0"):
+            want = tf.cast(tf.constant(inside), dtype).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=dtype.name)
+
+
 COMPLEX_PROD_TYPES = [t for t in ("complex64", "complex128") if ("Prod", {"T": t}) in KERNELS]
 
 
