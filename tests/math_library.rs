@@ -60,7 +60,14 @@ fn run_probe_f64(body: &str, inputs: &[f64]) -> Option<Vec<f64>> {
 
 /// Runs the probe module `source` over `count` inputs of `in_size` bytes each, returning its
 /// outputs of `out_size` bytes each.
-fn run_module(device: &Arc<Device>, source: String, input: &[u8], in_size: u64, out_size: u64, count: usize) -> Vec<u8> {
+fn run_module(
+    device: &Arc<Device>,
+    source: String,
+    input: &[u8],
+    in_size: u64,
+    out_size: u64,
+    count: usize,
+) -> Vec<u8> {
     let shader = Shader {
         name: "math probe",
         source: Box::leak(source.into_boxed_str()),
@@ -193,11 +200,15 @@ fn float64_rounding_and_large_argument_reduction_are_exact() {
         assert!(g == want && g.is_sign_negative() == want.is_sign_negative(), "m64_round({x}) = {g}, not {want}");
     }
     // The library rounds through floor and ceil: they must be exact here.
-    assert_eq!(run_probe_f64("return floor(x);", &inputs).unwrap(), inputs.iter().map(|x| x.floor()).collect::<Vec<_>>());
+    assert_eq!(
+        run_probe_f64("return floor(x);", &inputs).unwrap(),
+        inputs.iter().map(|x| x.floor()).collect::<Vec<_>>()
+    );
     assert_eq!(run_probe_f64("return ceil(x);", &inputs).unwrap(), inputs.iter().map(|x| x.ceil()).collect::<Vec<_>>());
     // Large arguments (the reduction's 2^20 pi/2 and beyond): within an ulp of the exact sine (from
     // mpmath), where the broken trunc gave -1.87e-7 and -0.81803.
-    let cases = [(32515483.964654356, -3.776862162727881e-9), (1e300, -0.8178819121159085), (1e22, -0.8522008497671888)];
+    let cases =
+        [(32515483.964654356, -3.776862162727881e-9), (1e300, -0.8178819121159085), (1e22, -0.8522008497671888)];
     let got = run_probe_f64("return m64_sin(x);", &cases.map(|c| c.0)).unwrap();
     for ((x, exact), g) in cases.iter().zip(got) {
         assert!((g - exact).abs() <= 1.5 * (exact.abs() * f64::EPSILON), "sin({x}) = {g}, exact {exact}");
