@@ -70,6 +70,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::random::SHADER", &random::SHADER, NONE),
         ("kernels::random::F64_SHADER", &random::F64_SHADER, NONE),
         ("kernels::conv::SHADER", &conv::SHADER, NONE),
+        ("kernels::conv::FLOAT64_SHADER", &conv::FLOAT64_SHADER, NONE),
         ("kernels::batch_norm::SHADER", &batch_norm::SHADER, NONE),
         ("kernels::scatter::SHADER", &scatter::SHADER, NONE),
         ("kernels::scatter::CHAIN_SHADER", &scatter::CHAIN_SHADER, NONE),
@@ -85,6 +86,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::volume::SHADER", &volume::SHADER, NONE),
         ("kernels::matrix::SHADER", &matrix::SHADER, NONE),
         ("kernels::scan::SHADER", &scan::SHADER, NONE),
+        ("kernels::scan::FLOAT64_SHADER", &scan::FLOAT64_SHADER, NONE),
     ]
 }
 

@@ -61,6 +61,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::random::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::random::F64_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::conv::FLOAT64_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::batch_norm::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::CHAIN_SHADER, &[]);
@@ -68,6 +69,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::volume::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matrix::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scan::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::scan::FLOAT64_SHADER, &[]);
 }
 
 #[test]
@@ -131,6 +133,8 @@ fn every_wgsl_file_is_covered() {
             "compare.wgsl",
             "complex.wgsl",
             "conv.wgsl",
+            "conv_f32.wgsl",
+            "conv_f64.wgsl",
             "conv_tiles_subgroup.wgsl",
             "diag.wgsl",
             "index.wgsl",
@@ -161,6 +165,8 @@ fn every_wgsl_file_is_covered() {
             "rows_f32.wgsl",
             "rows_f64.wgsl",
             "scan.wgsl",
+            "scan_f64.wgsl",
+            "scan_words.wgsl",
             "scatter.wgsl",
             "scatter_chain.wgsl",
             "scatter_chain_f64.wgsl",

@@ -2,8 +2,9 @@
 // prepended; the device has SHADER_F64). The transcendental functions (exponentials, logarithms,
 // trigonometry and its inverses, the hyperbolic functions, erf, erfc, lgamma, digamma, pow,
 // atan2) come from `math_f64.wgsl`.
-//   main:    binary ops with NumPy broadcasting, `OP` numbered as binary.wgsl's (the subset
-//            `binary::FLOAT64_OPS` names), into `out`
+//   main:    binary ops with NumPy broadcasting, `OP` numbered as binary.wgsl's (all of
+//            `binary::FLOAT64_OPS`), into `out`
+//   next_after: NextAfter, into `out_words` (below)
 //   compare: comparisons as compare.wgsl's `OP`, into packed bools (`out_words`, four per word)
 //   unary:   unary ops as unary.wgsl's `OP` (the subset `unary::FLOAT64_OPS` names), `a` into `out`
 // NaN is recognised from the bits (`words_a`, `words_b`: the host binds each operand a second time
@@ -63,6 +64,13 @@ fn apply(x: f64, y: f64, wx: vec2<u32>, wy: vec2<u32>) -> f64 {
         case 3u: { return x / y; }
         case 4u: { return select(x / y, 0.0, y == 0.0); }
         case 5u: { return floor(x / y); }
+        // FloorMod: fmod's remainder, moved to the divisor's sign; an infinite divisor leaves x.
+        case 6u: {
+            if (x_nan || y_nan || m64_is_inf(x) || y == 0.0) { return nan64(); }
+            var r = select(m64_fmod(x, y), x, m64_is_inf(y));
+            if (r != 0.0 && (r < 0.0) != (y < 0.0)) { r += y; }
+            return r;
+        }
         case 7u: {
             if (x_nan || y_nan) { return nan64(); }
             return max(x, y);
@@ -98,6 +106,20 @@ fn apply(x: f64, y: f64, wx: vec2<u32>, wy: vec2<u32>) -> f64 {
             let d = 1.0 + abs(y);
             return x / (d * d);
         }
+        // Xlogy, Xdivy, Xlog1py: 0 wherever x is 0 (even for a NaN y), as TF's functors.
+        case 25u, 26u, 27u: {
+            if (x == 0.0 && !x_nan) { return 0.0; }
+            if (x_nan || y_nan) { return nan64(); }
+            if (OP == 25u) { return x * m64_log(y); }
+            if (OP == 26u) { return x / y; }
+            return x * m64_log1p(y);
+        }
+        // MulNoNan: 0 wherever y is 0, even for an infinite or NaN x.
+        case 29u: {
+            if (y == 0.0 && !y_nan) { return 0.0; }
+            if (x_nan || y_nan) { return nan64(); }
+            return x * y;
+        }
         // Atan2(y, x): TF's first operand is y.
         case 28u: {
             if (x_nan || y_nan) { return nan64(); }
@@ -105,6 +127,27 @@ fn apply(x: f64, y: f64, wx: vec2<u32>, wy: vec2<u32>) -> f64 {
         }
         default: { return x; }
     }
+}
+
+// NextAfter as C's nextafter, on the bits: its results are often subnormal, which an f64
+// computation may flush to zero (llvmpipe does), and a stored word pair is not. The quiet NaN where
+// either operand is NaN; y where they are equal; the smallest subnormal of y's sign from a zero.
+fn next_after_bits(x: f64, y: f64, wx: vec2<u32>, wy: vec2<u32>) -> vec2<u32> {
+    if (is_nan_bits(wx) || is_nan_bits(wy)) {
+        return vec2<u32>(0u, 0x7ff80000u);
+    }
+    if (x == y) {
+        return wy;
+    }
+    if ((wx.y & 0x7fffffffu) == 0u && wx.x == 0u) {
+        return vec2<u32>(1u, select(0u, 0x80000000u, y < 0.0));
+    }
+    // Away from zero where y lies beyond x on x's side: the magnitude's bits plus one, else less one.
+    let positive = (wx.y & 0x80000000u) == 0u;
+    if ((y > x) == positive) {
+        return vec2<u32>(wx.x + 1u, wx.y + select(0u, 1u, wx.x == 0xffffffffu));
+    }
+    return vec2<u32>(wx.x - 1u, wx.y - select(0u, 1u, wx.x == 0u));
 }
 
 @compute @workgroup_size(256)
@@ -117,6 +160,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let ia = p.a_off + at.x;
     let ib = p.b_off + at.y;
     out[p.out_off + i] = apply(a[ia], b[ib], words_a[ia], words_b[ib]);
+}
+
+// `main` for NextAfter: the result's words into `out_words`.
+@compute @workgroup_size(256)
+fn next_after(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= p.n) {
+        return;
+    }
+    let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
+    let ia = p.a_off + at.x;
+    let ib = p.b_off + at.y;
+    let bits = next_after_bits(a[ia], b[ib], words_a[ia], words_b[ib]);
+    out_words[2u * (p.out_off + i)] = bits.x;
+    out_words[2u * (p.out_off + i) + 1u] = bits.y;
 }
 
 fn compare(x: f64, y: f64, unordered: bool) -> bool {

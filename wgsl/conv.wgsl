@@ -14,6 +14,8 @@
 //     words into `shift_words`; the image's own index, or the batch's where `fc` is 1)
 //   max_pool_grad_grad: MaxPoolGradGrad, each window's gradient-of-gradient (`weights`, shaped
 //     like x) at the window's first element equal to orig_output (`shift`), 0 where none is
+// Elements are `T`, which the prelude before this file declares with `negative_infinity`, `is_nan`
+// and `reciprocal_sqrt`: `conv_f32.wgsl` (float32) or `conv_f64.wgsl` (float64).
 
 struct Params {
     n: u32,
@@ -50,15 +52,15 @@ struct Params {
     _pad1: u32,
 }
 
-@group(0) @binding(0) var<storage, read_write> input: array<f32>;
-@group(0) @binding(1) var<storage, read_write> weights: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read_write> input: array<T>;
+@group(0) @binding(1) var<storage, read_write> weights: array<T>;
+@group(0) @binding(2) var<storage, read_write> out: array<T>;
 // Used by batch_norm only: the offset, mean and variance vectors; by the max pools' second
 // gradient, orig_output; by max_pool_argmax, the argmax output (as words).
-@group(0) @binding(3) var<storage, read_write> shift: array<f32>;
+@group(0) @binding(3) var<storage, read_write> shift: array<T>;
 @group(0) @binding(3) var<storage, read_write> shift_words: array<u32>;
-@group(0) @binding(4) var<storage, read_write> mean: array<f32>;
-@group(0) @binding(5) var<storage, read_write> variance: array<f32>;
+@group(0) @binding(4) var<storage, read_write> mean: array<T>;
+@group(0) @binding(5) var<storage, read_write> variance: array<T>;
 @group(0) @binding(6) var<uniform> p: Params;
 
 fn linear_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
@@ -85,7 +87,7 @@ fn position(i: u32) -> Position {
     return split_position(i, p.oh, p.ow, p.oc);
 }
 
-fn input_at(b: u32, y: u32, x: u32, ch: u32) -> f32 {
+fn input_at(b: u32, y: u32, x: u32, ch: u32) -> T {
     return input[p.in_off + ((b * p.h + y) * p.w + x) * p.c + ch];
 }
 
@@ -98,7 +100,7 @@ fn conv2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     let pos = position(i);
     let groups = p.c / p.fc;
     let group = pos.ch / (p.oc / groups);
-    var acc = 0.0;
+    var acc = T(0.0);
     for (var ky = 0u; ky < p.kh; ky++) {
         let iy = i32(pos.y * p.sh + ky * p.dh) - i32(p.pad_top);
         if (iy < 0 || iy >= i32(p.h)) { continue; }
@@ -116,8 +118,8 @@ fn conv2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
 }
 
 // Vec4 views of the filter and output bindings, for `conv2d_oc4` (no entry point uses both views).
-@group(0) @binding(1) var<storage, read_write> weights4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> out4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> weights4: array<vec4<T>>;
+@group(0) @binding(2) var<storage, read_write> out4: array<vec4<T>>;
 
 // Conv2D computing four output channels per invocation: the input loads are shared by the four,
 // and the filter (HWIO, output channels innermost) and the output move as vec4s. On llvmpipe every
@@ -131,7 +133,7 @@ fn conv2d_oc4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
         return;
     }
     let pos = position(q * 4u);
-    var acc = vec4<f32>();
+    var acc = vec4<T>();
     for (var ky = 0u; ky < p.kh; ky++) {
         let iy = i32(pos.y * p.sh + ky * p.dh) - i32(p.pad_top);
         if (iy < 0 || iy >= i32(p.h)) { continue; }
@@ -149,7 +151,7 @@ fn conv2d_oc4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 }
 
 // Vec4 view of the input binding, for the `_c4` depthwise entries.
-@group(0) @binding(0) var<storage, read_write> input4: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read_write> input4: array<vec4<T>>;
 
 // DepthwiseConv2dNative with a channel multiplier of 1, four channels per invocation: input,
 // filter and output (channels innermost in all three) move as vec4s, a quarter of `depthwise`'s
@@ -161,7 +163,7 @@ fn depthwise_c4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
         return;
     }
     let pos = position(q * 4u);
-    var acc = vec4<f32>();
+    var acc = vec4<T>();
     for (var ky = 0u; ky < p.kh; ky++) {
         let iy = i32(pos.y * p.sh + ky * p.dh) - i32(p.pad_top);
         if (iy < 0 || iy >= i32(p.h)) { continue; }
@@ -187,7 +189,7 @@ fn depthwise_grad_input_c4(@builtin(global_invocation_id) gid: vec3<u32>, @built
     let pos = input_position(q * 4u);
     let y = first_tap(pos.y, p.sh, p.dh, p.pad_top);
     let x = first_tap(pos.x, p.sw, p.dw, p.pad_left);
-    var acc = vec4<f32>();
+    var acc = vec4<T>();
     var oy = i32(y.y);
     for (var ky = y.x; ky < p.kh && oy >= 0; ky += y.z) {
         if (u32(oy) < p.oh) {
@@ -213,7 +215,7 @@ fn depthwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     }
     let pos = position(i);
     let ch = pos.ch / p.fc;
-    var acc = 0.0;
+    var acc = T(0.0);
     for (var ky = 0u; ky < p.kh; ky++) {
         let iy = i32(pos.y * p.sh + ky * p.dh) - i32(p.pad_top);
         if (iy < 0 || iy >= i32(p.h)) { continue; }
@@ -241,11 +243,11 @@ fn covering_windows(at: u32, k: u32, stride: u32, pad: u32, size: u32) -> vec2<u
     return vec2<u32>(first, min(t / stride + 1u, size));
 }
 
-fn pool(i: u32, average: bool) -> f32 {
+fn pool(i: u32, average: bool) -> T {
     let pos = position(i);
-    var best = bitcast<f32>(0xff800000u);
-    var sum = 0.0;
-    var count = 0.0;
+    var best = negative_infinity();
+    var sum = T(0.0);
+    var count = T(0.0);
     let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
     let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
     let ty = taps_inside(y0, p.kh, p.h);
@@ -255,9 +257,9 @@ fn pool(i: u32, average: bool) -> f32 {
         for (var kx = tx.x; kx < tx.y; kx++) {
             let ix = x0 + i32(kx);
             let v = input_at(pos.b, u32(iy), u32(ix), pos.ch);
-            if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) {
+            if (is_nan(v)) {
                 best = v;
-            } else if (!((bitcast<u32>(best) & 0x7fffffffu) > 0x7f800000u)) {
+            } else if (!is_nan(best)) {
                 best = max(best, v);
             }
             sum += v;
@@ -291,7 +293,7 @@ fn batch_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     }
     let ch = i % p.c;
     let scale = weights[p.f_off + ch];
-    let inv = math_rsqrt(variance[p.var_off + ch] + p.epsilon);
+    let inv = reciprocal_sqrt(variance[p.var_off + ch] + T(p.epsilon));
     out[p.out_off + i] = (input[p.in_off + i] - mean[p.mean_off + ch]) * inv * scale + shift[p.offset_off + ch];
 }
 
@@ -324,7 +326,7 @@ fn conv2d_grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
     let per_group = p.oc / groups;
     let group = pos.ch / p.fc;
     let ci = pos.ch % p.fc;
-    var acc = 0.0;
+    var acc = T(0.0);
     for (var ky = 0u; ky < p.kh; ky++) {
         let oy = output_index(pos.y, ky, p.sh, p.dh, p.pad_top, p.oh);
         if (oy < 0) { continue; }
@@ -355,7 +357,7 @@ fn col2im_c4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     let row = p.kh * p.kw * p.c;
     let y = first_tap(pos.y, p.sh, p.dh, p.pad_top);
     let x = first_tap(pos.x, p.sw, p.dw, p.pad_left);
-    var acc = vec4<f32>();
+    var acc = vec4<T>();
     // Tap k reads this pixel from output coordinate o; the next tap that does, k + step, from
     // o - step * dilation / stride. Taps whose output lies past the last are skipped.
     var oy = i32(y.y);
@@ -417,7 +419,7 @@ fn spread_by_strides(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
         return;
     }
     let pos = input_position(i);
-    var v = 0.0;
+    var v = T(0.0);
     if (pos.y % p.sh == 0u && pos.x % p.sw == 0u) {
         v = input[p.in_off + dy_index(pos.b, pos.y / p.sh, pos.x / p.sw, pos.ch)];
     }
@@ -464,7 +466,7 @@ fn next_pixel(px: ptr<function, Pixel>) {
 }
 
 // The input element filter tap (ky, kx) reads for output pixel `px` in channel `ch`, if any.
-fn tap_input(px: Pixel, ky: u32, kx: u32, ch: u32) -> f32 {
+fn tap_input(px: Pixel, ky: u32, kx: u32, ch: u32) -> T {
     let iy = i32(px.y * p.sh + ky * p.dh) - i32(p.pad_top);
     let ix = i32(px.x * p.sw + kx * p.dw) - i32(p.pad_left);
     if (iy < 0 || iy >= i32(p.h) || ix < 0 || ix >= i32(p.w)) {
@@ -489,7 +491,7 @@ fn conv2d_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     let first = slice * p.slice_len;
     let last = min(first + p.slice_len, p.batch * p.oh * p.ow);
     var px = pixel_of(first);
-    var acc = 0.0;
+    var acc = T(0.0);
     for (var q = first; q < last; q++) {
         acc += tap_input(px, e.x, e.y, e.z) * weights[p.f_off + dy_index(px.b, px.y, px.x, e.w)];
         next_pixel(&px);
@@ -514,7 +516,7 @@ fn conv2d_grad_filter_oc4(@builtin(global_invocation_id) gid: vec3<u32>, @builti
     let first = slice * p.slice_len;
     let last = min(first + p.slice_len, p.batch * p.oh * p.ow);
     var px = pixel_of(first);
-    var acc = vec4<f32>();
+    var acc = vec4<T>();
     for (var q = first; q < last; q++) {
         acc += tap_input(px, e.x, e.y, e.z) * weights4[(p.f_off + dy_index(px.b, px.y, px.x, e.w)) / 4u];
         next_pixel(&px);
@@ -529,7 +531,7 @@ fn conv2d_grad_filter_sum(@builtin(global_invocation_id) gid: vec3<u32>, @builti
     if (f >= p.n) {
         return;
     }
-    var acc = 0.0;
+    var acc = T(0.0);
     for (var s = 0u; s < p.slices; s++) {
         acc += shift[p.offset_off + s * p.n + f];
     }
@@ -543,7 +545,7 @@ fn depthwise_grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
         return;
     }
     let pos = input_position(i);
-    var acc = 0.0;
+    var acc = T(0.0);
     for (var ky = 0u; ky < p.kh; ky++) {
         let oy = output_index(pos.y, ky, p.sh, p.dh, p.pad_top, p.oh);
         if (oy < 0) { continue; }
@@ -576,7 +578,7 @@ fn depthwise_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
     let first = slice * p.slice_len;
     let last = min(first + p.slice_len, p.batch * p.oh * p.ow);
     var px = pixel_of(first);
-    var acc = 0.0;
+    var acc = T(0.0);
     for (var q = first; q < last; q++) {
         acc += tap_input(px, ky, kx, ch) * weights[p.f_off + dy_index(px.b, px.y, px.x, ch * p.fc + m)];
         next_pixel(&px);
@@ -586,7 +588,7 @@ fn depthwise_grad_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
 
 // The flat input index of the first maximum of output window (b, oy, ox, ch), or -1 if empty.
 fn window_argmax(b: u32, oy: u32, ox: u32, ch: u32) -> i32 {
-    var best = 0.0;
+    var best = T(0.0);
     var best_at = -1;
     let y0 = i32(oy * p.sh) - i32(p.pad_top);
     let x0 = i32(ox * p.sw) - i32(p.pad_left);
@@ -613,7 +615,7 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
         return;
     }
     let pos = input_position(i);
-    var acc = 0.0;
+    var acc = T(0.0);
     let wy = covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh);
     let wx = covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow);
     for (var oy = wy.x; oy < wy.y; oy++) {
@@ -657,13 +659,13 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
         return;
     }
     let pos = input_position(i);
-    var acc = 0.0;
+    var acc = T(0.0);
     let wy = covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh);
     let wx = covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow);
     for (var oy = wy.x; oy < wy.y; oy++) {
         for (var ox = wx.x; ox < wx.y; ox++) {
             let count = window_extent(oy, p.sh, p.kh, p.pad_top, p.h) * window_extent(ox, p.sw, p.kw, p.pad_left, p.w);
-            acc += input[p.in_off + dy_index(pos.b, oy, ox, pos.ch)] / f32(count);
+            acc += input[p.in_off + dy_index(pos.b, oy, ox, pos.ch)] / T(count);
         }
     }
     out[p.out_off + i] = acc;
@@ -692,7 +694,7 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     }
     let pos = position(i);
     let wanted = shift[p.offset_off + i];
-    var value = 0.0;
+    var value = T(0.0);
     var found = false;
     let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
     let x0 = i32(pos.x * p.sw) - i32(p.pad_left);

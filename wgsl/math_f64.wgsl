@@ -192,6 +192,31 @@ fn m64_signed(magnitude: f64, negative: bool) -> f64 {
     return select(magnitude, -magnitude, negative);
 }
 
+// C's fmod for finite x and finite nonzero y, exact: |y| scaled into |x|'s binade, then one
+// subtraction per binade down to |y|'s, each exact (the operands are within a factor of two).
+fn m64_fmod(x: f64, y: f64) -> f64 {
+    var r = abs(x);
+    let ay = abs(y);
+    if (r < ay) {
+        return x;
+    }
+    var mr = r;
+    var my = ay;
+    var k = m64_binade(&mr) - m64_binade(&my);
+    if (mr < my) {
+        k -= 1;
+    }
+    // t = |y| 2^k <= r < 2t, and halving t is exact down to |y|.
+    var t = m64_scale(ay, k);
+    for (; k >= 0; k--) {
+        if (r >= t) {
+            r -= t;
+        }
+        t *= 0.5;
+    }
+    return select(r, -r, x < 0.0);
+}
+
 // v truncated toward zero to its leading `bits` significant bits (fdlibm's SET_LOW_WORD(v, 0) for
 // bits = 21), for |v| < 2^128: the exponent is read from the float32 conversion, then corrected by
 // one where that rounded up a binade. (Below 2^-126 it keeps fewer bits, which is still a split.)

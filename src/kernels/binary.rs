@@ -123,9 +123,8 @@ pub const BINARY_OPS: [(&str, BinaryOp); 19] = [
 /// The binary ops TF defines for float32 and float64 only (no float16 kernel on TF-CPU either).
 pub const FLOAT32_ONLY_OPS: [&str; 1] = ["NextAfter"];
 
-/// The binary ops `binary_f64.wgsl` computes in f64: the arithmetic ones, Pow and Atan2 (FloorMod,
-/// which needs an exact fmod in f64, stays on the CPU).
-pub const FLOAT64_OPS: [&str; 13] = [
+/// The binary ops `binary_f64.wgsl` computes in f64: all of `BINARY_OPS`.
+pub const FLOAT64_OPS: [&str; 19] = [
     "AddV2",
     "Add",
     "Mul",
@@ -139,6 +138,12 @@ pub const FLOAT64_OPS: [&str; 13] = [
     "SquaredDifference",
     "Pow",
     "Atan2",
+    "FloorMod",
+    "Xlogy",
+    "Xdivy",
+    "Xlog1py",
+    "MulNoNan",
+    "NextAfter",
 ];
 
 /// TF op name → `OP` of `compare.wgsl`.
@@ -458,7 +463,8 @@ fn launch_binary(
         return parts.iter().try_for_each(|p| launch_binary(stream, constants, &p.operands[0], &p.operands[1], &p.out));
     }
     if out.dtype == DType::F64 {
-        let spec = PipelineSpec { entry: "main", aliases: &[], constants };
+        let next_after = constants.contains(&("OP", f64::from(BinaryOp::NextAfter as u32)));
+        let spec = PipelineSpec { entry: if next_after { "next_after" } else { "main" }, aliases: &[], constants };
         return launch_two(stream, &FLOAT64_SHADER, spec, a, b, out, Units::elements(8));
     }
     if launch_batched(stream, constants, a, b, out)? {

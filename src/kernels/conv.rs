@@ -24,6 +24,19 @@ pub const SHADER: Shader = Shader {
     name: "conv",
     source: concat!(
         include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/conv_f32.wgsl"),
+        include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/conv.wgsl")
+    ),
+    storage_buffers: 6,
+    uniform_buffers: 0,
+};
+/// `conv.wgsl` in f64 (SHADER_F64), for the float64 pools and their gradients.
+pub const FLOAT64_SHADER: Shader = Shader {
+    name: "conv_f64",
+    source: concat!(
+        include_str!("../../wgsl/math_f64.wgsl"),
+        include_str!("../../wgsl/conv_f64.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
         include_str!("../../wgsl/conv.wgsl")
     ),
@@ -34,7 +47,13 @@ pub const SHADER: Shader = Shader {
 /// The pipeline of `conv.wgsl`'s `entry`, specialised on whether `quot` may divide through f32:
 /// every index its entries split (an invocation, an element of the input, output or filter, an
 /// output pixel, or a filter element of a slice) is below 2^23.
-fn conv_pipeline(device: &DeviceCore, entry: &'static str, p: &Params, invocations: u64) -> Result<Arc<Pipeline>> {
+fn conv_pipeline(
+    device: &DeviceCore,
+    entry: &'static str,
+    p: &Params,
+    invocations: u64,
+    dtype: DType,
+) -> Result<Arc<Pipeline>> {
     let pixels = |h: u32, w: u32| u64::from(p.batch) * u64::from(h) * u64::from(w);
     let largest = [
         invocations,
@@ -46,7 +65,8 @@ fn conv_pipeline(device: &DeviceCore, entry: &'static str, p: &Params, invocatio
     .max()
     .unwrap_or(0);
     let constants = [fast_div(largest.min(u32::MAX.into()) as u32)];
-    device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })
+    let shader = if dtype == DType::F64 { &FLOAT64_SHADER } else { &SHADER };
+    device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants })
 }
 
 #[repr(C)]
@@ -226,12 +246,15 @@ fn launch_with(
         tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(4))).collect::<Result<_>>()?;
     // Binding order: input, weights, output, then batch_norm's extra vectors.
     mems.insert(2, device.memory.resolve(out.address, out.byte_len())?);
-    let pipeline = conv_pipeline(device, entry, &p, invocations)?;
+    let pipeline = conv_pipeline(device, entry, &p, invocations, out.dtype)?;
+    // Offsets count elements of `T`; int64 operands (the argmax) are read as words.
+    let mut units: Vec<u64> = tensors.iter().map(|t| if t.dtype == DType::F64 { 8 } else { 4 }).collect();
+    units.insert(2, if out.dtype == DType::F64 { 8 } else { 4 });
     stream.encode(|core, encoder| {
         let mut bindings: Vec<Binding> = Vec::with_capacity(6);
         let mut offsets = Vec::with_capacity(6);
-        for mem in &mems {
-            let (binding, off) = storage_window(core, mem, 4)?;
+        for (mem, &unit) in mems.iter().zip(&units) {
+            let (binding, off) = storage_window(core, mem, unit)?;
             bindings.push(binding);
             offsets.push(off);
         }
@@ -1254,7 +1277,7 @@ fn launch_grad_filter(
     let [x_mem, dy_mem, out_mem] = [x, dy, out].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
     let (x_mem, dy_mem, out_mem) = (x_mem?, dy_mem?, out_mem?);
     let threads = u64::from(n / per_invocation) * slices;
-    let pipeline_of = |entry| conv_pipeline(device, entry, &p, threads);
+    let pipeline_of = |entry| conv_pipeline(device, entry, &p, threads, DType::F32);
     let (partial, sum) = (pipeline_of(entry)?, pipeline_of("conv2d_grad_filter_sum")?);
     stream.encode(|core, encoder| {
         let (x_bind, x_off) = storage_window(core, &x_mem, 4)?;

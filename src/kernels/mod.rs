@@ -548,6 +548,8 @@ fn build_table() -> Vec<KernelDef> {
     // float64 where every adapter computes in f64 (Vulkan with SHADER_F64: `offered_features`):
     // the ops whose f64 math `binary_f64.wgsl`, `math_f64.wgsl` and `reduce_f64.wgsl` have.
     let with_f64 = crate::runtime::instance::all_adapters_support(wgpu::Features::SHADER_F64);
+    // float32, and float64 where the adapter computes in f64.
+    let float_types: &[DType] = if with_f64 { &[DType::F32, DType::F64] } else { &[DType::F32] };
     if with_f64 {
         let t = t_of(DType::F64);
         for op in binary::FLOAT64_OPS {
@@ -574,8 +576,12 @@ fn build_table() -> Vec<KernelDef> {
     compact::register(&mut table);
     unique::register(&mut table);
     special::register(&mut table);
-    for op in ["IsNan", "IsInf", "IsFinite"] {
-        table.push(kernel(op, f32, &[], &[], unary::classify));
+    // Classified from the bits (float16 and bfloat16 through float32, HALF_VIA_F32 and its bfloat16
+    // twin list).
+    for &dtype in float_types {
+        for op in ["IsNan", "IsInf", "IsFinite"] {
+            table.push(kernel(op, t_of(dtype), &[], &[], unary::classify));
+        }
     }
     for op in ["LogicalAnd", "LogicalOr", "LogicalNot"] {
         table.push(kernel(op, &[], &[], &[], binary::logical));
@@ -610,15 +616,27 @@ fn build_table() -> Vec<KernelDef> {
     for op in ["All", "Any"] {
         table.push(kernel(op, &[], &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
     }
-    table.push(kernel("Cross", f32, &[], &[], index::cross));
-    for axes in [DType::I32, DType::I64] {
+    // Cross, EuclideanNorm, BatchMatMulV3 and Einsum of float64 run the float64 elementwise ops,
+    // reductions and products.
+    for &dtype in float_types {
+        table.push(kernel("Cross", t_of(dtype), &[], &[], index::cross));
+        for axes in [DType::I32, DType::I64] {
+            table.push(kernel(
+                "EuclideanNorm",
+                leak(vec![("T", dtype), ("Tidx", axes)]),
+                &["reduction_indices"],
+                &[("keep_dims", AttrKind::Bool)],
+                reduce::euclidean_norm,
+            ));
+        }
         table.push(kernel(
-            "EuclideanNorm",
-            leak(vec![("T", DType::F32), ("Tidx", axes)]),
-            &["reduction_indices"],
-            &[("keep_dims", AttrKind::Bool)],
-            reduce::euclidean_norm,
+            "BatchMatMulV3",
+            leak(vec![("Ta", dtype), ("Tb", dtype), ("Tout", dtype)]),
+            &[],
+            &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)],
+            matmul::compute,
         ));
+        table.push(kernel("Einsum", t_of(dtype), &[], &[("equation", AttrKind::Str)], einsum::compute));
     }
     let arg_types: &[DType] = if with_f64 { &[DType::F32, DType::F64] } else { &[DType::F32] };
     for op in ["ArgMax", "ArgMin"] {
@@ -644,13 +662,6 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(op, t, &["reduction_indices"], &[("keep_dims", AttrKind::Bool)], reduce::compute));
         }
     }
-    table.push(kernel(
-        "BatchMatMulV3",
-        leak(vec![("Ta", DType::F32), ("Tb", DType::F32), ("Tout", DType::F32)]),
-        &[],
-        &[("adj_x", AttrKind::Bool), ("adj_y", AttrKind::Bool)],
-        matmul::compute,
-    ));
     const CONV_ATTRS: &[(&str, AttrKind)] = &[
         ("strides", AttrKind::IntList),
         ("dilations", AttrKind::IntList),
@@ -673,8 +684,6 @@ fn build_table() -> Vec<KernelDef> {
         ("explicit_paddings", AttrKind::IntList),
         ("data_format", AttrKind::Str),
     ];
-    table.push(kernel("MaxPool", f32, &[], MAX_POOL_ATTRS, conv::pool));
-    table.push(kernel("AvgPool", f32, &[], POOL_ATTRS, conv::pool));
     table.push(kernel("Conv2DBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("Conv2DBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("Conv2DBackpropInputV2", f32, &[], CONV_ATTRS, conv::conv_grad));
@@ -688,13 +697,8 @@ fn build_table() -> Vec<KernelDef> {
     }
     table.push(kernel("DepthwiseConv2dNativeBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("DepthwiseConv2dNativeBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
-    table.push(kernel("MaxPoolGrad", f32, &[], MAX_POOL_ATTRS, conv::pool_grad));
     // ksize and strides as inputs (tf.nn.max_pool2d with tensors for them).
     const POOL_V2_ATTRS: &[(&str, AttrKind)] = &[("padding", AttrKind::Str), ("data_format", AttrKind::Str)];
-    table.push(kernel("MaxPoolV2", f32, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
-    table.push(kernel("MaxPoolGradV2", f32, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
-    table.push(kernel("MaxPoolGradGrad", f32, &[], POOL_ATTRS, conv::max_pool_grad_grad));
-    table.push(kernel("MaxPoolGradGradV2", f32, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
     // TF's kernels (CPU and GPU) produce int64 indices only.
     const ARGMAX_ATTRS: &[(&str, AttrKind)] = &[
         ("ksize", AttrKind::IntList),
@@ -702,10 +706,21 @@ fn build_table() -> Vec<KernelDef> {
         ("padding", AttrKind::Str),
         ("include_batch_in_index", AttrKind::Bool),
     ];
-    let with_argmax = leak(vec![("Targmax", DType::I64), ("T", DType::F32)]);
-    table.push(kernel("MaxPoolWithArgmax", with_argmax, &[], ARGMAX_ATTRS, conv::max_pool_with_argmax));
-    table.push(kernel("MaxPoolGradWithArgmax", with_argmax, &[], ARGMAX_ATTRS, conv::max_pool_grad_with_argmax));
-    table.push(kernel("AvgPoolGrad", f32, &["orig_input_shape"], POOL_ATTRS, conv::pool_grad));
+    // The 2-D pools and their gradients: float64 in f64 (`conv_f64.wgsl`).
+    for &dtype in float_types {
+        let t = t_of(dtype);
+        table.push(kernel("MaxPool", t, &[], MAX_POOL_ATTRS, conv::pool));
+        table.push(kernel("AvgPool", t, &[], POOL_ATTRS, conv::pool));
+        table.push(kernel("MaxPoolGrad", t, &[], MAX_POOL_ATTRS, conv::pool_grad));
+        table.push(kernel("AvgPoolGrad", t, &["orig_input_shape"], POOL_ATTRS, conv::pool_grad));
+        table.push(kernel("MaxPoolV2", t, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
+        table.push(kernel("MaxPoolGradV2", t, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
+        table.push(kernel("MaxPoolGradGrad", t, &[], POOL_ATTRS, conv::max_pool_grad_grad));
+        table.push(kernel("MaxPoolGradGradV2", t, &["ksize", "strides"], POOL_V2_ATTRS, conv::pool_v2));
+        let with_argmax = leak(vec![("Targmax", DType::I64), ("T", dtype)]);
+        table.push(kernel("MaxPoolWithArgmax", with_argmax, &[], ARGMAX_ATTRS, conv::max_pool_with_argmax));
+        table.push(kernel("MaxPoolGradWithArgmax", with_argmax, &[], ARGMAX_ATTRS, conv::max_pool_grad_with_argmax));
+    }
     // 3-D convolutions and pools (NDHWC and NCDHW). (The first generation's gradients,
     // Conv3DBackpropInput and Conv3DBackpropFilter, were removed in GraphDef version 10: TF runs
     // them nowhere.)
@@ -800,7 +815,6 @@ fn build_table() -> Vec<KernelDef> {
         ],
         fused::matmul,
     ));
-    table.push(kernel("Einsum", f32, &[], &[("equation", AttrKind::Str)], einsum::compute));
     // Image resizing: ResizeBilinear and ResizeBicubic read float images (float16 and float64 where the adapter
     // has them) into float32; nearest-neighbour moves TF-GPU's float types; the gradients sum in
     // float32 (float16 through HALF_VIA_F32).
@@ -874,12 +888,13 @@ fn build_table() -> Vec<KernelDef> {
     }
     // Cumulative sums and products (float16 and bfloat16 through float32).
     const SCAN_ATTRS: &[(&str, AttrKind)] = &[("exclusive", AttrKind::Bool), ("reverse", AttrKind::Bool)];
+    let scan_f64 = with_f64.then_some(DType::F64);
     for op in ["Cumsum", "Cumprod", "CumulativeLogsumexp"] {
         let types: &[DType] = match op {
             "CumulativeLogsumexp" => &[DType::F32],
             _ => &[DType::F32, DType::I32, DType::I64, DType::U32, DType::U64],
         };
-        for &dtype in types {
+        for dtype in types.iter().copied().chain(scan_f64) {
             for axis in [DType::I32, DType::I64] {
                 table.push(kernel(op, leak(vec![("T", dtype), ("Tidx", axis)]), &["axis"], SCAN_ATTRS, scan::compute));
             }

@@ -1,6 +1,6 @@
 //! Cumsum, Cumprod and CumulativeLogsumexp (`wgsl/scan.wgsl`) along any axis, `exclusive` and
-//! `reverse`, in float32 (float16 and bfloat16 through `half::via_f32`), and Cumsum and Cumprod
-//! of 32- and 64-bit integers, wrapping. An axis longer than the adapter's loop budget
+//! `reverse`, in float32 (float16 and bfloat16 through `half::via_f32`) and float64, and Cumsum
+//! and Cumprod of 32- and 64-bit integers, wrapping. An axis longer than the adapter's loop budget
 //! is scanned in blocks: each block's running values and total, then the exclusive scan of the
 //! totals (the same routine, one level up), combined into the later blocks' elements.
 
@@ -15,6 +15,18 @@ pub const SHADER: Shader = Shader {
     source: concat!(
         include_str!("../../wgsl/math.wgsl"),
         include_str!("../../wgsl/int64.wgsl"),
+        include_str!("../../wgsl/scan_words.wgsl"),
+        include_str!("../../wgsl/scan.wgsl")
+    ),
+    storage_buffers: 3,
+    uniform_buffers: 0,
+};
+/// The same scans of float64, computed in f64 (SHADER_F64).
+pub const FLOAT64_SHADER: Shader = Shader {
+    name: "scan_f64",
+    source: concat!(
+        include_str!("../../wgsl/math_f64.wgsl"),
+        include_str!("../../wgsl/scan_f64.wgsl"),
         include_str!("../../wgsl/scan.wgsl")
     ),
     storage_buffers: 3,
@@ -80,7 +92,10 @@ fn scan(
     out: &TensorRef,
     (outer, len, inner): (i64, i64, i64),
 ) -> Result<()> {
-    let block = loop_budget(ctx.stream()?.device(), 16).min(len as u64).max(1) as i64;
+    // llvmpipe's loop cap counts the loops inside each combine too: float64's log-sum-exp runs
+    // `m64_binade`'s 10 (in m64_log) per element.
+    let loops_per_element = if input.dtype == DType::F64 && combine == 2 { 16 } else { 1 };
+    let block = (loop_budget(ctx.stream()?.device(), 16) / loops_per_element).min(len as u64).max(1) as i64;
     let blocks = (len + block - 1) / block;
     let totals = ctx.allocate_temp(input.dtype, &[outer, blocks, inner])?;
     let p = Params {
@@ -120,20 +135,22 @@ fn launch(
     let [in_mem, out_mem, totals_mem] =
         [input, out, totals].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
     let (in_mem, out_mem, totals_mem) = (in_mem?, out_mem?, totals_mem?);
-    // The element kind: float32, a 32-bit integer, a 64-bit one.
-    let kind = match input.dtype {
-        DType::F32 => 0,
-        DType::I32 | DType::U32 => 1,
-        DType::I64 | DType::U64 => 2,
+    // The shader, its element kind (`scan_words.wgsl`'s float32, 32-bit or 64-bit integer) and the
+    // unit its offsets count.
+    let (shader, kind, unit) = match input.dtype {
+        DType::F32 => (&SHADER, 0, 4),
+        DType::I32 | DType::U32 => (&SHADER, 1, 4),
+        DType::I64 | DType::U64 => (&SHADER, 2, 4),
+        DType::F64 => (&FLOAT64_SHADER, 0, 8),
         other => return Err(Error::internal(format!("scan: no {other:?} elements"))),
     };
     let constants = [("COMBINE", f64::from(combine)), ("KIND", f64::from(kind))];
-    let pipeline =
-        device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
+    let constants = if input.dtype == DType::F64 { &constants[..1] } else { &constants[..] };
+    let pipeline = device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants })?;
     stream.encode(|core, encoder| {
-        let (in_bind, in_off) = storage_window(core, &in_mem, 4)?;
-        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
-        let (totals_bind, totals_off) = storage_window(core, &totals_mem, 4)?;
+        let (in_bind, in_off) = storage_window(core, &in_mem, unit)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, unit)?;
+        let (totals_bind, totals_off) = storage_window(core, &totals_mem, unit)?;
         (p.in_off, p.out_off, p.totals_off) = (in_off, out_off, totals_off);
         dispatch(
             core,

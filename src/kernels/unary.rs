@@ -237,7 +237,7 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     launch(ctx.stream()?, op, alpha, &input, &out)
 }
 
-/// IsNan, IsInf, IsFinite: float in, bool out.
+/// IsNan, IsInf, IsFinite: float32 or float64 in (`classify.wgsl` reads the bits of any float width), bool out.
 pub fn classify(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let op = match kernel.def.op {
         "IsNan" => 0u32,
@@ -260,13 +260,22 @@ fn launch_classify(stream: &Stream, op: u32, input: &TensorRef, out: &TensorRef)
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    // The magnitude bits of +infinity (the high word's, for float64).
+    let infinity: u32 = match input.dtype {
+        DType::F16 => 0x7c00,
+        DType::BF16 => 0x7f80,
+        DType::F64 => 0x7ff0_0000,
+        _ => 0x7f80_0000,
+    };
+    let width = 8 * input.dtype.size();
+    let constants = [("OP", f64::from(op)), ("WIDTH", width as f64), ("INF", f64::from(infinity))];
     let pipeline = device.pipelines.get(
         device,
         &CLASSIFY_SHADER,
-        &PipelineSpec { entry: "main", aliases: &[], constants: &[("OP", op as f64)] },
+        &PipelineSpec { entry: "main", aliases: &[], constants: &constants },
     )?;
     stream.encode(|core, encoder| {
-        let (in_bind, in_off) = storage_window(core, &in_mem, 4)?;
+        let (in_bind, in_off) = storage_window(core, &in_mem, input.dtype.size())?;
         let (out_bind, out_byte) = storage_window(core, &out_mem, 1)?;
         if out_byte % 4 != 0 {
             return Err(Error::unimplemented("bool output not word-aligned"));

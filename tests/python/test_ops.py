@@ -71,6 +71,9 @@ SAME_AS = {"FusedBatchNorm": "FusedBatchNormV3", "FusedBatchNormV2": "FusedBatch
 # TF-CPU has no float16 kernels of these (TF-GPU has): the widened float32 reference answers.
 HALF_ACCUMULATING |= {"MaxPool3D", "AvgPool3D", "AvgPool3DGrad", "MaxPool3DGradGrad"}
 HALF_ACCUMULATING |= {"Cumsum", "Cumprod"}  # (TF-CPU's half scans round each partial result)
+# float64 log-sum-exp scans run in blocks of 4,094 on llvmpipe (its loop cap counts m64_log's
+# loops): another order of roundings than TF-CPU's sequential one, within the accumulating bound.
+HALF_ACCUMULATING |= {"CumulativeLogsumexp"}
 # A product of 140,001 factors drifts from the exact one by about sqrt(n) float32 ulps in either
 # order (TF-CPU's sequential one, or blocks of 65,535 and their offsets): 1e-5 relative apart here.
 # CumulativeLogsumexp over 140,001 elements: TF-CPU adds each tiny log1p term to a running value
@@ -2395,6 +2398,26 @@ def test_float64_rounding_at_every_magnitude(strict_placement):
         with tf.device("/CPU:0"):
             want = tf.cast(tf.constant(inside), dtype).numpy()
         np.testing.assert_array_equal(got, want, err_msg=dtype.name)
+
+
+@pytest.mark.skipif(("FloorMod", {"T": "float64"}) not in KERNELS, reason="no float64 kernels on this adapter")
+def test_float64_floor_mod_and_next_after_edges(strict_placement):
+    """float64 FloorMod is exact (fmod by binades) for quotients up to 2^2000, tiny divisors, signed
+    zeros and infinities (not subnormal operands: TF-CPU flushes them, issue 15's numerics); NextAfter reaches the subnormals from zero and leaves them toward
+    zero (its results are written as bits, which no flush touches), and steps across binades."""
+    tiny, big = 5e-324, 1.7976931348623157e308
+    x = np.array([5.5, -5.5, 1e300, -1e-300, 7.0, -0.0, 3.0, 1e308, -1e308, 1.0, 4.0, 2.5e-300, np.inf, 0.5])
+    y = np.array([2.0, 2.0, 3.3e-7, 3.0, np.inf, 2.0, -np.inf, 1e-300, 7e-306, 3e-307, -3.0, 1e-307, 1.0, -0.0])
+    a = np.array([0.0, -0.0, 0.0, 1.0, 1.0, -1.0, tiny, -tiny, 2.2250738585072014e-308, np.inf, big, 2.0, 0.5, np.nan])
+    b = np.array([1.0, -1.0, -0.0, 2.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, np.inf, 0.0, 1.0, 1.0])
+    for fn, args in ((tf.math.floormod, (x, y)), (tf.math.nextafter, (a, b))):
+        with tf.device(GPU):
+            got = fn(*[tf.identity(tf.constant(v)) for v in args]).numpy()
+        with tf.device("/CPU:0"):
+            want = fn(*[tf.constant(v) for v in args]).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=fn.__name__)
+        numbers = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]), err_msg=fn.__name__)
 
 
 COMPLEX_PROD_TYPES = [t for t in ("complex64", "complex128") if ("Prod", {"T": t}) in KERNELS]

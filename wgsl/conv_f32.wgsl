@@ -1,0 +1,17 @@
+// `conv.wgsl`'s element type and the helpers whose code depends on it, for float32 (`math.wgsl`
+// comes first).
+
+alias T = f32;
+
+fn negative_infinity() -> f32 {
+    return bitcast<f32>(0xff800000u);
+}
+
+// From the bits: WGSL lets implementations assume finite math, so `v != v` cannot be trusted.
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn reciprocal_sqrt(v: f32) -> f32 {
+    return math_rsqrt(v);
+}

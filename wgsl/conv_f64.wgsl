@@ -1,0 +1,19 @@
+// `conv.wgsl`'s element type and the helpers whose code depends on it, for float64 (`math_f64.wgsl`
+// comes first; the device has SHADER_F64).
+
+alias T = f64;
+
+fn negative_infinity() -> f64 {
+    return -m64_inf();
+}
+
+// WGSL has no bitcast of an f64, and implementations may assume finite math (so `v != v` cannot be
+// trusted): a NaN stays one when converted to float32, whose bits are readable.
+fn is_nan(v: f64) -> bool {
+    return (bitcast<u32>(f32(v)) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// Two correctly rounded steps, as Eigen's rsqrt for double.
+fn reciprocal_sqrt(v: f64) -> f64 {
+    return 1.0 / sqrt(v);
+}
