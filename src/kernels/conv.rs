@@ -448,7 +448,7 @@ fn on_vec4s(stream: &Stream, tensors: &[&TensorRef]) -> Result<bool> {
     let device = stream.device();
     for t in tensors {
         let mem = device.memory.resolve(t.address, t.byte_len())?;
-        if !storage_window(device, &mem, 4)?.1.is_multiple_of(4) {
+        if !storage_window(device, &mem, t.dtype.size())?.1.is_multiple_of(4) {
             return Ok(false);
         }
     }
@@ -1253,7 +1253,8 @@ fn launch_grad_filter(
 ) -> Result<()> {
     let n = shader_len(out.num_elements(), "conv2d_grad_filter")?;
     let pixels = u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow);
-    let cap = GRAD_FILTER_PARTIAL_BYTES / 4 / u64::from(n.max(1));
+    let unit = out.dtype.size();
+    let cap = GRAD_FILTER_PARTIAL_BYTES / unit / u64::from(n.max(1));
     let device = stream.device();
     let longest = loop_budget(device, 16);
     let slices = pixels.div_ceil(u64::from(GRAD_FILTER_SLICE)).min(cap).max(pixels.div_ceil(longest));
@@ -1272,17 +1273,17 @@ fn launch_grad_filter(
         return launch_with(stream, entry, p, &[x, dy], out, Some(u64::from(n / per_invocation)));
     }
     p.n = n;
-    let partial_bytes = slices * u64::from(n) * 4;
+    let partial_bytes = slices * u64::from(n) * unit;
     let scratch = device.scratch.get(device, "conv2d grad filter partials", partial_bytes)?;
     let [x_mem, dy_mem, out_mem] = [x, dy, out].map(|t| device.memory.resolve(t.address, t.byte_len().max(4)));
     let (x_mem, dy_mem, out_mem) = (x_mem?, dy_mem?, out_mem?);
     let threads = u64::from(n / per_invocation) * slices;
-    let pipeline_of = |entry| conv_pipeline(device, entry, &p, threads, DType::F32);
+    let pipeline_of = |entry| conv_pipeline(device, entry, &p, threads, out.dtype);
     let (partial, sum) = (pipeline_of(entry)?, pipeline_of("conv2d_grad_filter_sum")?);
     stream.encode(|core, encoder| {
-        let (x_bind, x_off) = storage_window(core, &x_mem, 4)?;
-        let (dy_bind, dy_off) = storage_window(core, &dy_mem, 4)?;
-        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        let (x_bind, x_off) = storage_window(core, &x_mem, unit)?;
+        let (dy_bind, dy_off) = storage_window(core, &dy_mem, unit)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, unit)?;
         let partials = Binding { buffer: &scratch, offset: 0, size: partial_bytes };
         (p.in_off, p.f_off, p.out_off) = (x_off, dy_off, 0);
         let bindings = [x_bind, dy_bind, partials, x_bind, x_bind, x_bind];

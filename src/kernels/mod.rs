@@ -694,6 +694,10 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("Conv2DBackpropInput", t, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
         table.push(kernel("Conv2DBackpropFilter", t, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
         table.push(kernel("Conv2DBackpropInputV2", t, &[], CONV_ATTRS, conv::conv_grad));
+        // Depthwise ones on `conv.wgsl`'s direct kernels in f64 (`conv_f64.wgsl`).
+        table.push(kernel("DepthwiseConv2dNative", t, &[], CONV_ATTRS, conv::conv));
+        table.push(kernel("DepthwiseConv2dNativeBackpropInput", t, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
+        table.push(kernel("DepthwiseConv2dNativeBackpropFilter", t, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
     }
     table.push(kernel("DepthwiseConv2dNativeBackpropInput", f32, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
     table.push(kernel("DepthwiseConv2dNativeBackpropFilter", f32, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));

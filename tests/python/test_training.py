@@ -31,8 +31,11 @@ from sklearn.datasets import load_digits
 name, device, eager = sys.argv[1], sys.argv[2], sys.argv[3] == "eager"
 if device == "GPU":
     tf.debugging.set_log_device_placement(True)
+# "...64": the model in float64 (Keras's floatx), as scientific code trains.
+floatx = "float64" if name.endswith("64") else "float32"
+keras.backend.set_floatx(floatx)
 digits = load_digits()
-x = (digits.data / 16.0).astype(np.float32)[:512]
+x = (digits.data / 16.0).astype(floatx)[:512]
 y = digits.target.astype(np.int64)[:512]
 keras.utils.set_random_seed(0)
 with tf.device("/%s:0" % device):
@@ -45,6 +48,12 @@ with tf.device("/%s:0" % device):
         model = keras.Sequential([keras.Input((8, 8, 1)), layers.Conv2D(8, 3, padding="same", activation="relu"),
                                   layers.BatchNormalization(), layers.MaxPooling2D(),
                                   layers.Conv2D(16, 3, activation="relu"), layers.Flatten(), layers.Dense(10)])
+    elif name == "cnn64":
+        x = x.reshape(-1, 8, 8, 1)
+        model = keras.Sequential([keras.Input((8, 8, 1)), layers.Conv2D(8, 3, padding="same", activation="relu"),
+                                  layers.BatchNormalization(), layers.DepthwiseConv2D(3, padding="same"),
+                                  layers.MaxPooling2D(), layers.AveragePooling2D(2, padding="same"),
+                                  layers.Flatten(), layers.Dense(10)])
     else:  # a Transformer-encoder classifier over the 8 rows of each 8x8 digit
         x = x.reshape(-1, 8, 8)
         inp = keras.Input((8, 8))
@@ -96,7 +105,7 @@ def result_of(text):
 
 
 @pytest.mark.parametrize("mode", ["graph", "eager"])
-@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer", "cnn64"])
 def test_fit_matches_cpu_and_trains_on_wgpu(name, mode):
     code, cpu_text = fit(name, "CPU", mode)
     assert code == 0, cpu_text[-4000:]
@@ -112,6 +121,9 @@ def test_fit_matches_cpu_and_trains_on_wgpu(name, mode):
     # Shown with `pytest -s`: the figures the closing notes quote.
     print(f"\n{name} {mode}: step {got['step_ms']:.1f} ms WGPU, {want['step_ms']:.1f} ms CPU; "
           f"max loss rel diff {rel:.1e}; accuracy {got['accuracy']:.3f} / {want['accuracy']:.3f}")
+    if name.endswith("64"):
+        # float64 kernels compute in f64: only the summation order differs.
+        assert rel <= 1e-10, (got["losses"], want["losses"])
     assert want["losses"][-1] < want["losses"][0], "the reference did not train"
     assert abs(got["accuracy"] - want["accuracy"]) <= 0.02, (got["accuracy"], want["accuracy"])
 
