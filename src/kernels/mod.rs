@@ -1271,7 +1271,9 @@ fn build_table() -> Vec<KernelDef> {
     let slots: &'static [(&'static str, AttrKind)] = &[("update_slots", AttrKind::Bool)];
     let no_attrs: &'static [(&'static str, AttrKind)] = &[];
     let linear_by_lr: &'static [(&'static str, AttrKind)] = &[("multiply_linear_by_lr", AttrKind::Bool)];
-    for &dtype in floats {
+    // The dense updates compose the elementwise kernels, float64's in f64.
+    let optimizer_types: Vec<DType> = floats.iter().copied().chain(with_f64.then_some(DType::F64)).collect();
+    for &dtype in &optimizer_types {
         for (op, attrs) in [
             ("GradientDescent", no_attrs),
             ("Momentum", nesterov),
@@ -1292,16 +1294,18 @@ fn build_table() -> Vec<KernelDef> {
             ("PowerSign", no_attrs),
             ("AdamWithAmsgrad", no_attrs),
         ] {
-            // float32 only: the proximal updates select and AdagradDA casts its step (Select and
-            // Cast serve float32), and Ftrl's pow would stray further from TF-CPU's sqrt in float16.
-            let float32_only = ["AdagradDA", "Ftrl", "FtrlV2", "ProximalGradientDescent", "ProximalAdagrad"];
-            if dtype != DType::F32 && float32_only.contains(&op) {
+            // Not float16: the proximal updates select and AdagradDA casts its step (Select and
+            // Cast of float16 are not served everywhere), and Ftrl's pow would stray further from
+            // TF-CPU's sqrt in float16. float64 computes them in f64.
+            let not_float16 = ["AdagradDA", "Ftrl", "FtrlV2", "ProximalGradientDescent", "ProximalAdagrad"];
+            if dtype == DType::F16 && not_float16.contains(&op) {
                 continue;
             }
             let dense: &'static str = Box::leak(format!("ResourceApply{op}").into_boxed_str());
             table.push(kernel(dense, t_of(dtype), &[], attrs, variables::compute));
             // TF has no sparse GradientDescent, Adam, AdaMax, AddSign, PowerSign or
-            // AdamWithAmsgrad. The sparse ops scatter rows back as whole 32-bit words: float32 only.
+            // AdamWithAmsgrad. The sparse ops scatter rows back as whole 32-bit words, so that one
+            // duplicate's row wins whole: float32 only (a 64-bit element could mix two).
             if dtype == DType::F32
                 && !matches!(op, "GradientDescent" | "Adam" | "AdaMax" | "AddSign" | "PowerSign" | "AdamWithAmsgrad")
             {
