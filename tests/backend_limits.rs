@@ -84,6 +84,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::unary::SHADER", &unary::SHADER, FLOATS),
         ("kernels::unary::CLASSIFY_SHADER", &unary::CLASSIFY_SHADER, NONE),
         ("kernels::volume::SHADER", &volume::SHADER, NONE),
+        ("kernels::volume::FLOAT64_SHADER", &volume::FLOAT64_SHADER, NONE),
         ("kernels::matrix::SHADER", &matrix::SHADER, NONE),
         ("kernels::scan::SHADER", &scan::SHADER, NONE),
         ("kernels::scan::FLOAT64_SHADER", &scan::FLOAT64_SHADER, NONE),

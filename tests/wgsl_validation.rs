@@ -67,6 +67,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::scatter::CHAIN_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::CHAIN_F64_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::volume::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::volume::FLOAT64_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::matrix::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scan::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scan::FLOAT64_SHADER, &[]);
@@ -133,10 +134,10 @@ fn every_wgsl_file_is_covered() {
             "compare.wgsl",
             "complex.wgsl",
             "conv.wgsl",
-            "conv_f32.wgsl",
-            "conv_f64.wgsl",
             "conv_tiles_subgroup.wgsl",
             "diag.wgsl",
+            "element_f32.wgsl",
+            "element_f64.wgsl",
             "index.wgsl",
             "int64.wgsl",
             "integer.wgsl",

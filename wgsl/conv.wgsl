@@ -15,7 +15,7 @@
 //   max_pool_grad_grad: MaxPoolGradGrad, each window's gradient-of-gradient (`weights`, shaped
 //     like x) at the window's first element equal to orig_output (`shift`), 0 where none is
 // Elements are `T`, which the prelude before this file declares with `negative_infinity`, `is_nan`
-// and `reciprocal_sqrt`: `conv_f32.wgsl` (float32) or `conv_f64.wgsl` (float64).
+// and `reciprocal_sqrt`: `element_f32.wgsl` (float32) or `element_f64.wgsl` (float64).
 
 struct Params {
     n: u32,

@@ -11,6 +11,8 @@
 //     count of taps inside the input
 //   max_pool_grad_grad: per output element, `aux` (shaped like the input) at the window's first
 //     element equal to its maximum (`aux2`), 0 where none is
+// Elements are `T`, from the prelude before this file: `element_f32.wgsl`, or `element_f64.wgsl`
+// for float64 convolutions (TF defines no float64 3-D pools).
 
 struct Params {
     n: u32,
@@ -47,10 +49,10 @@ struct Params {
     _pad3: u32,
 }
 
-@group(0) @binding(0) var<storage, read_write> input: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read_write> aux: array<f32>;
-@group(0) @binding(3) var<storage, read_write> aux2: array<f32>;
+@group(0) @binding(0) var<storage, read_write> input: array<T>;
+@group(0) @binding(1) var<storage, read_write> out: array<T>;
+@group(0) @binding(2) var<storage, read_write> aux: array<T>;
+@group(0) @binding(3) var<storage, read_write> aux2: array<T>;
 @group(0) @binding(4) var<uniform> p: Params;
 
 fn linear_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
@@ -107,7 +109,7 @@ fn columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     let z = tap(o.z, k.z, p.sd, p.dd, p.pd, p.lhs_d, p.d);
     let y = tap(o.y, k.y, p.sh, p.dh, p.ph, p.lhs_h, p.h);
     let x = tap(o.x, k.x, p.sw, p.dw, p.pw, p.lhs_w, p.w);
-    var v = 0.0;
+    var v = T(0.0);
     if (z >= 0 && y >= 0 && x >= 0) {
         v = input[p.in_off + input_index(o.b, u32(z), u32(y), u32(x), k.ch)];
     }
@@ -135,17 +137,13 @@ fn window_count(s: Spot) -> u32 {
     return (rz.y - min(rz.x, rz.y)) * (ry.y - min(ry.x, ry.y)) * (rx.y - min(rx.x, rx.y));
 }
 
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
-fn pool(i: u32, average: bool) -> f32 {
+fn pool(i: u32, average: bool) -> T {
     let s = split(i, p.od, p.oh, p.ow, p.c);
     let rz = window_range(s.z, p.kd, p.sd, p.pd, p.d);
     let ry = window_range(s.y, p.kh, p.sh, p.ph, p.h);
     let rx = window_range(s.x, p.kw, p.sw, p.pw, p.w);
-    var best = bitcast<f32>(0xff800000u);
-    var sum = 0.0;
+    var best = negative_infinity();
+    var sum = T(0.0);
     for (var z = rz.x; z < rz.y; z++) {
         for (var y = ry.x; y < ry.y; y++) {
             for (var x = rx.x; x < rx.y; x++) {
@@ -159,7 +157,7 @@ fn pool(i: u32, average: bool) -> f32 {
             }
         }
     }
-    return select(best, sum / f32(window_count(s)), average);
+    return select(best, sum / T(window_count(s)), average);
 }
 
 @compute @workgroup_size(256)
@@ -189,7 +187,7 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     let cz = covering(s.z, p.kd, p.sd, p.pd, p.od);
     let cy = covering(s.y, p.kh, p.sh, p.ph, p.oh);
     let cx = covering(s.x, p.kw, p.sw, p.pw, p.ow);
-    var acc = 0.0;
+    var acc = T(0.0);
     for (var z = cz.x; z < cz.y; z++) {
         for (var y = cy.x; y < cy.y; y++) {
             for (var x = cx.x; x < cx.y; x++) {
@@ -213,12 +211,12 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     let cz = covering(s.z, p.kd, p.sd, p.pd, p.od);
     let cy = covering(s.y, p.kh, p.sh, p.ph, p.oh);
     let cx = covering(s.x, p.kw, p.sw, p.pw, p.ow);
-    var acc = 0.0;
+    var acc = T(0.0);
     for (var z = cz.x; z < cz.y; z++) {
         for (var y = cy.x; y < cy.y; y++) {
             for (var x = cx.x; x < cx.y; x++) {
                 let count = window_count(Spot(s.b, z, y, x, s.ch));
-                acc += input[p.in_off + output_index(s.b, z, y, x, s.ch)] * (1.0 / f32(count));
+                acc += input[p.in_off + output_index(s.b, z, y, x, s.ch)] * (1.0 / T(count));
             }
         }
     }
@@ -236,7 +234,7 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     let ry = window_range(s.y, p.kh, p.sh, p.ph, p.h);
     let rx = window_range(s.x, p.kw, p.sw, p.pw, p.w);
     let wanted = aux2[p.aux2_off + i];
-    var value = 0.0;
+    var value = T(0.0);
     var found = false;
     for (var z = rz.x; z < rz.y && !found; z++) {
         for (var y = ry.x; y < ry.y && !found; y++) {

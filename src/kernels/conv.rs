@@ -24,7 +24,7 @@ pub const SHADER: Shader = Shader {
     name: "conv",
     source: concat!(
         include_str!("../../wgsl/math.wgsl"),
-        include_str!("../../wgsl/conv_f32.wgsl"),
+        include_str!("../../wgsl/element_f32.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
         include_str!("../../wgsl/conv.wgsl")
     ),
@@ -36,7 +36,7 @@ pub const FLOAT64_SHADER: Shader = Shader {
     name: "conv_f64",
     source: concat!(
         include_str!("../../wgsl/math_f64.wgsl"),
-        include_str!("../../wgsl/conv_f64.wgsl"),
+        include_str!("../../wgsl/element_f64.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
         include_str!("../../wgsl/conv.wgsl")
     ),

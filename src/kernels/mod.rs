@@ -694,7 +694,7 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("Conv2DBackpropInput", t, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
         table.push(kernel("Conv2DBackpropFilter", t, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
         table.push(kernel("Conv2DBackpropInputV2", t, &[], CONV_ATTRS, conv::conv_grad));
-        // Depthwise ones on `conv.wgsl`'s direct kernels in f64 (`conv_f64.wgsl`).
+        // Depthwise ones on `conv.wgsl`'s direct kernels in f64 (`element_f64.wgsl`).
         table.push(kernel("DepthwiseConv2dNative", t, &[], CONV_ATTRS, conv::conv));
         table.push(kernel("DepthwiseConv2dNativeBackpropInput", t, &["input_sizes"], CONV_ATTRS, conv::conv_grad));
         table.push(kernel("DepthwiseConv2dNativeBackpropFilter", t, &["filter_sizes"], CONV_ATTRS, conv::conv_grad));
@@ -710,7 +710,7 @@ fn build_table() -> Vec<KernelDef> {
         ("padding", AttrKind::Str),
         ("include_batch_in_index", AttrKind::Bool),
     ];
-    // The 2-D pools and their gradients: float64 in f64 (`conv_f64.wgsl`).
+    // The 2-D pools and their gradients: float64 in f64 (`element_f64.wgsl`).
     for &dtype in float_types {
         let t = t_of(dtype);
         table.push(kernel("MaxPool", t, &[], MAX_POOL_ATTRS, conv::pool));
@@ -734,7 +734,6 @@ fn build_table() -> Vec<KernelDef> {
         ("padding", AttrKind::Str),
         ("data_format", AttrKind::Str),
     ];
-    table.push(kernel("Conv3D", f32, &[], CONV3D_ATTRS, volume::conv3d));
     // The generic Conv: any batch rank, 2 or 3 spatial dimensions, through Conv2D's and Conv3D's
     // kernels.
     const GENERIC_CONV_ATTRS: &[(&str, AttrKind)] = &[
@@ -746,18 +745,24 @@ fn build_table() -> Vec<KernelDef> {
         ("batch_dims", AttrKind::Int),
         ("groups", AttrKind::Int),
     ];
-    table.push(kernel("Conv", f32, &[], GENERIC_CONV_ATTRS, generic_conv::compute));
-    for sizes in [DType::I32, DType::I64] {
-        let constraints = leak(vec![("T", DType::F32), ("Tshape", sizes)]);
-        table.push(kernel(
-            "Conv3DBackpropInputV2",
-            constraints,
-            &["input_sizes"],
-            CONV3D_ATTRS,
-            volume::conv3d_grad_input,
-        ));
+    // 3-D convolutions are column matrices times the filter: float64's columns in f64
+    // (`volume_f64`), its products on the float64 matmul.
+    for &dtype in float_types {
+        let t = t_of(dtype);
+        table.push(kernel("Conv3D", t, &[], CONV3D_ATTRS, volume::conv3d));
+        table.push(kernel("Conv", t, &[], GENERIC_CONV_ATTRS, generic_conv::compute));
+        for sizes in [DType::I32, DType::I64] {
+            let constraints = leak(vec![("T", dtype), ("Tshape", sizes)]);
+            table.push(kernel(
+                "Conv3DBackpropInputV2",
+                constraints,
+                &["input_sizes"],
+                CONV3D_ATTRS,
+                volume::conv3d_grad_input,
+            ));
+        }
+        table.push(kernel("Conv3DBackpropFilterV2", t, &["filter_sizes"], CONV3D_ATTRS, volume::conv3d_grad_filter));
     }
-    table.push(kernel("Conv3DBackpropFilterV2", f32, &["filter_sizes"], CONV3D_ATTRS, volume::conv3d_grad_filter));
     for op in ["MaxPool3D", "AvgPool3D"] {
         table.push(kernel(op, f32, &[], POOL_ATTRS, volume::pool3d));
     }

@@ -2,7 +2,7 @@
 //! times the filter (`matmul`), the input gradient as the transposed convolution (the gradient read
 //! as if dilated by the strides, the filter flipped), and MaxPool3D/AvgPool3D with their gradients
 //! directly. Channels-first nodes (NCDHW) run through `layout::channels_last`; float16 through
-//! `half::via_f32`.
+//! `half::via_f32`; float64 convolutions in f64.
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
@@ -15,8 +15,27 @@ use super::layout::{self, ImageArgs};
 use super::validate::shape_string;
 use super::{matmul, shader_len, validate, windows, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "volume", source: include_str!("../../wgsl/volume.wgsl"), storage_buffers: 4, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "volume",
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/element_f32.wgsl"),
+        include_str!("../../wgsl/volume.wgsl")
+    ),
+    storage_buffers: 4,
+    uniform_buffers: 0,
+};
+/// `volume.wgsl` in f64 (SHADER_F64), for float64 convolutions.
+pub const FLOAT64_SHADER: Shader = Shader {
+    name: "volume_f64",
+    source: concat!(
+        include_str!("../../wgsl/math_f64.wgsl"),
+        include_str!("../../wgsl/element_f64.wgsl"),
+        include_str!("../../wgsl/volume.wgsl")
+    ),
+    storage_buffers: 4,
+    uniform_buffers: 0,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -208,12 +227,14 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&Tenso
     let device = stream.device();
     let mems =
         tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(4))).collect::<Result<Vec<_>>>()?;
-    let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &[] })?;
+    let dtype = tensors[0].dtype;
+    let shader = if dtype == DType::F64 { &FLOAT64_SHADER } else { &SHADER };
+    let pipeline = device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &[] })?;
     stream.encode(|core, encoder| {
         let mut bindings = Vec::with_capacity(4);
         let mut offsets = Vec::with_capacity(4);
         for mem in &mems {
-            let (binding, offset) = storage_window(core, mem, 4)?;
+            let (binding, offset) = storage_window(core, mem, dtype.size())?;
             bindings.push(binding);
             offsets.push(offset);
         }
@@ -236,8 +257,8 @@ fn for_column_chunks(
     mut f: impl FnMut(&mut dyn KernelContext, &TensorRef, i64, i64) -> Result<()>,
 ) -> Result<()> {
     let taps = i64::from(p.kd) * i64::from(p.kh) * i64::from(p.kw) * i64::from(p.c);
-    let chunk = (COLUMN_CHUNK_BYTES as i64 / (4 * taps.max(1))).clamp(1, rows.max(1));
-    let columns = ctx.allocate_temp(DType::F32, &[chunk, taps])?;
+    let chunk = (COLUMN_CHUNK_BYTES as i64 / (input.dtype.size() as i64 * taps.max(1))).clamp(1, rows.max(1));
+    let columns = ctx.allocate_temp(input.dtype, &[chunk, taps])?;
     let mut start = 0;
     while start < rows {
         let count = chunk.min(rows - start);
@@ -328,7 +349,7 @@ pub fn conv3d_grad_input(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -
     // dx is the convolution of dy, dilated by the strides and padded by (effective window - 1 -
     // leading padding), with the filter flipped in space and its channels swapped.
     let [kd, kh, kw] = [filter.shape[0], filter.shape[1], filter.shape[2]];
-    let flipped = ctx.allocate_temp(DType::F32, &[kd, kh, kw, oc, c])?;
+    let flipped = ctx.allocate_temp(filter.dtype, &[kd, kh, kw, oc, c])?;
     let reversed =
         |out: i64, stride: i64| DimMap { out, in_dim: out, in_stride: stride, offset: 0, mode: DimMode::Reverse };
     let direct =
@@ -375,8 +396,8 @@ pub fn conv3d_grad_filter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
     let taps = sizes[..4].iter().product::<i64>();
     let flat_df = TensorRef { shape: vec![taps, oc], ..df };
     let flat_dy = TensorRef { shape: vec![rows, oc], ..dy };
-    let partial = if rows * taps * 4 > COLUMN_CHUNK_BYTES as i64 {
-        Some(ctx.allocate_temp(DType::F32, &[taps, oc])?)
+    let partial = if rows * taps * dy.dtype.size() as i64 > COLUMN_CHUNK_BYTES as i64 {
+        Some(ctx.allocate_temp(dy.dtype, &[taps, oc])?)
     } else {
         None
     };

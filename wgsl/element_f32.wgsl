@@ -1,4 +1,5 @@
-// `conv.wgsl`'s element type and the helpers whose code depends on it, for float32 (`math.wgsl`
+// The element type of the window kernels (`conv.wgsl`, `volume.wgsl`) and the helpers whose code
+// depends on it, for float32 (`math.wgsl`
 // comes first).
 
 alias T = f32;

@@ -1,4 +1,5 @@
-// `conv.wgsl`'s element type and the helpers whose code depends on it, for float64 (`math_f64.wgsl`
+// The element type of the window kernels (`conv.wgsl`, `volume.wgsl`) and the helpers whose code
+// depends on it, for float64 (`math_f64.wgsl`
 // comes first; the device has SHADER_F64).
 
 alias T = f64;
