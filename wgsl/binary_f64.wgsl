@@ -150,16 +150,20 @@ fn next_after_bits(x: f64, y: f64, wx: vec2<u32>, wy: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(wx.x - 1u, wx.y - select(0u, 1u, wx.x == 0u));
 }
 
+// The indices of output element i's operands in `a` and `b`, broadcast.
+fn operand_indices(i: u32) -> vec2<u32> {
+    let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
+    return vec2<u32>(p.a_off + at.x, p.b_off + at.y);
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * 256u;
     if (i >= p.n) {
         return;
     }
-    let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
-    let ia = p.a_off + at.x;
-    let ib = p.b_off + at.y;
-    out[p.out_off + i] = apply(a[ia], b[ib], words_a[ia], words_b[ib]);
+    let at = operand_indices(i);
+    out[p.out_off + i] = apply(a[at.x], b[at.y], words_a[at.x], words_b[at.y]);
 }
 
 // `main` for NextAfter: the result's words into `out_words`.
@@ -169,10 +173,8 @@ fn next_after(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     if (i >= p.n) {
         return;
     }
-    let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
-    let ia = p.a_off + at.x;
-    let ib = p.b_off + at.y;
-    let bits = next_after_bits(a[ia], b[ib], words_a[ia], words_b[ib]);
+    let at = operand_indices(i);
+    let bits = next_after_bits(a[at.x], b[at.y], words_a[at.x], words_b[at.y]);
     out_words[2u * (p.out_off + i)] = bits.x;
     out_words[2u * (p.out_off + i) + 1u] = bits.y;
 }
@@ -201,11 +203,9 @@ fn compare_main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     for (var k = 0u; k < 4u; k++) {
         let i = w * 4u + k;
         if (i < p.n) {
-            let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
-            let ia = p.a_off + at.x;
-            let ib = p.b_off + at.y;
-            let unordered = is_nan_bits(words_a[ia]) || is_nan_bits(words_b[ib]);
-            word |= select(0u, 1u, compare(a[ia], b[ib], unordered)) << (k * 8u);
+            let at = operand_indices(i);
+            let unordered = is_nan_bits(words_a[at.x]) || is_nan_bits(words_b[at.y]);
+            word |= select(0u, 1u, compare(a[at.x], b[at.y], unordered)) << (k * 8u);
         }
     }
     out_words[p.out_off / 4u + w] = word;
