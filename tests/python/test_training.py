@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 SCRIPT = r"""
 import json, sys, time
@@ -104,9 +105,17 @@ def result_of(text):
     return json.loads(match.group(1))
 
 
+# The variable route (what differs on TF 2.16, where CI runs this file too) shows in the MLP and the
+# CNN; the Transformer's and the float64 model's kernels are the same on every TF: 2.21 runs them,
+# TF_WGPU_HEAVY=1 anywhere.
+ALL_TFS = ("mlp", "cnn")
+
+
 @pytest.mark.parametrize("mode", ["graph", "eager"])
 @pytest.mark.parametrize("name", ["mlp", "cnn", "transformer", "cnn64"])
 def test_fit_matches_cpu_and_trains_on_wgpu(name, mode):
+    if name not in ALL_TFS and not (tf.__version__.startswith("2.21.") or os.environ.get("TF_WGPU_HEAVY") == "1"):
+        pytest.skip("the same kernels as on TF 2.21 (TF_WGPU_HEAVY=1 runs it here)")
     code, cpu_text = fit(name, "CPU", mode)
     assert code == 0, cpu_text[-4000:]
     code, gpu_text = fit(name, "GPU", mode)
