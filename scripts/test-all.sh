@@ -21,9 +21,12 @@ done
 # the dependencies.
 echo "== cargo test --release"
 cargo test --release --all-targets 2>&1 | grep -v "XDG_RUNTIME_DIR"
-# Right after the tests, on their build: the dev-dependencies' extra naga features unify into it,
-# so a plain `cargo build --lib` in between would rebuild the wgpu stack twice over.
+# On the tests' build: the dev-dependencies' extra naga features unify into it, so a plain
+# `cargo build --lib` here would rebuild the wgpu stack twice over (for the library, then for the
+# example). `--all-targets` keeps that feature set and only links the cdylib, which `cargo test`
+# does not write.
 echo "== cargo run --example registration (a load-and-walk of the release library through the C ABI)"
+cargo build -q --release --all-targets
 cargo run -q --release --example registration | tail -3
 
 echo "== build the plugin wheel once (release), install it into the TF $TF_VERSION venv"
