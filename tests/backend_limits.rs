@@ -29,8 +29,15 @@ const CASTS: &[Aliases] = &[
     &[("S", "f64"), ("D", "f32"), ("W", "f64")],
     &[("S", "i32"), ("D", "f64"), ("W", "f64")],
 ];
-/// The resize shader: the image's storage type `S` (words for the nearest-neighbour gathers).
-const RESIZES: &[Aliases] = &[&[("S", "f32")], &[("S", "f16")], &[("S", "f64")], &[("S", "u32")]];
+/// The resize shader: the image's storage type `S` (words for the nearest-neighbour gathers), the
+/// float output's `O` (f64 for float64 gradient sums).
+const RESIZES: &[Aliases] = &[
+    &[("S", "f32"), ("O", "f32")],
+    &[("S", "f16"), ("O", "f32")],
+    &[("S", "f64"), ("O", "f32")],
+    &[("S", "u32"), ("O", "f32")],
+    &[("S", "f64"), ("O", "f64")],
+];
 /// The direct matmul: storage type `T`, accumulator `ACC`.
 const MATMULS: &[Aliases] =
     &[&[("T", "f32"), ("ACC", "f32")], &[("T", "f16"), ("ACC", "f32")], &[("T", "f64"), ("ACC", "f64")]];

@@ -87,8 +87,10 @@ fn strided_shaders_are_valid() {
 #[test]
 fn resize_shader_is_valid() {
     for storage in ["f32", "f16", "f64", "u32"] {
-        validate(&tensorflow_wgpu::kernels::resize::SHADER, &[("S", storage)]);
+        validate(&tensorflow_wgpu::kernels::resize::SHADER, &[("S", storage), ("O", "f32")]);
     }
+    // float64 gradient sums.
+    validate(&tensorflow_wgpu::kernels::resize::SHADER, &[("S", "f64"), ("O", "f64")]);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 // Image resizing, NHWC (`math.wgsl` is prepended, for `math_keep`). The host computes every
 // source coordinate TF computes in float32 (indices and interpolation weights, in `table`), so
-// the shaders pick exactly TF's pixels and weights. `S` is the input's storage type.
+// the shaders pick exactly TF's pixels and weights. `S` is the input's storage type, `O` the float
+// output's (f32; f64 for float64 gradient sums).
 //   bilinear: ResizeBilinear, S in (f32, f16 or f64, read as float as TF does), f32 out, with TF's
 //     compute_lerp; table rows (top, bottom, lerp bits) for output rows at `y_table`, for output
 //     columns at `x_table`.
@@ -9,7 +10,7 @@
 //     `x_table`.
 //   nearest_halves: the same on 16-bit elements, an invocation per output word (two elements).
 //   axis_sum: one separable pass of a gradient, over the tensor as [outer, axis, inner]:
-//     out[o, d, i] = sum_k w_k * input[o, s_k, i] over the sources k of destination d, in f32.
+//     out[o, d, i] = sum_k w_k * input[o, s_k, i] over the sources k of destination d, in `O`.
 //     Sources are CSR: table[y_table + d] .. table[y_table + d + 1] index the (s_k, w_k bits)
 //     pairs at `x_table`; a launch adds the sources [k_begin, k_end) of each destination's list
 //     (long lists take several launches under the adapter's loop limit).
@@ -35,7 +36,7 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read_write> input: array<S>;
 @group(0) @binding(0) var<storage, read_write> input_words: array<u32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<O>;
 @group(0) @binding(1) var<storage, read_write> out_words: array<u32>;
 @group(0) @binding(2) var<storage, read_write> table: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
@@ -75,7 +76,7 @@ fn bilinear(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     // TF's compute_lerp, each product kept apart from its sum (no fused multiply-add, as TF-CPU).
     let upper = top_left + math_keep((top_right - top_left) * x_lerp);
     let lower = bottom_left + math_keep((bottom_right - bottom_left) * x_lerp);
-    out[p.out_off + i] = upper + math_keep((lower - upper) * y_lerp);
+    out[p.out_off + i] = O(upper + math_keep((lower - upper) * y_lerp));
 }
 
 // The source element of output element `e` (elements of `p.channels` a pixel).
@@ -139,11 +140,11 @@ fn axis_sum(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     let first = table[p.y_table + d];
     let last = table[p.y_table + d + 1u];
     let base = o * p.axis_in * p.inner + inner;
-    var sum = select(0.0, out[p.out_off + i], p.accumulate != 0u);
+    var sum = select(O(0.0), out[p.out_off + i], p.accumulate != 0u);
     // Counted within the destination's list, so that no bound wraps (`k_end` may be u32::MAX).
     for (var k = p.k_begin; k < min(last - first, p.k_end); k++) {
         let pair = p.x_table + 2u * (first + k);
-        sum += bitcast<f32>(table[pair + 1u]) * read(base + table[pair] * p.inner);
+        sum += O(bitcast<f32>(table[pair + 1u])) * O(input[p.in_off + base + table[pair] * p.inner]);
     }
     out[p.out_off + i] = sum;
 }

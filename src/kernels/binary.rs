@@ -347,7 +347,7 @@ pub fn launch_unary_f64(stream: &Stream, op: u32, alpha: f32, input: &TensorRef,
 
 /// Encodes `out = op(a, b)`; `out` has the broadcast shape of `a` and `b` and may alias either.
 pub fn launch(stream: &Stream, op: BinaryOp, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
-    launch_binary(stream, &[("OP", op as u32 as f64)], a, b, out)
+    launch_binary(stream, op, None, a, b, out)
 }
 
 /// Storage slots of `main_batch` (lavapipe allows 32 storage bindings per stage).
@@ -393,17 +393,18 @@ static BATCH_KIND: BatchKind = BatchKind {
 /// element, ops specialised by `OP` alone (not LeakyReluGrad's `ALPHA`).
 fn launch_batched(
     stream: &Stream,
-    constants: &[(&'static str, f64)],
+    op: BinaryOp,
+    alpha: Option<f32>,
     a: &TensorRef,
     b: &TensorRef,
     out: &TensorRef,
 ) -> Result<bool> {
     let device = stream.device();
     let n = out.num_elements();
-    let op = match constants {
-        [("OP", op)] => *op as u32,
-        _ => return Ok(false),
-    };
+    if alpha.is_some() {
+        return Ok(false);
+    }
+    let op = op as u32;
     let operand_fits = |t: &TensorRef| t.dtype == DType::F32 && (t.num_elements() == 1 || t.num_elements() == n);
     // While profiling, every launch is a dispatch of its own, named by its op.
     let fits = device.info.device_type == wgpu::DeviceType::Cpu
@@ -450,24 +451,29 @@ fn launch_batched(
     Ok(true)
 }
 
-/// `binary.wgsl` with the given override constants: a record of a batch of small launches on CPU
-/// adapters, four elements at a time where the operands allow it, else the broadcasting kernel.
+/// `binary.wgsl` specialised to `op` (and LeakyReluGrad's `alpha`): a record of a batch of small
+/// launches on CPU adapters, four elements at a time where the operands allow it, else the
+/// broadcasting kernel.
 fn launch_binary(
     stream: &Stream,
-    constants: &[(&'static str, f64)],
+    op: BinaryOp,
+    alpha: Option<f32>,
     a: &TensorRef,
     b: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
     if let Some(parts) = elementwise_parts(stream.device(), out, &[a, b])? {
-        return parts.iter().try_for_each(|p| launch_binary(stream, constants, &p.operands[0], &p.operands[1], &p.out));
+        return parts.iter().try_for_each(|p| launch_binary(stream, op, alpha, &p.operands[0], &p.operands[1], &p.out));
     }
+    let with_alpha = [("OP", f64::from(op as u32)), ("ALPHA", f64::from(alpha.unwrap_or(0.0)))];
+    let constants = if alpha.is_some() { &with_alpha[..] } else { &with_alpha[..1] };
     if out.dtype == DType::F64 {
-        let next_after = constants.contains(&("OP", f64::from(BinaryOp::NextAfter as u32)));
-        let spec = PipelineSpec { entry: if next_after { "next_after" } else { "main" }, aliases: &[], constants };
+        // NextAfter works on the bits (its own entry point), so that subnormal results survive.
+        let entry = if op == BinaryOp::NextAfter { "next_after" } else { "main" };
+        let spec = PipelineSpec { entry, aliases: &[], constants };
         return launch_two(stream, &FLOAT64_SHADER, spec, a, b, out, Units::elements(8));
     }
-    if launch_batched(stream, constants, a, b, out)? {
+    if launch_batched(stream, op, alpha, a, b, out)? {
         return Ok(());
     }
     if launch_vec4(stream, constants, a, b, out)? {
@@ -619,7 +625,7 @@ pub fn grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     }
     let alpha = if op == BinaryOp::LeakyReluGrad { kernel.attrs.float("alpha")? } else { 0.0 };
     let out = ctx.forward_input_or_allocate_output(&[0, 1], 0, dtype, &a.shape)?;
-    launch_binary(ctx.stream()?, &[("OP", op as u32 as f64), ("ALPHA", f64::from(alpha))], &a, &b, &out)
+    launch_binary(ctx.stream()?, op, Some(alpha), &a, &b, &out)
 }
 
 /// BiasAdd and BiasAddV1: `value + bias` along the channel dimension (NHWC: the last one).

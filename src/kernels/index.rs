@@ -841,8 +841,8 @@ pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
 }
 
 /// MirrorPadGrad: the padded gradient folded back onto the input, one padded dimension at a time
-/// (each a pass of `resize::axis_sum` in float32: every input index gathers itself and its mirror
-/// images in the paddings), as TF's kernel does.
+/// (each a pass of `resize::axis_sum` in float32, or float64 for doubles: every input index gathers
+/// itself and its mirror images in the paddings), as TF's kernel does.
 pub fn mirror_pad_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     // REFLECT mirrors about the edge element, SYMMETRIC about the edge itself.
     let offset = match kernel.attrs.str("mode")? {
@@ -922,7 +922,7 @@ pub fn mirror_pad_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
         let sources = super::resize::Sources::new(size as usize, &terms);
         let mut shape = current.shape.clone();
         shape[d] = size;
-        let target = if k + 1 == padded.len() { out.clone() } else { ctx.allocate_temp(DType::F32, &shape)? };
+        let target = if k + 1 == padded.len() { out.clone() } else { ctx.allocate_temp(out.dtype, &shape)? };
         let outer: i64 = current.shape[..d].iter().product();
         let inner: i64 = current.shape[d + 1..].iter().product();
         super::resize::axis_sum(ctx, &current, &target, (outer, current.shape[d], inner), &sources)?;

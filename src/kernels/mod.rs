@@ -863,9 +863,13 @@ fn build_table() -> Vec<KernelDef> {
     table.push(kernel("ResizeBilinearGrad", f32, &[], RESIZE_ATTRS, resize::bilinear_grad));
     // TF defines ResizeBicubicGrad for float32 and float64 gradients only (no float16).
     table.push(kernel("ResizeBicubicGrad", f32, &[], RESIZE_ATTRS, resize::bicubic_grad));
-    table.push(kernel("ResizeNearestNeighborGrad", f32, &["size"], RESIZE_ATTRS, resize::nearest_grad));
-    // MirrorPad's gradient sums in float32 (float16 through HALF_VIA_F32), any int paddings type.
-    table.push(kernel("MirrorPadGrad", f32, &["paddings"], &[("mode", AttrKind::Str)], index::mirror_pad_grad));
+    // Both gradients sum in float32 (float16 through HALF_VIA_F32), or in float64 for doubles; any
+    // int paddings type.
+    for &dtype in float_types {
+        let t = t_of(dtype);
+        table.push(kernel("ResizeNearestNeighborGrad", t, &["size"], RESIZE_ATTRS, resize::nearest_grad));
+        table.push(kernel("MirrorPadGrad", t, &["paddings"], &[("mode", AttrKind::Str)], index::mirror_pad_grad));
+    }
     // Keras's LSTM and GRU on a GPU, and the tf.compat paths' earlier generations.
     const RNN_ATTRS: [(&str, AttrKind); 6] = [
         ("rnn_mode", AttrKind::Str),

@@ -435,14 +435,16 @@ fn launch(
         (_, DType::F64) => (8, "f64"),
         _ => (4, "f32"),
     };
-    let out_unit = match entry {
-        "nearest_halves" => 2,
-        _ => 4,
+    // Float outputs are f32 but for float64 gradient sums (`axis_sum`); `nearest` writes words.
+    let (out_unit, out_float) = match (entry, output.dtype) {
+        ("nearest_halves", _) => (2, "f32"),
+        ("axis_sum", DType::F64) => (8, "f64"),
+        _ => (4, "f32"),
     };
     let [in_mem, out_mem, table_mem] =
         [input, output, table].map(|t| device.memory.resolve(t.address, t.byte_len().max(1)));
     let (in_mem, out_mem, table_mem) = (in_mem?, out_mem?, table_mem?);
-    let aliases = [("S", storage)];
+    let aliases = [("S", storage), ("O", out_float)];
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
     stream.encode(|core, encoder| {
         let (in_bind, in_off) = storage_window(core, &in_mem, unit)?;
@@ -723,7 +725,7 @@ fn separable_grad(
         return Err(Error::internal("resize gradient: not 4-D"));
     };
     let out_w = xs.offsets.len() as i64 - 1;
-    let columns = ctx.allocate_temp(DType::F32, &[batch, grad_h, out_w, channels])?;
+    let columns = ctx.allocate_temp(out.dtype, &[batch, grad_h, out_w, channels])?;
     axis_sum(ctx, grads, &columns, (batch * grad_h, grad_w, channels), xs)?;
     axis_sum(ctx, &columns, out, (batch, grad_h, out_w * channels), ys)
 }

@@ -83,6 +83,10 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     scan(ctx, combine, flags, &x, &out, (outer, x.shape[axis], inner))
 }
 
+/// Loops a float64 log-sum-exp combine runs per element, with a margin: llvmpipe's loop cap
+/// (`loop_budget`) counts the loops inside each combine too, and `m64_log` runs `m64_binade`'s 10.
+const F64_LOGSUMEXP_LOOPS: u64 = 16;
+
 /// `out` = the scan of `input` ([outer, len, inner]) with `(exclusive, reverse)`.
 fn scan(
     ctx: &mut dyn KernelContext,
@@ -92,9 +96,7 @@ fn scan(
     out: &TensorRef,
     (outer, len, inner): (i64, i64, i64),
 ) -> Result<()> {
-    // llvmpipe's loop cap counts the loops inside each combine too: float64's log-sum-exp runs
-    // `m64_binade`'s 10 (in m64_log) per element.
-    let loops_per_element = if input.dtype == DType::F64 && combine == 2 { 16 } else { 1 };
+    let loops_per_element = if input.dtype == DType::F64 && combine == 2 { F64_LOGSUMEXP_LOOPS } else { 1 };
     let block = (loop_budget(ctx.stream()?.device(), 16) / loops_per_element).min(len as u64).max(1) as i64;
     let blocks = (len + block - 1) / block;
     let totals = ctx.allocate_temp(input.dtype, &[outer, blocks, inner])?;
