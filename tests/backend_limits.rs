@@ -86,6 +86,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::slice::SHADER", &slice::SHADER, NONE),
         ("kernels::slice::REVERSE_SEQUENCE_SHADER", &slice::REVERSE_SEQUENCE_SHADER, NONE),
         ("kernels::rnn::SHADER", &rnn::SHADER, NONE),
+        ("kernels::rnn::FLOAT64_SHADER", &rnn::FLOAT64_SHADER, NONE),
         ("kernels::resize::SHADER", &resize::SHADER, RESIZES),
         ("kernels::cast::SHADER", &cast::SHADER, CASTS),
         ("kernels::unary::SHADER", &unary::SHADER, FLOATS),

@@ -96,6 +96,7 @@ fn resize_shader_is_valid() {
 #[test]
 fn rnn_shader_is_valid() {
     validate(&tensorflow_wgpu::kernels::rnn::SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::rnn::FLOAT64_SHADER, &[]);
 }
 
 #[test]

@@ -1,6 +1,5 @@
-// The element type of the window kernels (`conv.wgsl`, `volume.wgsl`) and the helpers whose code
-// depends on it, for float32 (`math.wgsl`
-// comes first).
+// The element type of the window kernels (`conv.wgsl`, `volume.wgsl`) and the recurrent cells
+// (`rnn.wgsl`), and the helpers whose code depends on it, for float32 (`math.wgsl` comes first).
 
 alias T = f32;
 
@@ -15,4 +14,12 @@ fn is_nan(v: f32) -> bool {
 
 fn reciprocal_sqrt(v: f32) -> f32 {
     return math_rsqrt(v);
+}
+
+fn element_sigmoid(v: f32) -> f32 {
+    return math_sigmoid(v);
+}
+
+fn element_tanh(v: f32) -> f32 {
+    return math_tanh(v);
 }

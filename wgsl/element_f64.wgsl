@@ -1,6 +1,6 @@
-// The element type of the window kernels (`conv.wgsl`, `volume.wgsl`) and the helpers whose code
-// depends on it, for float64 (`math_f64.wgsl`
-// comes first; the device has SHADER_F64).
+// The element type of the window kernels (`conv.wgsl`, `volume.wgsl`) and the recurrent cells
+// (`rnn.wgsl`), and the helpers whose code depends on it, for float64 (`math_f64.wgsl` comes first;
+// the device has SHADER_F64).
 
 alias T = f64;
 
@@ -17,4 +17,23 @@ fn is_nan(v: f64) -> bool {
 // Two correctly rounded steps, as Eigen's rsqrt for double.
 fn reciprocal_sqrt(v: f64) -> f64 {
     return 1.0 / sqrt(v);
+}
+
+// As math_sigmoid: exp(x) / (1 + exp(x)) below zero keeps the tiny results 1 / (1 + inf) would lose.
+fn element_sigmoid(v: f64) -> f64 {
+    if (is_nan(v)) {
+        return v;
+    }
+    if (v >= 0.0) {
+        return 1.0 / (1.0 + m64_exp(-v));
+    }
+    let e = m64_exp(v);
+    return e / (1.0 + e);
+}
+
+fn element_tanh(v: f64) -> f64 {
+    if (is_nan(v)) {
+        return v;
+    }
+    return m64_tanh(v);
 }

@@ -1,7 +1,8 @@
 // The recurrent cells of CudnnRNN*: one time step of one direction of one layer per dispatch, an
 // invocation per (batch row, unit). The products with the weight matrices run as matmuls between
 // these dispatches (src/kernels/rnn.rs); these kernels apply biases, activations and the state
-// update, and their gradients. Every offset is in f32 elements of its binding.
+// update, and their gradients. Every offset is in elements of its binding. `T` is the element type
+// (`element_f32.wgsl` or `element_f64.wgsl` comes first); `lens` is u32.
 //
 // MODE: 0 rnn_relu, 1 rnn_tanh, 2 lstm, 3 gru. Gate slots of the gate buffers: lstm [i, f, c, o]
 // (cuDNN's order); gru [R_GATE, Z_GATE, 2 = n] as the weights are laid out, plus slot 3 holding
@@ -72,14 +73,14 @@ struct Params {
     base1: vec4<u32>,
 }
 
-@group(0) @binding(0) var<storage, read_write> a: array<f32>;
-@group(0) @binding(1) var<storage, read_write> hr: array<f32>;
-@group(0) @binding(2) var<storage, read_write> wts: array<f32>;
+@group(0) @binding(0) var<storage, read_write> a: array<T>;
+@group(0) @binding(1) var<storage, read_write> hr: array<T>;
+@group(0) @binding(2) var<storage, read_write> wts: array<T>;
 @group(0) @binding(3) var<storage, read_write> lens: array<u32>;
-@group(0) @binding(4) var<storage, read_write> res: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> dgr: array<f32>;
-@group(0) @binding(7) var<storage, read_write> carry: array<f32>;
+@group(0) @binding(4) var<storage, read_write> res: array<T>;
+@group(0) @binding(5) var<storage, read_write> out: array<T>;
+@group(0) @binding(6) var<storage, read_write> dgr: array<T>;
+@group(0) @binding(7) var<storage, read_write> carry: array<T>;
 @group(0) @binding(8) var<uniform> p: Params;
 
 const LSTM: u32 = 2u;
@@ -114,12 +115,12 @@ fn gate_count() -> u32 {
 }
 
 // x W_g^T + b_Wg for gate g (the product computed beforehand, or the input itself).
-fn input_part(row: u32, g: u32, j: u32) -> f32 {
+fn input_part(row: u32, g: u32, j: u32) -> T {
     return a[p.base0.x + p.xw_off + row * p.xw_row + g * p.xw_gate + j] + wts[p.base0.z + p.bias_w_off + g * p.units + j];
 }
 
 // h R_g^T + b_Rg for gate g.
-fn recurrent_part(b: u32, g: u32, j: u32) -> f32 {
+fn recurrent_part(b: u32, g: u32, j: u32) -> T {
     return hr[p.base0.y + p.hr_off + b * gate_count() * p.units + g * p.units + j] + wts[p.base0.z + p.bias_r_off + g * p.units + j];
 }
 
@@ -145,24 +146,24 @@ fn forward_step(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     }
     let row = row_of(u32(t), b);
     let slot = p.gates_off + b * p.gate_slots * p.units + j;
-    var h = 0.0;
+    var h: T = 0.0;
     if (MODE == LSTM) {
-        let in_gate = math_sigmoid(input_part(row, 0u, j) + recurrent_part(b, 0u, j));
-        let forget = math_sigmoid(input_part(row, 1u, j) + recurrent_part(b, 1u, j));
-        let cell = math_tanh(input_part(row, 2u, j) + recurrent_part(b, 2u, j));
-        let out_gate = math_sigmoid(input_part(row, 3u, j) + recurrent_part(b, 3u, j));
+        let in_gate = element_sigmoid(input_part(row, 0u, j) + recurrent_part(b, 0u, j));
+        let forget = element_sigmoid(input_part(row, 1u, j) + recurrent_part(b, 1u, j));
+        let cell = element_tanh(input_part(row, 2u, j) + recurrent_part(b, 2u, j));
+        let out_gate = element_sigmoid(input_part(row, 3u, j) + recurrent_part(b, 3u, j));
         let c = forget * res[p.base1.x + p.c_prev_off + i] + in_gate * cell;
-        h = out_gate * math_tanh(c);
+        h = out_gate * element_tanh(c);
         res[p.base1.x + p.c_next_off + i] = c;
         res[p.base1.x + slot] = in_gate;
         res[p.base1.x + slot + p.units] = forget;
         res[p.base1.x + slot + 2u * p.units] = cell;
         res[p.base1.x + slot + 3u * p.units] = out_gate;
     } else if (MODE == GRU) {
-        let r = math_sigmoid(input_part(row, R_GATE, j) + recurrent_part(b, R_GATE, j));
-        let z = math_sigmoid(input_part(row, Z_GATE, j) + recurrent_part(b, Z_GATE, j));
+        let r = element_sigmoid(input_part(row, R_GATE, j) + recurrent_part(b, R_GATE, j));
+        let z = element_sigmoid(input_part(row, Z_GATE, j) + recurrent_part(b, Z_GATE, j));
         let hn = recurrent_part(b, 2u, j);
-        let n = math_tanh(input_part(row, 2u, j) + r * hn);
+        let n = element_tanh(input_part(row, 2u, j) + r * hn);
         h = (1.0 - z) * n + z * res[p.base1.x + p.h_prev_off + i];
         res[p.base1.x + slot + R_GATE * p.units] = r;
         res[p.base1.x + slot + Z_GATE * p.units] = z;
@@ -170,7 +171,7 @@ fn forward_step(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
         res[p.base1.x + slot + 3u * p.units] = hn;
     } else {
         let pre = input_part(row, 0u, j) + recurrent_part(b, 0u, j);
-        h = select(max(pre, 0.0), math_tanh(pre), MODE == RNN_TANH);
+        h = select(max(pre, 0.0), element_tanh(pre), MODE == RNN_TANH);
     }
     if (PROJ) {
         res[p.base1.x + p.m_off + i] = h;
@@ -256,9 +257,9 @@ fn backward_step(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
         let forget = res[p.base1.x + slot + p.units];
         let cell = res[p.base1.x + slot + 2u * p.units];
         let out_gate = res[p.base1.x + slot + 3u * p.units];
-        let tc = math_tanh(res[p.base1.x + p.c_next_off + i]);
+        let tc = element_tanh(res[p.base1.x + p.c_next_off + i]);
         let dc = carry[p.base1.w + p.dc_off + i] + dh * out_gate * (1.0 - tc * tc);
-        var d = array<f32, 4>(
+        var d = array<T, 4>(
             dc * cell * in_gate * (1.0 - in_gate),
             dc * res[p.base1.x + p.c_prev_off + i] * forget * (1.0 - forget),
             dc * in_gate * (1.0 - cell * cell),
@@ -326,7 +327,7 @@ fn gate_sums(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     }
     let r = i / p.units;
     let j = i % p.units;
-    var v = 0.0;
+    var v: T = 0.0;
     for (var g = 0u; g < gate_count(); g++) {
         v += a[p.base0.x + p.src_off + r * p.src_stride + g * p.units + j];
     }
@@ -358,7 +359,7 @@ fn dropout_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
         return;
     }
     let bits = hash4(vec4<u32>(p.seeds.x ^ i, p.seeds.y, p.seeds.z, p.seeds.w * 0x85ebca6bu + i));
-    let mask = select(0.0, p.keep_scale, bits >= p.keep_threshold);
+    let mask = select(0.0, T(p.keep_scale), bits >= p.keep_threshold);
     res[p.base1.x + p.dst_off + i] = mask;
     res[p.base1.x + p.src_off + i] *= mask;
 }
@@ -371,5 +372,5 @@ fn dropout_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
     if (i >= p.rows * p.cols) {
         return;
     }
-    out[p.base1.y + p.dst_off + i] *= select(0.0, p.keep_scale, res[p.base1.x + p.src_off + i] != 0.0);
+    out[p.base1.y + p.dst_off + i] *= select(0.0, T(p.keep_scale), res[p.base1.x + p.src_off + i] != 0.0);
 }

@@ -891,7 +891,10 @@ fn build_table() -> Vec<KernelDef> {
     ] {
         let attrs: Vec<(&'static str, AttrKind)> = RNN_ATTRS.iter().chain(extra).copied().collect();
         let compute: ComputeFn = if op.contains("Backprop") { rnn::backward } else { rnn::forward };
-        table.push(kernel(op, f32, host_memory, Box::leak(attrs.into_boxed_slice()), compute));
+        let attrs: &'static [(&'static str, AttrKind)] = Box::leak(attrs.into_boxed_slice());
+        for &dtype in float_types {
+            table.push(kernel(op, t_of(dtype), host_memory, attrs, compute));
+        }
     }
     for op in ["Softmax", "LogSoftmax"] {
         table.push(kernel(op, f32, &[], &[], nn::softmax));

@@ -23,10 +23,29 @@ use super::{matmul, reduce, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
     name: "rnn",
-    source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/rnn.wgsl")),
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/element_f32.wgsl"),
+        include_str!("../../wgsl/rnn.wgsl")
+    ),
     storage_buffers: 8,
     uniform_buffers: 0,
 };
+
+/// The cells in float64 (SHADER_F64), with `math_f64.wgsl`'s exp and tanh.
+pub const FLOAT64_SHADER: Shader = Shader {
+    name: "rnn_f64",
+    source: concat!(
+        include_str!("../../wgsl/math_f64.wgsl"),
+        include_str!("../../wgsl/element_f64.wgsl"),
+        include_str!("../../wgsl/rnn.wgsl")
+    ),
+    storage_buffers: 8,
+    uniform_buffers: 0,
+};
+
+/// The binding of `rnn.wgsl`'s `lens` (u32 sequence lengths); every other binding holds elements.
+const LENGTHS_BINDING: usize = 3;
 
 /// Environment variable: `rzn` or `zrn`, the order of the GRU gates' weights in `params`.
 pub const ENV_GRU_GATE_ORDER: &str = "TF_WGPU_GRU_GATE_ORDER";
@@ -459,7 +478,8 @@ const ADD_DST: u32 = 2;
 /// The shader's eight bindings: a, hr, wts, lens, res, out, dgr, carry.
 type Bindings<'a> = [&'a TensorRef; 8];
 
-/// One dispatch of `entry` over `invocations` threads.
+/// One dispatch of `entry` over `invocations` threads, in the elements' type (`a`'s: float32, or
+/// float64).
 fn launch(
     stream: &Stream,
     model: &Model,
@@ -472,15 +492,21 @@ fn launch(
         return Ok(());
     }
     let device = stream.device();
-    let slices =
-        tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(4))).collect::<Result<Vec<_>>>()?;
+    let element = tensors[0].dtype.size();
+    let unit = |binding: usize| if binding == LENGTHS_BINDING { 4 } else { element };
+    let slices = tensors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| device.memory.resolve(t.address, t.byte_len().max(unit(i))))
+        .collect::<Result<Vec<_>>>()?;
     let constants = model.constants();
+    let shader = if tensors[0].dtype == DType::F64 { &FLOAT64_SHADER } else { &SHADER };
     let pipeline =
-        device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
+        device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {
         let mut bindings = Vec::with_capacity(8);
         for (i, slice) in slices.iter().enumerate() {
-            let (binding, first) = storage_window(core, slice, 4)?;
+            let (binding, first) = storage_window(core, slice, unit(i))?;
             params.base[i] = first;
             bindings.push(binding);
         }
@@ -488,9 +514,13 @@ fn launch(
     })
 }
 
-/// `tensor[offset..]` viewed as a matrix of `shape` (f32).
+/// `tensor[offset..]` (in elements) viewed as a matrix of `shape`.
 fn view(tensor: &TensorRef, offset: i64, shape: &[i64]) -> TensorRef {
-    TensorRef { address: tensor.address + offset as u64 * 4, dtype: DType::F32, shape: shape.to_vec() }
+    TensorRef {
+        address: tensor.address + offset as u64 * tensor.dtype.size(),
+        dtype: tensor.dtype,
+        shape: shape.to_vec(),
+    }
 }
 
 /// `dst[rows, cols] (+)= src (+ src2)`, strided: see `copy_rows` in the shader.
@@ -626,18 +656,20 @@ impl Call {
 pub fn forward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let Call { op, version, config, input, input_h, input_c, params, model, pseudo, reserve_len, lengths } =
         Call::read(ctx, kernel, true)?;
+    // float32 (float16 through half::via_f32) or float64, in every tensor and temporary.
+    let dtype = params.dtype;
     let dropout_call = (config.is_training && model.dropout > 0.0)
         .then(|| DROPOUT_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     let (t, b, h, hh) = (model.steps, model.batch, model.units, model.hidden);
-    let output = ctx.allocate_output(0, DType::F32, &model.output_shape())?;
-    let output_h = ctx.allocate_output(1, DType::F32, &input_h.shape)?;
+    let output = ctx.allocate_output(0, dtype, &model.output_shape())?;
+    let output_h = ctx.allocate_output(1, dtype, &input_h.shape)?;
     let c_shape: &[i64] = if model.mode == Mode::Lstm { &input_c.shape } else { &[] };
-    let output_c = ctx.allocate_output(2, DType::F32, c_shape)?;
+    let output_c = ctx.allocate_output(2, dtype, c_shape)?;
     let reserve = if config.is_training {
-        ctx.allocate_output(3, DType::F32, &[reserve_len])?
+        ctx.allocate_output(3, dtype, &[reserve_len])?
     } else {
-        ctx.allocate_output(3, DType::F32, &[])?;
-        ctx.allocate_temp(DType::F32, &[reserve_len.max(1)])?
+        ctx.allocate_output(3, dtype, &[])?;
+        ctx.allocate_temp(dtype, &[reserve_len.max(1)])?
     };
     match version {
         Version::V1 => {}
@@ -659,9 +691,9 @@ pub fn forward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     stream.fill(reserve.address, reserve.byte_len(), 0)?;
     let lengths = upload_lengths(ctx, &model, lengths)?;
     let gh = model.gate_units();
-    let xw = ctx.allocate_temp(DType::F32, &[model.rows().max(1), gh])?;
-    let hr = ctx.allocate_temp(DType::F32, &[b, gh])?;
-    let projected = ctx.allocate_temp(DType::F32, &[b, hh])?;
+    let xw = ctx.allocate_temp(dtype, &[model.rows().max(1), gh])?;
+    let hr = ctx.allocate_temp(dtype, &[b, gh])?;
+    let projected = ctx.allocate_temp(dtype, &[b, hh])?;
     let stream = ctx.stream()?;
     let (h_elems, c_elems) = (b * hh, b * h);
     for p in &pseudo {
@@ -763,6 +795,7 @@ pub fn forward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
 pub fn backward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let Call { op, version, config, input, input_h, input_c, params, model, pseudo, reserve_len, lengths } =
         Call::read(ctx, kernel, false)?;
+    let dtype = params.dtype;
     let first = version.forward_inputs();
     // output, output_h and output_c are not read (the reserve space holds the states), but TF's
     // kernel checks their shapes.
@@ -800,10 +833,10 @@ pub fn backward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
             reserve.num_elements()
         )));
     }
-    let dx = ctx.allocate_output(0, DType::F32, &input.shape)?;
-    let dh0 = ctx.allocate_output(1, DType::F32, &input_h.shape)?;
-    let dc0 = ctx.allocate_output(2, DType::F32, &input_c.shape)?;
-    let dparams = ctx.allocate_output(3, DType::F32, &params.shape)?;
+    let dx = ctx.allocate_output(0, dtype, &input.shape)?;
+    let dh0 = ctx.allocate_output(1, dtype, &input_h.shape)?;
+    let dc0 = ctx.allocate_output(2, dtype, &input_c.shape)?;
+    let dparams = ctx.allocate_output(3, dtype, &params.shape)?;
     check_sizes(&model, op, &[&input, &params, &reserve, &dy])?;
     let stream = ctx.stream()?;
     for out in [&dx, &dh0, &dc0, &dparams] {
@@ -820,23 +853,22 @@ pub fn backward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
     let lengths = upload_lengths(ctx, &model, lengths)?;
     let gh = model.gate_units();
     let rows = model.rows();
-    let dgi = ctx.allocate_temp(DType::F32, &[rows.max(1), gh])?;
-    let dgr = ctx.allocate_temp(DType::F32, &[rows.max(1), gh])?;
+    let dgi = ctx.allocate_temp(dtype, &[rows.max(1), gh])?;
+    let dgr = ctx.allocate_temp(dtype, &[rows.max(1), gh])?;
     // dh (hidden units) then dc (cell units) carried between steps.
-    let carry = ctx.allocate_temp(DType::F32, &[b * (hh + h)])?;
-    let dh_rec = ctx.allocate_temp(DType::F32, &[b, hh])?;
+    let carry = ctx.allocate_temp(dtype, &[b * (hh + h)])?;
+    let dh_rec = ctx.allocate_temp(dtype, &[b, hh])?;
     // Projection: each step's dh (for Wp's gradient) and dm = dh Wp.
     let (dhs, dm) = if model.proj {
-        (ctx.allocate_temp(DType::F32, &[rows.max(1), hh])?, ctx.allocate_temp(DType::F32, &[b, h])?)
+        (ctx.allocate_temp(dtype, &[rows.max(1), hh])?, ctx.allocate_temp(dtype, &[b, h])?)
     } else {
         (dh_rec.clone(), dh_rec.clone())
     };
     let wide = model.dirs * hh;
     let inner = if model.layers > 1 { 2 } else { 0 };
     // The gradient of each inner layer's output, filled by the layer above (two, alternating).
-    let inner_grads =
-        (0..inner).map(|_| ctx.allocate_temp(DType::F32, &[rows.max(1), wide])).collect::<Result<Vec<_>>>()?;
-    let dx_part = ctx.allocate_temp(DType::F32, &[rows.max(1), model.input_size.max(wide)])?;
+    let inner_grads = (0..inner).map(|_| ctx.allocate_temp(dtype, &[rows.max(1), wide])).collect::<Result<Vec<_>>>()?;
+    let dx_part = ctx.allocate_temp(dtype, &[rows.max(1), model.input_size.max(wide)])?;
     let stream = ctx.stream()?;
     let (h_elems, c_elems) = (b * hh, b * h);
     let dc_off = h_elems as u32;

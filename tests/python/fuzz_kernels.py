@@ -2597,7 +2597,7 @@ def rnn_mutation(g, args, kind, m):
         else:
             mode = args["rnn_mode"] if args["rnn_mode"] in RNN_MODES else "lstm"
             if g.chance(0.5):  # input size, one row, no steps
-                big = 2**60 if dt.itemsize == 4 else 2**61
+                big = {2: 2**61, 4: 2**60, 8: 2**59}[dt.itemsize]  # numpy's bytes stay below 2^63
                 args.update(input=np.zeros(seq(0, 1, big), dt), input_mode="linear_input",
                             input_h=g.data(m["dtype"], state(layers * dirs, 1, m["units"]), specials=False))
                 true = params_size(mode, big, m["units"], layers, dirs, False)

@@ -182,3 +182,44 @@ def test_mixed_precision_lstm():
     assert results["gpu"]["ops"] == ["CudnnRNNV3", "CudnnRNNV3"], results["gpu"]["ops"]
     assert results["cpu"]["ops"] == [], "the reference must be Keras's generic path"
     np.testing.assert_allclose(results["gpu"]["predictions"], results["cpu"]["predictions"], atol=1e-2)
+
+
+def test_float64_lstm_and_gru():
+    """`set_floatx("float64")`: CudnnRNNV3 with T=float64, computed in f64 where the adapter has
+    SHADER_F64 (TF-CPU has no kernel for the op: without ours the model fails to run). Predictions
+    and a few SGD steps' losses against Keras's generic path on TF-CPU, to float64 rounding."""
+    from conftest import registered_kernels
+    if not any(op == "CudnnRNNV3" and attrs.get("T") == "float64" for op, attrs in registered_kernels()):
+        pytest.skip("float64 needs SHADER_F64 (Vulkan)")
+    program = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        import tensorflow as tf
+        import keras
+        if sys.argv[1] == "cpu":
+            tf.config.set_visible_devices([], "GPU")
+        keras.backend.set_floatx("float64")
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((7, 5)), keras.layers.LSTM(8, return_sequences=True),
+                                  keras.layers.GRU(6), keras.layers.Dense(2)])
+        rng = np.random.default_rng(1)
+        x, y = rng.standard_normal((12, 7, 5)), rng.standard_normal((12, 2))
+        graph = tf.function(lambda x: model(x)).get_concrete_function(tf.constant(x)).graph
+        doubles = sorted(op.type for op in graph.get_operations()
+                         if op.type == "CudnnRNNV3" and op.get_attr("T") == tf.float64)
+        predictions = model.predict(x, verbose=0)
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        losses = model.fit(x, y, batch_size=4, epochs=2, verbose=0, shuffle=False).history["loss"]
+        print("RESULT " + json.dumps({"predictions": predictions.tolist(), "dtype": str(predictions.dtype),
+                                      "losses": losses, "ops": doubles}))
+    """)
+    results = {}
+    for mode in ("gpu", "cpu"):
+        done = subprocess.run([sys.executable, "-c", program, mode], capture_output=True, text=True,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+        results[mode] = worker_result(done, mode)
+    assert results["gpu"]["ops"] == ["CudnnRNNV3", "CudnnRNNV3"], results["gpu"]["ops"]
+    assert results["cpu"]["ops"] == [], "the reference must be Keras's generic path"
+    assert results["gpu"]["dtype"] == "float64"
+    np.testing.assert_allclose(results["gpu"]["predictions"], results["cpu"]["predictions"], rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(results["gpu"]["losses"], results["cpu"]["losses"], rtol=1e-11)

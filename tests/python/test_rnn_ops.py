@@ -219,17 +219,18 @@ class Case:
 
 def assert_close(got, want, tol, what):
     assert got.shape == want.shape, (what, got.shape, want.shape)
-    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), rtol=tol, atol=tol,
-                               err_msg=what)
+    wide = np.float64 if got.dtype == np.float64 else np.float32
+    np.testing.assert_allclose(np.asarray(got, wide), np.asarray(want, wide), rtol=tol, atol=tol, err_msg=what)
 
 
 def check(case, version="V3", dtype=np.float32, tol=1e-5, grad_tol=2e-5, grads=True, is_training=True):
     """The op on /GPU:0 against the reference on /CPU:0 (in float32, on the same inputs rounded to
-    `dtype`): the outputs, and with `grads` the gradients of `case.loss`."""
+    `dtype`; float64 in float64): the outputs, and with `grads` the gradients of `case.loss`."""
     got, got_g = case.run(lambda *a: case.plugin(*a, version=version, is_training=is_training), GPU, dtype,
                           grads=grads)
     # (the reference leaves the input unconnected when there are no steps)
-    want, want_g = case.run(case.ref, CPU, np.float32, via=dtype, grads=grads,
+    ref_dtype, via = (np.float64, None) if dtype == np.float64 else (np.float32, dtype)
+    want, want_g = case.run(case.ref, CPU, ref_dtype, via=via, grads=grads,
                             unconnected=tf.UnconnectedGradients.ZERO)
     names = ["output", "output_h", "output_c"] if case.mode == "lstm" else ["output", "output_h"]
     for name, g, w in zip(names, got, want):
@@ -317,6 +318,25 @@ def test_float16(mode, shape, rng, strict_placement):
     bi = shape.startswith("bi")
     case = Case(rng, mode, dirs=2 if bi else 1, layers=2 if bi else 1, time_major=not bi)
     check(case, dtype=np.float16, tol=5e-3, grad_tol=2e-2)
+
+
+F64 = list(itertools.product(MODES, ["uni-layers=1-time_major", "bi-layers=2-batch_major"]))
+
+
+def serves_float64():
+    from conftest import registered_kernels
+    return any(op == "CudnnRNNV3" and attrs.get("T") == "float64" for op, attrs in registered_kernels())
+
+
+@pytest.mark.skipif(not serves_float64(), reason="float64 needs SHADER_F64 (Vulkan)")
+@pytest.mark.parametrize("mode,shape", F64, ids=ids(F64, "", ""))
+def test_float64(mode, shape, rng, strict_placement):
+    """T=float64 (Keras's LSTM and GRU under `set_floatx("float64")`), computed in f64 where the
+    adapter has SHADER_F64: against the reference in float64, to within float64 rounding (a float32
+    computation would be 1e-7 off)."""
+    bi = shape.startswith("bi")
+    case = Case(rng, mode, dirs=2 if bi else 1, layers=2 if bi else 1, time_major=not bi)
+    check(case, dtype=np.float64, tol=1e-12, grad_tol=1e-11)
 
 
 @pytest.mark.parametrize("mode", MODES)
