@@ -23,11 +23,18 @@ class BuildWithCargo(build_py):
         target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
         # TF_WGPU_CARGO_PROFILE=dev gives a quicker, incremental debug build for development.
         profile = os.environ.get("TF_WGPU_CARGO_PROFILE", "release")
-        subprocess.check_call(["cargo", "build", "--lib", "--profile", profile], cwd=ROOT)
+        out_dir = "debug" if profile == "dev" else profile
+        built = os.path.join(target, out_dir, LIB)
+        # TF_WGPU_PREBUILT_LIB=1 packages the library cargo already built (CI: the one its Rust tests
+        # ran) instead of building it again: `cargo build --lib` alone resolves other dependency
+        # features than a build with the tests, and would recompile the wgpu stack.
+        if os.environ.get("TF_WGPU_PREBUILT_LIB") != "1":
+            subprocess.check_call(["cargo", "build", "--lib", "--profile", profile], cwd=ROOT)
+        elif not os.path.exists(built):
+            raise FileNotFoundError(f"TF_WGPU_PREBUILT_LIB=1 but {built} has not been built")
         plugin_dir = os.path.join(self.build_lib, "tensorflow-plugins")
         os.makedirs(plugin_dir, exist_ok=True)
-        out_dir = "debug" if profile == "dev" else profile
-        shutil.copy2(os.path.join(target, out_dir, LIB), os.path.join(plugin_dir, LIB))
+        shutil.copy2(built, os.path.join(plugin_dir, LIB))
         # Beside the packages, in site-packages itself: Python runs it at start-up (tensorflow_wgpu._xla).
         shutil.copy2(os.path.join(ROOT, "python", "tensorflow_wgpu.pth"), os.path.join(self.build_lib, "tensorflow_wgpu.pth"))
 

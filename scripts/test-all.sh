@@ -6,17 +6,6 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 export TF_INCLUDE_DIR="$(TF_CPP_MIN_LOG_LEVEL=3 "$VENV/bin/python" -c 'import tensorflow as tf, os; print(os.path.join(os.path.dirname(tf.__file__), "include"))')"
 
-# macOS (Metal) and Windows (DX12) builds: the whole crate, tests and examples included, checks and
-# lints clean for each (issue 21). Only the standard library of each target is needed, no SDK.
-CROSS_TARGETS="aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-msvc"
-# clippy type-checks everything cargo check does (and fails on its errors), so one pass does both.
-echo "== cargo clippy --all-targets -D warnings (a full type check) for $CROSS_TARGETS"
-rustup target add $CROSS_TARGETS >/dev/null 2>&1 || rustup target add $CROSS_TARGETS
-for target in $CROSS_TARGETS; do
-  cargo clippy -q --release --all-targets --target "$target" -- -D warnings
-  echo "$target: check and clippy clean"
-done
-
 # The release profile throughout: the Rust tests, the C-ABI walk and the wheel share one build of
 # the dependencies.
 echo "== cargo test --release"
@@ -31,31 +20,64 @@ cargo run -q --release --example registration | tail -3
 
 echo "== build the plugin wheel once (release), install it into the TF $TF_VERSION venv"
 rm -rf target/wheels
-"$VENV/bin/pip" wheel -q --no-build-isolation --no-deps -w target/wheels .
+# The wheel packages the library just built and tested (TF_WGPU_PREBUILT_LIB): setup.py's own
+# `cargo build --lib` would resolve other naga features than the tests' build and recompile.
+TF_WGPU_PREBUILT_LIB=1 "$VENV/bin/pip" wheel -q --no-build-isolation --no-deps -w target/wheels .
 WHEEL="$(ls target/wheels/tensorflow_wgpu-*.whl)"
 "$VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"
-echo "== pytest tests/python (TF $TF_VERSION)"
+# The Python suites run in two lanes at once. Most of them keep one core busy (one Python thread
+# driving small kernels: the op suite ran at 97% of one core of a 2-core machine), so two lanes
+# share a CI machine's two cores better than the suites take turns; together they took 57 minutes
+# one after another. Each job's output goes to target/ci-logs/<job>.log; a line reports each job as
+# it ends, and every log prints, in lane order, once both lanes are done.
 # The installed plugin is what `import tensorflow` loads; make sure no stale path overrides it.
 unset TF_PLUGGABLE_DEVICE_LIBRARY_PATH
-TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q --durations=30 tests/python
+export TF_CPP_MIN_LOG_LEVEL=2
+CI_LOGS="$PWD/target/ci-logs"
+rm -rf "$CI_LOGS"
+mkdir -p "$CI_LOGS"
+PYTEST=(-m pytest -q -p no:cacheprovider)
+
+# macOS (Metal) and Windows (DX12) builds: the whole crate, tests and examples included, checks and
+# lints clean for each (issue 21). Only the standard library of each target is needed, no SDK.
+# clippy type-checks everything cargo check does (and fails on its errors), so one pass does both.
+CROSS_TARGETS="aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-msvc"
+cross_clippy() {
+  rustup target add $CROSS_TARGETS >/dev/null 2>&1 || rustup target add $CROSS_TARGETS
+  for target in $CROSS_TARGETS; do
+    cargo clippy -q --release --all-targets --target "$target" -- -D warnings || return 1
+    echo "$target: check and clippy clean"
+  done
+}
+
+suite_main() {
+  "$VENV/bin/python" "${PYTEST[@]}" --durations=30 tests/python --ignore=tests/python/test_ops.py
+}
+suite_ops() {
+  "$VENV/bin/python" "${PYTEST[@]}" --durations=10 tests/python/test_ops.py
+}
 # The same kernels on a device opened with the smallest limits of Metal, DX12 and Vulkan, without
 # subgroups or float16: the guarded fallbacks (unbatched elementwise launches, the plain tiles) run.
-echo "== TF $TF_VERSION with TF_WGPU_PORTABLE_LIMITS=1"
-TF_WGPU_PORTABLE_LIMITS=1 TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/python/test_plugin.py tests/python/test_models.py tests/python/test_conv_grads.py
+suite_portable() {
+  TF_WGPU_PORTABLE_LIMITS=1 "$VENV/bin/python" "${PYTEST[@]}" \
+    tests/python/test_plugin.py tests/python/test_models.py tests/python/test_conv_grads.py
+}
 # The GPU kernel profile, what every non-CPU adapter runs (workgroup-tiled products, the implicit-GEMM
 # convolution, 32 invocations a softmax row), forced onto lavapipe so that both profiles stay
 # correct: the op suite's cases of the kernels the profile switches (products, and the convolutions,
 # einsums, fused ops and RNN cells built on them; softmax and cross-entropy rows), the convolution
 # gradients, layouts and model inference (issue 18). TF_WGPU_GPU_PROFILE_ALL=1 runs the whole op
-# suite under it.
-GPU_PROFILE_OPS="MatMul or Conv or Depthwise or Einsum or Fused or RNN or LSTM or GRU or Softmax or CrossEntropy or gpu"
+# suite under it. (The op suite's own GPU-profile tests set TF_WGPU_KERNELS=gpu in their
+# subprocesses and run with it.)
+GPU_PROFILE_OPS="(MatMul or Conv or Depthwise or Einsum or Fused or RNN or LSTM or GRU or Softmax or CrossEntropy) and not past_the_dispatch_grid"
 if [ "${TF_WGPU_GPU_PROFILE_ALL:-0}" = 1 ]; then GPU_PROFILE_OPS=""; fi
-echo "== TF $TF_VERSION with TF_WGPU_KERNELS=gpu"
-TF_WGPU_KERNELS=gpu TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/python/test_ops.py -k "$GPU_PROFILE_OPS"
-TF_WGPU_KERNELS=gpu TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/python/test_conv_grads.py tests/python/test_layouts.py tests/python/test_models.py
+suite_gpu_profile() {
+  local status=0
+  TF_WGPU_KERNELS=gpu "$VENV/bin/python" "${PYTEST[@]}" tests/python/test_ops.py -k "$GPU_PROFILE_OPS" || status=1
+  TF_WGPU_KERNELS=gpu "$VENV/bin/python" "${PYTEST[@]}" \
+    tests/python/test_conv_grads.py tests/python/test_layouts.py tests/python/test_models.py || status=1
+  return "$status"
+}
 
 # The same built library on older TensorFlows: symbols are resolved at run time and struct sizes
 # respected, so one binary serves them all (2.16 also exports the variable functions that make eager
@@ -68,38 +90,59 @@ TF_WGPU_KERNELS=gpu TF_CPP_MIN_LOG_LEVEL=2 "$VENV/bin/python" -m pytest -q -p no
 # file on both (with TF_WGPU_HEAVY=1 and TF_WGPU_ZOO=1, all of it).
 OLD_TF_FILES="test_ops.py test_loading.py test_plugin.py test_xla_requests.py test_rnn_ops.py test_memory.py test_profiler.py"
 VARIABLE_ROUTE_FILES="test_sparse_updates.py test_training.py test_robustness.py"
-CI_LOGS="$PWD/target/ci-logs"
-mkdir -p "$CI_LOGS"
-OLD_PIDS=()
-OLD_LOGS=()
-OLD_NAMES=()
-for OLD_TF in ${OLD_TF_VERSIONS:-2.19.1 2.16.2}; do
+suite_old_tf() {
+  local old_tf="$1" old_venv="$PWD/.venv-tf$1" files="$OLD_TF_FILES" tests=()
+  TF_VERSION="$old_tf" VENV="$old_venv" bash scripts/setup.sh || return 1
+  "$old_venv/bin/pip" install -q --force-reinstall --no-deps "$WHEEL" || return 1
   if [ "${TF_WGPU_OLD_TF_ALL:-0}" = 1 ]; then
-    OLD_TF_TESTS=(tests/python)
+    tests=(tests/python)
   else
-    OLD_TF_TESTS=()
-    FILES="$OLD_TF_FILES"
-    case "$OLD_TF" in 2.16.*) FILES="$FILES $VARIABLE_ROUTE_FILES" ;; esac
-    for file in $FILES; do OLD_TF_TESTS+=("tests/python/$file"); done
+    case "$old_tf" in 2.16.*) files="$files $VARIABLE_ROUTE_FILES" ;; esac
+    for file in $files; do tests+=("tests/python/$file"); done
   fi
-  OLD_VENV="$PWD/.venv-tf$OLD_TF"
-  echo "== the same wheel on TF $OLD_TF (set up; its tests start in the background)"
-  TF_VERSION="$OLD_TF" VENV="$OLD_VENV" bash scripts/setup.sh
-  "$OLD_VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"
-  # The older TFs' suites run at once: each is mostly one Python thread waiting on small kernels, so
-  # two share the two cores of a CI machine better than they take turns. Their logs print in order.
-  OLD_LOG="$CI_LOGS/pytest-tf$OLD_TF.log"
-  TF_CPP_MIN_LOG_LEVEL=2 "$OLD_VENV/bin/python" -m pytest -q --durations=5 "${OLD_TF_TESTS[@]}" >"$OLD_LOG" 2>&1 &
-  OLD_PIDS+=("$!")
-  OLD_LOGS+=("$OLD_LOG")
-  OLD_NAMES+=("$OLD_TF")
+  "$old_venv/bin/python" "${PYTEST[@]}" --durations=5 "${tests[@]}"
+}
+
+# Runs one job into its log; a job's failure is recorded and the lane goes on. (A function called
+# left of `||` runs without `set -e`: each job returns its own failures.)
+run_job() {
+  local name="$1" begin=$SECONDS status=0
+  shift
+  "$@" >"$CI_LOGS/$name.log" 2>&1 || status=$?
+  echo "$status" >"$CI_LOGS/$name.status"
+  echo "== $name: exit $status after $((SECONDS - begin)) s"
+}
+# Lane A: the cross-target checks (a compile, on the core lane B's op suite leaves free), the TF
+# 2.21 suite but its op suite, then the portable limits and the GPU profile. Lane B: the 2.21 op
+# suite, then the older TFs.
+LANE_A_JOBS="cross-clippy tf$TF_VERSION tf$TF_VERSION-portable-limits tf$TF_VERSION-gpu-profile"
+OLD_TFS="${OLD_TF_VERSIONS:-2.19.1 2.16.2}"
+LANE_B_JOBS="tf$TF_VERSION-ops$(for v in $OLD_TFS; do printf ' tf%s' "$v"; done)"
+echo "== the Python suites and the cross-target checks, in two lanes: [$LANE_A_JOBS] and [$LANE_B_JOBS]"
+(
+  run_job cross-clippy cross_clippy
+  run_job "tf$TF_VERSION" suite_main
+  run_job "tf$TF_VERSION-portable-limits" suite_portable
+  run_job "tf$TF_VERSION-gpu-profile" suite_gpu_profile
+) &
+LANE_A=$!
+(
+  run_job "tf$TF_VERSION-ops" suite_ops
+  for old_tf in $OLD_TFS; do run_job "tf$old_tf" suite_old_tf "$old_tf"; done
+) &
+LANE_B=$!
+wait "$LANE_A" "$LANE_B" || true
+
+FAILED=()
+for job in $LANE_A_JOBS $LANE_B_JOBS; do
+  status="$(cat "$CI_LOGS/$job.status" 2>/dev/null || echo missing)"
+  echo
+  echo "== $job (exit $status): target/ci-logs/$job.log"
+  cat "$CI_LOGS/$job.log" 2>/dev/null || true
+  if [ "$status" != 0 ]; then FAILED+=("$job"); fi
 done
-OLD_STATUS=0
-for i in "${!OLD_PIDS[@]}"; do
-  STATUS=0
-  wait "${OLD_PIDS[$i]}" || STATUS=$?
-  echo "== pytest on TF ${OLD_NAMES[$i]} (exit $STATUS)"
-  cat "${OLD_LOGS[$i]}"
-  if [ "$STATUS" != 0 ]; then OLD_STATUS=1; fi
-done
-exit "$OLD_STATUS"
+if [ ${#FAILED[@]} -gt 0 ]; then
+  echo "== failed: ${FAILED[*]}"
+  exit 1
+fi
+echo "== every job passed"

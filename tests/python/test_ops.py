@@ -2529,9 +2529,12 @@ def test_gpu_profile_runs_workgroup_tiles():
     assert "dispatch matmul tiles" not in log and "pack_im2col" not in log, log[-3000:]
 
 
+@pytest.mark.skipif(not (tf.__version__.startswith("2.21.") or os.environ.get("TF_WGPU_HEAVY") == "1"),
+                    reason="a kernel's own check, a minute on lavapipe: TF 2.21 only (TF_WGPU_HEAVY=1 runs it anywhere)")
 def test_gpu_matmul_splits_columns_past_the_dispatch_grid():
     """A product wider than 65535 tiles of 64 columns (the grid's x dimension) runs in blocks of
-    columns, B plain and transposed, on the GPU profile's kernel."""
+    columns, B plain and transposed, on the GPU profile's kernel. Its 50 s on lavapipe do not depend
+    on TF's version."""
     script = (
         "import numpy as np, tensorflow as tf\n"
         "tf.config.set_soft_device_placement(False)\n"
