@@ -58,14 +58,15 @@ struct Params {
     dst_stride: u32,
     flags: u32,
     // Dropout between layers: the probability's threshold on 32 random bits, 1 / (1 - p), and
-    // the call's random stream.
+    // the call's random stream. The scale comes as three float32s (`keep_scale` rounded, then the
+    // rest in two parts) whose sum is the float64 scale exactly.
     keep_threshold: u32,
     keep_scale: f32,
     seeds: vec4<u32>,
     // Projection: where this step's m goes in the reserve space.
     m_off: u32,
-    _pad0: u32,
-    _pad1: u32,
+    keep_scale_mid: f32,
+    keep_scale_low: f32,
     _pad2: u32,
     // Where each binding's tensor starts inside its (aligned) window, in elements: a, hr, wts,
     // lens; res, out, dgr, carry.
@@ -338,6 +339,12 @@ fn gate_sums(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     out[p.base1.y + at] = v;
 }
 
+// 1 / (1 - p) in T: float32 cells get `keep_scale` itself (the rest is at most half its ulp, and
+// rounds away), float64 ones the exact sum.
+fn keep_scale() -> T {
+    return T(p.keep_scale) + T(p.keep_scale_mid) + T(p.keep_scale_low);
+}
+
 // A 32-bit hash of four words (a PCG-style permutation per word): the random bits of dropout.
 fn hash4(v: vec4<u32>) -> u32 {
     var h = 0x9e3779b9u;
@@ -359,7 +366,7 @@ fn dropout_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
         return;
     }
     let bits = hash4(vec4<u32>(p.seeds.x ^ i, p.seeds.y, p.seeds.z, p.seeds.w * 0x85ebca6bu + i));
-    let mask = select(0.0, T(p.keep_scale), bits >= p.keep_threshold);
+    let mask = select(0.0, keep_scale(), bits >= p.keep_threshold);
     res[p.base1.x + p.dst_off + i] = mask;
     res[p.base1.x + p.src_off + i] *= mask;
 }
@@ -372,5 +379,5 @@ fn dropout_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
     if (i >= p.rows * p.cols) {
         return;
     }
-    out[p.base1.y + p.dst_off + i] *= select(0.0, T(p.keep_scale), res[p.base1.x + p.src_off + i] != 0.0);
+    out[p.base1.y + p.dst_off + i] *= select(0.0, keep_scale(), res[p.base1.x + p.src_off + i] != 0.0);
 }

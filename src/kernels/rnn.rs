@@ -467,7 +467,9 @@ struct Params {
     keep_scale: f32,
     seeds: [u32; 4],
     m_off: u32,
-    _pad: [u32; 3],
+    keep_scale_mid: f32,
+    keep_scale_low: f32,
+    _pad: u32,
     base: [u32; 8],
 }
 
@@ -605,13 +607,19 @@ static DROPOUT_CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU3
 /// The `dropout_forward` / `dropout_backward` block for inner layer `layer`.
 fn dropout_params(model: &Model, config: &Config, layer: i64, reserve_len: i64, call: u32) -> Params {
     let p = model.dropout as f64;
+    // 1 / (1 - p) as three float32 parts whose sum is the float64 value (each remainder is exact).
+    let scale = 1.0 / (1.0 - p);
+    let high = scale as f32;
+    let mid = (scale - f64::from(high)) as f32;
     Params {
         rows: model.rows() as u32,
         cols: (model.dirs * model.hidden) as u32,
         src_off: model.inner_output(layer, reserve_len) as u32,
         dst_off: model.dropout_mask(layer, reserve_len) as u32,
         keep_threshold: (p * 4294967296.0).min(u32::MAX as f64) as u32,
-        keep_scale: (1.0 / (1.0 - p)) as f32,
+        keep_scale: high,
+        keep_scale_mid: mid,
+        keep_scale_low: (scale - f64::from(high) - f64::from(mid)) as f32,
         seeds: [config.seeds[0] as u32, config.seeds[1] as u32, call, layer as u32],
         ..Default::default()
     }

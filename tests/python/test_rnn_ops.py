@@ -464,12 +464,14 @@ def test_lstm_projection(dirs, layers, time_major, rng, strict_placement):
 
 def dropout_masks(case, reserve, rate):
     """The masks the forward pass drew, from the end of its reserve space (one [rows, D*H] block per
-    inner layer, rows in the input's layout), time-major, after checking their values."""
+    inner layer, rows in the input's layout), time-major, after checking their values (1 / (1 - p)
+    rounded once to the reserve space's type)."""
     inner = case.steps * case.batch * case.dirs * (case.num_proj or case.units)
     flat = reserve.numpy()[reserve.shape[0] - (case.layers - 1) * inner:]
     masks = []
     for block in flat.reshape(case.layers - 1, -1):
-        assert set(np.unique(block)) <= {0.0, np.float32(1 / (1 - rate))}, np.unique(block)
+        # (the op's `dropout` attribute is a float32)
+        assert set(np.unique(block)) <= {0.0, flat.dtype.type(1 / (1 - np.float64(np.float32(rate))))}, np.unique(block)
         if case.time_major:
             masks.append(block.reshape(case.steps, case.batch, -1))
         else:
@@ -479,15 +481,22 @@ def dropout_masks(case, reserve, rate):
     return [tf.constant(m) for m in masks]
 
 
-@pytest.mark.parametrize("mode,dirs,time_major", [("lstm", 2, True), ("gru", 1, False), ("rnn_tanh", 2, False)])
-def test_dropout_between_layers(mode, dirs, time_major, rng, strict_placement):
+DROPOUT = [("lstm", 2, True, np.float32), ("gru", 1, False, np.float32), ("rnn_tanh", 2, False, np.float32)]
+if serves_float64():
+    DROPOUT += [("lstm", 2, False, np.float64), ("gru", 1, True, np.float64)]
+
+
+@pytest.mark.parametrize("mode,dirs,time_major,dtype", DROPOUT,
+                         ids=[f"{m}-{d}-{t}-{np.dtype(dt).name}" for m, d, t, dt in DROPOUT])
+def test_dropout_between_layers(mode, dirs, time_major, dtype, rng, strict_placement):
     """Training with dropout drops each inner layer's output (kept elements scaled by 1 / (1 - p))
     with a new mask per call; the forward pass and its gradient equal the reference given the
-    masks the call drew; inference ignores dropout."""
+    masks the call drew; inference ignores dropout. float64 to float64 rounding."""
     rate = 0.4
+    tol, grad_tol = (1e-12, 1e-11) if dtype == np.float64 else (1e-5, 2e-5)
     case = Case(rng, mode, dirs=dirs, layers=3, time_major=time_major, steps=6, batch=5, units=6)
     with tf.device(GPU):
-        args = case.inputs()
+        args = case.inputs(dtype)
         with tf.GradientTape() as tape:
             tape.watch(args)
             outs = case.plugin(*args, all_outputs=True, dropout=rate, seed=3, seed2=4)
@@ -498,17 +507,18 @@ def test_dropout_between_layers(mode, dirs, time_major, rng, strict_placement):
         inference = case.plugin(*args, is_training=False, dropout=rate, seed=3, seed2=4)
     masks = dropout_masks(case, outs[3], rate)
     assert not np.array_equal(outs[3].numpy(), again[3].numpy()), "each call draws new masks"
-    want, want_g = case.run(lambda *a: case.ref(*a, dropout_masks=masks), CPU,
+    want, want_g = case.run(lambda *a: case.ref(*a, dropout_masks=masks), CPU, dtype,
                             unconnected=tf.UnconnectedGradients.ZERO)
     names = ["output", "output_h", "output_c"] if mode == "lstm" else ["output", "output_h"]
     for name, g, w in zip(names, outs, want):
-        assert_close(g.numpy(), w.numpy(), 1e-5, name)
+        assert g.dtype == dtype, (name, g.dtype)
+        assert_close(g.numpy(), w.numpy(), tol, name)
     for name, g, w in zip(["d_input", "d_input_h", "d_input_c" if mode == "lstm" else "d_params", "d_params"],
                           grads, want_g):
-        assert_close(g.numpy(), w.numpy(), 2e-5, name)
-    plain, _ = case.run(case.ref, CPU, grads=False)
+        assert_close(g.numpy(), w.numpy(), grad_tol, name)
+    plain, _ = case.run(case.ref, CPU, dtype, grads=False)
     for name, g, w in zip(names, inference, plain):
-        assert_close(g.numpy(), w.numpy(), 1e-5, f"inference {name}")
+        assert_close(g.numpy(), w.numpy(), tol, f"inference {name}")
 
 
 GRU_ORDER_SCRIPT = """
