@@ -1,5 +1,5 @@
-"""Training tracks TF-CPU (issue 15): an MLP, a small CNN and a small Transformer, trained for 150,
-150 and 75 steps (TF_WGPU_TRAINING_STEPS=500 for the long run) with Adam, RMSprop and SGD with momentum
+"""Training tracks TF-CPU (issue 15): an MLP, a small CNN and a small Transformer, each trained for 150
+steps (TF_WGPU_TRAINING_STEPS=500 for the long run) with Adam, RMSprop and SGD with momentum
 (training_worker.py), step by step against TF-CPU.
 
 Each step's loss must stay within 1e-4 (relative) of TF-CPU's. Training amplifies rounding
@@ -27,13 +27,12 @@ import pytest
 import tensorflow as tf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The Transformer runs half the steps in CI (its 150 took 134 s of CI's hour); TF_WGPU_TRAINING_STEPS
-# sets every model's count.
-STEPS = {model: int(os.environ.get("TF_WGPU_TRAINING_STEPS", default))
-         for model, default in (("mlp", 150), ("cnn", 150), ("transformer", 75))}
+STEPS = int(os.environ.get("TF_WGPU_TRAINING_STEPS", "150"))
 BOUND = 1e-4
 NOISE_FACTOR = 10
 MODELS = ["mlp", "cnn", "transformer"]
+# Steps by which our error may lead TF-CPU's noise (see above).
+LEAD = STEPS // 10
 CONFIGS = {"wgpu": ("wgpu", "1"), "cpu": ("cpu", "1"), "cpu-eigen": ("cpu", "0"), "cpu-perturbed": ("cpu-perturbed", "1"),
            "cpu-perturbed-2": ("cpu-perturbed:4", "1")}
 NOISE_RUNS = ["cpu-eigen", "cpu-perturbed", "cpu-perturbed-2"]
@@ -50,7 +49,7 @@ def run_workers(model):
             env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS=onednn)
             out = os.path.join(tmp, f"{name}.json")
             procs[name] = (subprocess.Popen([sys.executable, os.path.join(HERE, "training_worker.py"), model, mode,
-                                             out, str(STEPS[model])], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                             out, str(STEPS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                             text=True, env=env), out)
         results = {}
         for name, (proc, out) in procs.items():
@@ -75,8 +74,7 @@ def compare(results, optimizer):
     ref = results["cpu"][optimizer]["losses"]
     error = running_relative(results["wgpu"][optimizer]["losses"], ref)
     noise = np.max([running_relative(results[run][optimizer]["losses"], ref) for run in NOISE_RUNS], axis=0)
-    lead = len(noise) // 10  # steps by which our error may lead TF-CPU's noise (see above)
-    ahead = np.concatenate([noise[lead:], np.full(min(lead, len(noise)), noise[-1])])
+    ahead = np.concatenate([noise[LEAD:], np.full(min(LEAD, len(noise)), noise[-1])])
     bound = np.maximum(BOUND, NOISE_FACTOR * ahead)
     worst = int(np.argmax(error / bound))
     return {
