@@ -155,15 +155,30 @@ def test_gru_gate_order_matters(references):
     assert not np.allclose(got["predictions"], ref["predictions"], rtol=1e-3, atol=1e-4)
 
 
-def test_mixed_precision_lstm():
-    """`mixed_float16`: CudnnRNNV3 with T=float16 (computed in float32, rounded once)."""
-    program = textwrap.dedent("""
+# The start of a Keras program run on the GPU or, with `cpu` as its argument, on TF-CPU.
+PRECISION_PROGRAM_HEAD = textwrap.dedent("""
         import json, sys
         import numpy as np
         import tensorflow as tf
         import keras
         if sys.argv[1] == "cpu":
             tf.config.set_visible_devices([], "GPU")
+""")
+
+
+def run_on_gpu_and_cpu(program):
+    """`program`'s RESULT with the GPU visible and on TF-CPU, each in a fresh process."""
+    results = {}
+    for mode in ("gpu", "cpu"):
+        done = subprocess.run([sys.executable, "-c", program, mode], capture_output=True, text=True,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+        results[mode] = worker_result(done, mode)
+    return results
+
+
+def test_mixed_precision_lstm():
+    """`mixed_float16`: CudnnRNNV3 with T=float16 (computed in float32, rounded once)."""
+    program = PRECISION_PROGRAM_HEAD + textwrap.dedent("""
         keras.mixed_precision.set_global_policy("mixed_float16")
         keras.utils.set_random_seed(2)
         model = keras.Sequential([keras.Input((7, 5)), keras.layers.LSTM(8, return_sequences=True),
@@ -174,11 +189,7 @@ def test_mixed_precision_lstm():
                         if op.type == "CudnnRNNV3" and op.get_attr("T") == tf.float16)
         print("RESULT " + json.dumps({"predictions": model.predict(x, verbose=0).tolist(), "ops": halves}))
     """)
-    results = {}
-    for mode in ("gpu", "cpu"):
-        done = subprocess.run([sys.executable, "-c", program, mode], capture_output=True, text=True,
-                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
-        results[mode] = worker_result(done, mode)
+    results = run_on_gpu_and_cpu(program)
     assert results["gpu"]["ops"] == ["CudnnRNNV3", "CudnnRNNV3"], results["gpu"]["ops"]
     assert results["cpu"]["ops"] == [], "the reference must be Keras's generic path"
     np.testing.assert_allclose(results["gpu"]["predictions"], results["cpu"]["predictions"], atol=1e-2)
@@ -191,13 +202,7 @@ def test_float64_lstm_and_gru():
     from conftest import registered_kernels
     if not any(op == "CudnnRNNV3" and attrs.get("T") == "float64" for op, attrs in registered_kernels()):
         pytest.skip("float64 needs SHADER_F64 (Vulkan)")
-    program = textwrap.dedent("""
-        import json, sys
-        import numpy as np
-        import tensorflow as tf
-        import keras
-        if sys.argv[1] == "cpu":
-            tf.config.set_visible_devices([], "GPU")
+    program = PRECISION_PROGRAM_HEAD + textwrap.dedent("""
         keras.backend.set_floatx("float64")
         keras.utils.set_random_seed(3)
         model = keras.Sequential([keras.Input((7, 5)), keras.layers.LSTM(8, return_sequences=True),
@@ -213,11 +218,7 @@ def test_float64_lstm_and_gru():
         print("RESULT " + json.dumps({"predictions": predictions.tolist(), "dtype": str(predictions.dtype),
                                       "losses": losses, "ops": doubles}))
     """)
-    results = {}
-    for mode in ("gpu", "cpu"):
-        done = subprocess.run([sys.executable, "-c", program, mode], capture_output=True, text=True,
-                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
-        results[mode] = worker_result(done, mode)
+    results = run_on_gpu_and_cpu(program)
     assert results["gpu"]["ops"] == ["CudnnRNNV3", "CudnnRNNV3"], results["gpu"]["ops"]
     assert results["cpu"]["ops"] == [], "the reference must be Keras's generic path"
     assert results["gpu"]["dtype"] == "float64"
