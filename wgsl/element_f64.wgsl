@@ -19,16 +19,11 @@ fn reciprocal_sqrt(v: f64) -> f64 {
     return 1.0 / sqrt(v);
 }
 
-// As math_sigmoid: exp(x) / (1 + exp(x)) below zero keeps the tiny results 1 / (1 + inf) would lose.
 fn element_sigmoid(v: f64) -> f64 {
     if (is_nan(v)) {
         return v;
     }
-    if (v >= 0.0) {
-        return 1.0 / (1.0 + m64_exp(-v));
-    }
-    let e = m64_exp(v);
-    return e / (1.0 + e);
+    return m64_sigmoid(v);
 }
 
 fn element_tanh(v: f64) -> f64 {
