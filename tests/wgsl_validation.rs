@@ -28,7 +28,8 @@ fn broadcasting_shaders_are_valid() {
     validate(&SELECT_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::integer::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::complex::SHADER, &[]);
-    validate(&tensorflow_wgpu::kernels::special::SHADER, &[("T", "f32")]);
+    validate(&tensorflow_wgpu::kernels::special::SHADER, &[("T", "f32"), ("M", "f32")]);
+    validate(&tensorflow_wgpu::kernels::special::FLOAT64_SHADER, &[("T", "f64"), ("M", "f64")]);
     validate(&tensorflow_wgpu::kernels::sort::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::compact::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::unique::SHADER, &[]);
@@ -181,6 +182,7 @@ fn every_wgsl_file_is_covered() {
             "sort.wgsl",
             "special.wgsl",
             "special_math.wgsl",
+            "special_math_f64.wgsl",
             "strided.wgsl",
             "unary.wgsl",
             "unique.wgsl",

@@ -1,8 +1,10 @@
-// Elementwise special functions (`special_math.wgsl` after `math.wgsl`, then `quot.wgsl` and
-// `broadcast.wgsl` are prepended), with NumPy broadcasting for the two-operand ones; `T` is the
-// storage type, the math is float32. One entry point per function rather than an `OP` switch:
-// a driver inlines every function an entry point reaches before it folds the switch, and these
-// functions' loops would make each pipeline slow to compile.
+// Elementwise special functions (`special_math.wgsl` after `math.wgsl`, or for float64 the
+// `special_*_f64.wgsl` parts after `math_f64.wgsl`; then `quot.wgsl` and `broadcast.wgsl` are
+// prepended), with NumPy broadcasting for the two-operand ones; `T` is the storage type, `M` the
+// type of the math (f32, or f64 for float64), whose library defines the `math_*` functions. One
+// entry point per function rather than an `OP` switch: a driver inlines every function an entry
+// point reaches before it folds the switch, and these functions' loops would make each pipeline
+// slow to compile.
 
 struct Params {
     n: u32,
@@ -29,9 +31,9 @@ fn element(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 }
 
 // Element i's operands (the one-operand functions read `a` twice), subnormals as zero (TF's DAZ).
-fn operands(i: u32) -> vec2<f32> {
+fn operands(i: u32) -> vec2<M> {
     let at = broadcast_offsets(i, p.shape, p.a_strides, p.b_strides, p.b_strides);
-    return vec2<f32>(math_flush(f32(a[p.a_off + at.x])), math_flush(f32(b[p.b_off + at.y])));
+    return vec2<M>(math_flush(M(a[p.a_off + at.x])), math_flush(M(b[p.b_off + at.y])));
 }
 
 @compute @workgroup_size(256)

@@ -1,6 +1,7 @@
 //! Elementwise special functions (`wgsl/special.wgsl` over the `wgsl/special_math.wgsl` library):
 //! Ndtri, Erfinv, the Bessel functions, Dawsn, Expint, FresnelCos, FresnelSin, Spence, and the two-operand Igamma, Igammac, IgammaGradA,
-//! RandomGammaGrad, Zeta and Polygamma with broadcasting; float32 math, as TF-CPU's Eigen code.
+//! RandomGammaGrad, Zeta and Polygamma with broadcasting; float32 math, as TF-CPU's Eigen code, and
+//! float64 math for float64 where the adapter has SHADER_F64 (Eigen's and TF's double code).
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{PipelineSpec, Shader};
@@ -13,6 +14,21 @@ pub const SHADER: Shader = Shader {
     source: concat!(
         include_str!("../../wgsl/math.wgsl"),
         include_str!("../../wgsl/special_math.wgsl"),
+        include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/broadcast.wgsl"),
+        include_str!("../../wgsl/special.wgsl")
+    ),
+    storage_buffers: 3,
+    uniform_buffers: 0,
+};
+
+/// The same entry points over the float64 library (`wgsl/special_math_f64.wgsl`: the Gamma family
+/// with Ndtri and Erfinv, the Bessel functions, and TF's own Dawsn ... Spence).
+pub const FLOAT64_SHADER: Shader = Shader {
+    name: "special_f64",
+    source: concat!(
+        include_str!("../../wgsl/math_f64.wgsl"),
+        include_str!("../../wgsl/special_math_f64.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
         include_str!("../../wgsl/broadcast.wgsl"),
         include_str!("../../wgsl/special.wgsl")
@@ -54,10 +70,14 @@ pub const BINARY: [(&str, &str); 6] = [
     ("Polygamma", "polygamma"),
 ];
 
-/// The registration rows of the family: float32 (bfloat16 rows come through `half::via_f32`).
-pub fn register(table: &mut Vec<KernelDef>) {
-    for (op, _) in UNARY.iter().chain(&BINARY) {
-        table.push(kernel(op, t_of(DType::F32), &[], &[], compute));
+/// The registration rows of the family: float32 (bfloat16 rows come through `half::via_f32`), and
+/// float64 where every adapter computes in f64.
+pub fn register(table: &mut Vec<KernelDef>, with_f64: bool) {
+    let types: &[DType] = if with_f64 { &[DType::F32, DType::F64] } else { &[DType::F32] };
+    for &dtype in types {
+        for (op, _) in UNARY.iter().chain(&BINARY) {
+            table.push(kernel(op, t_of(dtype), &[], &[], compute));
+        }
     }
 }
 
@@ -79,7 +99,8 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let b = if two { ctx.input(1)? } else { a.clone() };
     let shape = broadcast_shapes(&a.shape, &b.shape)?;
     let out = ctx.forward_input_or_allocate_output(if two { &[0, 1] } else { &[0] }, 0, dtype, &shape)?;
-    let aliases = [("T", dtype.wgsl())];
+    let (shader, math) = if dtype == DType::F64 { (&FLOAT64_SHADER, "f64") } else { (&SHADER, "f32") };
+    let aliases = [("T", dtype.wgsl()), ("M", math)];
     let spec = PipelineSpec { entry, aliases: &aliases, constants: &[] };
-    launch_two(ctx.stream()?, &SHADER, spec, &a, &b, &out, Units::elements(dtype.size()))
+    launch_two(ctx.stream()?, shader, spec, &a, &b, &out, Units::elements(dtype.size()))
 }
