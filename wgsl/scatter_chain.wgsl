@@ -5,9 +5,10 @@
 // `chain_apply` lets the update that ended up at a list's head walk the list and combine every
 // update into the row, one invocation per column, the element's only writer. Integer combines do
 // not depend on their order; float64 ones round in the chain's order, which varies from run to
-// run as the atomics' order does. Each launch takes the tuples from `tuple_base` on, as many as `n`
-// covers: on adapters whose loops are capped (llvmpipe), the Rust side bounds a chain by launching
-// the tuples in batches. Offsets count elements.
+// run as the atomics' order does. An assignment writes the head's row only, so that of repeated
+// tuples one row wins whole, never a mix of two rows' words. Each launch takes the tuples from
+// `tuple_base` on, as many as `n` covers: on adapters whose loops are capped (llvmpipe), the Rust
+// side bounds a chain by launching the tuples in batches. Offsets count elements.
 
 @group(0) @binding(0) var<storage, read_write> indices: array<u32>;
 @group(0) @binding(1) var<storage, read_write> rows: array<V>;
@@ -47,6 +48,11 @@ fn chain_apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         return;
     }
     let o = p.out_off + row * p.row_len + column;
+    if (p.combine == COMBINE_ASSIGN) {
+        // Assignments where tuples repeat: the head's row replaces the output row whole.
+        out[o] = rows[p.upd_off + tuple * p.row_len + column];
+        return;
+    }
     var value = out[o];
     var link = tuple + 1u;
     loop {

@@ -1316,9 +1316,10 @@ fn build_table() -> Vec<KernelDef> {
             let dense: &'static str = Box::leak(format!("ResourceApply{op}").into_boxed_str());
             table.push(kernel(dense, t_of(dtype), &[], attrs, variables::compute));
             // TF has no sparse GradientDescent, Adam, AdaMax, AddSign, PowerSign or
-            // AdamWithAmsgrad. The sparse ops scatter rows back as whole 32-bit words, so that one
-            // duplicate's row wins whole: float32 only (a 64-bit element could mix two).
-            if dtype == DType::F32
+            // AdamWithAmsgrad. The sparse ops scatter rows back so that one duplicate's row wins
+            // whole: float32 as whole words, float64 through the scatter chains (`scatter::scatter`).
+            // float16 stays on the CPU, as before.
+            if matches!(dtype, DType::F32 | DType::F64)
                 && !matches!(op, "GradientDescent" | "Adam" | "AdaMax" | "AddSign" | "PowerSign" | "AdamWithAmsgrad")
             {
                 let sparse: &'static str = Box::leak(format!("ResourceSparseApply{op}").into_boxed_str());

@@ -334,11 +334,17 @@ pub(super) fn scatter(
             [0, 0],
         );
     }
-    if let Some(shader) = chain_shader(updates.dtype).filter(|_| combine != Combine::Assign) {
+    if let Some(shader) = chain_shader(updates.dtype) {
         if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
             return Ok(());
         }
-        return launch_chain(stream, shader, combine, indices, dims, updates, out, tuples);
+        // Assignments too where their links fit in a binding, so that of repeated index tuples one
+        // row wins whole (the word scatter below could mix two rows' words in one element).
+        let heads: u64 = dims.iter().map(|&d| d as u64).product();
+        let links_fit = (heads + tuples) * 4 <= stream.device().limits.max_storage_buffer_binding_size;
+        if combine != Combine::Assign || links_fit {
+            return launch_chain(stream, shader, combine, indices, dims, updates, out, tuples);
+        }
     }
     let per_element = words_per_element(updates.dtype, combine, "scatter")?;
     if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {

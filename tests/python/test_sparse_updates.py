@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import worker_result
+from conftest import registered_kernels, worker_result
 
 GPU = "/GPU:0"
 
@@ -180,6 +180,29 @@ def test_updates_and_gathers_of_every_word_dtype(dtype, graph, strict_placement)
 
 
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "function"])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float32])
+def test_repeated_indices_assign_one_row_whole(dtype, graph, strict_placement):
+    """Where scatter updates repeat an index, one of their rows wins whole (TF-GPU: any one row),
+    never a mix of two rows' words in one element: 8-byte elements go through the scatter chains."""
+    repeats = 3000
+    # Each row's elements differ from every other row's in both 32-bit words.
+    rows = ((np.arange(repeats)[:, None] + 1) * (2**32 + 1) + np.arange(3)[None, :]).astype(dtype)
+    with tf.device(GPU):
+        v = tf.Variable(np.zeros((4, 3), dtype))
+
+        def run():
+            v.scatter_update(tf.IndexedSlices(tf.constant(rows), tf.constant(np.full(repeats, 2, np.int64))))
+            v.scatter_nd_update(tf.constant(np.full((repeats, 1), 1, np.int64)), tf.constant(rows))
+            return v.read_value()
+
+        got = (tf.function(run, autograph=False)() if graph else run()).numpy()
+    assert v.device.endswith("GPU:0")
+    for row in (1, 2):
+        assert any(np.array_equal(got[row], r) for r in rows), (row, got[row])
+    np.testing.assert_array_equal(got[[0, 3]], np.zeros((2, 3), dtype))
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "function"])
 def test_out_of_range_indices_follow_tf_gpu(graph, strict_placement):
     """TF-GPU drops scatter updates whose indices are out of range and gathers zeros for them
     (TF-CPU raises instead)."""
@@ -223,11 +246,11 @@ TF1_OPTIMIZERS = {
 }
 
 
-def train_tf1(device, name, graph, steps=3):
+def train_tf1(device, name, graph, steps=3, dtype=np.float32):
     rng = np.random.default_rng(5)
-    table = rng.standard_normal((10, 4)).astype(np.float32)
-    weights = rng.standard_normal((4, 2)).astype(np.float32)
-    batches = [(rng.integers(0, 10, 6), rng.standard_normal((6, 2)).astype(np.float32)) for _ in range(steps)]
+    table = rng.standard_normal((10, 4)).astype(dtype)
+    weights = rng.standard_normal((4, 2)).astype(dtype)
+    batches = [(rng.integers(0, 10, 6), rng.standard_normal((6, 2)).astype(dtype)) for _ in range(steps)]
     with tf.device(device):
         embedding, dense = tf.Variable(table), tf.Variable(weights)
         optimizer = TF1_OPTIMIZERS[name]()
@@ -254,3 +277,17 @@ def test_tf1_optimizers_with_sparse_gradients_match_cpu(name, graph):
     assert got[3].endswith("GPU:0")
     for g, w in zip(got[:3], want[:3]):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.skipif(("ResourceSparseApplyAdagrad", {"T": "float64", "Tindices": "int64"}) not in registered_kernels(),
+                    reason="no float64 kernels on this adapter")
+# (TF's proximal optimizers pass float32 hyperparameters whatever the variable's dtype: their
+# float64 ops fail to build on TF-CPU too.)
+@pytest.mark.parametrize("name", sorted(set(TF1_OPTIMIZERS) - {"proximal-adagrad", "proximal-gd"}))
+def test_tf1_optimizers_in_float64_match_cpu(name):
+    """The same training in float64: the sparse and dense updates compute in f64."""
+    got = train_tf1(GPU, name, True, dtype=np.float64)
+    want = train_tf1("/CPU:0", name, True, dtype=np.float64)
+    assert got[3].endswith("GPU:0")
+    for g, w in zip(got[:3], want[:3]):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
