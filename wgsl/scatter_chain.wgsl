@@ -1,7 +1,8 @@
-// Arithmetic scatters of 8-byte elements (scatter_index.wgsl, then the element type's file, come
-// first: scatter_chain_int.wgsl or scatter_chain_f64.wgsl, which give the alias `V` and
-// `chain_combine`). No atomic holds 64 bits, so the updates that land on one output row are chained
-// instead: `chain_link` pushes each tuple onto its target row's list (one atomic exchange), then
+// Scatters of 8-byte elements (scatter_index.wgsl, then the element type's file, come first:
+// scatter_chain_int.wgsl or scatter_chain_f64.wgsl, which give the alias `V` and `chain_combine`).
+// No atomic holds 64 bits, so the updates that land on one output row are chained instead:
+// `chain_reset` empties the lists of the rows a batch lands on, `chain_link` pushes each tuple onto
+// its target row's list (one atomic exchange), then
 // `chain_apply` lets the update that ended up at a list's head walk the list and combine every
 // update into the row, one invocation per column, the element's only writer. Integer combines do
 // not depend on their order; float64 ones round in the chain's order, which varies from run to
@@ -17,6 +18,20 @@
 // tuple in its row's chain (0: the end).
 @group(0) @binding(3) var<storage, read_write> links: array<atomic<u32>>;
 @group(0) @binding(4) var<uniform> p: Params;
+
+// One invocation per tuple of the batch (`n` tuples): its row's list emptied (every tuple of the
+// row writes the same 0) before `chain_link` runs.
+@compute @workgroup_size(256)
+fn chain_reset(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = word_index(gid, nwg);
+    if (t >= p.n) {
+        return;
+    }
+    let row = target_row(p.tuple_base + t);
+    if (row != 0xffffffffu) {
+        atomicStore(&links[p.links_off + row], 0u);
+    }
+}
 
 // One invocation per tuple of the batch (`n` tuples).
 @compute @workgroup_size(256)

@@ -1,5 +1,5 @@
-// Elementwise special functions (`special_math.wgsl` after `math.wgsl`, or for float64 the
-// `special_*_f64.wgsl` parts after `math_f64.wgsl`; then `quot.wgsl` and `broadcast.wgsl` are
+// Elementwise special functions (`special_math.wgsl` after `math.wgsl`, or for float64
+// `special_math_f64.wgsl` after `math_f64.wgsl`; then `quot.wgsl` and `broadcast.wgsl` are
 // prepended), with NumPy broadcasting for the two-operand ones; `T` is the storage type, `M` the
 // type of the math (f32, or f64 for float64), whose library defines the `math_*` functions. One
 // entry point per function rather than an `OP` switch: a driver inlines every function an entry

@@ -366,8 +366,8 @@ fn math_gamma_zeta_sum(x: f64, q: f64) -> f64 {
 
 // Below q = -MATH_GAMMA_ZETA_TERMS, zeta's term-by-term sum would take |q| iterations, each with
 // m64_pow's loop of 10 inside, and llvmpipe stops an invocation's loops after 65,535 iterations in
-// all (of all its loops, and of all the invocations that it runs in one SIMD batch): there the terms
-// of q + k < -MATH_GAMMA_ZETA_TERMS are summed in closed form instead.
+// all (`LLVMPIPE_MAX_LOOP_ITERATIONS` in src/runtime/device.rs): there the terms of
+// q + k < -MATH_GAMMA_ZETA_TERMS are summed in closed form instead.
 const MATH_GAMMA_ZETA_TERMS: f64 = 2048.0;
 
 // Hurwitz's zeta(x, q) (Eigen's zeta_impl).
@@ -955,7 +955,7 @@ fn math_bessel_y1(x: f64) -> f64 {
 }
 
 // Dawson's integral, the exponential integral Ei, the Fresnel integrals C and S, and Spence's
-// integral, in float64 (`math_f64.wgsl` and `special_math_f64.wgsl` come first): the ops Dawsn,
+// integral, in float64 (on `math_f64.wgsl` and this file's shared section): the ops Dawsn,
 // Expint, FresnelCos, FresnelSin and Spence as TF-CPU computes them for double, i.e. the scalar
 // code of dawsn_op, expint_op, fresnel_cos_op, fresnel_sin_op and spence_op in TF's
 // tensorflow/core/kernels/special_math/special_math_op_misc_impl.h (Cephes' dawsn.c, ei.c,

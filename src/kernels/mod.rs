@@ -1317,8 +1317,8 @@ fn build_table() -> Vec<KernelDef> {
             table.push(kernel(dense, t_of(dtype), &[], attrs, variables::compute));
             // TF has no sparse GradientDescent, Adam, AdaMax, AddSign, PowerSign or
             // AdamWithAmsgrad. The sparse ops scatter rows back so that one duplicate's row wins
-            // whole: float32 as whole words, float64 through the scatter chains (`scatter::scatter`).
-            // float16 stays on the CPU, as before.
+            // whole: float32 as whole words, float64 through the scatter chains where their links
+            // fit in a binding (`scatter::scatter`). Not float16 (its elements share words).
             if matches!(dtype, DType::F32 | DType::F64)
                 && !matches!(op, "GradientDescent" | "Adam" | "AdaMax" | "AddSign" | "PowerSign" | "AdamWithAmsgrad")
             {

@@ -3,7 +3,9 @@
 //! resource variables' scatter updates share (`variables`). Arithmetic combines serve float32,
 //! int32 and uint32 by the word, the 8- and 16-bit integers and floats by their lane of a word, and
 //! int64, uint64 and float64 through chains (`wgsl/scatter_chain.wgsl`); updates and gathers move
-//! elements of any dtype. Index tuples outside the output are
+//! elements of any dtype, those of int64, uint64 and float64 through the chains too where their
+//! links fit in a binding (so that of repeated tuples one row wins whole). Index tuples outside the
+//! output are
 //! dropped and gathers give zeros for them, as on TF-GPU (TF-CPU reports them as errors instead;
 //! checking would need a readback of the indices).
 
@@ -29,7 +31,7 @@ pub const SHADER: Shader = Shader {
     uniform_buffers: 0,
 };
 
-/// Arithmetic scatters of 8-byte integers, through per-row chains of the updates.
+/// Scatters of 8-byte integers (arithmetic, and assignments), through per-row chains of the updates.
 pub const CHAIN_SHADER: Shader = Shader {
     name: "scatter_chain",
     source: concat!(
@@ -246,9 +248,10 @@ fn launch(
     })
 }
 
-/// The arithmetic scatter of 8-byte `updates` (`tuples` rows) into `out`: each batch of
-/// tuples links the updates of each output row into a chain, then one update per row walks its
-/// chain. On adapters that cap loops, a batch holds no more tuples than a chain may walk.
+/// The scatter of 8-byte `updates` (`tuples` rows) into `out`: each batch of tuples resets the
+/// heads of the rows it lands on, links the updates of each output row into a chain, then one update
+/// per row walks its chain (an assignment writes the head's row). On adapters that cap loops, a batch
+/// holds no more tuples than a chain may walk.
 #[allow(clippy::too_many_arguments)]
 fn launch_chain(
     stream: &Stream,
@@ -270,7 +273,7 @@ fn launch_chain(
     let device = stream.device();
     let pipeline =
         |entry| device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants });
-    let (link, apply) = (pipeline("chain_link")?, pipeline("chain_apply")?);
+    let (reset, link, apply) = (pipeline("chain_reset")?, pipeline("chain_link")?, pipeline("chain_apply")?);
     stream.encode(|core, encoder| {
         // llvmpipe counts two iterations per step of the chain's loop (measured: a chain of
         // 32,768 stopped one short), and a step of a 64-bit division runs divmod_unsigned's
@@ -294,9 +297,11 @@ fn launch_chain(
         let bindings = [idx_bind, rows_bind, out_bind, Binding { buffer: &links, offset: 0, size: links_bytes }];
         for base in (0..tuples).step_by(batch.min(tuples) as usize) {
             let count = batch.min(tuples - base);
-            encoder.clear_buffer(&links, 0, Some(heads * 4));
             p.tuple_base = base as u32;
             p.n = count as u32;
+            // Only the heads this batch lands on: clearing every output row's would cost the table's
+            // size (an embedding's rows) per launch rather than the update's.
+            dispatch(core, encoder, "chain_reset", &reset, &bindings, bytemuck::bytes_of(&p), count)?;
             dispatch(core, encoder, "chain_link", &link, &bindings, bytemuck::bytes_of(&p), count)?;
             p.n = shader_len(count * row_elements, "scatter chain")?;
             dispatch(core, encoder, "chain_apply", &apply, &bindings, bytemuck::bytes_of(&p), count * row_elements)?;
