@@ -162,7 +162,6 @@ fn m64_log1p(x: f64) -> f64 {
     return m64_log(u) + c / u;
 }
 
-// tanh(x) = -expm1(-2|x|) / (expm1(-2|x|) + 2), signed; 1 past |x| = 22, where it rounds to 1.
 // As math_sigmoid: exp(x) / (1 + exp(x)) below zero keeps the tiny results 1 / (1 + inf) would lose.
 // (NaN: the caller's check, as WGSL has no bitcast of an f64.)
 fn m64_sigmoid(x: f64) -> f64 {
@@ -173,6 +172,7 @@ fn m64_sigmoid(x: f64) -> f64 {
     return e / (1.0 + e);
 }
 
+// tanh(x) = -expm1(-2|x|) / (expm1(-2|x|) + 2), signed; 1 past |x| = 22, where it rounds to 1.
 fn m64_tanh(x: f64) -> f64 {
     let ax = abs(x);
     var t: f64 = 1.0;

@@ -14,10 +14,68 @@ fn math_flush(x: f32) -> f32 {
     return x;
 }
 
-// c[0] x^8 + c[1] x^7 + ... + c[8] (Cephes' polevl, highest degree first).
+// Cephes' polevl (Eigen's ppolevl<T, N>): c[0] x^N + c[1] x^(N-1) + ... + c[N] by Horner's rule,
+// highest degree first, a * b + c written out (no reliance on fma being fused). One copy per
+// degree, as WGSL arrays are typed by their length; every section of the library uses these.
+fn math_polevl4(x: f32, c: array<f32, 5>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 5; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl5(x: f32, c: array<f32, 6>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 6; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl6(x: f32, c: array<f32, 7>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 7; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl7(x: f32, c: array<f32, 8>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 8; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
 fn math_polevl8(x: f32, c: array<f32, 9>) -> f32 {
     var acc = c[0];
     for (var i = 1; i < 9; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl9(x: f32, c: array<f32, 10>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 10; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl10(x: f32, c: array<f32, 11>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 11; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl11(x: f32, c: array<f32, 12>) -> f32 {
+    var acc = c[0];
+    for (var i = 1; i < 12; i++) {
         acc = acc * x + c[i];
     }
     return acc;
@@ -542,23 +600,6 @@ fn math_bessel_chbevl18(x: f32, coef: array<f32, 18>) -> f32 {
     return 0.5 * (b0 - b2);
 }
 
-// Eigen's ppolevl<T, N>: coef[0] x^N + ... + coef[N] by Horner's rule (N + 1 coefficients).
-fn math_bessel_polevl4(x: f32, coef: array<f32, 5>) -> f32 {
-    var acc = coef[0];
-    for (var i = 1; i < 5; i++) {
-        acc = acc * x + coef[i];
-    }
-    return acc;
-}
-
-fn math_bessel_polevl7(x: f32, coef: array<f32, 8>) -> f32 {
-    var acc = coef[0];
-    for (var i = 1; i < 8; i++) {
-        acc = acc * x + coef[i];
-    }
-    return acc;
-}
-
 // i0e: generic_i0e<T, float> (Cephes i0ef.c). Even; Chebyshev in |x| on [0, 8], in 32/|x| above.
 fn math_bessel_i0e(x_in: f32) -> f32 {
     let x = math_flush(x_in);
@@ -665,16 +706,16 @@ fn math_bessel_k1(x_in: f32) -> f32 {
 // (sqrt(1/y) MO(1/y), 1/y PH(1/y^2) + phase0). The caller adds y to the phase.
 fn math_bessel_asymptotic0(y: f32) -> vec2<f32> {
     let q = 1.0 / y;
-    let p = math_rsqrt(y) * math_bessel_polevl7(q, MATH_BESSEL_J0_MO);
+    let p = math_rsqrt(y) * math_polevl7(q, MATH_BESSEL_J0_MO);
     let w = q * q;
-    return vec2<f32>(p, q * math_bessel_polevl7(w, MATH_BESSEL_J0_PH) + MATH_BESSEL_NEG_PIO4);
+    return vec2<f32>(p, q * math_polevl7(w, MATH_BESSEL_J0_PH) + MATH_BESSEL_NEG_PIO4);
 }
 
 fn math_bessel_asymptotic1(y: f32) -> vec2<f32> {
     let q = 1.0 / y;
-    let p = math_rsqrt(y) * math_bessel_polevl7(q, MATH_BESSEL_J1_MO1);
+    let p = math_rsqrt(y) * math_polevl7(q, MATH_BESSEL_J1_MO1);
     let w = q * q;
-    return vec2<f32>(p, q * math_bessel_polevl7(w, MATH_BESSEL_J1_PH1) + MATH_BESSEL_NEG_THREE_PIO4);
+    return vec2<f32>(p, q * math_polevl7(w, MATH_BESSEL_J1_PH1) + MATH_BESSEL_NEG_THREE_PIO4);
 }
 
 // j0: generic_j0<T, float> (Cephes j0f.c). Even. Polynomial with the first zero removed on
@@ -688,7 +729,7 @@ fn math_bessel_j0(x_in: f32) -> f32 {
         if (y < 1.0e-3) {
             return z * -0.25 + 1.0;
         }
-        return (z - MATH_BESSEL_J0_DR1) * math_bessel_polevl4(z, MATH_BESSEL_J0_JP);
+        return (z - MATH_BESSEL_J0_DR1) * math_polevl4(z, MATH_BESSEL_J0_JP);
     }
     let mp = math_bessel_asymptotic0(y);
     return mp.x * math_cos(mp.y + y);
@@ -702,7 +743,7 @@ fn math_bessel_j1(x_in: f32) -> f32 {
     let y = abs(x);
     if (y <= 2.0) {
         let z = y * y;
-        return math_flush((z - MATH_BESSEL_J1_Z1) * (x * math_bessel_polevl4(z, MATH_BESSEL_J1_JP)));
+        return math_flush((z - MATH_BESSEL_J1_Z1) * (x * math_polevl4(z, MATH_BESSEL_J1_JP)));
     }
     let mp = math_bessel_asymptotic1(y);
     let r = mp.x * math_cos(mp.y + y);
@@ -719,7 +760,7 @@ fn math_bessel_y0(x_in: f32) -> f32 {
     if (x <= 2.0) {
         let z = x * x;
         let r = MATH_BESSEL_TWO_OVER_PI * (math_log(x) * math_bessel_j0(x));
-        return (z - MATH_BESSEL_Y0_YZ1) * math_bessel_polevl4(z, MATH_BESSEL_Y0_YP) + r;
+        return (z - MATH_BESSEL_Y0_YZ1) * math_polevl4(z, MATH_BESSEL_Y0_YP) + r;
     }
     let mp = math_bessel_asymptotic0(x);
     return mp.x * math_sin(mp.y + x);
@@ -735,7 +776,7 @@ fn math_bessel_y1(x_in: f32) -> f32 {
     if (x == 0.0 || math_is_inf(x)) { return math_nan(); }
     if (x <= 2.0) {
         let z = x * x;
-        let r = (z - MATH_BESSEL_Y1_YO1) * math_bessel_polevl4(z, MATH_BESSEL_Y1_YP);
+        let r = (z - MATH_BESSEL_Y1_YO1) * math_polevl4(z, MATH_BESSEL_Y1_YP);
         return r * x + MATH_BESSEL_TWO_OVER_PI * (math_bessel_j1(x) * math_log(x) + -1.0 / x);
     }
     let mp = math_bessel_asymptotic1(x);
@@ -774,71 +815,6 @@ fn math_bessel_y1(x_in: f32) -> f32 {
 // EUL + log(2^-150) = -103.39486 for a positive one (glibc's x * 2^23 normalisation flushes to 0).
 // Names start with `math_misc_` (helpers) or are the five entry points, so that they cannot
 // collide with the including shader's own.
-
-// Eigen's ppolevl<T, N>: c[0] x^N + ... + c[N] by Horner's rule (N + 1 coefficients).
-fn math_misc_polevl4(x: f32, c: array<f32, 5>) -> f32 {
-    var acc = c[0];
-    for (var i = 1; i < 5; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl5(x: f32, c: array<f32, 6>) -> f32 {
-    var acc = c[0];
-    for (var i = 1; i < 6; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl6(x: f32, c: array<f32, 7>) -> f32 {
-    var acc = c[0];
-    for (var i = 1; i < 7; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl7(x: f32, c: array<f32, 8>) -> f32 {
-    var acc = c[0];
-    for (var i = 1; i < 8; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl8(x: f32, c: array<f32, 9>) -> f32 {
-    var acc = c[0];
-    for (var i = 1; i < 9; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl9(x: f32, c: array<f32, 10>) -> f32 {
-    var acc = c[0];
-    for (var i = 1; i < 10; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl10(x: f32, c: array<f32, 11>) -> f32 {
-    var acc = c[0];
-    for (var i = 1; i < 11; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl11(x: f32, c: array<f32, 12>) -> f32 {
-    var acc = c[0];
-    for (var i = 1; i < 12; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
 
 const MATH_MISC_DAWSN_AN: array<f32, 10> = array<f32, 10>(
     1.1368149477331002e-11,  // 1.13681498971755972054E-11
@@ -1188,14 +1164,14 @@ const MATH_MISC_SPENCE_B: array<f32, 8> = array<f32, 8>(
 // generic_dawsn_interval_1, |x| in [0, 3.25): x AN(x^2) / AD(x^2).
 fn math_misc_dawsn_interval_1(x: f32) -> f32 {
     let x2 = x * x;
-    return (x * math_misc_polevl9(x2, MATH_MISC_DAWSN_AN)) / math_misc_polevl10(x2, MATH_MISC_DAWSN_AD);
+    return (x * math_polevl9(x2, MATH_MISC_DAWSN_AN)) / math_polevl10(x2, MATH_MISC_DAWSN_AD);
 }
 
 // generic_dawsn_interval_2, |x| in [3.25, 6.25): (1/x + 1/x^2 BN(1/x^2) / (x BD(1/x^2))) / 2.
 fn math_misc_dawsn_interval_2(x: f32) -> f32 {
     let inverse_x = 1.0 / x;
     let inverse_x2 = inverse_x * inverse_x;
-    let z = math_misc_polevl10(inverse_x2, MATH_MISC_DAWSN_BN) / (x * math_misc_polevl10(inverse_x2, MATH_MISC_DAWSN_BD));
+    let z = math_polevl10(inverse_x2, MATH_MISC_DAWSN_BN) / (x * math_polevl10(inverse_x2, MATH_MISC_DAWSN_BD));
     let y = inverse_x2 * z + inverse_x;
     return 0.5 * y;
 }
@@ -1204,7 +1180,7 @@ fn math_misc_dawsn_interval_2(x: f32) -> f32 {
 fn math_misc_dawsn_interval_3(x: f32) -> f32 {
     let inverse_x = 1.0 / x;
     let inverse_x2 = inverse_x * inverse_x;
-    let z = math_misc_polevl4(inverse_x2, MATH_MISC_DAWSN_CN) / (x * math_misc_polevl5(inverse_x2, MATH_MISC_DAWSN_CD));
+    let z = math_polevl4(inverse_x2, MATH_MISC_DAWSN_CN) / (x * math_polevl5(inverse_x2, MATH_MISC_DAWSN_CD));
     let y = inverse_x2 * z + inverse_x;
     return 0.5 * y;
 }
@@ -1264,7 +1240,7 @@ fn math_expint(x_in: f32) -> f32 {
             if ((bits & 0x80000000u) != 0u) { return math_nan(); }
             return -103.39485931396484;
         }
-        let f = math_misc_polevl5(x, MATH_MISC_EXPINT_A) / math_misc_polevl6(x, MATH_MISC_EXPINT_B);
+        let f = math_polevl5(x, MATH_MISC_EXPINT_A) / math_polevl6(x, MATH_MISC_EXPINT_B);
         return x * f + MATH_MISC_EUL + math_log(x);
     }
     // TF flushes 1/x to zero past 2^126, and then exp(x) * 0 = inf * 0.
@@ -1273,22 +1249,22 @@ fn math_expint(x_in: f32) -> f32 {
     var r: f32;
     if (x < 4.0) {
         // generic_expint_interval_2, [2, 4).
-        r = math_misc_polevl7(w, MATH_MISC_EXPINT_A6) / math_misc_polevl7(w, MATH_MISC_EXPINT_B6);
+        r = math_polevl7(w, MATH_MISC_EXPINT_A6) / math_polevl7(w, MATH_MISC_EXPINT_B6);
     } else if (x < 8.0) {
         // generic_expint_interval_3, [4, 8).
-        r = math_misc_polevl7(w, MATH_MISC_EXPINT_A5) / math_misc_polevl8(w, MATH_MISC_EXPINT_B5);
+        r = math_polevl7(w, MATH_MISC_EXPINT_A5) / math_polevl8(w, MATH_MISC_EXPINT_B5);
     } else if (x < 16.0) {
         // generic_expint_interval_4, [8, 16).
-        r = math_misc_polevl9(w, MATH_MISC_EXPINT_A2) / math_misc_polevl9(w, MATH_MISC_EXPINT_B2);
+        r = math_polevl9(w, MATH_MISC_EXPINT_A2) / math_polevl9(w, MATH_MISC_EXPINT_B2);
     } else if (x < 32.0) {
         // generic_expint_interval_5, [16, 32).
-        r = math_misc_polevl7(w, MATH_MISC_EXPINT_A4) / math_misc_polevl8(w, MATH_MISC_EXPINT_B4);
+        r = math_polevl7(w, MATH_MISC_EXPINT_A4) / math_polevl8(w, MATH_MISC_EXPINT_B4);
     } else if (x < 64.0) {
         // generic_expint_interval_6, [32, 64).
-        r = math_misc_polevl5(w, MATH_MISC_EXPINT_A7) / math_misc_polevl5(w, MATH_MISC_EXPINT_B7);
+        r = math_polevl5(w, MATH_MISC_EXPINT_A7) / math_polevl5(w, MATH_MISC_EXPINT_B7);
     } else {
         // generic_expint_interval_7, [64, inf).
-        r = math_misc_polevl8(w, MATH_MISC_EXPINT_A3) / math_misc_polevl9(w, MATH_MISC_EXPINT_B3);
+        r = math_polevl8(w, MATH_MISC_EXPINT_A3) / math_polevl9(w, MATH_MISC_EXPINT_B3);
     }
     return math_misc_expint_large(x, w, r);
 }
@@ -1303,7 +1279,7 @@ const MATH_MISC_HALF_PI: f32 = 1.5707963705062866;
 fn math_misc_fresnel_cos_interval_1(x: f32) -> f32 {
     let x2 = x * x;
     let x4 = x2 * x2;
-    return x * math_misc_polevl5(x4, MATH_MISC_FRESNEL_CN) / math_misc_polevl6(x4, MATH_MISC_FRESNEL_CD);
+    return x * math_polevl5(x4, MATH_MISC_FRESNEL_CN) / math_polevl6(x4, MATH_MISC_FRESNEL_CD);
 }
 
 // generic_fresnel_sin_interval_1, x^2 < 2.5625: x^3 SN(x^4) / SD(x^4). x^3 flushed as TF does
@@ -1312,7 +1288,7 @@ fn math_misc_fresnel_sin_interval_1(x: f32) -> f32 {
     let x2 = x * x;
     let x4 = x2 * x2;
     let z = math_flush(x * x2);
-    return z * math_misc_polevl5(x4, MATH_MISC_FRESNEL_SN) / math_misc_polevl6(x4, MATH_MISC_FRESNEL_SD);
+    return z * math_polevl5(x4, MATH_MISC_FRESNEL_SN) / math_polevl6(x4, MATH_MISC_FRESNEL_SD);
 }
 
 // generic_fresnel_asymp, x^2 >= 2.5625 and x <= 36974: the auxiliary functions f and g in
@@ -1322,8 +1298,8 @@ fn math_misc_fresnel_asymp(x: f32, use_sin: bool) -> f32 {
     let x2 = x * x;
     let t = 1.0 / (MATH_MISC_PI * x2);
     let u = t * t;
-    let f = 1.0 - u * (math_misc_polevl9(u, MATH_MISC_FRESNEL_FN) / math_misc_polevl10(u, MATH_MISC_FRESNEL_FD));
-    let g = t * math_misc_polevl10(u, MATH_MISC_FRESNEL_GN) / math_misc_polevl11(u, MATH_MISC_FRESNEL_GD);
+    let f = 1.0 - u * (math_polevl9(u, MATH_MISC_FRESNEL_FN) / math_polevl10(u, MATH_MISC_FRESNEL_FD));
+    let g = t * math_polevl10(u, MATH_MISC_FRESNEL_GN) / math_polevl11(u, MATH_MISC_FRESNEL_GD);
     let z = MATH_MISC_HALF_PI * x2;
     let c = math_cos(z);
     let s = math_sin(z);
@@ -1396,7 +1372,7 @@ fn math_spence(x_in: f32) -> f32 {
     } else {
         w = y - 1.0;
     }
-    var spence = -w * (math_misc_polevl7(w, MATH_MISC_SPENCE_A) / math_misc_polevl7(w, MATH_MISC_SPENCE_B));
+    var spence = -w * (math_polevl7(w, MATH_MISC_SPENCE_A) / math_polevl7(w, MATH_MISC_SPENCE_B));
     let z = math_log(y);
     if (y < 0.5) {
         spence = -z * math_log1p(-y) + MATH_MISC_PI2O6 - spence;

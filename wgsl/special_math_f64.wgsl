@@ -37,6 +37,81 @@ fn math_flush(x: f64) -> f64 {
     return x;
 }
 
+// Cephes' polevl (Eigen's ppolevl<T, N>): c[0] x^N + c[1] x^(N-1) + ... + c[N] by Horner's rule,
+// highest degree first, a * b + c written out (no reliance on fma being fused). One copy per
+// degree, as WGSL arrays are typed by their length; every section of the library uses these.
+fn math_polevl3(x: f64, c: array<f64, 4>) -> f64 {
+    var acc = c[0];
+    for (var i = 1; i < 4; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl4(x: f64, c: array<f64, 5>) -> f64 {
+    var acc = c[0];
+    for (var i = 1; i < 5; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl5(x: f64, c: array<f64, 6>) -> f64 {
+    var acc = c[0];
+    for (var i = 1; i < 6; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl6(x: f64, c: array<f64, 7>) -> f64 {
+    var acc = c[0];
+    for (var i = 1; i < 7; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl7(x: f64, c: array<f64, 8>) -> f64 {
+    var acc = c[0];
+    for (var i = 1; i < 8; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl8(x: f64, c: array<f64, 9>) -> f64 {
+    var acc = c[0];
+    for (var i = 1; i < 9; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl9(x: f64, c: array<f64, 10>) -> f64 {
+    var acc = c[0];
+    for (var i = 1; i < 10; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl10(x: f64, c: array<f64, 11>) -> f64 {
+    var acc = c[0];
+    for (var i = 1; i < 11; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
+fn math_polevl11(x: f64, c: array<f64, 12>) -> f64 {
+    var acc = c[0];
+    for (var i = 1; i < 12; i++) {
+        acc = acc * x + c[i];
+    }
+    return acc;
+}
+
 // Ndtri, Erfinv, the Igamma family (Igamma, Igammac, IgammaGradA, RandomGammaGrad), Zeta and
 // Polygamma in float64: the double code paths of Eigen's SpecialFunctionsImpl.h (generic_ndtri,
 // igamma_generic_impl with igammac_cf_impl / igamma_series_impl and cephes_helper<double>,
@@ -57,23 +132,6 @@ fn math_flush(x: f64) -> f64 {
 // Gamma(a) term (so its underflow threshold is log(DBL_MIN), not Eigen's -log(DBL_MAX): the
 // derivatives below that are 0 on TF-CPU), in zeta's powers, and in the results.
 // This section's own names start with `math_gamma_`.
-
-// c[0] x^8 + c[1] x^7 + ... + c[8] (Cephes' polevl, highest degree first).
-fn math_gamma_polevl8(x: f64, c: array<f64, 9>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 9; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_gamma_polevl4(x: f64, c: array<f64, 5>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 5; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
 
 // generic_ndtri's rational functions: P0/Q0 in (b - 1/2)^2 for b above exp(-2), P1/Q1 in 1/z for
 // z = sqrt(-2 log b) in [2, 8), P2/Q2 for z in [8, 64).
@@ -112,7 +170,7 @@ fn math_ndtri(a: f64) -> f64 {
     if (exp_neg_two < b) {
         let c = b - 0.5;
         let c2 = c * c;
-        let r = c * (c2 * (math_gamma_polevl4(c2, MATH_GAMMA_NDTRI_P0) / math_gamma_polevl8(c2, MATH_GAMMA_NDTRI_Q0))) + c;
+        let r = c * (c2 * (math_polevl4(c2, MATH_GAMMA_NDTRI_P0) / math_polevl8(c2, MATH_GAMMA_NDTRI_Q0))) + c;
         return r * 2.50662827463100050242e0;
     }
     let x = sqrt(-2.0 * m64_log(b));
@@ -120,9 +178,9 @@ fn math_ndtri(a: f64) -> f64 {
     let z = 1.0 / x;
     var ratio: f64;
     if (x < 8.0) {
-        ratio = math_gamma_polevl8(z, MATH_GAMMA_NDTRI_P1) / math_gamma_polevl8(z, MATH_GAMMA_NDTRI_Q1);
+        ratio = math_polevl8(z, MATH_GAMMA_NDTRI_P1) / math_polevl8(z, MATH_GAMMA_NDTRI_Q1);
     } else {
-        ratio = math_gamma_polevl8(z, MATH_GAMMA_NDTRI_P2) / math_gamma_polevl8(z, MATH_GAMMA_NDTRI_Q2);
+        ratio = math_polevl8(z, MATH_GAMMA_NDTRI_P2) / math_polevl8(z, MATH_GAMMA_NDTRI_Q2);
     }
     let r = x0 - z * ratio;
     return select(r, -r, flip);
@@ -698,47 +756,6 @@ fn math_bessel_chbevl30(x: f64, coef: array<f64, 30>) -> f64 {
     return 0.5 * (b0 - b2);
 }
 
-// Eigen's ppolevl<T, N>: coef[0] x^N + ... + coef[N] by Horner's rule (N + 1 coefficients).
-fn math_bessel_polevl3(x: f64, coef: array<f64, 4>) -> f64 {
-    var acc = coef[0];
-    for (var i = 1; i < 4; i++) {
-        acc = acc * x + coef[i];
-    }
-    return acc;
-}
-
-fn math_bessel_polevl5(x: f64, coef: array<f64, 6>) -> f64 {
-    var acc = coef[0];
-    for (var i = 1; i < 6; i++) {
-        acc = acc * x + coef[i];
-    }
-    return acc;
-}
-
-fn math_bessel_polevl6(x: f64, coef: array<f64, 7>) -> f64 {
-    var acc = coef[0];
-    for (var i = 1; i < 7; i++) {
-        acc = acc * x + coef[i];
-    }
-    return acc;
-}
-
-fn math_bessel_polevl7(x: f64, coef: array<f64, 8>) -> f64 {
-    var acc = coef[0];
-    for (var i = 1; i < 8; i++) {
-        acc = acc * x + coef[i];
-    }
-    return acc;
-}
-
-fn math_bessel_polevl8(x: f64, coef: array<f64, 9>) -> f64 {
-    var acc = coef[0];
-    for (var i = 1; i < 9; i++) {
-        acc = acc * x + coef[i];
-    }
-    return acc;
-}
-
 // Eigen's prsqrt for double: 1 / sqrt(x), both correctly rounded.
 fn math_bessel_rsqrt(x: f64) -> f64 {
     return 1.0 / sqrt(x);
@@ -873,12 +890,12 @@ fn math_bessel_asymptotic(y: f64, order1: bool, second_kind: bool) -> f64 {
     var q: f64;
     var t: f64;
     if (order1) {
-        p = math_bessel_polevl6(s, MATH_BESSEL_J1_PP) / math_bessel_polevl6(s, MATH_BESSEL_J1_PQ);
-        q = math_bessel_polevl7(s, MATH_BESSEL_J1_QP) / math_bessel_polevl7(s, MATH_BESSEL_J1_QQ);
+        p = math_polevl6(s, MATH_BESSEL_J1_PP) / math_polevl6(s, MATH_BESSEL_J1_PQ);
+        q = math_polevl7(s, MATH_BESSEL_J1_QP) / math_polevl7(s, MATH_BESSEL_J1_QQ);
         t = y + MATH_BESSEL_NEG_THPIO4;
     } else {
-        p = math_bessel_polevl6(s, MATH_BESSEL_J0_PP) / math_bessel_polevl6(s, MATH_BESSEL_J0_PQ);
-        q = math_bessel_polevl7(s, MATH_BESSEL_J0_QP) / math_bessel_polevl7(s, MATH_BESSEL_J0_QQ);
+        p = math_polevl6(s, MATH_BESSEL_J0_PP) / math_polevl6(s, MATH_BESSEL_J0_PQ);
+        q = math_polevl7(s, MATH_BESSEL_J0_QP) / math_polevl7(s, MATH_BESSEL_J0_QQ);
         t = y + MATH_BESSEL_NEG_PIO4;
     }
     let c = m64_cos(t);
@@ -903,7 +920,7 @@ fn math_bessel_j0(x: f64) -> f64 {
         if (y < 1.0e-5) {
             return z * -0.25 + 1.0;
         }
-        let r = math_bessel_polevl3(z, MATH_BESSEL_J0_RP) / math_bessel_polevl8(z, MATH_BESSEL_J0_RQ);
+        let r = math_polevl3(z, MATH_BESSEL_J0_RP) / math_polevl8(z, MATH_BESSEL_J0_RQ);
         return ((z - MATH_BESSEL_J0_DR1) * (z - MATH_BESSEL_J0_DR2)) * r;
     }
     return math_bessel_asymptotic(y, false, false);
@@ -917,7 +934,7 @@ fn math_bessel_j1(x: f64) -> f64 {
     let y = abs(x);
     if (y <= 5.0) {
         let z = y * y;
-        var r = math_bessel_polevl3(z, MATH_BESSEL_J1_RP) / math_bessel_polevl8(z, MATH_BESSEL_J1_RQ);
+        var r = math_polevl3(z, MATH_BESSEL_J1_RP) / math_polevl8(z, MATH_BESSEL_J1_RQ);
         r = math_flush(r * x);
         r = math_flush(r * (z - MATH_BESSEL_J1_Z1));
         return r * (z - MATH_BESSEL_J1_Z2);
@@ -934,7 +951,7 @@ fn math_bessel_y0(x: f64) -> f64 {
     if (math_is_inf(x)) { return math_nan(); }
     if (x <= 5.0) {
         let z = x * x;
-        let r = math_bessel_polevl7(z, MATH_BESSEL_Y0_YP) / math_bessel_polevl7(z, MATH_BESSEL_Y0_YQ);
+        let r = math_polevl7(z, MATH_BESSEL_Y0_YP) / math_polevl7(z, MATH_BESSEL_Y0_YQ);
         return (MATH_BESSEL_TWOOPI * m64_log(x)) * math_bessel_j0(x) + r;
     }
     return math_bessel_asymptotic(x, false, true);
@@ -948,7 +965,7 @@ fn math_bessel_y1(x: f64) -> f64 {
     if (math_is_inf(x)) { return math_nan(); }
     if (x <= 5.0) {
         let z = x * x;
-        let r = math_bessel_polevl5(z, MATH_BESSEL_Y1_YP) / math_bessel_polevl8(z, MATH_BESSEL_Y1_YQ);
+        let r = math_polevl5(z, MATH_BESSEL_Y1_YP) / math_polevl8(z, MATH_BESSEL_Y1_YQ);
         return r * x + MATH_BESSEL_TWOOPI * (math_bessel_j1(x) * m64_log(x) + -1.0 / x);
     }
     return math_bessel_asymptotic(x, true, true);
@@ -985,71 +1002,6 @@ fn math_bessel_y1(x: f64) -> f64 {
 // either sign, as for +-0.
 // Names start with `math_misc_` (helpers) or are the five entry points, so that they cannot
 // collide with the including shader's own.
-
-// Eigen's ppolevl<T, N>: c[0] x^N + ... + c[N] by Horner's rule (N + 1 coefficients).
-fn math_misc_polevl4(x: f64, c: array<f64, 5>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 5; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl5(x: f64, c: array<f64, 6>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 6; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl6(x: f64, c: array<f64, 7>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 7; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl7(x: f64, c: array<f64, 8>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 8; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl8(x: f64, c: array<f64, 9>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 9; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl9(x: f64, c: array<f64, 10>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 10; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl10(x: f64, c: array<f64, 11>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 11; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
-
-fn math_misc_polevl11(x: f64, c: array<f64, 12>) -> f64 {
-    var acc = c[0];
-    for (var i = 1; i < 12; i++) {
-        acc = acc * x + c[i];
-    }
-    return acc;
-}
 
 const MATH_MISC_DAWSN_AN: array<f64, 10> = array<f64, 10>(
     1.13681498971755972054E-11,
@@ -1399,14 +1351,14 @@ const MATH_MISC_SPENCE_B: array<f64, 8> = array<f64, 8>(
 // generic_dawsn_interval_1, |x| in [0, 3.25): x AN(x^2) / AD(x^2).
 fn math_misc_dawsn_interval_1(x: f64) -> f64 {
     let x2 = x * x;
-    return (x * math_misc_polevl9(x2, MATH_MISC_DAWSN_AN)) / math_misc_polevl10(x2, MATH_MISC_DAWSN_AD);
+    return (x * math_polevl9(x2, MATH_MISC_DAWSN_AN)) / math_polevl10(x2, MATH_MISC_DAWSN_AD);
 }
 
 // generic_dawsn_interval_2, |x| in [3.25, 6.25): (1/x + 1/x^2 BN(1/x^2) / (x BD(1/x^2))) / 2.
 fn math_misc_dawsn_interval_2(x: f64) -> f64 {
     let inverse_x = 1.0 / x;
     let inverse_x2 = inverse_x * inverse_x;
-    let z = math_misc_polevl10(inverse_x2, MATH_MISC_DAWSN_BN) / (x * math_misc_polevl10(inverse_x2, MATH_MISC_DAWSN_BD));
+    let z = math_polevl10(inverse_x2, MATH_MISC_DAWSN_BN) / (x * math_polevl10(inverse_x2, MATH_MISC_DAWSN_BD));
     let y = inverse_x2 * z + inverse_x;
     return 0.5 * y;
 }
@@ -1415,7 +1367,7 @@ fn math_misc_dawsn_interval_2(x: f64) -> f64 {
 fn math_misc_dawsn_interval_3(x: f64) -> f64 {
     let inverse_x = 1.0 / x;
     let inverse_x2 = inverse_x * inverse_x;
-    let z = math_misc_polevl4(inverse_x2, MATH_MISC_DAWSN_CN) / (x * math_misc_polevl5(inverse_x2, MATH_MISC_DAWSN_CD));
+    let z = math_polevl4(inverse_x2, MATH_MISC_DAWSN_CN) / (x * math_polevl5(inverse_x2, MATH_MISC_DAWSN_CD));
     let y = inverse_x2 * z + inverse_x;
     return 0.5 * y;
 }
@@ -1470,7 +1422,7 @@ fn math_expint(x_in: f64) -> f64 {
         // Near Ei's zero (x ~ 0.3725) the sum cancels, so there the result (TF's too) follows the
         // last bit of log(x), and m64_log and glibc's log differ in a few percent of cases.
         if (x == 0.0) { return -math_inf(); }
-        let f = math_misc_polevl5(x, MATH_MISC_EXPINT_A) / math_misc_polevl6(x, MATH_MISC_EXPINT_B);
+        let f = math_polevl5(x, MATH_MISC_EXPINT_A) / math_polevl6(x, MATH_MISC_EXPINT_B);
         return x * f + MATH_MISC_EUL + m64_log(x);
     }
     // TF flushes 1/x to zero past 2^1022, and then exp(x) * 0 = inf * 0.
@@ -1479,22 +1431,22 @@ fn math_expint(x_in: f64) -> f64 {
     var r: f64;
     if (x < 4.0) {
         // generic_expint_interval_2, [2, 4).
-        r = math_misc_polevl7(w, MATH_MISC_EXPINT_A6) / math_misc_polevl7(w, MATH_MISC_EXPINT_B6);
+        r = math_polevl7(w, MATH_MISC_EXPINT_A6) / math_polevl7(w, MATH_MISC_EXPINT_B6);
     } else if (x < 8.0) {
         // generic_expint_interval_3, [4, 8).
-        r = math_misc_polevl7(w, MATH_MISC_EXPINT_A5) / math_misc_polevl8(w, MATH_MISC_EXPINT_B5);
+        r = math_polevl7(w, MATH_MISC_EXPINT_A5) / math_polevl8(w, MATH_MISC_EXPINT_B5);
     } else if (x < 16.0) {
         // generic_expint_interval_4, [8, 16).
-        r = math_misc_polevl9(w, MATH_MISC_EXPINT_A2) / math_misc_polevl9(w, MATH_MISC_EXPINT_B2);
+        r = math_polevl9(w, MATH_MISC_EXPINT_A2) / math_polevl9(w, MATH_MISC_EXPINT_B2);
     } else if (x < 32.0) {
         // generic_expint_interval_5, [16, 32).
-        r = math_misc_polevl7(w, MATH_MISC_EXPINT_A4) / math_misc_polevl8(w, MATH_MISC_EXPINT_B4);
+        r = math_polevl7(w, MATH_MISC_EXPINT_A4) / math_polevl8(w, MATH_MISC_EXPINT_B4);
     } else if (x < 64.0) {
         // generic_expint_interval_6, [32, 64).
-        r = math_misc_polevl5(w, MATH_MISC_EXPINT_A7) / math_misc_polevl5(w, MATH_MISC_EXPINT_B7);
+        r = math_polevl5(w, MATH_MISC_EXPINT_A7) / math_polevl5(w, MATH_MISC_EXPINT_B7);
     } else {
         // generic_expint_interval_7, [64, inf).
-        r = math_misc_polevl8(w, MATH_MISC_EXPINT_A3) / math_misc_polevl9(w, MATH_MISC_EXPINT_B3);
+        r = math_polevl8(w, MATH_MISC_EXPINT_A3) / math_polevl9(w, MATH_MISC_EXPINT_B3);
     }
     return math_misc_expint_large(x, w, r);
 }
@@ -1509,7 +1461,7 @@ const MATH_MISC_HALF_PI: f64 = 1.5707963267948966;
 fn math_misc_fresnel_cos_interval_1(x: f64) -> f64 {
     let x2 = x * x;
     let x4 = x2 * x2;
-    return x * math_misc_polevl5(x4, MATH_MISC_FRESNEL_CN) / math_misc_polevl6(x4, MATH_MISC_FRESNEL_CD);
+    return x * math_polevl5(x4, MATH_MISC_FRESNEL_CN) / math_polevl6(x4, MATH_MISC_FRESNEL_CD);
 }
 
 // generic_fresnel_sin_interval_1, x^2 < 2.5625: x^3 SN(x^4) / SD(x^4). x^3 flushed as TF does
@@ -1518,7 +1470,7 @@ fn math_misc_fresnel_sin_interval_1(x: f64) -> f64 {
     let x2 = x * x;
     let x4 = x2 * x2;
     let z = math_flush(x * x2);
-    return z * math_misc_polevl5(x4, MATH_MISC_FRESNEL_SN) / math_misc_polevl6(x4, MATH_MISC_FRESNEL_SD);
+    return z * math_polevl5(x4, MATH_MISC_FRESNEL_SN) / math_polevl6(x4, MATH_MISC_FRESNEL_SD);
 }
 
 // generic_fresnel_asymp, x^2 >= 2.5625 and x <= 36974: the auxiliary functions f and g in
@@ -1528,8 +1480,8 @@ fn math_misc_fresnel_asymp(x: f64, use_sin: bool) -> f64 {
     let x2 = x * x;
     let t = 1.0 / (MATH_MISC_PI * x2);
     let u = t * t;
-    let f = 1.0 - u * (math_misc_polevl9(u, MATH_MISC_FRESNEL_FN) / math_misc_polevl10(u, MATH_MISC_FRESNEL_FD));
-    let g = t * math_misc_polevl10(u, MATH_MISC_FRESNEL_GN) / math_misc_polevl11(u, MATH_MISC_FRESNEL_GD);
+    let f = 1.0 - u * (math_polevl9(u, MATH_MISC_FRESNEL_FN) / math_polevl10(u, MATH_MISC_FRESNEL_FD));
+    let g = t * math_polevl10(u, MATH_MISC_FRESNEL_GN) / math_polevl11(u, MATH_MISC_FRESNEL_GD);
     let z = MATH_MISC_HALF_PI * x2;
     let c = m64_cos(z);
     let s = m64_sin(z);
@@ -1605,7 +1557,7 @@ fn math_spence(x_in: f64) -> f64 {
     } else {
         w = y - 1.0;
     }
-    var spence = -w * (math_misc_polevl7(w, MATH_MISC_SPENCE_A) / math_misc_polevl7(w, MATH_MISC_SPENCE_B));
+    var spence = -w * (math_polevl7(w, MATH_MISC_SPENCE_A) / math_polevl7(w, MATH_MISC_SPENCE_B));
     let z = m64_log(y);
     if (y < 0.5) {
         spence = -z * m64_log1p(-y) + MATH_MISC_PI2O6 - spence;
