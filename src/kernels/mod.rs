@@ -575,7 +575,7 @@ fn build_table() -> Vec<KernelDef> {
     complex::register(&mut table, with_f64);
     compact::register(&mut table);
     unique::register(&mut table);
-    special::register(&mut table, with_f64);
+    special::register(&mut table, float_types);
     // Classified from the bits (float16 and bfloat16 through float32, HALF_VIA_F32 and its bfloat16
     // twin list).
     for &dtype in float_types {

@@ -248,6 +248,11 @@ fn launch(
     })
 }
 
+/// The chains' links: a word per output row (the leading `dims`, each a list's head) and per tuple.
+fn chain_links_bytes(dims: &[i64], tuples: u64) -> u64 {
+    (dims.iter().map(|&d| d as u64).product::<u64>() + tuples) * 4
+}
+
 /// The scatter of 8-byte `updates` (`tuples` rows) into `out`: each batch of tuples resets the
 /// heads of the rows it lands on, links the updates of each output row into a chain, then one update
 /// per row walks its chain (an assignment writes the head's row). On adapters that cap loops, a batch
@@ -285,7 +290,7 @@ fn launch_chain(
         let (rows_bind, rows_off) = storage_window(core, &rows_mem, 8)?;
         let (out_bind, out_off) = storage_window(core, &out_mem, 8)?;
         (p.idx_off, p.upd_off, p.out_off) = (idx_off, rows_off, out_off);
-        let links_bytes = (heads + tuples) * 4;
+        let links_bytes = chain_links_bytes(dims, tuples);
         if links_bytes > core.limits.max_storage_buffer_binding_size {
             return Err(Error::unimplemented(format!(
                 "{BINDING_LIMIT_ERROR} {links_bytes} bytes of scatter chain links (one word per output row and per \
@@ -321,8 +326,9 @@ pub(super) fn scatter(
     out: &TensorRef,
 ) -> Result<()> {
     let tuples = if dims.is_empty() { 1 } else { indices.num_elements() / dims.len() as u64 };
+    let empty = updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0;
     if updates.dtype.size() < 4 && (combine == Combine::Assign || combines_in_lanes(updates.dtype)) {
-        if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
+        if empty {
             return Ok(());
         }
         let elements = updates.num_elements();
@@ -340,19 +346,18 @@ pub(super) fn scatter(
         );
     }
     if let Some(shader) = chain_shader(updates.dtype) {
-        if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
+        if empty {
             return Ok(());
         }
         // Assignments too where their links fit in a binding, so that of repeated index tuples one
         // row wins whole (the word scatter below could mix two rows' words in one element).
-        let heads: u64 = dims.iter().map(|&d| d as u64).product();
-        let links_fit = (heads + tuples) * 4 <= stream.device().limits.max_storage_buffer_binding_size;
+        let links_fit = chain_links_bytes(dims, tuples) <= stream.device().limits.max_storage_buffer_binding_size;
         if combine != Combine::Assign || links_fit {
             return launch_chain(stream, shader, combine, indices, dims, updates, out, tuples);
         }
     }
     let per_element = words_per_element(updates.dtype, combine, "scatter")?;
-    if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
+    if empty {
         return Ok(());
     }
     let words = updates.num_elements() * per_element;

@@ -70,11 +70,10 @@ pub const BINARY: [(&str, &str); 6] = [
     ("Polygamma", "polygamma"),
 ];
 
-/// The registration rows of the family: float32 (bfloat16 rows come through `half::via_f32`), and
-/// float64 where every adapter computes in f64.
-pub fn register(table: &mut Vec<KernelDef>, with_f64: bool) {
-    let types: &[DType] = if with_f64 { &[DType::F32, DType::F64] } else { &[DType::F32] };
-    for &dtype in types {
+/// The registration rows of the family, for `float_types`: float32, and float64 where every adapter
+/// computes in f64 (bfloat16 rows come through `half::via_f32`).
+pub fn register(table: &mut Vec<KernelDef>, float_types: &[DType]) {
+    for &dtype in float_types {
         for (op, _) in UNARY.iter().chain(&BINARY) {
             table.push(kernel(op, t_of(dtype), &[], &[], compute));
         }
