@@ -81,17 +81,19 @@ HALF_ACCUMULATING |= {"CumulativeLogsumexp"}
 # near 12 one rounding at a time (about 1e-5 relative drift); the blocked scan rounds less.
 TOLERANCE.update({"Cumsum": 1e-5, "Cumprod": 1e-4, "CumulativeLogsumexp": 1e-4, "Xlogy": 2e-6, "Xlog1py": 2e-6, "Xdivy": 1e-6, "Atan2": 2e-6})
 # The Cephes ports (float32 math in Eigen's order), near TF-CPU's own float code.
-TOLERANCE.update({f"Bessel{k}": 2e-5 for k in ("I0", "I0e", "I1", "I1e", "K0", "K0e", "K1", "K1e", "J0", "J1", "Y0", "Y1")})
+# The Bessel functions TF defines (tf.math.special.bessel_i0 ...).
+BESSEL_KINDS = ("I0", "I0e", "I1", "I1e", "K0", "K0e", "K1", "K1e", "J0", "J1", "Y0", "Y1")
+TOLERANCE.update({f"Bessel{k}": 2e-5 for k in BESSEL_KINDS})
 TOLERANCE.update({"Dawsn": 1e-5, "Expint": 1e-5, "FresnelCos": 1e-5, "FresnelSin": 1e-5, "Spence": 1e-5})
 TOLERANCE.update({"Ndtri": 1e-5, "Erfinv": 1e-5, "Igamma": 1e-4, "Igammac": 1e-4, "IgammaGradA": 1e-4,
                   "RandomGammaGrad": 1e-4, "Zeta": 1e-5, "Polygamma": 1e-4})
 # float64 special functions (Eigen's and TF's double code in f64): within a few ulp of TF-CPU where
 # both are accurate, up to a few hundred where a cancellation magnifies the last bit of a log or exp
 # that both compute (special_math_f64.wgsl's header): 1e-14, relative and absolute.
+# (SPECIAL_BINARY: the two-operand ones, whose domains random normal inputs mostly miss.)
+SPECIAL_BINARY = {"Igamma", "Igammac", "IgammaGradA", "RandomGammaGrad", "Zeta", "Polygamma"}
 SPECIAL_OPS = {"Ndtri", "Erfinv", "Dawsn", "Expint", "FresnelCos", "FresnelSin", "Spence",
-               *(f"Bessel{k}" for k in ("I0", "I0e", "I1", "I1e", "K0", "K0e", "K1", "K1e", "J0", "J1", "Y0", "Y1")),
-               "Igamma", "Igammac", "IgammaGradA", "RandomGammaGrad", "Zeta", "Polygamma"}
-FLOAT64_TOLERANCE = {op: 1e-14 for op in SPECIAL_OPS}
+               *(f"Bessel{k}" for k in BESSEL_KINDS)} | SPECIAL_BINARY
 for _new, _old in SAME_AS.items():
     if _old in TOLERANCE:
         TOLERANCE[_new] = TOLERANCE[_old]
@@ -187,7 +189,7 @@ def assert_same(op, got, want):
         if g.dtype == tf.float64 and op in FLOAT_MATH:
             # float64 kernels compute in f64: elementwise results within a few ulp (most are
             # exact), sums in another order within their terms' size times a few ulp.
-            rtol = atol = 1e-12 if op in HALF_ACCUMULATING else FLOAT64_TOLERANCE.get(op, 1e-15)
+            rtol = atol = 1e-12 if op in HALF_ACCUMULATING else (1e-14 if op in SPECIAL_OPS else 1e-15)
             if op == "Erf":
                 # TF-CPU's float64 Erf is NaN past |x| = 1.34e154 (Eigen squares x); C's, CUDA's
                 # (TF-GPU's) and the plugin's are +-1 there.
@@ -253,7 +255,7 @@ UNARY = {
     "Elu": tf.nn.elu, "Selu": tf.nn.selu, "LeakyRelu": lambda x: tf.nn.leaky_relu(x, 0.15),
     "Ndtri": tf.math.ndtri, "Erfinv": tf.math.erfinv,
     **{f"Bessel{k}": getattr(tf.math.special, f"bessel_{k.lower()}")
-       for k in ("I0", "I0e", "I1", "I1e", "K0", "K0e", "K1", "K1e", "J0", "J1", "Y0", "Y1")},
+       for k in BESSEL_KINDS},
     "Dawsn": tf.math.special.dawsn, "Expint": tf.math.special.expint, "FresnelCos": tf.math.special.fresnel_cos,
     "FresnelSin": tf.math.special.fresnel_sin, "Spence": tf.math.special.spence,
     "Softplus": tf.nn.softplus, "Softsign": tf.nn.softsign, "ZerosLike": tf.zeros_like, "OnesLike": tf.ones_like,
@@ -893,10 +895,6 @@ def unary_cases(op, attrs, rng):
         tails = np.array([lo, 1.0, np.nextafter(np.float32(lo), np.float32(1)), np.nextafter(np.float32(1), np.float32(0)),
                           1e-30, 1e-10, 0.1353352832, 0.8646647168, 0.5, 2.0, -2.0], np.float32)
         yield fn, [typed(attrs, np.concatenate([inside, tails]))]
-
-
-# Binary special functions whose domains random normal inputs mostly miss.
-SPECIAL_BINARY = {"Igamma", "Igammac", "IgammaGradA", "RandomGammaGrad", "Zeta", "Polygamma"}
 
 
 def binary_cases(op, attrs, rng):
@@ -2453,8 +2451,8 @@ def test_float64_special_functions_at_their_edges(op, strict_placement):
         # few ulps of that largest term (ours, in closed form past q = -2048, is the nearer to the
         # exact value at q = -4096.5), so that is the scale of the tolerance there.
         order, q = args
-        s, factor = (order + 1, np.vectorize(math.gamma)(np.where(order >= 0, order + 1, 1.0))) \
-            if op == "Polygamma" else (order, 1.0)
+        # (Polygamma's orders here are whole and non-negative: n! = gamma(n + 1).)
+        s, factor = (order + 1, np.vectorize(math.gamma)(order + 1)) if op == "Polygamma" else (order, 1.0)
         with np.errstate(all="ignore"):
             largest = factor * np.abs(q - np.round(q)) ** -s
         atol = np.where((q < 0) & np.isfinite(largest), 1e-14 * largest, 0.0)
