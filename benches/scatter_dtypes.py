@@ -1,5 +1,5 @@
-"""Scatter arithmetic by element width: the 32-bit word loop (float32), the 8/16-bit lane loop
-(int8, bfloat16) and the 64-bit chains (int64, float64), at an embedding table's shapes, timed on
+"""Scatters by element width: the 32-bit word loop (float32), the 8/16-bit lane loop (int8,
+bfloat16) and the 64-bit chains (int64, float64; assignments too), at an embedding table's shapes, timed on
 /GPU:0 (WGPU) and /CPU:0 in one process with the WGPU/CPU ratio.
 
     .venv/bin/python benches/scatter_dtypes.py [--repeats N]
@@ -45,6 +45,7 @@ def cases(dtype):
     yield "UnsortedSegmentSum [16384,64] -> 1000", lambda: tf.math.unsorted_segment_sum(data, ids, SEGMENTS)
     yield "TensorScatterAdd [50000,64] += 4096 rows", lambda: tf.tensor_scatter_nd_add(table, rows, updates)
     yield "TensorScatterMax [50000,64] 4096 rows", lambda: tf.tensor_scatter_nd_max(table, rows, updates)
+    yield "TensorScatterUpdate [50000,64] 4096 rows", lambda: tf.tensor_scatter_nd_update(table, rows, updates)
 
 
 def main():
