@@ -21,7 +21,7 @@ fn scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         return;
     }
     let row = target_row(e / p.row_len);
-    if (row == 0xffffffffu) {
+    if (row >= OUTSIDE_WINDOW) {
         return;
     }
     let i = p.out_off + row * p.row_len + e % p.row_len;
@@ -51,8 +51,11 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         return;
     }
     let row = target_row(e / p.row_len);
+    if (row == OUTSIDE_WINDOW) {
+        return;
+    }
     var word = 0u;
-    if (row != 0xffffffffu) {
+    if (row != OUTSIDE_DIMS) {
         word = rows[p.upd_off + row * p.row_len + e % p.row_len];
     }
     atomicStore(&out[p.out_off + e], word);
@@ -64,32 +67,43 @@ fn narrow_at(at: u32) -> u32 {
     return (rows[at / 4u] >> ((at % 4u) * 8u)) & mask;
 }
 
-// GatherNd of 1- and 2-byte elements: one invocation per output word, which gathers the elements
-// it holds one by one (no two invocations share a word). `row_len` counts elements, `upd_off` bytes.
+// GatherNd of 1- and 2-byte elements: one invocation per word the output overlaps (`out_off`
+// counts bytes, as `upd_off` does), which gathers the elements it holds one by one (no two
+// invocations share a word); lanes outside the output, or whose tuple another window serves, keep
+// their bits. `row_len` counts elements.
 @compute @workgroup_size(256)
 fn gather_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let w = word_index(gid, nwg);
-    if (w >= p.n) {
+    let i = word_index(gid, nwg);
+    if (i >= p.n) {
         return;
     }
-    let per_word = 4u / p.elem_bytes;
-    var word = 0u;
-    for (var k = 0u; k < per_word; k++) {
-        let e = w * per_word + k;
+    let w = p.out_off / 4u + i;
+    let mask = (1u << (p.elem_bytes * 8u)) - 1u;
+    var word = atomicLoad(&out[w]);
+    for (var lane = 0u; lane < 4u; lane += p.elem_bytes) {
+        let at = w * 4u + lane;
+        if (at < p.out_off) {
+            continue;
+        }
+        let e = (at - p.out_off) / p.elem_bytes;
         if (e >= p.elements) {
             break;
         }
         let row = target_row(e / p.row_len);
-        if (row != 0xffffffffu) {
-            let v = narrow_at(p.upd_off + (row * p.row_len + e % p.row_len) * p.elem_bytes);
-            word |= v << (k * p.elem_bytes * 8u);
+        if (row == OUTSIDE_WINDOW) {
+            continue;
         }
+        var v = 0u;
+        if (row != OUTSIDE_DIMS) {
+            v = narrow_at(p.upd_off + (row * p.row_len + e % p.row_len) * p.elem_bytes);
+        }
+        word = (word & ~(mask << (lane * 8u))) | (v << (lane * 8u));
     }
-    atomicStore(&out[p.out_off + w], word);
+    atomicStore(&out[w], word);
 }
 
-// Scatters of 1- and 2-byte elements: one invocation per update element, which swaps its lane of
-// the output word in, combined with the lane's value (KIND 1 to 3) or in place of it (assign:
+// Scatters of 1- and 2-byte elements (`out_off` counts bytes): one invocation per update element,
+// which swaps its lane of the output word in, combined with the lane's value (KIND 1 to 3) or in place of it (assign:
 // with duplicates, one update wins).
 @compute @workgroup_size(256)
 fn scatter_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -98,11 +112,11 @@ fn scatter_narrow(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
         return;
     }
     let row = target_row(e / p.row_len);
-    if (row == 0xffffffffu) {
+    if (row >= OUTSIDE_WINDOW) {
         return;
     }
     let v = narrow_at(p.upd_off + e * p.elem_bytes);
-    let at = p.out_off * 4u + (row * p.row_len + e % p.row_len) * p.elem_bytes;
+    let at = p.out_off + (row * p.row_len + e % p.row_len) * p.elem_bytes;
     let shift = (at % 4u) * 8u;
     let lanes = ((1u << (p.elem_bytes * 8u)) - 1u) << shift;
     let i = at / 4u;

@@ -28,7 +28,7 @@ fn chain_reset(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         return;
     }
     let row = target_row(p.tuple_base + t);
-    if (row != 0xffffffffu) {
+    if (row < OUTSIDE_WINDOW) {
         atomicStore(&links[p.links_off + row], 0u);
     }
 }
@@ -42,7 +42,7 @@ fn chain_link(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     }
     let tuple = p.tuple_base + t;
     let row = target_row(tuple);
-    if (row == 0xffffffffu) {
+    if (row >= OUTSIDE_WINDOW) {
         return;
     }
     let previous = atomicExchange(&links[p.links_off + row], tuple + 1u);
@@ -59,7 +59,7 @@ fn chain_apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     let tuple = p.tuple_base + e / p.row_len;
     let column = e % p.row_len;
     let row = target_row(tuple);
-    if (row == 0xffffffffu || atomicLoad(&links[p.links_off + row]) != tuple + 1u) {
+    if (row >= OUTSIDE_WINDOW || atomicLoad(&links[p.links_off + row]) != tuple + 1u) {
         return;
     }
     let o = p.out_off + row * p.row_len + column;

@@ -44,14 +44,27 @@ struct Params {
     heads: u32,
     tuple_base: u32,
     links_off: u32,
-    pad: u32,
+    // A tensor larger than a binding is served in windows: this launch sees rows `row_base` to
+    // `row_base + row_count` of the tensor the tuples index (a scatter's output, a gather's params),
+    // and its tuples start at tuple `first_tuple` of the whole (for the batches).
+    row_base: u32,
+    row_count: u32,
+    first_tuple: u32,
+    pad0: u32,
+    pad1: u32,
 }
+
+// What `target_row` gives a tuple outside the dims, and one inside them but outside this launch's
+// window of rows (which another launch serves).
+const OUTSIDE_DIMS: u32 = 0xffffffffu;
+const OUTSIDE_WINDOW: u32 = 0xfffffffeu;
 
 fn at(v: array<vec4<u32>, 2>, k: u32) -> u32 {
     return v[k / 4u][k % 4u];
 }
 
-// The row index tuple `row` names, or 0xffffffff when it falls outside the dims.
+// The row index tuple `row` names, counted from the window's first row; OUTSIDE_DIMS when the
+// tuple falls outside the dims, OUTSIDE_WINDOW when outside the window.
 fn target_row(row: u32) -> u32 {
     var found = 0u;
     for (var k = 0u; k < p.depth; k++) {
@@ -63,14 +76,16 @@ fn target_row(row: u32) -> u32 {
             outside = outside || indices[w + 1u] != 0u;
         }
         if (outside) {
-            return 0xffffffffu;
+            return OUTSIDE_DIMS;
         }
         found += lo * at(p.row_strides, k);
     }
     if (p.batch_tuples != 0u) {
-        found += row / p.batch_tuples * p.batch_rows;
+        found += (p.first_tuple + row) / p.batch_tuples * p.batch_rows;
     }
-    return found;
+    // (Rows before the window wrap around to large values.)
+    let local = found - p.row_base;
+    return select(OUTSIDE_WINDOW, local, local < p.row_count);
 }
 
 fn combined(old: f32, v: f32) -> f32 {

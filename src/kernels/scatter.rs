@@ -3,20 +3,19 @@
 //! resource variables' scatter updates share (`variables`). Arithmetic combines serve float32,
 //! int32 and uint32 by the word, the 8- and 16-bit integers and floats by their lane of a word, and
 //! int64, uint64 and float64 through chains (`wgsl/scatter_chain.wgsl`); updates and gathers move
-//! elements of any dtype, those of int64, uint64 and float64 through the chains too where their
-//! links fit in a binding (so that of repeated tuples one row wins whole). Index tuples outside the
-//! output are
-//! dropped and gathers give zeros for them, as on TF-GPU (TF-CPU reports them as errors instead;
-//! checking would need a readback of the indices).
+//! elements of any dtype, those of int64, uint64 and float64 through the chains too (so that of
+//! repeated tuples one row wins whole). Index tuples outside the output are dropped and gathers
+//! give zeros for them, as on TF-GPU (TF-CPU reports them as errors instead; checking would need a
+//! readback of the indices). Tensors larger than a binding are served in windows: ranges of tuples
+//! against ranges of the indexed tensor's rows, each launch dropping the tuples outside its rows.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{
-    dispatch, loop_budget, storage_window, Binding, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
-};
+use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, Binding, PipelineSpec, Shader};
 use crate::runtime::{DeviceSlice, Stream};
 
 use super::index::{self, DimMap};
 use super::slice::contiguous_strides;
+use super::windows::binding_limit;
 use super::{shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -127,7 +126,12 @@ struct Params {
     heads: u32,
     tuple_base: u32,
     links_off: u32,
-    pad: u32,
+    /// Windows of a tensor larger than a binding: the table's first row and rows, and the first
+    /// tuple (`Window`).
+    row_base: u32,
+    row_count: u32,
+    first_tuple: u32,
+    pad: [u32; 2],
 }
 
 /// The dtypes whose arithmetic combines run in their lane of a word: the narrow integers (in 64
@@ -168,8 +172,103 @@ fn kind_constants(dtype: DType) -> [(&'static str, f64); 3] {
     [("KIND", f64::from(kind)), ("WIDTH", dtype.size() as f64), ("SIGNED", f64::from(u8::from(signed)))]
 }
 
+/// One launch's share of a scatter or gather: tuples `first_tuple..first_tuple + tuples` against
+/// rows `first_row..first_row + rows` of the tensor the tuples index (the table: a scatter's
+/// output, a gather's params), columns `first_column..first_column + columns` of each row. Work
+/// that fits one binding is one window of everything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Window {
+    first_tuple: u64,
+    tuples: u64,
+    first_row: u64,
+    rows: u64,
+    first_column: u64,
+    columns: u64,
+}
+
+/// The windows of `tuples` index tuples (`index_bytes` each) with rows of `columns` elements of
+/// `elem_bytes`, against a table of `table_rows` such rows, each of whose shares of the indices, the
+/// tuples' rows (updates, or a gather's output) and the table fits `limit` bytes. A chain's links
+/// fit then too: a word per table row and per tuple, whose rows hold 8 bytes or more.
+fn windows(limit: u64, tuples: u64, table_rows: u64, columns: u64, elem_bytes: u64, index_bytes: u64) -> Vec<Window> {
+    let row_bytes = (columns * elem_bytes).max(1);
+    let whole = Window { first_tuple: 0, tuples, first_row: 0, rows: table_rows, first_column: 0, columns };
+    if tuples * row_bytes.max(index_bytes) <= limit && table_rows * row_bytes <= limit {
+        return vec![whole];
+    }
+    let mut out = Vec::new();
+    if row_bytes <= limit {
+        // Ranges of tuples, each against every range of table rows.
+        let per_range = (limit / row_bytes.max(index_bytes)).max(1);
+        let per_window = limit / row_bytes;
+        for first_tuple in (0..tuples).step_by(per_range as usize) {
+            for first_row in (0..table_rows).step_by(per_window as usize) {
+                let tuples = per_range.min(tuples - first_tuple);
+                let rows = per_window.min(table_rows - first_row);
+                out.push(Window { first_tuple, tuples, first_row, rows, ..whole });
+            }
+        }
+        return out;
+    }
+    // A row larger than a binding: each tuple against each table row, in ranges of columns.
+    let per_part = (limit / elem_bytes).max(1);
+    for first_tuple in 0..tuples {
+        for first_row in 0..table_rows {
+            for first_column in (0..columns).step_by(per_part as usize) {
+                let columns = per_part.min(columns - first_column);
+                out.push(Window { first_tuple, tuples: 1, first_row, rows: 1, first_column, columns });
+            }
+        }
+    }
+    out
+}
+
+/// Rows `first..first + count` of `t` (rows of `row_elements`), the window's columns of them: a
+/// contiguous range, as a window holds every column or one row.
+fn rows_part(t: &TensorRef, row_elements: u64, first: u64, count: u64, window: &Window) -> TensorRef {
+    let start = first * row_elements + window.first_column;
+    TensorRef {
+        address: t.address + start * t.dtype.size(),
+        dtype: t.dtype,
+        shape: vec![count as i64, window.columns as i64],
+    }
+}
+
+/// Runs `launch` on each window of a scatter of `rows` (the updates, one row per tuple) into
+/// `out`, or of a gather (`gathers`) of `rows` (the params) into `out` (one row per tuple), with the
+/// window's indices, rows and output.
+#[allow(clippy::too_many_arguments)]
+fn for_each_window(
+    stream: &Stream,
+    gathers: bool,
+    indices: &TensorRef,
+    depth: usize,
+    rows: &TensorRef,
+    out: &TensorRef,
+    tuples: u64,
+    launch: &mut dyn FnMut(&Window, &TensorRef, &TensorRef, &TensorRef) -> Result<()>,
+) -> Result<()> {
+    let (table, per_tuple) = if gathers { (rows, out) } else { (out, rows) };
+    let columns = per_tuple.num_elements() / tuples;
+    let table_rows = table.num_elements() / columns;
+    let index_bytes = depth as u64 * indices.dtype.size();
+    let limit = binding_limit(stream.device());
+    for window in windows(limit, tuples, table_rows, columns, rows.dtype.size(), index_bytes) {
+        let index_part = TensorRef {
+            address: indices.address + window.first_tuple * index_bytes,
+            dtype: indices.dtype,
+            shape: vec![window.tuples as i64, depth as i64],
+        };
+        let tuple_part = rows_part(per_tuple, columns, window.first_tuple, window.tuples, &window);
+        let table_part = rows_part(table, columns, window.first_row, window.rows, &window);
+        let (rows_part, out_part) = if gathers { (table_part, tuple_part) } else { (tuple_part, table_part) };
+        launch(&window, &index_part, &rows_part, &out_part)?;
+    }
+    Ok(())
+}
+
 /// The parameters of a launch of `entry` over `words` words (elements of a narrow or chained
-/// dtype), `row_words` to a row of `rows`, the scattered or gathered tensor.
+/// dtype), `row_words` to a row of `rows`, the scattered or gathered tensor, in `window`.
 #[allow(clippy::too_many_arguments)]
 fn params(
     entry: &str,
@@ -181,9 +280,13 @@ fn params(
     words: u64,
     row_words: u64,
     [batch_tuples, batch_rows]: [u32; 2],
+    window: &Window,
 ) -> Result<Params> {
     let mut p: Params = bytemuck::Zeroable::zeroed();
     (p.batch_tuples, p.batch_rows) = (batch_tuples, batch_rows);
+    p.first_tuple = shader_len(window.first_tuple, entry)?;
+    p.row_base = shader_len(window.first_row, entry)?;
+    p.row_count = shader_len(window.rows, entry)?;
     // 1- and 2-byte elements: `rows` is addressed in bytes.
     if rows.dtype.size() < 4 {
         p.elem_bytes = rows.dtype.size() as u32;
@@ -230,8 +333,10 @@ fn launch(
     words: u64,
     row_words: u64,
     batch: [u32; 2],
+    window: &Window,
 ) -> Result<()> {
-    let mut p = params(entry, combine, indices, dims, rows, out, words, row_words, batch)?;
+    let mut p = params(entry, combine, indices, dims, rows, out, words, row_words, batch, window)?;
+    // 1- and 2-byte elements: the rows and the output are addressed in bytes.
     let narrow = rows.dtype.size() < 4;
     let [idx_mem, rows_mem, out_mem] = operands(stream, indices, rows, out)?;
     // (Moves share one pipeline whatever their dtype.)
@@ -242,21 +347,23 @@ fn launch(
     stream.encode(|core, encoder| {
         let (idx_bind, idx_off) = storage_window(core, &idx_mem, 4)?;
         let (rows_bind, rows_off) = storage_window(core, &rows_mem, if narrow { 1 } else { 4 })?;
-        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        let (out_bind, out_off) = storage_window(core, &out_mem, if narrow { 1 } else { 4 })?;
         (p.idx_off, p.upd_off, p.out_off) = (idx_off, rows_off, out_off);
-        dispatch(core, encoder, entry, &pipeline, &[idx_bind, rows_bind, out_bind], bytemuck::bytes_of(&p), words)
+        let mut invocations = words;
+        if entry == "gather_narrow" {
+            // A window may start and end mid-word: the words it overlaps.
+            invocations = (u64::from(out_off % 4) + out.byte_len()).div_ceil(4);
+            p.n = shader_len(invocations, entry)?;
+        }
+        let bindings = [idx_bind, rows_bind, out_bind];
+        dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&p), invocations)
     })
 }
 
-/// The chains' links: a word per output row (the leading `dims`, each a list's head) and per tuple.
-fn chain_links_bytes(dims: &[i64], tuples: u64) -> u64 {
-    (dims.iter().map(|&d| d as u64).product::<u64>() + tuples) * 4
-}
-
-/// The scatter of 8-byte `updates` (`tuples` rows) into `out`: each batch of tuples resets the
-/// heads of the rows it lands on, links the updates of each output row into a chain, then one update
-/// per row walks its chain (an assignment writes the head's row). On adapters that cap loops, a batch
-/// holds no more tuples than a chain may walk.
+/// The scatter of 8-byte `updates` (the window's tuples) into `out` (its table rows): each batch of
+/// tuples resets the heads of the rows it lands on, links the updates of each output row into a
+/// chain, then one update per row walks its chain (an assignment writes the head's row). On
+/// adapters that cap loops, a batch holds no more tuples than a chain may walk.
 #[allow(clippy::too_many_arguments)]
 fn launch_chain(
     stream: &Stream,
@@ -266,13 +373,15 @@ fn launch_chain(
     dims: &[i64],
     updates: &TensorRef,
     out: &TensorRef,
-    tuples: u64,
+    batch_rows: [u32; 2],
+    window: &Window,
 ) -> Result<()> {
-    let row_elements = updates.num_elements() / tuples;
-    let mut p = params("scatter chain", combine, indices, dims, updates, out, tuples, row_elements, [0, 0])?;
-    let heads: u64 = dims.iter().map(|&d| d as u64).product();
-    p.heads = shader_len(heads, "scatter chain")?;
-    shader_len(heads + tuples, "scatter chain")?;
+    let (tuples, row_elements) = (window.tuples, window.columns);
+    let mut p =
+        params("scatter chain", combine, indices, dims, updates, out, tuples, row_elements, batch_rows, window)?;
+    p.heads = shader_len(window.rows, "scatter chain")?;
+    // A word per table row of the window and per tuple: `windows` keeps them within a binding.
+    let links_bytes = u64::from(shader_len(window.rows + tuples, "scatter chain")?) * 4;
     let [idx_mem, rows_mem, out_mem] = operands(stream, indices, updates, out)?;
     let constants = kind_constants(updates.dtype);
     let device = stream.device();
@@ -290,14 +399,6 @@ fn launch_chain(
         let (rows_bind, rows_off) = storage_window(core, &rows_mem, 8)?;
         let (out_bind, out_off) = storage_window(core, &out_mem, 8)?;
         (p.idx_off, p.upd_off, p.out_off) = (idx_off, rows_off, out_off);
-        let links_bytes = chain_links_bytes(dims, tuples);
-        if links_bytes > core.limits.max_storage_buffer_binding_size {
-            return Err(Error::unimplemented(format!(
-                "{BINDING_LIMIT_ERROR} {links_bytes} bytes of scatter chain links (one word per output row and per \
-                 index tuple) exceeds this adapter's max_storage_buffer_binding_size ({})",
-                core.limits.max_storage_buffer_binding_size
-            )));
-        }
         let links = core.scratch.get(core, "scatter chain links", links_bytes)?;
         let bindings = [idx_bind, rows_bind, out_bind, Binding { buffer: &links, offset: 0, size: links_bytes }];
         for base in (0..tuples).step_by(batch.min(tuples) as usize) {
@@ -325,43 +426,44 @@ pub(super) fn scatter(
     updates: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
+    scatter_in_batches(stream, combine, indices, dims, updates, out, [0, 0])
+}
+
+/// `scatter`, in `[batch_tuples, batch_rows]` batches: tuple t lands in batch t / batch_tuples,
+/// whose output rows start batch_rows after the previous batch's ([0, 0]: one batch).
+#[allow(clippy::too_many_arguments)]
+fn scatter_in_batches(
+    stream: &Stream,
+    combine: Combine,
+    indices: &TensorRef,
+    dims: &[i64],
+    updates: &TensorRef,
+    out: &TensorRef,
+    batch: [u32; 2],
+) -> Result<()> {
     let tuples = if dims.is_empty() { 1 } else { indices.num_elements() / dims.len() as u64 };
-    let empty = updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0;
-    if updates.dtype.size() < 4 && (combine == Combine::Assign || combines_in_lanes(updates.dtype)) {
-        if empty {
-            return Ok(());
-        }
-        let elements = updates.num_elements();
-        return launch(
-            stream,
-            "scatter_narrow",
-            combine,
-            indices,
-            dims,
-            updates,
-            out,
-            elements,
-            elements / tuples,
-            [0, 0],
-        );
-    }
-    if let Some(shader) = chain_shader(updates.dtype) {
-        if empty {
-            return Ok(());
-        }
-        // Assignments too where their links fit in a binding, so that of repeated index tuples one
-        // row wins whole (the word scatter below could mix two rows' words in one element).
-        let links_fit = chain_links_bytes(dims, tuples) <= stream.device().limits.max_storage_buffer_binding_size;
-        if combine != Combine::Assign || links_fit {
-            return launch_chain(stream, shader, combine, indices, dims, updates, out, tuples);
-        }
-    }
-    let per_element = words_per_element(updates.dtype, combine, "scatter")?;
-    if empty {
+    if updates.num_elements() == 0 || tuples == 0 || out.num_elements() == 0 {
         return Ok(());
     }
-    let words = updates.num_elements() * per_element;
-    launch(stream, "scatter", combine, indices, dims, updates, out, words, words / tuples, [0, 0])
+    let windows = |launch| for_each_window(stream, false, indices, dims.len(), updates, out, tuples, launch);
+    if updates.dtype.size() < 4 && (combine == Combine::Assign || combines_in_lanes(updates.dtype)) {
+        return windows(&mut |w, indices, updates, out| {
+            let elements = w.tuples * w.columns;
+            launch(stream, "scatter_narrow", combine, indices, dims, updates, out, elements, w.columns, batch, w)
+        });
+    }
+    // 8-byte assignments too: of repeated index tuples, one row wins whole (the word scatter
+    // below could mix two rows' words in one element).
+    if let Some(shader) = chain_shader(updates.dtype) {
+        return windows(&mut |w, indices, updates, out| {
+            launch_chain(stream, shader, combine, indices, dims, updates, out, batch, w)
+        });
+    }
+    let per_element = words_per_element(updates.dtype, combine, "scatter")?;
+    windows(&mut |w, indices, updates, out| {
+        let (words, row_words) = (w.tuples * w.columns * per_element, w.columns * per_element);
+        launch(stream, "scatter", combine, indices, dims, updates, out, words, row_words, batch, w)
+    })
 }
 
 /// Fills `out` with the rows of `params` that the index tuples in `indices` name within its leading
@@ -376,27 +478,21 @@ pub(super) fn gather(
     if out.num_elements() == 0 {
         return Ok(());
     }
+    let row_elements = params.shape[dims.len()..].iter().product::<i64>() as u64;
+    let tuples = out.num_elements() / row_elements;
+    let windows = |launch| for_each_window(stream, true, indices, dims.len(), params, out, tuples, launch);
     if params.dtype.size() < 4 {
-        let row_elements: i64 = params.shape[dims.len()..].iter().product();
-        let words = out.byte_len().div_ceil(4);
-        return launch(
-            stream,
-            "gather_narrow",
-            Combine::Assign,
-            indices,
-            dims,
-            params,
-            out,
-            words,
-            row_elements as u64,
-            [0, 0],
-        );
+        return windows(&mut |w, indices, params, out| {
+            // (`launch` counts the words the output overlaps.)
+            let assign = Combine::Assign;
+            launch(stream, "gather_narrow", assign, indices, dims, params, out, 0, w.columns, [0, 0], w)
+        });
     }
     let per_element = words_per_element(params.dtype, Combine::Assign, "gather")?;
-    let words = out.num_elements() * per_element;
-    let row_elements: i64 = params.shape[dims.len()..].iter().product();
-    let row_words = row_elements as u64 * per_element;
-    launch(stream, "gather", Combine::Assign, indices, dims, params, out, words, row_words, [0, 0])
+    windows(&mut |w, indices, params, out| {
+        let (words, row_words) = (w.tuples * w.columns * per_element, w.columns * per_element);
+        launch(stream, "gather", Combine::Assign, indices, dims, params, out, words, row_words, [0, 0], w)
+    })
 }
 
 /// The bytes of the value an empty segment holds: 0 for a sum, 1 for a product, the type's
@@ -539,8 +635,7 @@ pub fn bincount(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
     let combine = if binary { Combine::Max } else { Combine::Add };
     let per_row = (values.num_elements() / rows as u64) as u32;
     let batch = if rows > 1 { [per_row, shader_len(size as u64, "Bincount")?] } else { [0, 0] };
-    let words = updates.num_elements();
-    launch(ctx.stream()?, "scatter", combine, &values, &[size], &updates, &out, words, 1, batch)
+    scatter_in_batches(ctx.stream()?, combine, &values, &[size], &updates, &out, batch)
 }
 
 /// SegmentSum, SegmentProd, SegmentMax, SegmentMin and SegmentMean over sorted `segment_ids`:
@@ -739,4 +834,53 @@ pub fn gather_nd(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let (depth, shape) = gather_nd_shape(&params, &indices)?;
     let out = ctx.allocate_output(0, params.dtype, &shape)?;
     gather(ctx.stream()?, &params, &indices, &params.shape[..depth], &out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every (tuple, table row, column) in exactly one window, each window's share within the limit.
+    fn check_cover(limit: u64, tuples: u64, table_rows: u64, columns: u64, elem_bytes: u64, index_bytes: u64) {
+        let found = windows(limit, tuples, table_rows, columns, elem_bytes, index_bytes);
+        let mut seen = vec![0u32; (tuples * table_rows * columns) as usize];
+        for w in &found {
+            let row_bytes = w.columns * elem_bytes;
+            assert!(w.rows * row_bytes <= limit && w.tuples * row_bytes <= limit, "{w:?}");
+            assert!(w.tuples * index_bytes <= limit, "{w:?}");
+            // The chains' links, for the 8-byte elements.
+            assert!(elem_bytes < 8 || (w.rows + w.tuples) * 4 <= limit, "{w:?}");
+            assert!(w.rows == 1 && w.tuples == 1 || w.columns == columns, "{w:?} is not contiguous");
+            for t in w.first_tuple..w.first_tuple + w.tuples {
+                for r in w.first_row..w.first_row + w.rows {
+                    for c in w.first_column..w.first_column + w.columns {
+                        seen[((t * table_rows + r) * columns + c) as usize] += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1), "{limit} {tuples} {table_rows} {columns} {elem_bytes}: {found:?}");
+    }
+
+    #[test]
+    fn windows_cover_each_pairing_once_within_the_limit() {
+        check_cover(1 << 20, 7, 9, 5, 4, 8);
+        for elem_bytes in [1, 2, 4, 8] {
+            // Ranges of tuples against ranges of rows.
+            check_cover(256, 40, 33, 3, elem_bytes, 8);
+            // Indices larger than the rows.
+            check_cover(256, 50, 10, 1, elem_bytes, 28);
+            // Rows larger than the limit: ranges of columns.
+            check_cover(64, 3, 2, 70, elem_bytes, 4);
+        }
+    }
+
+    #[test]
+    fn work_that_fits_is_one_window() {
+        let one = windows(1 << 20, 300, 1000, 64, 4, 4);
+        assert_eq!(
+            one,
+            vec![Window { first_tuple: 0, tuples: 300, first_row: 0, rows: 1000, first_column: 0, columns: 64 }]
+        );
+    }
 }

@@ -7,6 +7,7 @@ The big tensors hold about ELEMENTS float32 values: the parent picks 1.5x the bi
 the plugin (TF_WGPU_MAX_BINDING_BYTES for the fast run, lavapipe's real 128 MiB for the heavy one).
 """
 
+import functools
 import json
 import os
 import sys
@@ -48,6 +49,58 @@ labels = tf.constant(rng.integers(0, ROW, ROWS), tf.int32)
 bias = normal(ROW)
 weights = normal(ROW, 8)
 batch_weights = normal(4, ROW, 8)
+
+
+# Scatters into tables larger than a binding (windows of rows), from updates and indices larger
+# than one (ranges of tuples), and of rows larger than one (ranges of columns). The tables of other
+# dtypes are made on first use (the real-size run runs few of these cases).
+unique_ids = tf.constant(rng.permutation(ROWS)[: max(1, ROWS // 2)], tf.int32)
+updates = normal(300, ROW)
+unique_updates = normal(ROWS // 2, ROW)
+all_rows = tf.constant(rng.integers(0, 8, ROWS), tf.int32)
+sorted_rows = tf.constant(np.sort(all_rows.numpy()))
+element_ids = tf.constant(np.stack([ids.numpy(), ids.numpy() % ROW], 1))
+ids4 = tf.constant(rng.integers(0, 4 * ROWS, 300), tf.int32)
+unique_ids4 = tf.constant(rng.permutation(4 * ROWS)[:300], tf.int32)
+ids2 = tf.constant(rng.integers(0, 2 * ROWS, 300), tf.int64)
+flat = tf.reshape(x2, [1, -1])
+bins = tf.constant(rng.integers(0, ROW, (ROWS, 64)), tf.int32)
+
+
+@functools.cache
+def table_of(dtype):
+    """`table` in `dtype` (int8: four times the rows, float16: twice, so as to pass the limit)."""
+    if dtype == tf.int8:
+        return tf.constant(np.random.default_rng(12).integers(-128, 128, (4 * ROWS, ROW), np.int8))
+    if dtype == tf.float16:
+        return tf.cast(tf.concat([table, table[::-1] * 0.5], 0), tf.float16)
+    return tf.cast(table * 1000, dtype) if dtype.is_integer else tf.cast(table, dtype)
+
+
+def half_row():
+    """One float16 row past the binding limit, of an odd number of elements."""
+    return tf.reshape(table_of(tf.float16), [1, -1])[:, 1:]
+
+
+def variable_update(method, values, index):
+    v = tf.Variable(table)
+    getattr(v, method)(tf.IndexedSlices(values, index))
+    return v.read_value()
+
+
+def embedding_sgd_step():
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential([keras.Input((6,), dtype="int32"), layers.Embedding(ROWS, ROW),
+                              layers.GlobalAveragePooling1D(), layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(0.5),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    batch = tf.reshape(ids[:48], [8, 6])
+    for _ in range(2):
+        model.train_on_batch(batch, tf.constant([0, 1, 1, 0, 1, 0, 0, 1]))
+    return model.layers[0].embeddings.value
 
 
 def conv_dy():
@@ -131,6 +184,41 @@ CASES = {
     "concat_inner": lambda: tf.concat([x2, x2[:, :3]], 1),
     "split": lambda: tf.split(x2, [1, ROW - 1], axis=1)[1],
     "gather_table": lambda: tf.gather(table, ids),
+    "gather_nd_table": lambda: tf.gather_nd(table, ids[:, None]),
+    "gather_nd_big_output": lambda: tf.gather_nd(x2[:8], all_rows[:, None]),
+    "gather_nd_half": lambda: tf.gather_nd(table_of(tf.float16), ids2[:, None]),
+    "gather_nd_int8": lambda: tf.gather_nd(table_of(tf.int8), ids4[:, None]),
+    "gather_nd_row_past_binding": lambda: tf.gather_nd(flat, [[0], [0]]),
+    "gather_nd_int8_odd_rows": lambda: tf.gather_nd(table_of(tf.int8)[:, :255], ids4[:, None]),
+    "gather_nd_half_odd_row_past_binding": lambda: tf.gather_nd(half_row(), [[0], [0]]),
+    # Scatters.
+    "scatter_update_table": lambda: tf.tensor_scatter_nd_update(table, unique_ids[:, None], unique_updates),
+    "scatter_add_table": lambda: tf.tensor_scatter_nd_add(table, ids[:, None], updates),
+    "scatter_max_elements": lambda: tf.tensor_scatter_nd_max(table, element_ids, updates[:, 0]),
+    "scatter_nd_big_output": lambda: tf.scatter_nd(ids[:, None], updates, [ROWS, ROW]),
+    "scatter_add_big_updates": lambda: tf.tensor_scatter_nd_add(x2[:8], all_rows[:, None], x2),
+    "scatter_add_float64": lambda: tf.tensor_scatter_nd_add(table_of(tf.float64), ids[:, None],
+                                                               tf.cast(updates, tf.float64)),
+    "scatter_update_float64": lambda: tf.tensor_scatter_nd_update(table_of(tf.float64), unique_ids[:, None],
+                                                                  tf.cast(unique_updates, tf.float64)),
+    "scatter_sub_int64": lambda: tf.tensor_scatter_nd_sub(table_of(tf.int64), ids[:, None],
+                                                            tf.cast(updates * 100, tf.int64)),
+    "scatter_update_int8": lambda: tf.tensor_scatter_nd_update(table_of(tf.int8), unique_ids4[:, None],
+                                                                table_of(tf.int8)[:300]),
+    "scatter_add_half": lambda: tf.tensor_scatter_nd_add(table_of(tf.float16), ids2[:, None],
+                                                            tf.cast(updates, tf.float16)),
+    "scatter_update_int8_odd_rows": lambda: tf.tensor_scatter_nd_update(
+        table_of(tf.int8)[:, :255], unique_ids4[:, None], table_of(tf.int8)[:300, 1:]),
+    "scatter_add_half_odd_row_past_binding": lambda: tf.tensor_scatter_nd_add(
+        half_row(), [[0], [0]], tf.concat([half_row(), half_row()], 0)),
+    "scatter_add_row_past_binding": lambda: tf.tensor_scatter_nd_add(flat, [[0], [0]], tf.concat([flat, flat], 0)),
+    "variable_scatter_add": lambda: variable_update("scatter_add", updates, ids),
+    "variable_scatter_update": lambda: variable_update("scatter_update", unique_updates, unique_ids),
+    "unsorted_segment_sum_big_output": lambda: tf.math.unsorted_segment_sum(updates, ids, ROWS),
+    "unsorted_segment_max_big_data": lambda: tf.math.unsorted_segment_max(x2, all_rows, 8),
+    "segment_sum_big_data": lambda: tf.math.segment_sum(x2, sorted_rows),
+    "dense_bincount_big_output": lambda: tf.math.bincount(bins, minlength=ROW, maxlength=ROW, axis=-1),
+    "embedding_sgd_step": embedding_sgd_step,
     # Reductions.
     "sum_all": lambda: tf.reduce_sum(x3),
     "sum_leading": lambda: tf.reduce_sum(x3, 0),
@@ -184,7 +272,9 @@ CPU_TWIN = {"conv2d_nchw": lambda: tf.transpose(tf.nn.conv2d(img, filt, 1, "SAME
 
 # Float tolerance: TF-CPU sums in float32 in another order; scale by the result's magnitude.
 TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_norm_training": 1e-3,
-             "batch_norm_grad": 1e-4, "batch_norm_grad_sums": 1e-4}
+             "batch_norm_grad": 1e-4, "batch_norm_grad_sums": 1e-4,
+             # float16 sums of repeated indices round in another order.
+             "scatter_add_half": 1e-3}
 
 
 def compare(got, want, tol):
