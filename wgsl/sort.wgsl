@@ -3,9 +3,14 @@
 //   top_k: one invocation per input element; its rank in its row (greater values first, ties by
 //     lower index, -0 equal to +0, NaN above +inf with its sign's order) places it in the output
 //     when below k. The loop stops once the rank reaches k.
-//   in_top_k: one invocation per word of four bool results: whether the target's prediction has
-//     fewer than k strictly greater predictions in its row (false for an out-of-range target or a
-//     row with a non-finite prediction), as TF-CPU's kernel.
+//   top_k_keys, top_k_merge, top_k_take: long rows (the rank count is O(n^2) per row, its loop
+//     capped on llvmpipe) sort instead: each row's keys and indices, padded to a power of two, go
+//     through a bitonic sorting network in the same order, one pass per merge step, and the first
+//     k of each row are taken.
+//   in_top_k_count, in_top_k: whether the target's prediction has fewer than k strictly greater
+//     predictions in its row (false for an out-of-range target or a row with a non-finite
+//     prediction), as TF-CPU's kernel: counts in chunks of a row (long rows: many invocations, each
+//     loop bounded), then one invocation per word of four bool results adds them up.
 //   lower_bound, upper_bound: one invocation per value, std::lower_bound / std::upper_bound over
 //     its row of the sorted input (Bucketize: one row of boundaries).
 
@@ -25,8 +30,11 @@ struct Params {
     target_words: u32,
     // top_k: 32-bit words per element (2 for 64-bit integers, low word first).
     words: u32,
-    _pad1: u32,
-    _pad2: u32,
+    // The bitonic network's merge stage (the length of the runs it merges) and step (the distance
+    // of the pairs it compares); `m` is then the padded row length. in_top_k: `step` classes to a
+    // chunk, `m` chunks to a row.
+    stage: u32,
+    step: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> a: array<u32>;
@@ -104,8 +112,89 @@ fn top_k(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     }
 }
 
-// Whether row `row`'s target is among its k most probable classes.
-fn in_top(row: u32) -> bool {
+// The bitonic network's scratch `b`: for each of `rows` padded rows of `m` entries, the keys' high
+// words, then their low words, then the element indices.
+fn entries() -> u32 {
+    return p.rows * p.m;
+}
+
+// Whether entry x (key xk, index xi) comes before entry y in TopK's order.
+fn before(xk: vec2<u32>, xi: u32, yk: vec2<u32>, yi: u32) -> bool {
+    return key_greater(xk, yk) || (all(xk == yk) && xi < yi);
+}
+
+// One invocation per padded entry: the element's key and index (padding: the least key and indices
+// past the row's, so that it sorts last).
+@compute @workgroup_size(256)
+fn top_k_keys(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let e = invocation(gid, nwg);
+    if (e >= entries()) {
+        return;
+    }
+    let row = e / p.m;
+    let t = e - row * p.m;
+    var key = vec2<u32>(0u, 0u);
+    if (t < p.n) {
+        key = top_k_key(p.a_off / p.words + row * p.n + t);
+    }
+    b[p.b_off + e] = key.x;
+    b[p.b_off + entries() + e] = key.y;
+    b[p.b_off + 2u * entries() + e] = t;
+}
+
+// One invocation per pair of one merge step: entries `step` apart, ordered as their run of
+// 2 * `stage` sorts (runs alternate direction until the last stage).
+@compute @workgroup_size(256)
+fn top_k_merge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = invocation(gid, nwg);
+    let half = p.m / 2u;
+    if (i >= p.rows * half) {
+        return;
+    }
+    let row = i / half;
+    let t = i - row * half;
+    let first = (t / p.step) * 2u * p.step + t % p.step;
+    let x = p.b_off + row * p.m + first;
+    let y = x + p.step;
+    let n = entries();
+    let xk = vec2<u32>(b[x], b[n + x]);
+    let yk = vec2<u32>(b[y], b[n + y]);
+    let xi = b[2u * n + x];
+    let yi = b[2u * n + y];
+    let forward = (first & p.stage) == 0u;
+    if (before(yk, yi, xk, xi) == forward) {
+        b[x] = yk.x;
+        b[n + x] = yk.y;
+        b[2u * n + x] = yi;
+        b[y] = xk.x;
+        b[n + y] = xk.y;
+        b[2u * n + y] = xi;
+    }
+}
+
+// One invocation per output: the k first entries of each sorted row, their values and indices.
+@compute @workgroup_size(256)
+fn top_k_take(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = invocation(gid, nwg);
+    if (i >= p.rows * p.k) {
+        return;
+    }
+    let row = i / p.k;
+    let j = b[p.b_off + 2u * entries() + row * p.m + i - row * p.k];
+    let source = p.a_off / p.words + row * p.n + j;
+    for (var w = 0u; w < p.words; w++) {
+        out[p.out_off + i * p.words + w] = a[source * p.words + w];
+    }
+    idx[p.idx_off + i] = j;
+}
+
+// What a chunk of in_top_k_count gives where TF-CPU cannot decide: an out-of-range target, or a
+// non-finite prediction in the row.
+const UNDECIDED: u32 = 0xffffffffu;
+
+// How many of the `step` classes of chunk `chunk` of row `row` are predicted more probable than the
+// row's target, or UNDECIDED.
+fn greater_in_chunk(row: u32, chunk: u32) -> u32 {
     let start = p.a_off + row * p.n;
     let low = b[p.b_off + row * p.target_words];
     var high = select(0u, 0xffffffffu, (low & 0x80000000u) != 0u);
@@ -114,27 +203,52 @@ fn in_top(row: u32) -> bool {
     }
     // In range: 0 <= target < n, as a 64-bit signed value.
     if (high != 0u || low >= p.n) {
-        return false;
+        return UNDECIDED;
     }
     let predicted = bitcast<f32>(a[start + low]);
     if (math_is_nan(predicted) || math_is_inf(predicted)) {
-        return false;
+        return UNDECIDED;
     }
-    let k = bitcast<i32>(p.k);
-    var greater = 0;
-    for (var c = 0u; c < p.n; c++) {
+    var greater = 0u;
+    let end = min(chunk * p.step + p.step, p.n);
+    for (var c = chunk * p.step; c < end; c++) {
         let v = bitcast<f32>(a[start + c]);
         if (math_is_nan(v) || math_is_inf(v)) {
-            // TF-CPU cannot say for a row with any non-finite prediction: false.
-            return false;
+            return UNDECIDED;
         }
         if (v > predicted) {
             greater++;
         }
     }
-    return greater < k;
+    return greater;
 }
 
+// One invocation per chunk of `step` classes of a row (`m` chunks to a row): its count, in `out`.
+@compute @workgroup_size(256)
+fn in_top_k_count(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = invocation(gid, nwg);
+    if (i >= p.rows * p.m) {
+        return;
+    }
+    let row = i / p.m;
+    out[p.out_off + i] = greater_in_chunk(row, i - row * p.m);
+}
+
+// Whether row `row`'s target is among its k most probable classes: fewer than k greater, and
+// decided in every chunk.
+fn in_top(row: u32) -> bool {
+    var greater = 0u;
+    for (var c = 0u; c < p.m; c++) {
+        let count = out[p.out_off + row * p.m + c];
+        if (count == UNDECIDED) {
+            return false;
+        }
+        greater += count;
+    }
+    return bitcast<i32>(greater) < bitcast<i32>(p.k);
+}
+
+// One invocation per word of four bool results (in `idx`), from in_top_k_count's chunks.
 @compute @workgroup_size(256)
 fn in_top_k(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let w = invocation(gid, nwg);

@@ -1,13 +1,14 @@
 //! Comparisons within rows (`wgsl/sort.wgsl`): TopKV2 (sorted, ties by lower index),
 //! InTopKV2 and InTopK, LowerBound and UpperBound (TF's searchsorted), and Bucketize, on float32.
-//! Each launch is one pass over the rows; TopK ranks each element against its row, O(n^2) per row
-//! (correct, not tuned for long rows).
+//! Each launch is one pass over the rows; TopK ranks each element against its row, O(n * k) per
+//! row, and sorts long rows instead (a bitonic network, O(n log^2 n)).
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{check_loop_iterations, dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{check_loop_iterations, dispatch, loop_budget, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::validate::{self, shape_string};
+use super::windows::binding_limit;
 use super::{cast, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -30,7 +31,8 @@ struct Params {
     idx_off: u32,
     target_words: u32,
     words: u32,
-    _pad: [u32; 2],
+    stage: u32,
+    step: u32,
 }
 
 /// Encodes `entry` over `invocations`, binding `a`, `b`, `out` and `idx` (offsets in words).
@@ -110,8 +112,6 @@ pub fn top_k(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()
         return Ok(());
     }
     let rows = shader_len(input.num_elements() / n as u64, "TopKV2")?;
-    // Each element's rank is a loop over its row.
-    check_loop_iterations(ctx.stream()?.device(), n as u64, "TopKV2")?;
     // The key kind and words per element; 8- and 16-bit integers rank as their 32-bit widening.
     let (kind, words, wide) = match input.dtype {
         DType::F32 => (0, 1, None),
@@ -134,13 +134,76 @@ pub fn top_k(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()
         None => (input, None),
     };
     let p = Params { rows, n: shader_len(n as u64, "TopKV2")?, k: k as u32, words, ..Params::default() };
-    let stream = ctx.stream()?;
     let target = values_wide.as_ref().unwrap_or(&values);
-    launch_kind(stream, "top_k", p, [&input, &input, target, &indices], input.num_elements(), kind)?;
+    // Each element's rank is a loop over its row, until k greater ones: long rows sort instead.
+    if n as u64 > ctx.stream()?.device().max_loop_iterations || n as u64 * k as u64 > RANK_WORK {
+        top_k_by_sorting(ctx, p, kind, &input, target, &indices)?;
+    } else {
+        launch_kind(ctx.stream()?, "top_k", p, [&input, &input, target, &indices], input.num_elements(), kind)?;
+    }
+    let stream = ctx.stream()?;
     if let Some(values_wide) = &values_wide {
         cast::launch(stream, values_wide, &values)?;
     }
     finish_int_output(stream, &indices, cast_to)
+}
+
+/// The comparisons per row (n * k) past which TopKV2 sorts the row rather than rank each element
+/// against it.
+const RANK_WORK: u64 = 1 << 22;
+
+/// TopKV2 of `p.rows` rows of `p.n` elements by sorting them (bitonic network): groups of rows
+/// whose scratch (three words per padded element) fits a binding, each sorted whole, then the first
+/// `p.k` of each row taken into `values` and `indices`.
+fn top_k_by_sorting(
+    ctx: &mut dyn KernelContext,
+    mut p: Params,
+    kind: u32,
+    input: &TensorRef,
+    values: &TensorRef,
+    indices: &TensorRef,
+) -> Result<()> {
+    let padded = u64::from(p.n).next_power_of_two().max(2);
+    let row_scratch = 3 * padded * 4;
+    let limit = binding_limit(ctx.stream()?.device());
+    if row_scratch > limit {
+        return Err(Error::resource_exhausted(format!(
+            "TopKV2 on WGPU: a row of {} elements needs {row_scratch} bytes of sorting scratch, more than \
+             this adapter's storage binding holds ({limit})",
+            p.n
+        )));
+    }
+    let group = (limit / row_scratch).min(u64::from(p.rows));
+    let scratch = ctx.allocate_temp(DType::U32, &[(3 * padded * group) as i64])?;
+    let stream = ctx.stream()?;
+    let (n, k, total_rows) = (u64::from(p.n), u64::from(p.k), u64::from(p.rows));
+    let part = |t: &TensorRef, first: u64, count: u64, row: u64| TensorRef {
+        address: t.address + first * row * t.dtype.size(),
+        dtype: t.dtype,
+        shape: vec![(count * row) as i64],
+    };
+    p.m = padded as u32;
+    let mut first = 0;
+    while first < total_rows {
+        let rows = group.min(total_rows - first);
+        p.rows = rows as u32;
+        let input = part(input, first, rows, n);
+        let tensors = [&input, &scratch, &part(values, first, rows, k), &part(indices, first, rows, k)];
+        launch_kind(stream, "top_k_keys", p, tensors, rows * padded, kind)?;
+        let mut stage = 2;
+        while stage <= padded {
+            let mut step = stage / 2;
+            while step > 0 {
+                (p.stage, p.step) = (stage as u32, step as u32);
+                launch_kind(stream, "top_k_merge", p, tensors, rows * padded / 2, kind)?;
+                step /= 2;
+            }
+            stage *= 2;
+        }
+        launch_kind(stream, "top_k_take", p, tensors, rows * k, kind)?;
+        first += rows;
+    }
+    Ok(())
 }
 
 /// InTopKV2(predictions, targets, k) and InTopK(predictions, targets; k): whether each row's
@@ -181,18 +244,31 @@ pub fn in_top_k(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
         return Ok(());
     }
     let classes = shader_len(predictions.shape[1] as u64, "InTopKV2")?;
-    check_loop_iterations(ctx.stream()?.device(), 4 * u64::from(classes), kernel.def.op)?;
     // No classes: every target is out of range; the shader still needs a predictions binding.
     let predictions = if classes == 0 { ctx.allocate_temp(DType::F32, &[1])? } else { predictions };
+    // Counts in chunks of a row, whose sums loop over a row's chunks (four rows to an invocation).
+    let budget = loop_budget(ctx.stream()?.device(), 0);
+    let chunk = IN_TOP_K_CHUNK.min(budget);
+    let chunks = u64::from(classes).div_ceil(chunk).max(1);
+    check_loop_iterations(ctx.stream()?.device(), 4 * chunks, kernel.def.op)?;
+    let counts = ctx.allocate_temp(DType::U32, &[(u64::from(rows) * chunks) as i64])?;
     let p = Params {
         rows,
         n: classes,
         k: (k.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32) as u32,
+        m: chunks as u32,
+        step: chunk as u32,
         target_words: (targets.dtype.size() / 4) as u32,
         ..Params::default()
     };
-    launch(ctx.stream()?, "in_top_k", p, [&predictions, &targets, &out, &out], u64::from(rows.div_ceil(4)))
+    let stream = ctx.stream()?;
+    let tensors = [&predictions, &targets, &counts, &out];
+    launch(stream, "in_top_k_count", p, tensors, u64::from(rows) * chunks)?;
+    launch(stream, "in_top_k", p, tensors, u64::from(rows.div_ceil(4)))
 }
+
+/// The classes one invocation of InTopK's count compares with a row's target.
+const IN_TOP_K_CHUNK: u64 = 4096;
 
 /// LowerBound(sorted_inputs, values) and UpperBound: for each value, the first index of its row of
 /// `sorted_inputs` whose element is not less than it (greater than it, for UpperBound).

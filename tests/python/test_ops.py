@@ -1029,20 +1029,23 @@ def diag_cases(op, attrs, rng):
 
 def sort_cases(op, attrs, rng):
     """TopK (ties by lower index, Inf at both ends, k from 0 to the row's length, batches, empty
-    batches, a long row), InTopK (ties with the target, out-of-range and negative targets, a
-    non-finite target prediction, k of 0 and past the row), searchsorted (repeats, values outside
+    batches, long rows: ranked, and sorted past one invocation's loop), InTopK (ties with the
+    target, out-of-range and negative targets, a non-finite target prediction, k of 0 and past the
+    row, rows counted in chunks), searchsorted (repeats, values outside
     the rows, an empty row) and Bucketize (boundaries with repeats, values on them, Inf)."""
     if op == "TopKV2":
         dt = tf.as_dtype(attrs["T"])
         if dt.is_integer:
             # The type's extremes, ties, and values whose order differs signed and unsigned.
             small = rng.integers(0, 5, size=(3, 33)).astype(dt.as_numpy_dtype)
-            xs = [integers(rng, dt, (4, 5, 9)), small, integers(rng, dt, (0, 6)), integers(rng, dt, (2, 3000))]
+            xs = [integers(rng, dt, (4, 5, 9)), small, integers(rng, dt, (0, 6)), integers(rng, dt, (2, 3000)),
+                  rng.integers(0, 100, size=(1, 70000)).astype(dt.as_numpy_dtype)]
         else:
             tied = np.array([[3, 1, 3, 2, -np.inf, np.inf, 1, 0, -0.0, 2]], np.float32)
             xs = [typed(attrs, x) for x in [tied, floats(rng, (4, 5, 9), specials=False),
                                             np.round(floats(rng, (3, 33), specials=False)),
-                                            floats(rng, (0, 6), specials=False), floats(rng, (2, 3000), specials=False)]]
+                                            floats(rng, (0, 6), specials=False), floats(rng, (2, 3000), specials=False),
+                                            np.round(floats(rng, (1, 70000), specials=False), 1)]]
         for x in xs:
             for k in sorted({0, 1, 3, x.shape[-1]} & set(range(x.shape[-1] + 1))):
                 yield (lambda t, k=k: tf.raw_ops.TopKV2(input=t, k=np.int32(k))), [x]
@@ -1053,11 +1056,15 @@ def sort_cases(op, attrs, rng):
         pred[3, 2] = np.nan
         pred[4, 1] = np.inf
         targets = np.array([0, 5, 2, 2, 1, -1, 6, 3], it)
-        for k in (0, 1, 2, 3, 6, 7, -1):
+        # Rows longer than one invocation's loop: counts in chunks.
+        long_pred = np.round(floats(rng, (3, 70000), specials=False), 1)
+        long_targets = np.array([0, 69999, 12345], it)
+        for (p_, t_), k in [((pred, targets), k) for k in (0, 1, 2, 3, 6, 7, -1)] + [
+                ((long_pred, long_targets), k) for k in (1, 100, 5000, 69999)]:
             if op == "InTopK":
-                yield (lambda p, t, k=k: tf.raw_ops.InTopK(predictions=p, targets=t, k=k)), [pred, targets]
+                yield (lambda p, t, k=k: tf.raw_ops.InTopK(predictions=p, targets=t, k=k)), [p_, t_]
             else:
-                yield (lambda p, t, k=k: tf.raw_ops.InTopKV2(predictions=p, targets=t, k=it(k))), [pred, targets]
+                yield (lambda p, t, k=k: tf.raw_ops.InTopKV2(predictions=p, targets=t, k=it(k))), [p_, t_]
         return
     if op in ("LowerBound", "UpperBound"):
         out_type = tf.as_dtype(attrs["out_type"])
