@@ -216,6 +216,39 @@ fn explicit_pads(kernel: &KernelInstance, padding: &str) -> Result<[(i64, i64); 
     Ok([(pads[2], pads[3]), (pads[4], pads[5])])
 }
 
+/// The loop iterations one invocation of a window kernel may run (llvmpipe counts them all, and
+/// ends an invocation's loops past its cap): convolutions loop over every tap, then every channel
+/// it sums; pools over the taps of a window; gradients over the windows covering an element.
+/// (Filter gradients split their pixels; the other entries do not loop over windows.)
+fn window_loops(entry: &str, p: &Params) -> Option<u64> {
+    let (kh, kw) = (u64::from(p.kh), u64::from(p.kw));
+    let window = u64::from(p.kh.min(p.h)) * (u64::from(p.kw.min(p.w)) + 1);
+    let covering = |k: u32, stride: u32, size: u32| u64::from(k.div_ceil(stride.max(1)).min(size));
+    let (cover_y, cover_x) = (covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow));
+    match entry {
+        e if (e.starts_with("conv2d") || e.starts_with("depthwise")) && !e.contains("grad_filter") => {
+            Some(kh * kw * (u64::from(p.c.max(p.oc).max(p.fc)) + 2))
+        }
+        "max_pool" | "avg_pool" | "max_pool_argmax" | "max_pool_grad_windows" | "max_pool_grad_grad" => Some(window),
+        "max_pool_grad" => Some(cover_y * (cover_x * (window + 1) + 1)),
+        "avg_pool_grad" => Some(cover_y * (cover_x + 1)),
+        _ => None,
+    }
+}
+
+/// Whether `entry`'s loops fit the adapter's cap on one invocation's loop iterations.
+fn loops_fit(stream: &Stream, entry: &str, p: &Params) -> bool {
+    window_loops(entry, p).is_none_or(|iterations| iterations <= stream.device().max_loop_iterations)
+}
+
+/// A depthwise convolution's parameters and filter as the grouped convolution it is: one input
+/// channel to a group, `multiplier` outputs each (the filter's [kh, kw, c, multiplier] bytes read
+/// as [kh, kw, 1, c * multiplier]).
+fn depthwise_as_grouped(p: &Params, filter: &TensorRef) -> (Params, TensorRef) {
+    let shape = vec![i64::from(p.kh), i64::from(p.kw), 1, i64::from(p.oc)];
+    (Params { fc: 1, ..*p }, TensorRef { shape, ..filter.clone() })
+}
+
 fn launch(stream: &Stream, entry: &'static str, p: Params, tensors: &[&TensorRef], out: &TensorRef) -> Result<()> {
     launch_with(stream, entry, p, tensors, out, None)
 }
@@ -233,12 +266,8 @@ fn launch_with(
     if p.n == 0 {
         return Ok(());
     }
-    if (entry.starts_with("conv2d") || entry.starts_with("depthwise")) && !entry.contains("grad_filter") {
-        // The window loops: every tap, then every channel it sums. (Pooling loops only over the taps
-        // inside the image, and filter gradients split their pixels.)
-        let channels = u64::from(p.c.max(p.oc).max(p.fc));
-        let taps = u64::from(p.kh) * u64::from(p.kw);
-        check_loop_iterations(stream.device(), taps * (channels + 2), entry)?;
+    if let Some(iterations) = window_loops(entry, &p) {
+        check_loop_iterations(stream.device(), iterations, entry)?;
     }
     let invocations = invocations.unwrap_or(u64::from(p.n));
     let device = stream.device();
@@ -387,6 +416,12 @@ pub fn launch_conv(
     }
     if !plan.depthwise && p.fc == p.c && im2col::launch_conv_tiles(stream, &geometry(p), input, filter, out)? {
         return Ok(());
+    }
+    if !loops_fit(stream, if plan.depthwise { "depthwise" } else { "conv2d" }, p) {
+        // Deep or wide windows: the implicit GEMM, whose loop steps through tiles of them.
+        let (p, filter) = if plan.depthwise { depthwise_as_grouped(p, filter) } else { (*p, filter.clone()) };
+        let (g, groups) = group_geometry(&p);
+        return matmul_gpu::conv(stream, &g, groups, input, &filter, out);
     }
     if plan.depthwise {
         if p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[input, filter, out])? {
@@ -609,6 +644,17 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let p = pool_params(kernel, &input.shape)?;
     let out = ctx.allocate_output(0, input.dtype, &pooled_shape(&p))?;
     let entry = if kernel.def.op.starts_with("MaxPool") { "max_pool" } else { "avg_pool" };
+    if !loops_fit(ctx.stream()?, entry, &p) {
+        // A window past the loop cap: pools are separable (a maximum of maxima; an average of
+        // averages, as the count of a window's elements inside the image is a product), so the
+        // rows' windows first, then the columns'.
+        let rows_pooled = Params { kw: 1, sw: 1, pad_left: 0, ow: p.w, ..p };
+        let columns_pooled = Params { h: p.oh, kh: 1, sh: 1, pad_top: 0, ..p };
+        let temp = ctx.allocate_temp(input.dtype, &pooled_shape(&rows_pooled))?;
+        let stream = ctx.stream()?;
+        launch(stream, entry, rows_pooled, &[&input, &input], &temp)?;
+        return launch(stream, entry, columns_pooled, &[&temp, &temp], &out);
+    }
     // The filter slot is unused by the pools; the input stands in for it.
     launch(ctx.stream()?, entry, p, &[&input, &input], &out)
 }
@@ -860,11 +906,16 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         return launch_grad_filter(ctx.stream()?, plan.params, depthwise, &known, &dy, &out);
     }
     let stream = ctx.stream()?;
+    let entry = if depthwise { "depthwise_grad_input" } else { "conv2d_grad_input" };
+    if !loops_fit(stream, entry, p) {
+        // Deep or wide windows: the implicit GEMM, whose loop steps through tiles of them.
+        let (p, filter) = if depthwise { depthwise_as_grouped(p, &known) } else { (*p, known.clone()) };
+        return launch_grad_input_gemm(ctx, &p, &dy, &filter, &out);
+    }
     if depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[&dy, &known, &out])? {
         let invocations = Some(out.num_elements() / 4);
         return launch_with(stream, "depthwise_grad_input_c4", *p, &[&dy, &known], &out, invocations);
     }
-    let entry = if depthwise { "depthwise_grad_input" } else { "conv2d_grad_input" };
     launch(stream, entry, plan.params, &[&dy, &known], &out)
 }
 
@@ -1047,6 +1098,18 @@ fn grad_input_gemm(
     if !on_gemm(ctx.stream()?, dx.dtype) || !gemm_binds(ctx.stream()?, dx.dtype, &[dy, filter, dx]) {
         return Ok(false);
     }
+    launch_grad_input_gemm(ctx, p, dy, filter, dx)?;
+    Ok(true)
+}
+
+/// Conv2DBackpropInput as implicit GEMMs, one per group (`matmul_gpu::conv_grad_input`).
+fn launch_grad_input_gemm(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    dy: &TensorRef,
+    filter: &TensorRef,
+    dx: &TensorRef,
+) -> Result<()> {
     let (g, groups) = group_geometry(p);
     let (kh, kw, fc, oc) = (i64::from(p.kh), i64::from(p.kw), i64::from(p.fc), i64::from(p.oc));
     let group_oc = oc / i64::from(groups);
@@ -1062,8 +1125,7 @@ fn grad_input_gemm(
     ];
     let stream = ctx.stream()?;
     index::map(stream, filter, &grouped, &dims, None)?;
-    matmul_gpu::conv_grad_input(stream, &g, groups, dy, &grouped, dx)?;
-    Ok(true)
+    matmul_gpu::conv_grad_input(stream, &g, groups, dy, &grouped, dx)
 }
 
 /// Conv2DBackpropFilter on the tiled product of CPU adapters (`im2col::launch_grad_filter_tiles`),

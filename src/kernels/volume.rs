@@ -5,7 +5,7 @@
 //! `half::via_f32`; float64 convolutions in f64.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{check_loop_iterations, dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::binary::{self, BinaryOp};
@@ -219,10 +219,32 @@ fn geometry(kernel: &KernelInstance, input: &[i64], k: [i64; 3], dilated: bool) 
 
 /// Encodes `entry` over `invocations`, binding `tensors` as (input, out, aux, aux2); missing ones
 /// repeat the input.
+/// The loop iterations one invocation of a window entry may run (llvmpipe counts them all, and ends
+/// an invocation's loops past its cap): the pools loop over a window's elements inside the input,
+/// the gradients over the windows that cover an element.
+fn window_loops(entry: &str, p: &Params) -> Option<u64> {
+    let inside = |k: u32, size: u32| u64::from(k.min(size));
+    let (z, y, x) = (inside(p.kd, p.d), inside(p.kh, p.h), inside(p.kw, p.w));
+    let covering = |k: u32, stride: u32, out: u32| u64::from(k.div_ceil(stride.max(1)).min(out));
+    let (cz, cy, cx) = (covering(p.kd, p.sd, p.od), covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow));
+    match entry {
+        "max_pool" | "avg_pool" | "max_pool_grad_grad" => Some(z * (y * (x + 1) + 1)),
+        "max_pool_grad" | "avg_pool_grad" => Some(cz * (cy * (cx + 1) + 1)),
+        _ => None,
+    }
+}
+
+fn loops_fit(stream: &Stream, entry: &str, p: &Params) -> bool {
+    window_loops(entry, p).is_none_or(|iterations| iterations <= stream.device().max_loop_iterations)
+}
+
 fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&TensorRef], invocations: u64) -> Result<()> {
     p.n = shader_len(invocations, entry)?;
     if p.n == 0 {
         return Ok(());
+    }
+    if let Some(iterations) = window_loops(entry, &p) {
+        check_loop_iterations(stream.device(), iterations, entry)?;
     }
     let device = stream.device();
     let mems =
@@ -448,6 +470,25 @@ pub fn pool3d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let g = geometry(kernel, &input.shape, spatial(kernel, "ksize")?, false)?;
     let out = ctx.allocate_output(0, input.dtype, &g.output_shape(g.c))?;
     let entry = if kernel.def.op == "MaxPool3D" { "max_pool" } else { "avg_pool" };
+    if !loops_fit(ctx.stream()?, entry, &g.params()?) {
+        // A window past the loop cap: pools are separable (a maximum of maxima; an average of
+        // averages, as the count of a window's elements inside the input is a product), so one
+        // axis at a time.
+        let mut source = input.clone();
+        let mut along = Geometry { out: g.input, k: [1; 3], strides: [1; 3], pads: [0; 3], ..g };
+        for axis in 0..3 {
+            (along.out[axis], along.k[axis], along.strides[axis], along.pads[axis]) =
+                (g.out[axis], g.k[axis], g.strides[axis], g.pads[axis]);
+            let pooled =
+                if axis == 2 { out.clone() } else { ctx.allocate_temp(input.dtype, &along.output_shape(g.c))? };
+            launch(ctx.stream()?, entry, along.params()?, &[&source, &pooled], pooled.num_elements())?;
+            // The next axis pools this one's output.
+            along.input[axis] = g.out[axis];
+            (along.k[axis], along.strides[axis], along.pads[axis]) = (1, 1, 0);
+            source = pooled;
+        }
+        return Ok(());
+    }
     launch(ctx.stream()?, entry, g.params()?, &[&input, &out], out.num_elements())
 }
 

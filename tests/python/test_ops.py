@@ -2813,3 +2813,40 @@ def test_matmul_longer_than_the_loop_limit(m, k, n, transpose_a, transpose_b):
     tol = 1e-6 * k
     np.testing.assert_allclose(got, want, rtol=0, atol=tol)
     np.testing.assert_allclose(batched, np.stack([want, 2 * want]), rtol=0, atol=2 * tol)
+
+
+def _r(shape, seed=0):
+    return np.random.default_rng([seed, *shape]).standard_normal(shape).astype(np.float32)
+
+
+# Windows whose loops pass llvmpipe's 65,535 iterations per invocation: the direct kernels' loops
+# would be cut short (silently: wrong pools) or refused (Unimplemented convolutions). Convolutions
+# take the implicit GEMM, pools pool one axis at a time.
+WINDOWS_PAST_THE_LOOP_LIMIT = {
+    "conv2d_deep": lambda: tf.nn.conv2d(_r((1, 6, 6, 8000)), _r((3, 3, 8000, 2)), 1, "SAME"),
+    "conv2d_deep_half": lambda: tf.nn.conv2d(tf.cast(_r((1, 6, 6, 8000)), tf.float16),
+                                             tf.cast(_r((3, 3, 8000, 2)) / 50, tf.float16), 1, "SAME"),
+    "depthwise_wide": lambda: tf.nn.depthwise_conv2d(_r((2, 9, 9, 64)), _r((3, 3, 64, 200)), [1, 2, 2, 1], "SAME"),
+    "depthwise_wide_grad_input": lambda: tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
+        input_sizes=[2, 9, 9, 64], filter=_r((3, 3, 64, 200)), out_backprop=_r((2, 5, 5, 12800)),
+        strides=[1, 2, 2, 1], padding="SAME"),
+    "depthwise_big_window_grad_input": lambda: tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
+        input_sizes=[1, 40, 40, 64], filter=_r((32, 32, 64, 1)), out_backprop=_r((1, 9, 9, 64)),
+        strides=[1, 1, 1, 1], padding="VALID"),
+    "max_pool_global": lambda: tf.nn.max_pool2d(_r((1, 300, 300, 2)), 300, 1, "VALID"),
+    "avg_pool_global": lambda: tf.nn.avg_pool2d(_r((1, 300, 300, 2)), 300, 1, "VALID"),
+    "max_pool_same": lambda: tf.nn.max_pool2d(_r((2, 300, 310, 3)), [290, 300], [7, 9], "SAME"),
+    "avg_pool_same": lambda: tf.nn.avg_pool2d(_r((2, 300, 310, 3)), [290, 300], [7, 9], "SAME"),
+    "max_pool3d": lambda: tf.nn.max_pool3d(_r((1, 50, 50, 50, 2)), 45, 5, "VALID"),
+    "avg_pool3d_same": lambda: tf.nn.avg_pool3d(_r((2, 50, 45, 47, 3)), [44, 40, 42], [3, 4, 5], "SAME"),
+}
+
+
+@pytest.mark.parametrize("case", WINDOWS_PAST_THE_LOOP_LIMIT)
+def test_windows_past_the_loop_limit(case, strict_placement):
+    with tf.device("/GPU:0"):
+        got = WINDOWS_PAST_THE_LOOP_LIMIT[case]().numpy().astype(np.float64)
+    with tf.device("/CPU:0"):
+        want = WINDOWS_PAST_THE_LOOP_LIMIT[case]().numpy().astype(np.float64)
+    tol = 2e-2 if "half" in case else 1e-5
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
