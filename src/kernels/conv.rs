@@ -218,7 +218,7 @@ fn explicit_pads(kernel: &KernelInstance, padding: &str) -> Result<[(i64, i64); 
 
 /// The loop iterations one invocation of a window kernel may run (llvmpipe counts them all, and
 /// ends an invocation's loops past its cap): convolutions loop over every tap, then every channel
-/// it sums; pools over the taps of a window; gradients over the windows covering an element.
+/// it sums; pools over the taps of a window; pool gradients over the windows covering an element.
 /// (Filter gradients split their pixels; the other entries do not loop over windows.)
 fn window_loops(entry: &str, p: &Params) -> Option<u64> {
     let (kh, kw) = (u64::from(p.kh), u64::from(p.kw));
@@ -226,7 +226,10 @@ fn window_loops(entry: &str, p: &Params) -> Option<u64> {
     let covering = |k: u32, stride: u32, size: u32| u64::from(k.div_ceil(stride.max(1)).min(size));
     let (cover_y, cover_x) = (covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow));
     match entry {
-        e if (e.starts_with("conv2d") || e.starts_with("depthwise")) && !e.contains("grad_filter") => {
+        // Depthwise windows loop over their taps (the input gradient over each tap's multiplier).
+        "depthwise" | "depthwise_c4" | "depthwise_grad_input_c4" => Some(kh * (kw + 1)),
+        "depthwise_grad_input" => Some(kh * (kw * (u64::from(p.fc) + 1) + 1)),
+        e if e.starts_with("conv2d") && !e.contains("grad_filter") => {
             Some(kh * kw * (u64::from(p.c.max(p.oc).max(p.fc)) + 2))
         }
         "max_pool" | "avg_pool" | "max_pool_argmax" | "max_pool_grad_windows" | "max_pool_grad_grad" => Some(window),

@@ -252,6 +252,9 @@ fn for_each_window(
     let columns = per_tuple.num_elements() / tuples;
     let table_rows = table.num_elements() / columns;
     let index_bytes = depth as u64 * indices.dtype.size();
+    // Rows and tuples count in 32 bits in the shader: refused before any window writes.
+    shader_len(table_rows, "scatter rows")?;
+    shader_len(tuples, "scatter tuples")?;
     let limit = binding_limit(stream.device());
     for window in windows(limit, tuples, table_rows, columns, rows.dtype.size(), index_bytes) {
         let index_part = TensorRef {
@@ -851,6 +854,8 @@ mod tests {
             // The chains' links, for the 8-byte elements.
             assert!(elem_bytes < 8 || (w.rows + w.tuples) * 4 <= limit, "{w:?}");
             assert!(w.rows == 1 && w.tuples == 1 || w.columns == columns, "{w:?} is not contiguous");
+            let ends = [w.first_tuple + w.tuples, w.first_row + w.rows, w.first_column + w.columns];
+            assert!(ends[0] <= tuples && ends[1] <= table_rows && ends[2] <= columns, "{w:?} runs past the work");
             for t in w.first_tuple..w.first_tuple + w.tuples {
                 for r in w.first_row..w.first_row + w.rows {
                     for c in w.first_column..w.first_column + w.columns {

@@ -217,8 +217,6 @@ fn geometry(kernel: &KernelInstance, input: &[i64], k: [i64; 3], dilated: bool) 
     })
 }
 
-/// Encodes `entry` over `invocations`, binding `tensors` as (input, out, aux, aux2); missing ones
-/// repeat the input.
 /// The loop iterations one invocation of a window entry may run (llvmpipe counts them all, and ends
 /// an invocation's loops past its cap): the pools loop over a window's elements inside the input,
 /// the gradients over the windows that cover an element.
@@ -238,6 +236,8 @@ fn loops_fit(stream: &Stream, entry: &str, p: &Params) -> bool {
     window_loops(entry, p).is_none_or(|iterations| iterations <= stream.device().max_loop_iterations)
 }
 
+/// Encodes `entry` over `invocations`, binding `tensors` as (input, out, aux, aux2); missing ones
+/// repeat the input.
 fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&TensorRef], invocations: u64) -> Result<()> {
     p.n = shader_len(invocations, entry)?;
     if p.n == 0 {

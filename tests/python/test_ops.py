@@ -2826,13 +2826,16 @@ WINDOWS_PAST_THE_LOOP_LIMIT = {
     "conv2d_deep": lambda: tf.nn.conv2d(_r((1, 6, 6, 8000)), _r((3, 3, 8000, 2)), 1, "SAME"),
     "conv2d_deep_half": lambda: tf.nn.conv2d(tf.cast(_r((1, 6, 6, 8000)), tf.float16),
                                              tf.cast(_r((3, 3, 8000, 2)) / 50, tf.float16), 1, "SAME"),
+    "depthwise_big_window": lambda: tf.nn.depthwise_conv2d(_r((1, 270, 270, 2)), _r((260, 260, 2, 1)) / 100,
+                                                           [1, 1, 1, 1], "VALID"),
+    "depthwise_deep_multiplier_grad_input": lambda: tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
+        input_sizes=[1, 4, 4, 2], filter=_r((3, 3, 2, 8000)), out_backprop=_r((1, 4, 4, 16000)),
+        strides=[1, 1, 1, 1], padding="SAME"),
+    # Wide, but within the cap: the direct kernels.
     "depthwise_wide": lambda: tf.nn.depthwise_conv2d(_r((2, 9, 9, 64)), _r((3, 3, 64, 200)), [1, 2, 2, 1], "SAME"),
     "depthwise_wide_grad_input": lambda: tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
         input_sizes=[2, 9, 9, 64], filter=_r((3, 3, 64, 200)), out_backprop=_r((2, 5, 5, 12800)),
         strides=[1, 2, 2, 1], padding="SAME"),
-    "depthwise_big_window_grad_input": lambda: tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
-        input_sizes=[1, 40, 40, 64], filter=_r((32, 32, 64, 1)), out_backprop=_r((1, 9, 9, 64)),
-        strides=[1, 1, 1, 1], padding="VALID"),
     "max_pool_global": lambda: tf.nn.max_pool2d(_r((1, 300, 300, 2)), 300, 1, "VALID"),
     "avg_pool_global": lambda: tf.nn.avg_pool2d(_r((1, 300, 300, 2)), 300, 1, "VALID"),
     "max_pool_same": lambda: tf.nn.max_pool2d(_r((2, 300, 310, 3)), [290, 300], [7, 9], "SAME"),
