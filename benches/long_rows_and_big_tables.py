@@ -11,10 +11,11 @@ that waits for the device.
 """
 
 import argparse
-import time
 
 import numpy as np
 import tensorflow as tf
+
+from scatter_dtypes import best_time
 
 GPU, CPU = "/GPU:0", "/CPU:0"
 RNG = np.random.default_rng(0)
@@ -22,20 +23,6 @@ RNG = np.random.default_rng(0)
 
 def normal(*shape):
     return tf.constant(RNG.standard_normal(shape).astype(np.float32))
-
-
-def best_time(fn, repeats):
-    def once():
-        out = fn()
-        tf.reshape(out, [-1])[:1].numpy()
-
-    once()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        once()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def cases():

@@ -4,7 +4,8 @@
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, dispatch_workgroups, grid, storage_window, Binding, PipelineSpec, Shader,
+    check_loop_iterations, dispatch, dispatch_workgroups, grid, loops_fit, storage_window, Binding, PipelineSpec,
+    Shader,
 };
 use crate::runtime::Stream;
 
@@ -154,7 +155,7 @@ pub fn forward_training(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
     let window_rows = (binding_limit(stream.device()) / (4 * c as u64)).clamp(1, rows as u64) as u32;
     // The one-binding kernel's threads loop over the rows, twice: past llvmpipe's loop limit the
     // windowed statistics (column reductions that split their rows) serve too.
-    let loops_too_long = 2 * (rows as u64).div_ceil(256) + 16 > stream.device().max_loop_iterations;
+    let loops_too_long = !loops_fit(stream.device(), 2 * (rows as u64).div_ceil(256) + 16);
     if window_rows < rows || loops_too_long {
         statistics_in_windows(ctx, &x, rows, c, window_rows, &saved_mean, &saved_var)?;
     } else {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, loop_budget, storage_window, Binding, Pipeline, PipelineSpec, Shader,
+    check_loop_iterations, dispatch, loop_budget, loops_fit, storage_window, Binding, Pipeline, PipelineSpec, Shader,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -240,8 +240,8 @@ fn window_loops(entry: &str, p: &Params) -> Option<u64> {
 }
 
 /// Whether `entry`'s loops fit the adapter's cap on one invocation's loop iterations.
-fn loops_fit(stream: &Stream, entry: &str, p: &Params) -> bool {
-    window_loops(entry, p).is_none_or(|iterations| iterations <= stream.device().max_loop_iterations)
+fn window_fits(stream: &Stream, entry: &str, p: &Params) -> bool {
+    window_loops(entry, p).is_none_or(|iterations| loops_fit(stream.device(), iterations))
 }
 
 /// A depthwise convolution's parameters and filter as the grouped convolution it is: one input
@@ -420,7 +420,7 @@ pub fn launch_conv(
     if !plan.depthwise && p.fc == p.c && im2col::launch_conv_tiles(stream, &geometry(p), input, filter, out)? {
         return Ok(());
     }
-    if !loops_fit(stream, if plan.depthwise { "depthwise" } else { "conv2d" }, p) {
+    if !window_fits(stream, if plan.depthwise { "depthwise" } else { "conv2d" }, p) {
         // Deep or wide windows: the implicit GEMM, whose loop steps through tiles of them.
         let (p, filter) = if plan.depthwise { depthwise_as_grouped(p, filter) } else { (*p, filter.clone()) };
         let (g, groups) = group_geometry(&p);
@@ -647,7 +647,7 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let p = pool_params(kernel, &input.shape)?;
     let out = ctx.allocate_output(0, input.dtype, &pooled_shape(&p))?;
     let entry = if kernel.def.op.starts_with("MaxPool") { "max_pool" } else { "avg_pool" };
-    if !loops_fit(ctx.stream()?, entry, &p) {
+    if !window_fits(ctx.stream()?, entry, &p) {
         // A window past the loop cap: pools are separable (a maximum of maxima; an average of
         // averages, as the count of a window's elements inside the image is a product), so the
         // rows' windows first, then the columns'.
@@ -910,7 +910,7 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     }
     let stream = ctx.stream()?;
     let entry = if depthwise { "depthwise_grad_input" } else { "conv2d_grad_input" };
-    if !loops_fit(stream, entry, p) {
+    if !window_fits(stream, entry, p) {
         // Deep or wide windows: the implicit GEMM, whose loop steps through tiles of them.
         let (p, filter) = if depthwise { depthwise_as_grouped(p, &known) } else { (*p, known.clone()) };
         return launch_grad_input_gemm(ctx, &p, &dy, &filter, &out);

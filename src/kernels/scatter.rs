@@ -376,12 +376,11 @@ fn launch_chain(
     dims: &[i64],
     updates: &TensorRef,
     out: &TensorRef,
-    batch_rows: [u32; 2],
+    batches: [u32; 2],
     window: &Window,
 ) -> Result<()> {
     let (tuples, row_elements) = (window.tuples, window.columns);
-    let mut p =
-        params("scatter chain", combine, indices, dims, updates, out, tuples, row_elements, batch_rows, window)?;
+    let mut p = params("scatter chain", combine, indices, dims, updates, out, tuples, row_elements, batches, window)?;
     p.heads = shader_len(window.rows, "scatter chain")?;
     // A word per table row of the window and per tuple: `windows` keeps them within a binding.
     let links_bytes = u64::from(shader_len(window.rows + tuples, "scatter chain")?) * 4;

@@ -4,7 +4,9 @@
 //! row, and sorts long rows instead (a bitonic network, O(n log^2 n)).
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{check_loop_iterations, dispatch, loop_budget, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{
+    check_loop_iterations, dispatch, loop_budget, loops_fit, storage_window, PipelineSpec, Shader,
+};
 use crate::runtime::Stream;
 
 use super::validate::{self, shape_string};
@@ -136,7 +138,7 @@ pub fn top_k(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()
     let p = Params { rows, n: shader_len(n as u64, "TopKV2")?, k: k as u32, words, ..Params::default() };
     let target = values_wide.as_ref().unwrap_or(&values);
     // Each element's rank is a loop over its row, until k greater ones: long rows sort instead.
-    if n as u64 > ctx.stream()?.device().max_loop_iterations || n as u64 * k as u64 > RANK_WORK {
+    if !loops_fit(ctx.stream()?.device(), n as u64) || n as u64 * k as u64 > RANK_WORK {
         top_k_by_sorting(ctx, p, kind, &input, target, &indices)?;
     } else {
         launch_kind(ctx.stream()?, "top_k", p, [&input, &input, target, &indices], input.num_elements(), kind)?;

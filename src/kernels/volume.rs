@@ -5,7 +5,7 @@
 //! `half::via_f32`; float64 convolutions in f64.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{check_loop_iterations, dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{check_loop_iterations, dispatch, loops_fit, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::binary::{self, BinaryOp};
@@ -232,8 +232,8 @@ fn window_loops(entry: &str, p: &Params) -> Option<u64> {
     }
 }
 
-fn loops_fit(stream: &Stream, entry: &str, p: &Params) -> bool {
-    window_loops(entry, p).is_none_or(|iterations| iterations <= stream.device().max_loop_iterations)
+fn window_fits(stream: &Stream, entry: &str, p: &Params) -> bool {
+    window_loops(entry, p).is_none_or(|iterations| loops_fit(stream.device(), iterations))
 }
 
 /// Encodes `entry` over `invocations`, binding `tensors` as (input, out, aux, aux2); missing ones
@@ -470,7 +470,7 @@ pub fn pool3d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let g = geometry(kernel, &input.shape, spatial(kernel, "ksize")?, false)?;
     let out = ctx.allocate_output(0, input.dtype, &g.output_shape(g.c))?;
     let entry = if kernel.def.op == "MaxPool3D" { "max_pool" } else { "avg_pool" };
-    if !loops_fit(ctx.stream()?, entry, &g.params()?) {
+    if !window_fits(ctx.stream()?, entry, &g.params()?) {
         // A window past the loop cap: pools are separable (a maximum of maxima; an average of
         // averages, as the count of a window's elements inside the input is a product), so one
         // axis at a time.

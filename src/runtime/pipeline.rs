@@ -264,10 +264,16 @@ pub fn loop_budget(core: &DeviceCore, overhead: u64) -> u64 {
     core.max_loop_iterations.saturating_sub(overhead).max(1)
 }
 
+/// Whether `iterations` loop iterations fit in one invocation: the adapter's
+/// `max_loop_iterations` (llvmpipe cuts longer loops short silently).
+pub fn loops_fit(core: &DeviceCore, iterations: u64) -> bool {
+    iterations <= core.max_loop_iterations
+}
+
 /// Refuses work whose loops would run more than the adapter's `max_loop_iterations` in one
 /// invocation (llvmpipe cuts them short silently).
 pub fn check_loop_iterations(core: &DeviceCore, iterations: u64, what: &str) -> Result<()> {
-    if iterations > core.max_loop_iterations {
+    if !loops_fit(core, iterations) {
         return Err(Error::unimplemented(format!(
             "{what}: {iterations} loop iterations per invocation exceed the {} this adapter runs \
              (llvmpipe ends longer loops early)",
