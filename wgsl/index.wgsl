@@ -303,5 +303,6 @@ fn range_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     if (i >= p.n) {
         return;
     }
-    dst[p.dst_off + i] = bitcast<u32>(bitcast<f32>(p.a) + f32(i) * bitcast<f32>(p.b));
+    // in_dim[0].x: the index of this window's first value in the whole range.
+    dst[p.dst_off + i] = bitcast<u32>(bitcast<f32>(p.a) + f32(p.in_dim[0].x + i) * bitcast<f32>(p.b));
 }

@@ -80,3 +80,16 @@ fn scan_offsets(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     let offset = load_total((outer * p.blocks + b) * p.inner + inner);
     store_out(i, combine(offset, load_out(i)));
 }
+
+// Every element combined with its (outer, inner) column's carry in `totals` ([outer, inner]): the
+// scan of the windows of a long scan before this one.
+@compute @workgroup_size(256)
+fn scan_carry(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let inner = i % p.inner;
+    let outer = i / (p.inner * p.len);
+    store_out(i, combine(load_total(outer * p.inner + inner), load_out(i)));
+}

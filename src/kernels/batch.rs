@@ -32,6 +32,24 @@ pub struct BatchArgs {
     pub summed_outputs: &'static [usize],
 }
 
+/// An op whose input 0 and output 0 share their leading (batch) dimension.
+pub const INPUT_0_OUTPUT_0: BatchArgs =
+    BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+
+/// `split_batch_on_overflow` where `args` is Some (the node's tensors share a leading batch
+/// dimension as it says), else `compute` on the whole node.
+pub fn split_batch_if(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    args: Option<&BatchArgs>,
+    compute: ComputeFn,
+) -> Result<()> {
+    match args {
+        Some(args) => split_batch_on_overflow(ctx, kernel, args, compute),
+        None => compute(ctx, kernel),
+    }
+}
+
 /// Runs `compute`; if a tensor was too big to bind, runs it again a range of the batch at a time.
 pub fn split_batch_on_overflow(
     ctx: &mut dyn KernelContext,
@@ -115,6 +133,10 @@ impl<'a> BatchContext<'a> {
 
 impl KernelContext for BatchContext<'_> {
     pass_through_to_inner!(variables);
+
+    fn batch_start(&self) -> i64 {
+        self.inner.batch_start() + self.part.map_or(0, |(start, _, _)| start)
+    }
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         let input = self.inner.input(index)?;

@@ -676,6 +676,12 @@ fn check_gradient_shape(op: &str, grad: &TensorRef, expected: &[i64]) -> Result<
 /// int64, counted within its image or, with `include_batch_in_index`, within the batch (TF-GPU's
 /// convention, which TF-CPU follows).
 pub fn max_pool_with_argmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    const IMAGES_AND_INDICES: BatchArgs =
+        BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0, 1], summed_outputs: &[] };
+    batch::split_batch_on_overflow(ctx, kernel, &IMAGES_AND_INDICES, max_pool_with_argmax_whole)
+}
+
+fn max_pool_with_argmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let mut p = pool_params(kernel, &input.shape)?;
     if input.num_elements() == 0 {
@@ -688,15 +694,33 @@ pub fn max_pool_with_argmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance
     let shape = pooled_shape(&p);
     let out = ctx.allocate_output(0, input.dtype, &shape)?;
     let argmax = ctx.allocate_output(1, DType::I64, &shape)?;
-    // The whole input in one binding: a part of the batch would count its indices from its own
-    // first image.
-    launch(ctx.stream()?, "max_pool_argmax", p, &[&input, &input, &argmax], &out)
+    launch(ctx.stream()?, "max_pool_argmax", p, &[&input, &input, &argmax], &out)?;
+    // A later range of the batch counts its indices from its own first image: from the batch's.
+    let start = ctx.batch_start();
+    if p.fc == 1 && start > 0 {
+        let image = input.num_elements() as i64 / input.shape[0];
+        add_to_indices(ctx, &argmax, start * image, &argmax)?;
+    }
+    Ok(())
+}
+
+/// `out` = the int64 `indices` + `offset`.
+fn add_to_indices(ctx: &mut dyn KernelContext, indices: &TensorRef, offset: i64, out: &TensorRef) -> Result<()> {
+    let shift = ctx.allocate_temp(DType::I64, &[])?;
+    let stream = ctx.stream()?;
+    stream.memcpy_htod(shift.address, &offset.to_le_bytes())?;
+    super::integer::launch(stream, super::integer::ADD, indices, &shift, out)
 }
 
 /// MaxPoolGradWithArgmax: each gradient element added to the input element its argmax names
 /// (within its image, or within the batch with `include_batch_in_index`); indices outside the
 /// input are dropped, as scatters drop them.
 pub fn max_pool_grad_with_argmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    const IMAGES: BatchArgs = BatchArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+    batch::split_batch_on_overflow(ctx, kernel, &IMAGES, max_pool_grad_with_argmax_whole)
+}
+
+fn max_pool_grad_with_argmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let grad = ctx.input(1)?;
     let argmax = ctx.input(2)?;
@@ -724,6 +748,13 @@ pub fn max_pool_grad_with_argmax(ctx: &mut dyn KernelContext, kernel: &KernelIns
         let bytes: Vec<u8> = (0..images).flat_map(|b| (b * per_image).to_le_bytes()).collect();
         stream.memcpy_htod(starts.address, &bytes)?;
         super::integer::launch(stream, super::integer::ADD, &argmax, &starts, &indices)?;
+    } else if kernel.attrs.bool("include_batch_in_index")? && ctx.batch_start() > 0 {
+        // A later range of the batch (the input past a binding): indices count from the batch's
+        // first image, the range's output from its own. Indices into other ranges' images drop.
+        let image = input.num_elements() as i64 / input.shape[0];
+        indices = ctx.allocate_temp(DType::I64, &argmax.shape)?;
+        let shift = -ctx.batch_start() * image;
+        add_to_indices(ctx, &argmax, shift, &indices)?;
     }
     let stream = ctx.stream()?;
     stream.fill(out.address, out.byte_len(), 0)?;

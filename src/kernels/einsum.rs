@@ -292,7 +292,7 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     let direct = is_identity(&plan.out_perm);
     let mut product = if direct { out.clone() } else { ctx.allocate_temp(out.dtype, &plan.product_shape)? };
     product.shape = vec![batch_count, plan.m, plan.n];
-    matmul::launch(ctx.stream()?, &a_t, &b_t, &product, false, false)?;
+    matmul::product(ctx, &a_t, &b_t, &product, false, false)?;
     if !direct {
         product.shape = plan.product_shape.clone();
         permute(ctx.stream()?, &product, &out, &plan.out_perm)?;

@@ -128,7 +128,6 @@ pub fn matmul(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let shape = matmul::output_shape(&a.shape, &b.shape, ta, tb)?;
     let fused = check_fused(kernel, &fused_ops, &extra, shape[1], false)?;
     let out = ctx.allocate_output(0, a.dtype, &shape)?;
-    let stream = ctx.stream()?;
-    matmul::launch(stream, &a, &b, &out, ta, tb)?;
-    fused.apply(stream, kernel, &out)
+    matmul::product(ctx, &a, &b, &out, ta, tb)?;
+    fused.apply(ctx.stream()?, kernel, &out)
 }

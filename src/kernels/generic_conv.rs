@@ -91,6 +91,7 @@ struct MergedBatch<'a> {
 
 impl KernelContext for MergedBatch<'_> {
     pass_through_to_inner!();
+    pass_through_to_inner!(batch_start);
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         let tensor = self.inner.input(index)?;

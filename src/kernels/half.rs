@@ -60,6 +60,7 @@ impl F32View<'_> {
 
 impl KernelContext for F32View<'_> {
     pass_through_to_inner!();
+    pass_through_to_inner!(batch_start);
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         if let Some((_, wide)) = self.widened.iter().find(|(i, _)| *i == index) {

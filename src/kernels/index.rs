@@ -7,6 +7,7 @@ use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
+use super::batch::{self, BatchArgs};
 use super::slice::{contiguous_strides, StridedView};
 use super::windows::binding_limit;
 use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
@@ -1250,6 +1251,26 @@ pub fn gather(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     if kernel.def.op == "Gather" {
         return gather_into(ctx, &params, &indices, 0, 0);
     }
+    // Past a binding, a range of the leading dimension at a time where params (and, with
+    // batch_dims, the indices) share it with the output; axis 0 has table windows of its own.
+    const PARAMS_AND_INDICES: BatchArgs =
+        BatchArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+    let (axis, axis_shape) = ctx.host_input_values(2)?;
+    let axis = validate::scalar(&axis, &axis_shape, "axis")?;
+    let axis = if axis < 0 { axis + params.shape.len() as i64 } else { axis };
+    let batch_dims = kernel.attrs.int("batch_dims")?;
+    let batch_dims = if batch_dims < 0 { batch_dims + indices.shape.len() as i64 } else { batch_dims };
+    let args = match (batch_dims > 0, axis > 0) {
+        (true, _) => Some(&PARAMS_AND_INDICES),
+        (false, true) => Some(&batch::INPUT_0_OUTPUT_0),
+        _ => None,
+    };
+    batch::split_batch_if(ctx, kernel, args, gather_v2_whole)
+}
+
+fn gather_v2_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let params = ctx.input(0)?;
+    let indices = ctx.input(1)?;
     let (axis, axis_shape) = ctx.host_input_values(2)?;
     let axis = validate::scalar(&axis, &axis_shape, "axis")?;
     gather_into(ctx, &params, &indices, axis, kernel.attrs.int("batch_dims")?)
@@ -1363,7 +1384,14 @@ pub fn gather_into(
     launch((params.num_elements() > 0).then_some(params), &out, indices, p)
 }
 
+/// OneHot; past a binding, a range of the indices' leading dimension at a time where it leads the
+/// output too (the depth axis not first).
 pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let leads = kernel.attrs.int("axis")? != 0 && !ctx.input(0)?.shape.is_empty();
+    batch::split_batch_if(ctx, kernel, leads.then_some(&batch::INPUT_0_OUTPUT_0), one_hot_whole)
+}
+
+fn one_hot_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let dtype = kernel.dtype("T")?;
     let indices = ctx.input(0)?;
     let (depth, depth_shape) = ctx.host_input_values(1)?;
@@ -1601,18 +1629,27 @@ fn range_f32(ctx: &mut dyn KernelContext) -> Result<()> {
     }
     let size = size as i64;
     let out = ctx.allocate_output(0, DType::F32, &[size])?;
-    let mut p = Params::zeroed();
-    p.n = shader_len(size as u64, "Range")?;
-    p.a = start.to_bits();
-    p.b = delta.to_bits();
-    Launch {
-        stream: ctx.stream()?,
-        entry: "range_f32",
-        params: p,
-        tensors: [None, Some(&out), None, None],
-        units: [4; 4],
-        threads: p.n as u64,
-        constants: Vec::new(),
+    shader_len(size as u64, "Range")?;
+    let stream = ctx.stream()?;
+    // Windows of a range longer than a binding, each told its first value's index.
+    let per_window = (binding_limit(stream.device()) / 4) as i64;
+    let mut first = 0;
+    while first < size {
+        let count = per_window.min(size - first);
+        let mut p = Params::zeroed();
+        (p.n, p.a, p.b) = (count as u32, start.to_bits(), delta.to_bits());
+        p.in_dim[0] = first as u32;
+        Launch {
+            stream,
+            entry: "range_f32",
+            params: p,
+            tensors: [None, Some(&super::windows::rows(&out, first, count)), None, None],
+            units: [4; 4],
+            threads: p.n as u64,
+            constants: Vec::new(),
+        }
+        .run()?;
+        first += count;
     }
-    .run()
+    Ok(())
 }

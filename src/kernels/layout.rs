@@ -120,6 +120,7 @@ impl ChannelsLastContext<'_> {
 
 impl KernelContext for ChannelsLastContext<'_> {
     pass_through_to_inner!(variables);
+    pass_through_to_inner!(batch_start);
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         let input = self.inner.input(index)?;

@@ -10,8 +10,11 @@ use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{split_batch_on_overflow, BatchArgs};
 use super::binary::broadcast_shapes;
+use super::binary::{self, BinaryOp};
+use super::index::{self, DimMap};
 use super::matmul_gpu;
 use super::slice::contiguous_strides;
+use super::windows;
 use super::{fast_div, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -350,6 +353,143 @@ pub fn launch(
     })
 }
 
+/// `launch`, for operands and outputs of any size: where a tensor is too big for one storage
+/// binding, groups of batch matrices that fit, and matrices in blocks (rows of the output, ranges of
+/// the contraction, whose partial products add up), with operand blocks that are not ranges of
+/// rows copied to temporaries first.
+pub fn product(
+    ctx: &mut dyn KernelContext,
+    a: &TensorRef,
+    b: &TensorRef,
+    out: &TensorRef,
+    transpose_a: bool,
+    transpose_b: bool,
+) -> Result<()> {
+    match launch(ctx.stream()?, a, b, out, transpose_a, transpose_b) {
+        Err(e) if super::batch::is_binding_limit(&e) => {}
+        other => return other,
+    }
+    let limit = windows::binding_limit(ctx.stream()?.device());
+    let rank = out.shape.len();
+    let batches: i64 = out.shape[..rank - 2].iter().product();
+    // One batch dimension: each operand is a stack of `batches` matrices or a single one.
+    let as_stack = |t: &TensorRef| -> Option<TensorRef> {
+        let r = t.shape.len();
+        let own: i64 = t.shape[..r - 2].iter().product();
+        let matrix = t.shape[r - 2..].to_vec();
+        (own == batches || own == 1).then(|| TensorRef { shape: [vec![own], matrix].concat(), ..t.clone() })
+    };
+    let (Some(a3), Some(b3)) = (as_stack(a), as_stack(b)) else {
+        return launch(ctx.stream()?, a, b, out, transpose_a, transpose_b);
+    };
+    let out3 = TensorRef { shape: vec![batches, out.shape[rank - 2], out.shape[rank - 1]], ..out.clone() };
+    // Groups of whole matrices while one of each fits.
+    let matrix_bytes = |t: &TensorRef| if t.shape[0] == 1 { 0 } else { t.byte_len() / t.shape[0].max(1) as u64 };
+    let largest = matrix_bytes(&a3).max(matrix_bytes(&b3)).max(matrix_bytes(&out3)).max(1);
+    let shared = |t: &TensorRef| t.shape[0] == 1 && t.byte_len() <= limit;
+    let group = if shared(&a3) || a3.shape[0] > 1 { (limit / largest) as i64 } else { 0 };
+    let group = if shared(&b3) || b3.shape[0] > 1 { group } else { 0 };
+    if group >= 1 && batches > 1 {
+        let mut start = 0;
+        while start < batches {
+            let count = group.min(batches - start);
+            let part = |t: &TensorRef| if t.shape[0] == 1 { t.clone() } else { windows::rows(t, start, count) };
+            launch(
+                ctx.stream()?,
+                &part(&a3),
+                &part(&b3),
+                &windows::rows(&out3, start, count),
+                transpose_a,
+                transpose_b,
+            )?;
+            start += count;
+        }
+        return Ok(());
+    }
+    for index in 0..batches {
+        let matrix = |t: &TensorRef| {
+            let mut m = windows::rows(t, if t.shape[0] == 1 { 0 } else { index }, 1);
+            m.shape.remove(0);
+            m
+        };
+        matrix_in_blocks(ctx, (&matrix(&a3), &matrix(&b3), &matrix(&out3)), (transpose_a, transpose_b), limit)?;
+    }
+    Ok(())
+}
+
+/// One matrix product `out` [M, N] = op(a) op(b) whose tensors may each exceed `limit` bytes: rows
+/// of `out` in blocks, each summed over blocks of the contraction.
+fn matrix_in_blocks(
+    ctx: &mut dyn KernelContext,
+    (a, b, out): (&TensorRef, &TensorRef, &TensorRef),
+    (ta, tb): (bool, bool),
+    limit: u64,
+) -> Result<()> {
+    let size = out.dtype.size();
+    let (m, n) = (out.shape[0], out.shape[1]);
+    let k = if ta { a.shape[0] } else { a.shape[1] };
+    let fit = |other: i64| (limit / (other.max(1) as u64 * size)) as i64;
+    let rows = m.min(fit(n));
+    let depth = k.min(fit(n)).min(fit(rows));
+    if rows < 1 || depth < 1 {
+        return Err(Error::unimplemented(format!(
+            "{} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one row of a \
+             matrix product of {m} x {k} by {k} x {n}",
+            crate::runtime::pipeline::BINDING_LIMIT_ERROR,
+            n as u64 * size
+        )));
+    }
+    // Columns `first..first + count` of `t` [r, c] in a temporary [r, count] (all of `t` where they are).
+    let columns = |ctx: &mut dyn KernelContext, t: &TensorRef, first: i64, count: i64| -> Result<TensorRef> {
+        let (r, c) = (t.shape[0], t.shape[1]);
+        if count == c {
+            return Ok(t.clone());
+        }
+        let extent = (r - 1) * c + count;
+        let view = TensorRef { address: t.address + first as u64 * size, shape: vec![extent], ..t.clone() };
+        let block = ctx.allocate_temp(t.dtype, &[r, count])?;
+        index::map(ctx.stream()?, &view, &block, &[DimMap::direct(r, c), DimMap::direct(count, 1)], None)?;
+        Ok(block)
+    };
+    let mut partial: Option<TensorRef> = None;
+    let mut r0 = 0;
+    while r0 < m {
+        let rows_here = rows.min(m - r0);
+        let out_rows = windows::rows(out, r0, rows_here);
+        // op(a)'s rows r0..: rows of `a`, or columns of a transposed one.
+        let a_rows = if ta { columns(ctx, a, r0, rows_here)? } else { windows::rows(a, r0, rows_here) };
+        let mut k0 = 0;
+        while k0 < k {
+            let depth_here = depth.min(k - k0);
+            // op(a)[r0.., k0..] and op(b)[k0.., ..]: ranges of rows where the contraction runs down
+            // a tensor's first dimension, copied columns where it runs along its second.
+            let a_block =
+                if ta { windows::rows(&a_rows, k0, depth_here) } else { columns(ctx, &a_rows, k0, depth_here)? };
+            let b_block = if tb { columns(ctx, b, k0, depth_here)? } else { windows::rows(b, k0, depth_here) };
+            let target = if k0 == 0 {
+                out_rows.clone()
+            } else {
+                let shape = [rows_here, n];
+                match &partial {
+                    Some(t) if t.shape[0] >= rows_here => TensorRef { shape: shape.to_vec(), ..t.clone() },
+                    _ => {
+                        let t = ctx.allocate_temp(out.dtype, &shape)?;
+                        partial = Some(t.clone());
+                        t
+                    }
+                }
+            };
+            launch(ctx.stream()?, &a_block, &b_block, &target, ta, tb)?;
+            if k0 > 0 {
+                binary::launch(ctx.stream()?, BinaryOp::Add, &out_rows, &target, &out_rows)?;
+            }
+            k0 += depth_here;
+        }
+        r0 += rows_here;
+    }
+    Ok(())
+}
+
 /// The product on the GPU profile's kernel (`matmul_gpu.rs`).
 fn launch_gpu(stream: &Stream, a: &Operand, b: &Operand, out: &TensorRef, batch_shape: &[u32]) -> Result<()> {
     matmul_gpu::launch(
@@ -599,5 +739,5 @@ fn compute_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         let adjoint = kernel.def.op != "MatMul";
         return super::complex::matmul(ctx, (&a, &b, &out), (ta, tb), (ta && adjoint, tb && adjoint));
     }
-    launch(ctx.stream()?, &a, &b, &out, ta, tb)
+    product(ctx, &a, &b, &out, ta, tb)
 }

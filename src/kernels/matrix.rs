@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
+use super::batch::{self, BatchArgs};
 use super::validate::{self, shape_string};
 use super::windows::elementwise_parts;
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
@@ -237,6 +238,14 @@ fn longest(lo: i64, hi: i64, rows: i64, cols: i64) -> i64 {
 /// MatrixDiag(diagonal), MatrixDiagV2/V3(diagonal, k, num_rows, num_cols, padding_value): matrices
 /// with the given diagonals, padding elsewhere.
 pub fn matrix_diag(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    // Past a binding, a range of the batch at a time: the diagonals have batch dimensions before
+    // their one (or, for a range of diagonals, two) of their own.
+    let rank = ctx.input(0)?.shape.len();
+    let own = if kernel.def.op == "MatrixDiag" { 1 } else { 1 + usize::from(ctx.host_input_values(1)?.0.len() == 2) };
+    batch::split_batch_if(ctx, kernel, (rank > own).then_some(&batch::INPUT_0_OUTPUT_0), matrix_diag_whole)
+}
+
+fn matrix_diag_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let diagonal = ctx.input(0)?;
     let dtype = diagonal.dtype;
     let first = kernel.def.op == "MatrixDiag";
@@ -299,6 +308,11 @@ pub fn matrix_diag(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
 /// MatrixDiagPart(input), MatrixDiagPartV2/V3(input, k, padding_value): the diagonals of each
 /// matrix, padded to the longest.
 pub fn matrix_diag_part(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let batched = ctx.input(0)?.shape.len() > 2;
+    batch::split_batch_if(ctx, kernel, batched.then_some(&batch::INPUT_0_OUTPUT_0), matrix_diag_part_whole)
+}
+
+fn matrix_diag_part_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let first = kernel.def.op == "MatrixDiagPart";
     let (lo, hi) = if first { (0, 0) } else { diag_range(ctx, 1)? };
@@ -313,6 +327,13 @@ pub fn matrix_diag_part(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
 /// MatrixSetDiag(input, diagonal), MatrixSetDiagV2/V3(input, diagonal, k): the matrices with the
 /// given diagonals replaced.
 pub fn matrix_set_diag(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    const MATRICES_AND_DIAGONALS: BatchArgs =
+        BatchArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+    let batched = ctx.input(0)?.shape.len() > 2;
+    batch::split_batch_if(ctx, kernel, batched.then_some(&MATRICES_AND_DIAGONALS), matrix_set_diag_whole)
+}
+
+fn matrix_set_diag_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let diagonal = ctx.input(1)?;
     let (lo, hi) = if kernel.def.op == "MatrixSetDiag" { (0, 0) } else { diag_range(ctx, 2)? };

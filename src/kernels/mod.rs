@@ -34,6 +34,11 @@ macro_rules! pass_through_to_inner {
             self.inner.stream()
         }
     };
+    (batch_start) => {
+        fn batch_start(&self) -> i64 {
+            self.inner.batch_start()
+        }
+    };
     (variables) => {
         pass_through_to_inner!();
 
@@ -239,6 +244,12 @@ pub trait KernelContext {
     /// A device tensor that lives until the kernel returns (and its enqueued work is done with it).
     fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef>;
     fn stream(&mut self) -> Result<&Stream>;
+    /// The node's batch index at which this run's leading dimension starts: nonzero only for the
+    /// later ranges of a batch run a range at a time (`batch::split_batch_on_overflow`), for
+    /// kernels whose outputs count positions across the batch.
+    fn batch_start(&self) -> i64 {
+        0
+    }
     /// Whether `with_variables` can reach variables on this TensorFlow (2.16 yes, 2.19+ no).
     fn variables_accessible(&self) -> bool {
         false

@@ -5,9 +5,11 @@
 //! totals (the same routine, one level up), combined into the later blocks' elements.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSpec, Shader, BINDING_LIMIT_ERROR};
 
+use super::batch;
 use super::validate;
+use super::windows::{self, binding_limit};
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -51,6 +53,14 @@ struct Params {
 
 /// Cumsum, Cumprod and CumulativeLogsumexp (x, axis).
 pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    // Past a binding, a range of the leading dimension at a time where the scan runs along another.
+    let rank = ctx.input(0)?.shape.len() as i64;
+    let (axis, _) = ctx.host_input_values(1)?;
+    let along_later_axis = rank >= 2 && axis.len() == 1 && axis[0].rem_euclid(rank.max(1)) != 0;
+    batch::split_batch_if(ctx, kernel, along_later_axis.then_some(&batch::INPUT_0_OUTPUT_0), compute_whole)
+}
+
+fn compute_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let x = ctx.input(0)?;
     let (axis, axis_shape) = ctx.host_input_values(1)?;
     if !axis_shape.is_empty() {
@@ -80,7 +90,70 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         _ => 0,
     };
     let flags = (kernel.attrs.bool("exclusive")?, kernel.attrs.bool("reverse")?);
-    scan(ctx, combine, flags, &x, &out, (outer, x.shape[axis], inner))
+    let len = x.shape[axis];
+    if x.byte_len() <= binding_limit(ctx.stream()?.device()) {
+        return scan(ctx, combine, flags, &x, &out, (outer, len, inner));
+    }
+    // Past a binding: each outer row's scan in windows along its axis.
+    let flat = |t: &TensorRef| TensorRef { shape: vec![outer * len, inner], ..t.clone() };
+    let (x, out) = (flat(&x), flat(&out));
+    for o in 0..outer {
+        let row = |t: &TensorRef| windows::rows(t, o * len, len);
+        scan_in_windows(ctx, combine, flags, &row(&x), &row(&out))?;
+    }
+    Ok(())
+}
+
+/// The scan of `input` [len, inner] down its first dimension, in windows of rows that fit a
+/// binding: each window scanned alone, then combined with the carry of the windows before it (in
+/// the scan's direction), which is the previous window's edge row of `out` (and, for an exclusive
+/// scan, of `input` too).
+fn scan_in_windows(
+    ctx: &mut dyn KernelContext,
+    combine: u32,
+    (exclusive, reverse): (bool, bool),
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let (len, inner) = (input.shape[0], input.shape[1]);
+    let row_bytes = inner as u64 * input.dtype.size();
+    let rows = (binding_limit(ctx.stream()?.device()) / row_bytes.max(1)) as i64;
+    if rows < 1 {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {row_bytes} bytes exceeds this adapter's max_storage_buffer_binding_size: \
+             one step of a scan"
+        )));
+    }
+    let windows: Vec<(i64, i64)> = (0..len).step_by(rows as usize).map(|s| (s, rows.min(len - s))).collect();
+    let ordered: Vec<(i64, i64)> = if reverse { windows.into_iter().rev().collect() } else { windows };
+    let mut carry: Option<TensorRef> = None;
+    for (start, count) in ordered {
+        let (x, y) = (windows::rows(input, start, count), windows::rows(out, start, count));
+        scan(ctx, combine, (exclusive, reverse), &x, &y, (1, count, inner))?;
+        if let Some(carry) = &carry {
+            let p = Params {
+                n: shader_len(y.num_elements(), "Cumsum")?,
+                len: count as u32,
+                inner: inner as u32,
+                ..Params::default()
+            };
+            launch(ctx, "scan_carry", combine, p, &y, &y, carry)?;
+        }
+        // The next window's carry: everything up to this window's far edge.
+        let edge = if reverse { 0 } else { count - 1 };
+        let last_out = windows::rows(&y, edge, 1);
+        carry = Some(if exclusive {
+            let total = ctx.allocate_temp(input.dtype, &[1, inner])?;
+            let stream = ctx.stream()?;
+            stream.memcpy_dtod(total.address, windows::rows(&x, edge, 1).address, row_bytes)?;
+            let p = Params { n: inner as u32, len: 1, inner: inner as u32, ..Params::default() };
+            launch(ctx, "scan_carry", combine, p, &total, &total, &last_out)?;
+            total
+        } else {
+            last_out
+        });
+    }
+    Ok(())
 }
 
 /// Loops a float64 log-sum-exp combine runs per element, with a margin: llvmpipe's loop cap

@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
+use super::batch;
 use super::windows::binding_limit;
 use super::{validate, DType, KernelContext, KernelInstance, TensorRef};
 
@@ -482,8 +483,22 @@ struct ReverseSequenceParams {
 /// ReverseSequence (elements of whole 32-bit words; `seq_lengths` in host memory, checked as
 /// TF-CPU checks them).
 pub fn reverse_sequence(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    // Past a binding, a range of the leading dimension at a time unless the sequences run along it.
+    let leading_is_other = kernel.attrs.int("seq_dim")? != 0 && !ctx.input(0)?.shape.is_empty();
+    batch::split_batch_if(ctx, kernel, leading_is_other.then_some(&batch::INPUT_0_OUTPUT_0), reverse_sequence_whole)
+}
+
+fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
-    let (lengths, lengths_shape) = ctx.host_input_values(1)?;
+    let (mut lengths, mut lengths_shape) = ctx.host_input_values(1)?;
+    // A range of a batch along dimension 0 takes its own sequences' lengths.
+    if kernel.attrs.int("batch_dim")? == 0 && lengths_shape.len() == 1 && !input.shape.is_empty() {
+        let (start, count) = (ctx.batch_start(), input.shape[0]);
+        if start > 0 || count < lengths_shape[0] {
+            lengths = lengths.get(start as usize..(start + count) as usize).unwrap_or_default().to_vec();
+            lengths_shape[0] = lengths.len() as i64;
+        }
+    }
     let rank = input.shape.len();
     let (seq_attr, batch_attr) = (kernel.attrs.int("seq_dim")?, kernel.attrs.int("batch_dim")?);
     // TF-CPU takes no negative axes here.

@@ -9,6 +9,7 @@ use crate::runtime::pipeline::{
 };
 use crate::runtime::Stream;
 
+use super::batch::{self, BatchArgs};
 use super::validate::{self, shape_string};
 use super::windows::binding_limit;
 use super::{cast, shader_len, DType, KernelContext, KernelInstance, TensorRef};
@@ -90,7 +91,14 @@ fn finish_int_output(stream: &Stream, written: &TensorRef, cast_to: Option<Tenso
 
 /// TopKV2(input, k): the k largest values of each last-axis row and their indices, sorted (also
 /// for `sorted=False`, whose order TF leaves open).
-pub fn top_k(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
+pub fn top_k(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    // Past a binding, a range of the leading rows at a time.
+    const ROWS: BatchArgs = BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0, 1], summed_outputs: &[] };
+    let rows = ctx.input(0)?.shape.len() >= 2;
+    batch::split_batch_if(ctx, kernel, rows.then_some(&ROWS), top_k_whole)
+}
+
+fn top_k_whole(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let (k, k_shape) = ctx.host_input_values(1)?;
     if !k_shape.is_empty() {

@@ -8,8 +8,9 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{check_loop_iterations, dispatch, loops_fit, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
+use super::batch::{self, BatchArgs};
 use super::binary::{self, BinaryOp};
-use super::conv::{window, IMAGE_IN_OUT};
+use super::conv::{window, BATCHED_IMAGE, IMAGE_IN_OUT};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
 use super::validate::shape_string;
@@ -279,7 +280,7 @@ fn for_column_chunks(
     mut f: impl FnMut(&mut dyn KernelContext, &TensorRef, i64, i64) -> Result<()>,
 ) -> Result<()> {
     let taps = i64::from(p.kd) * i64::from(p.kh) * i64::from(p.kw) * i64::from(p.c);
-    let chunk = (COLUMN_CHUNK_BYTES as i64 / (input.dtype.size() as i64 * taps.max(1))).clamp(1, rows.max(1));
+    let chunk = (column_chunk_bytes(ctx)? as i64 / (input.dtype.size() as i64 * taps.max(1))).clamp(1, rows.max(1));
     let columns = ctx.allocate_temp(input.dtype, &[chunk, taps])?;
     let mut start = 0;
     while start < rows {
@@ -293,6 +294,11 @@ fn for_column_chunks(
     Ok(())
 }
 
+/// The most bytes of column matrix made at a time: a chunk is bound whole by the product.
+fn column_chunk_bytes(ctx: &mut dyn KernelContext) -> Result<u64> {
+    Ok(COLUMN_CHUNK_BYTES.min(windows::binding_limit(ctx.stream()?.device())))
+}
+
 /// `out` [rows, oc] = the column matrix of `input` under `p` times `filter` [taps, oc].
 fn convolve(
     ctx: &mut dyn KernelContext,
@@ -303,7 +309,7 @@ fn convolve(
 ) -> Result<()> {
     let rows = out.shape[0];
     for_column_chunks(ctx, p, input, rows, |ctx, columns, start, count| {
-        matmul::launch(ctx.stream()?, columns, filter, &windows::rows(out, start, count), false, false)
+        matmul::product(ctx, columns, filter, &windows::rows(out, start, count), false, false)
     })
 }
 
@@ -312,6 +318,10 @@ pub fn conv3d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, conv3d);
     }
+    batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, conv3d_whole)
+}
+
+fn conv3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;
     let g = conv_geometry(kernel, &input.shape, &filter.shape)?;
@@ -354,6 +364,11 @@ pub fn conv3d_grad_input(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -
         let images = ImageArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0] };
         return layout::channels_last(ctx, kernel, &images, conv3d_grad_input);
     }
+    let images = BatchArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] };
+    batch::split_batch_on_overflow(ctx, kernel, &images, conv3d_grad_input_whole)
+}
+
+fn conv3d_grad_input_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let sizes = shape_input(ctx, 0, "input_sizes")?;
     let filter = ctx.input(1)?;
     let dy = ctx.input(2)?;
@@ -401,6 +416,11 @@ pub fn conv3d_grad_filter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
         let images = ImageArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[] };
         return layout::channels_last(ctx, kernel, &images, conv3d_grad_filter);
     }
+    let images = BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[], summed_outputs: &[0] };
+    batch::split_batch_on_overflow(ctx, kernel, &images, conv3d_grad_filter_whole)
+}
+
+fn conv3d_grad_filter_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let sizes = shape_input(ctx, 1, "filter_sizes")?;
     let dy = ctx.input(2)?;
@@ -418,20 +438,19 @@ pub fn conv3d_grad_filter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
     let taps = sizes[..4].iter().product::<i64>();
     let flat_df = TensorRef { shape: vec![taps, oc], ..df };
     let flat_dy = TensorRef { shape: vec![rows, oc], ..dy };
-    let partial = if rows * taps * dy.dtype.size() as i64 > COLUMN_CHUNK_BYTES as i64 {
+    let partial = if rows * taps * dy.dtype.size() as i64 > column_chunk_bytes(ctx)? as i64 {
         Some(ctx.allocate_temp(dy.dtype, &[taps, oc])?)
     } else {
         None
     };
     for_column_chunks(ctx, g.params()?, &input, rows, |ctx, columns, start, count| {
-        let stream = ctx.stream()?;
         let dy_rows = windows::rows(&flat_dy, start, count);
         match &partial {
             Some(sum) if start > 0 => {
-                matmul::launch(stream, columns, &dy_rows, sum, true, false)?;
-                binary::launch(stream, BinaryOp::Add, &flat_df, sum, &flat_df)
+                matmul::product(ctx, columns, &dy_rows, sum, true, false)?;
+                binary::launch(ctx.stream()?, BinaryOp::Add, &flat_df, sum, &flat_df)
             }
-            _ => matmul::launch(stream, columns, &dy_rows, &flat_df, true, false),
+            _ => matmul::product(ctx, columns, &dy_rows, &flat_df, true, false),
         }
     })
 }
@@ -465,6 +484,10 @@ pub fn pool3d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, pool3d);
     }
+    batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, pool3d_whole)
+}
+
+fn pool3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     check_5d(&input, "tensor_in")?;
     let g = geometry(kernel, &input.shape, spatial(kernel, "ksize")?, false)?;
@@ -505,6 +528,17 @@ pub fn pool3d_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         };
         return layout::channels_last(ctx, kernel, &images, pool3d_grad);
     }
+    let images = if average {
+        BatchArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] }
+    } else {
+        BatchArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0], summed_outputs: &[] }
+    };
+    batch::split_batch_on_overflow(ctx, kernel, &images, pool3d_grad_whole)
+}
+
+fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let op = kernel.def.op;
+    let average = op == "AvgPool3DGrad";
     let ksize = spatial(kernel, "ksize")?;
     if average {
         let shape = shape_input(ctx, 0, "orig_input_shape")?;

@@ -103,6 +103,39 @@ def embedding_sgd_step():
     return model.layers[0].embeddings.value
 
 
+# Ops split along their leading dimension (batch, rows, matrices) when the whole is past the
+# binding, and scans and products split within one unit.
+cols = tf.constant(rng.integers(0, ROW, 300), tf.int32)
+row_cols = tf.constant(rng.integers(0, ROW, (ROWS, 300)), tf.int32)
+lengths = tf.constant(rng.integers(0, ROW + 1, ROWS), tf.int64)
+matrices = tf.reshape(x2, [ROWS // 8, 8, ROW])
+D = max(3, round((ELEMENTS / 32) ** (1 / 3)))
+vol = normal(8, D, D, D, 4)
+filt3 = normal(3, 3, 3, 4, 2)
+diagonals = normal(max(2, 2 * ELEMENTS // 4096), 64)
+
+
+def vol_dy():
+    with tf.device("/CPU:0"):
+        return normal(*tf.nn.conv3d(vol, filt3, [1] * 5, "SAME").shape)
+
+
+def top_k_rows():
+    values, indices = tf.math.top_k(x2, 5)
+    return tf.concat([values, tf.cast(indices, tf.float32)], 1)
+
+
+def argmax_pool(include_batch):
+    return tf.nn.max_pool_with_argmax(img, 2, 2, "VALID", include_batch_in_index=include_batch)[1]
+
+
+def argmax_pool_grad(include_batch):
+    argmax = argmax_pool(include_batch)
+    return tf.raw_ops.MaxPoolGradWithArgmax(input=img, grad=PDY, argmax=argmax, ksize=[1, 2, 2, 1],
+                                            strides=[1, 2, 2, 1], padding="VALID",
+                                            include_batch_in_index=include_batch)
+
+
 def conv_dy():
     with tf.device("/CPU:0"):
         return normal(*tf.nn.conv2d(img, filt, 1, "SAME").shape)
@@ -114,6 +147,7 @@ def pool_dy():
 
 
 DY = conv_dy()
+VOL_DY = vol_dy()
 PDY = pool_dy()
 POOLED = tf.nn.max_pool2d(img, 2, 2, "VALID")
 
@@ -260,6 +294,44 @@ CASES = {
     "random_uniform": lambda: tf.random.stateless_uniform([ROWS, ROW], seed=[3, 4]),
     "random_normal": lambda: tf.random.stateless_normal([ROWS, ROW], seed=[3, 4]),
     "random_truncated_normal": lambda: tf.random.stateless_truncated_normal([ROWS, ROW], seed=[3, 4]),
+    # Split along the leading dimension.
+    "one_hot": lambda: tf.one_hot(labels, ROW),
+    "gather_axis1": lambda: tf.gather(x2, cols, axis=1),
+    "gather_batch_dims": lambda: tf.gather(x2, row_cols, axis=1, batch_dims=1),
+    "top_k_rows": top_k_rows,
+    "cumsum_rows": lambda: tf.cumsum(x2, axis=1),
+    "matrix_diag_part": lambda: tf.linalg.diag_part(matrices),
+    "matrix_set_diag": lambda: tf.linalg.set_diag(matrices, matrices[:, :, 0] * 10),
+    "matrix_diag": lambda: tf.linalg.diag(diagonals),
+    "reverse_sequence": lambda: tf.reverse_sequence(x2, lengths, seq_axis=1, batch_axis=0),
+    "conv3d": lambda: tf.nn.conv3d(vol, filt3, [1] * 5, "SAME"),
+    "conv3d_backprop_input": lambda: tf.raw_ops.Conv3DBackpropInputV2(
+        input_sizes=vol.shape, filter=filt3, out_backprop=VOL_DY, strides=[1] * 5, padding="SAME"),
+    "conv3d_backprop_filter": lambda: tf.raw_ops.Conv3DBackpropFilterV2(
+        input=vol, filter_sizes=filt3.shape, out_backprop=VOL_DY, strides=[1] * 5, padding="SAME"),
+    "max_pool3d": lambda: tf.nn.max_pool3d(vol, 2, 2, "VALID"),
+    "avg_pool3d_grad": lambda: tf.raw_ops.AvgPool3DGrad(
+        orig_input_shape=vol.shape, grad=vol * 0.5, ksize=[1, 3, 3, 3, 1], strides=[1] * 5, padding="SAME"),
+    "max_pool_argmax": lambda: argmax_pool(False),
+    "max_pool_argmax_batch_index": lambda: argmax_pool(True),
+    "max_pool_grad_argmax": lambda: argmax_pool_grad(False),
+    "max_pool_grad_argmax_batch_index": lambda: argmax_pool_grad(True),
+    # Scans down a dimension past the binding: windows with carries.
+    "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
+    "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
+    "logsumexp_axis0": lambda: tf.math.cumulative_logsumexp(x2, axis=0),
+    "cumsum_int64_axis0": lambda: tf.cumsum(tf.cast(x2 * 100, tf.int64), axis=0, reverse=True, exclusive=True),
+    "cumsum_one_row": lambda: tf.cumsum(flat, axis=1),
+    "range": lambda: tf.range(0.5, ELEMENTS * 1.5, 1.5),
+    # Products whose operands pass the binding: groups of matrices, blocks of rows and contractions.
+    "matmul_big_b": lambda: tf.matmul(x2[:4], tf.transpose(x2)),
+    "matmul_big_b_transposed": lambda: tf.matmul(x2[:4], x2, transpose_b=True),
+    "matmul_big_a_transposed": lambda: tf.matmul(x2, x2[:, :8], transpose_a=True),
+    "batch_matmul_shared_big_b": lambda: tf.matmul(tf.reshape(x2[:6], [3, 2, ROW]), tf.transpose(x2)),
+    "einsum_big_keys": lambda: tf.einsum("bqd,bkd->bqk", x2[None, :8], x2[None]),
+    # A Dense layer whose kernel is past the binding (an output projection), in a tf.function.
+    "dense_big_kernel": lambda: tf.function(lambda x, w, b: tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w), b)))(
+        x2[:4], tf.transpose(x2), x2[:, 0]),
     # A Keras training step (Conv2D, BatchNormalization, pooling, Dense, SGD) on a big batch.
     "keras_train_step": train_step,
 }
@@ -274,7 +346,12 @@ CPU_TWIN = {"conv2d_nchw": lambda: tf.transpose(tf.nn.conv2d(img, filt, 1, "SAME
 TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_norm_training": 1e-3,
              "batch_norm_grad": 1e-4, "batch_norm_grad_sums": 1e-4,
              # float16 sums of repeated indices round in another order.
-             "scatter_add_half": 1e-3}
+             "scatter_add_half": 1e-3,
+             # Long running sums and products, in another order than TF-CPU's.
+             "cumsum_axis0_exclusive": 1e-4, "cumprod_axis0_reverse": 1e-4, "logsumexp_axis0": 1e-4,
+             "cumsum_one_row": 1e-4, "cumsum_rows": 1e-4, "conv3d_backprop_filter": 1e-4,
+             "matmul_big_b": 1e-4, "matmul_big_b_transposed": 1e-4, "matmul_big_a_transposed": 1e-4,
+             "batch_matmul_shared_big_b": 1e-4, "einsum_big_keys": 1e-4, "dense_big_kernel": 1e-4}
 
 
 def compare(got, want, tol):
