@@ -770,6 +770,11 @@ pub fn max_pool_grad_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
         let images = ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] };
         return layout::channels_last(ctx, kernel, &images, max_pool_grad_grad);
     }
+    const IMAGES: BatchArgs = BatchArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+    batch::split_batch_on_overflow(ctx, kernel, &IMAGES, max_pool_grad_grad_whole)
+}
+
+fn max_pool_grad_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let x = ctx.input(0)?;
     let y = ctx.input(1)?;
     let grad = ctx.input(2)?;

@@ -845,6 +845,13 @@ pub fn tile(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
 /// (each a pass of `resize::axis_sum` in float32, or float64 for doubles: every input index gathers
 /// itself and its mirror images in the paddings), as TF's kernel does.
 pub fn mirror_pad_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    // Past a binding, a range of the leading dimension at a time where it has no padding.
+    let (paddings, _) = ctx.host_input_values(1)?;
+    let unpadded_leading = paddings.len() >= 2 && paddings[..2] == [0, 0];
+    batch::split_batch_if(ctx, kernel, unpadded_leading.then_some(&batch::INPUT_0_OUTPUT_0), mirror_pad_grad_whole)
+}
+
+fn mirror_pad_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     // REFLECT mirrors about the edge element, SYMMETRIC about the edge itself.
     let offset = match kernel.attrs.str("mode")? {
         "SYMMETRIC" => 0,

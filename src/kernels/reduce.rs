@@ -13,8 +13,10 @@ use crate::runtime::{DeviceCore, Stream};
 use super::batch::{split_batch_on_overflow, BatchArgs};
 use super::binary::{self, BinaryOp};
 use super::complex;
+use super::index::{self, DimMap};
+use super::integer;
 use super::slice::contiguous_strides;
-use super::windows::binding_limit;
+use super::windows::{self, binding_limit};
 use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -640,8 +642,133 @@ pub fn compute_integer(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
         return Ok(());
     }
     let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == kernel.def.op).map(|(_, c)| *c).unwrap_or(0);
+    // Past a binding: the input, or the 64-bit partial results (8 bytes an output).
+    if input.byte_len().max(8 * out.num_elements()) > binding_limit(ctx.stream()?.device()) {
+        return integer_reduce_in_windows(ctx, code, &input, &mask, &out);
+    }
     let p = params_for(&split_dims(&input.shape, &mask))?;
     integer_passes(ctx, code, p, &input, &out)
+}
+
+/// An integer reduction over an input past a binding: parts along the leading dimension as
+/// `reduce_parts` takes them, their results combined in `out`'s type (sums and products wrap there
+/// as TF's do). Mean combines 64-bit sums, divided by the count at the end as
+/// `integer_reduce.wgsl` divides its own, then cast to `out`.
+fn integer_reduce_in_windows(
+    ctx: &mut dyn KernelContext,
+    code: u32,
+    input: &TensorRef,
+    mask: &[bool],
+    out: &TensorRef,
+) -> Result<()> {
+    // `integer.wgsl`'s AddV2, Mul, Maximum and Minimum.
+    let combine = match code {
+        1 => 2,
+        2 => 7,
+        3 => 8,
+        _ => integer::ADD,
+    };
+    if code != 4 {
+        return integer_parts(ctx, code, combine, input.clone(), mask.to_vec(), out);
+    }
+    let signed = matches!(input.dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64);
+    let sums = ctx.allocate_temp(if signed { DType::I64 } else { DType::U64 }, &out.shape)?;
+    integer_parts(ctx, 0, combine, input.clone(), mask.to_vec(), &sums)?;
+    let count: i64 = input.shape.iter().zip(mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+    let divisor = ctx.allocate_temp(sums.dtype, &[])?;
+    let stream = ctx.stream()?;
+    stream.memcpy_htod(divisor.address, &count.to_le_bytes())?;
+    // TruncateDiv: toward zero.
+    integer::launch(stream, 3, &sums, &divisor, &sums)?;
+    integer::launch(stream, integer::CAST, &sums, &sums, out)
+}
+
+/// `out` = the integer reduction `code` of `input` over `mask`, in parts whose input and 64-bit
+/// partial results (`integer_passes`) fit a storage binding, combined by `integer.wgsl`'s op
+/// `combine`.
+fn integer_parts(
+    ctx: &mut dyn KernelContext,
+    code: u32,
+    combine: u32,
+    input: TensorRef,
+    mask: Vec<bool>,
+    out: &TensorRef,
+) -> Result<()> {
+    let lead = input.shape.iter().take_while(|&&d| d == 1).count();
+    let (shape, mask) = (input.shape[lead..].to_vec(), mask[lead..].to_vec());
+    let input = TensorRef { shape, ..input };
+    let limit = binding_limit(ctx.stream()?.device());
+    let wide_out = 8 * out.num_elements();
+    if (input.byte_len() <= limit && wide_out <= limit) || input.shape.is_empty() {
+        let p = params_for(&split_dims(&input.shape, &mask))?;
+        return integer_passes(ctx, code, p, &input, out);
+    }
+    let rows = input.shape[0];
+    let flat_out = TensorRef { shape: vec![out.num_elements() as i64], ..out.clone() };
+    if !mask[0] {
+        // Kept: ranges of rows, each into its rows of the output.
+        let out_row = out.num_elements() as i64 / rows;
+        let per_part =
+            (limit / (input.byte_len() / rows as u64)).min(limit / (8 * out_row.max(1) as u64)).max(1) as i64;
+        let mut start = 0;
+        while start < rows {
+            let count = per_part.min(rows - start);
+            let part = windows::rows(&input, start, count);
+            let part_out = windows::rows(&flat_out, start * out_row, count * out_row);
+            integer_parts(ctx, code, combine, part, mask.clone(), &part_out)?;
+            start += count;
+        }
+        return Ok(());
+    }
+    if input.byte_len() <= limit {
+        // The input fits, its outputs' 64-bit partials do not: ranges along the first kept
+        // dimension, each part's (strided) input gathered into a temporary.
+        let Some(d) = mask.iter().position(|&m| !m) else {
+            return Err(Error::internal("an integer reduction to a single value has one output"));
+        };
+        let outer: i64 = input.shape[..d].iter().product();
+        let (dim, inner) = (input.shape[d], input.shape[d + 1..].iter().product::<i64>());
+        let out_inner = out.num_elements() as i64 / dim;
+        let per_part = (limit / (8 * out_inner.max(1) as u64)).max(1) as i64;
+        let size = input.dtype.size();
+        let mut k0 = 0;
+        while k0 < dim {
+            let count = per_part.min(dim - k0);
+            let mut part_shape = input.shape.clone();
+            part_shape[d] = count;
+            let part = ctx.allocate_temp(input.dtype, &part_shape)?;
+            let extent = (outer - 1) * dim * inner + count * inner;
+            let view =
+                TensorRef { address: input.address + (k0 * inner) as u64 * size, shape: vec![extent], ..input.clone() };
+            let dims = [DimMap::direct(outer, dim * inner), DimMap::direct(count, inner), DimMap::direct(inner, 1)];
+            index::map(ctx.stream()?, &view, &part, &dims, None)?;
+            let part_out = windows::rows(&flat_out, k0 * out_inner, count * out_inner);
+            integer_parts(ctx, code, combine, part, mask.clone(), &part_out)?;
+            k0 += count;
+        }
+        return Ok(());
+    }
+    // Reduced: ranges of rows, each part's result combined into the output.
+    let per_part = (limit / (input.byte_len() / rows as u64)).max(1) as i64;
+    let mut partial: Option<TensorRef> = None;
+    let mut start = 0;
+    while start < rows {
+        let count = per_part.min(rows - start);
+        let part = windows::rows(&input, start, count);
+        if start == 0 {
+            integer_parts(ctx, code, combine, part, mask.clone(), out)?;
+        } else {
+            let temp = match &partial {
+                Some(t) => t.clone(),
+                None => ctx.allocate_temp(out.dtype, &out.shape)?,
+            };
+            partial = Some(temp.clone());
+            integer_parts(ctx, code, combine, part, mask.clone(), &temp)?;
+            integer::launch(ctx.stream()?, combine, out, &temp, out)?;
+        }
+        start += count;
+    }
+    Ok(())
 }
 
 /// ArgMax and ArgMin of an integer tensor over `dimension`: (value, index) records, combined in

@@ -11,7 +11,7 @@ use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
 use super::validate::{self, shape_string};
-use super::windows::binding_limit;
+use super::windows::{binding_limit, elementwise_parts};
 use super::{cast, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -219,6 +219,12 @@ fn top_k_by_sorting(
 /// InTopKV2(predictions, targets, k) and InTopK(predictions, targets; k): whether each row's
 /// target class is among its k most probable, as TF-CPU decides it.
 pub fn in_top_k(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    // Past a binding, a range of the batch (predictions' rows and their targets) at a time.
+    const BATCH: BatchArgs = BatchArgs { inputs: &[0, 1], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
+    batch::split_batch_on_overflow(ctx, kernel, &BATCH, in_top_k_whole)
+}
+
+fn in_top_k_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let predictions = ctx.input(0)?;
     let targets = ctx.input(1)?;
     let k = if kernel.def.op == "InTopK" {
@@ -330,12 +336,21 @@ pub fn bucketize(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let row = ctx.allocate_temp(DType::F32, &[boundaries.len().max(1) as i64])?;
     let stream = ctx.stream()?;
     stream.memcpy_htod(row.address, bytemuck::cast_slice(&boundaries))?;
-    let p = Params {
-        rows: 0,
-        n: shader_len(boundaries.len() as u64, "Bucketize")?,
-        m: shader_len(input.num_elements(), "Bucketize")?,
-        ..Params::default()
-    };
     validate::num_elements(&input.shape)?;
-    launch(stream, "upper_bound", p, [&row, &input, &out, &out], input.num_elements())
+    shader_len(input.num_elements(), "Bucketize")?;
+    // Elementwise: ranges of the values where they pass a binding.
+    let parts = match elementwise_parts(stream.device(), &out, &[&input])? {
+        Some(parts) => parts.into_iter().map(|part| (part.operands[0].clone(), part.out)).collect(),
+        None => vec![(input, out)],
+    };
+    for (values, buckets) in parts {
+        let p = Params {
+            rows: 0,
+            n: shader_len(boundaries.len() as u64, "Bucketize")?,
+            m: shader_len(values.num_elements(), "Bucketize")?,
+            ..Params::default()
+        };
+        launch(stream, "upper_bound", p, [&row, &values, &buckets, &buckets], values.num_elements())?;
+    }
+    Ok(())
 }

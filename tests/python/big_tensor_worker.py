@@ -316,6 +316,20 @@ CASES = {
     "max_pool_argmax_batch_index": lambda: argmax_pool(True),
     "max_pool_grad_argmax": lambda: argmax_pool_grad(False),
     "max_pool_grad_argmax_batch_index": lambda: argmax_pool_grad(True),
+    "in_top_k_rows": lambda: tf.math.in_top_k(labels, x2, 3),
+    "max_pool_grad_grad": lambda: tf.raw_ops.MaxPoolGradGrad(orig_input=img, orig_output=POOLED, grad=img * 0.5,
+                                                            ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID"),
+    "mirror_pad_grad": lambda: tf.raw_ops.MirrorPadGrad(input=img, paddings=[[0, 0], [1, 1], [2, 1], [0, 0]],
+                                                        mode="REFLECT"),
+    "bucketize": lambda: tf.raw_ops.Bucketize(input=x2, boundaries=[-1.0, 0.0, 0.5, 2.0]),
+    # Integer reductions: parts combined in the element type; Mean's 64-bit sums; outputs whose
+    # 64-bit partial results pass the binding.
+    "int64_sum_leading": lambda: tf.reduce_sum(tf.cast(x2 * 100, tf.int64), axis=0),
+    "int64_max_all": lambda: tf.reduce_max(tf.cast(x2 * 100, tf.int64)),
+    "uint8_mean_leading": lambda: tf.reduce_mean(
+        tf.cast(tf.minimum(tf.abs(tf.concat([x3] * 4, 0)) * 60, 255), tf.uint8), axis=0),
+    "int16_prod_middle": lambda: tf.reduce_prod(tf.cast(tf.concat([x3] * 2, 0) * 2, tf.int16), axis=1),
+    "uint32_min_inner": lambda: tf.reduce_min(tf.cast(tf.abs(x3) * 1000, tf.uint32), axis=2),
     # Scans down a dimension past the binding: windows with carries.
     "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
     "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
