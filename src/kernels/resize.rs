@@ -461,6 +461,90 @@ fn launch(
     })
 }
 
+/// How one output row's entries sit in a row table: `words` a row, the first `rows` of them source
+/// rows (bilinear: top, bottom, weight; nearest: the source row).
+struct RowTable<'a> {
+    entries: &'a [u32],
+    words: usize,
+    rows: usize,
+}
+
+/// A resize of one image whose input or output passes a storage binding: bands of output rows,
+/// each launched on the band of input rows its sources span, with its rows of the table shifted to
+/// that band (`xs`, the column table, follows them). `per_row`: output elements a row (times the
+/// invocations an element takes).
+fn launch_in_bands(
+    ctx: &mut dyn KernelContext,
+    entry: &'static str,
+    (image, out): (&TensorRef, &TensorRef),
+    ys: RowTable,
+    xs: &[u32],
+    params: Params,
+) -> Result<()> {
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
+    let (in_h, out_h) = (image.shape[1], out.shape[1]);
+    let in_row = image.byte_len() / in_h.max(1) as u64;
+    let out_row = out.byte_len() / out_h.max(1) as u64;
+    let rows_of = |y: i64| ys.entries[y as usize * ys.words..][..ys.rows].iter().map(|&r| i64::from(r));
+    let mut first = 0;
+    while first < out_h {
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+        let mut end = first;
+        while end < out_h {
+            let (row_lo, row_hi) = rows_of(end).fold((lo, hi), |(l, h), r| (l.min(r), h.max(r)));
+            let fits = (end + 1 - first) as u64 * out_row <= limit && (row_hi - row_lo + 1) as u64 * in_row <= limit;
+            if !fits {
+                break;
+            }
+            (lo, hi, end) = (row_lo, row_hi, end + 1);
+        }
+        if end == first {
+            return Err(Error::unimplemented(format!(
+                "{} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one output row of a resize \
+                 and its source rows",
+                crate::runtime::pipeline::BINDING_LIMIT_ERROR,
+                out_row + in_row
+            )));
+        }
+        let band = end - first;
+        let mut words: Vec<u32> = Vec::with_capacity(band as usize * ys.words + xs.len());
+        for y in first..end {
+            let entry = &ys.entries[y as usize * ys.words..][..ys.words];
+            words.extend(entry.iter().enumerate().map(|(k, &w)| if k < ys.rows { w - lo as u32 } else { w }));
+        }
+        words.extend_from_slice(xs);
+        let table = upload(ctx, &words)?;
+        let source = TensorRef {
+            address: image.address + lo as u64 * in_row,
+            dtype: image.dtype,
+            shape: vec![1, hi - lo + 1, image.shape[2], image.shape[3]],
+        };
+        let target = TensorRef {
+            address: out.address + first as u64 * out_row,
+            dtype: out.dtype,
+            shape: vec![1, band, out.shape[2], out.shape[3]],
+        };
+        let per_row = u64::from(params.n) / out_h as u64;
+        let p = Params {
+            n: shader_len(per_row * band as u64, "resize")?,
+            out_h: band as u32,
+            in_h: (hi - lo + 1) as u32,
+            y_table: 0,
+            x_table: (band as usize * ys.words) as u32,
+            ..params
+        };
+        launch(ctx, entry, &source, &target, &table, p, u64::from(p.n))?;
+        first = end;
+    }
+    Ok(())
+}
+
+/// Whether a resize of `image` into `out` runs in bands: one image, past a binding.
+fn needs_bands(ctx: &mut dyn KernelContext, image: &TensorRef, out: &TensorRef) -> Result<bool> {
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
+    Ok(image.shape[0] == 1 && image.byte_len().max(out.byte_len()) > limit)
+}
+
 /// `words` uploaded into a temporary int32 tensor.
 fn upload(ctx: &mut dyn KernelContext, words: &[u32]) -> Result<TensorRef> {
     let table = ctx.allocate_temp(DType::I32, &[words.len().max(1) as i64])?;
@@ -494,9 +578,16 @@ fn bilinear_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
     let w_scale = resize_scale(in_w, out_w, attrs.align_corners);
     let ys = bilinear_axis(out_h, in_h, h_scale, attrs.half_pixel_centers);
     let xs = bilinear_axis(out_w, in_w, w_scale, attrs.half_pixel_centers);
+    let n = shader_len(out.num_elements(), "ResizeBilinear")?;
+    if needs_bands(ctx, &image, &out)? {
+        let params =
+            Params { n, channels: channels as u32, out_w: out_w as u32, in_w: in_w as u32, ..Params::default() };
+        let (ys, xs): (Vec<u32>, Vec<u32>) = (ys.concat(), xs.concat());
+        let rows = RowTable { entries: &ys, words: 3, rows: 2 };
+        return launch_in_bands(ctx, "bilinear", (&image, &out), rows, &xs, params);
+    }
     let words: Vec<u32> = ys.iter().chain(&xs).flatten().copied().collect();
     let table = upload(ctx, &words)?;
-    let n = shader_len(out.num_elements(), "ResizeBilinear")?;
     let params = Params {
         n,
         channels: channels as u32,
@@ -631,15 +722,26 @@ fn nearest_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     }
     let h_scale = resize_scale(in_h, out_h, attrs.align_corners);
     let w_scale = resize_scale(in_w, out_w, attrs.align_corners);
-    let mut words = nearest_axis(out_h, in_h, h_scale, attrs.align_corners, attrs.half_pixel_centers);
-    words.extend(nearest_axis(out_w, in_w, w_scale, attrs.align_corners, attrs.half_pixel_centers));
-    let table = upload(ctx, &words)?;
+    let ys = nearest_axis(out_h, in_h, h_scale, attrs.align_corners, attrs.half_pixel_centers);
+    let xs = nearest_axis(out_w, in_w, w_scale, attrs.align_corners, attrs.half_pixel_centers);
     // Each element as whole words where it has them; 16-bit elements two to an invocation.
     let (entry, per_element) = match image.dtype.size() {
         2 => ("nearest_halves", 1),
         size => ("nearest", (size / 4) as i64),
     };
     let n = shader_len(out.num_elements() * per_element as u64, "ResizeNearestNeighbor")?;
+    if needs_bands(ctx, &image, &out)? {
+        let params = Params {
+            n,
+            channels: (channels * per_element) as u32,
+            out_w: out_w as u32,
+            in_w: in_w as u32,
+            ..Params::default()
+        };
+        return launch_in_bands(ctx, entry, (&image, &out), RowTable { entries: &ys, words: 1, rows: 1 }, &xs, params);
+    }
+    let words: Vec<u32> = ys.iter().chain(&xs).copied().collect();
+    let table = upload(ctx, &words)?;
     let params = Params {
         n,
         channels: (channels * per_element) as u32,

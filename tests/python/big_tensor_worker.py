@@ -330,6 +330,13 @@ CASES = {
         tf.cast(tf.minimum(tf.abs(tf.concat([x3] * 4, 0)) * 60, 255), tf.uint8), axis=0),
     "int16_prod_middle": lambda: tf.reduce_prod(tf.cast(tf.concat([x3] * 2, 0) * 2, tf.int16), axis=1),
     "uint32_min_inner": lambda: tf.reduce_min(tf.cast(tf.abs(x3) * 1000, tf.uint32), axis=2),
+    # One image past the binding: bands of output rows over the input rows they read.
+    "resize_bilinear_one_image": lambda: tf.image.resize(tf.reshape(img, [1, 8 * S, S, 8]), [5 * S, 3 * S // 2]),
+    "resize_nearest_one_image_half": lambda: tf.image.resize(
+        tf.cast(tf.reshape(tf.concat([img, img], 0), [1, 16 * S, S, 8]), tf.float16), [3 * S, 2 * S],
+        method="nearest"),
+    "resize_bilinear_one_image_down": lambda: tf.compat.v1.image.resize_bilinear(
+        tf.reshape(img, [1, 8 * S, S, 8]), [7, S // 2], align_corners=True),
     # Scans down a dimension past the binding: windows with carries.
     "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
     "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
