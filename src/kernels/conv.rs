@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
     check_loop_iterations, dispatch, loop_budget, loops_fit, storage_window, Binding, Pipeline, PipelineSpec, Shader,
+    BINDING_LIMIT_ERROR,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -658,8 +659,61 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
         launch(stream, entry, rows_pooled, &[&input, &input], &temp)?;
         return launch(stream, entry, columns_pooled, &[&temp, &temp], &out);
     }
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
+    if p.batch == 1 && input.byte_len().max(out.byte_len()) > limit {
+        return pool_in_bands(ctx.stream()?, entry, p, &input, &out, limit);
+    }
     // The filter slot is unused by the pools; the input stands in for it.
     launch(ctx.stream()?, entry, p, &[&input, &input], &out)
+}
+
+/// A pool of one image past a binding: bands of output rows, each over the input rows its windows
+/// read, with the top padding shifted so that the band's input rows count from its first.
+fn pool_in_bands(
+    stream: &Stream,
+    entry: &'static str,
+    p: Params,
+    input: &TensorRef,
+    out: &TensorRef,
+    limit: u64,
+) -> Result<()> {
+    let size = input.dtype.size();
+    let (in_row, out_row) = (u64::from(p.w) * u64::from(p.c) * size, u64::from(p.ow) * u64::from(p.c) * size);
+    let (sh, kh, top, h) = (i64::from(p.sh), i64::from(p.kh), i64::from(p.pad_top), i64::from(p.h));
+    // Output rows a band holds: its output and the (rows - 1) * stride + window input rows it reads.
+    let by_input = ((limit / in_row.max(1)) as i64 - kh).div_euclid(sh) + 1;
+    let rows = by_input.min((limit / out_row.max(1)) as i64);
+    if rows < 1 {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the input rows \
+             of one row of a pool",
+            kh as u64 * in_row
+        )));
+    }
+    let oh = i64::from(p.oh);
+    let mut first = 0;
+    while first < oh {
+        let end = (first + rows).min(oh);
+        let lo = (first * sh - top).max(0);
+        let hi = ((end - 1) * sh - top + kh - 1).min(h - 1);
+        let band =
+            Params { h: (hi - lo + 1) as u32, oh: (end - first) as u32, pad_top: (top + lo - first * sh) as u32, ..p };
+        let source = super::windows::rows(
+            &TensorRef { shape: vec![h, p.w.into(), p.c.into()], ..input.clone() },
+            lo,
+            hi - lo + 1,
+        );
+        let target = super::windows::rows(
+            &TensorRef { shape: vec![oh, p.ow.into(), p.c.into()], ..out.clone() },
+            first,
+            end - first,
+        );
+        let source = TensorRef { shape: [vec![1], source.shape].concat(), ..source };
+        let target = TensorRef { shape: [vec![1], target.shape].concat(), ..target };
+        launch(stream, entry, band, &[&source, &source], &target)?;
+        first = end;
+    }
+    Ok(())
 }
 
 fn check_gradient_shape(op: &str, grad: &TensorRef, expected: &[i64]) -> Result<()> {

@@ -337,6 +337,8 @@ CASES = {
         method="nearest"),
     "resize_bilinear_one_image_down": lambda: tf.compat.v1.image.resize_bilinear(
         tf.reshape(img, [1, 8 * S, S, 8]), [7, S // 2], align_corners=True),
+    "max_pool_one_image": lambda: tf.nn.max_pool2d(tf.reshape(img, [1, 8 * S, S, 8]), 3, 2, "SAME"),
+    "avg_pool_one_image": lambda: tf.nn.avg_pool2d(tf.reshape(img, [1, 8 * S, S, 8]), [5, 2], [1, 2], "VALID"),
     # Scans down a dimension past the binding: windows with carries.
     "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
     "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
