@@ -310,6 +310,7 @@ fn check_4d(t: &TensorRef, what: &str) -> Result<()> {
 }
 
 /// Output shape and launch parameters of a Conv2D or DepthwiseConv2dNative node.
+#[derive(Clone)]
 pub struct ConvPlan {
     pub out_shape: Vec<i64>,
     depthwise: bool,
@@ -507,10 +508,69 @@ fn conv_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let filter = ctx.input(1)?;
     let plan = plan(kernel, &input, &filter, kernel.def.op == "DepthwiseConv2dNative")?;
     let out = ctx.allocate_output(0, input.dtype, &plan.out_shape)?;
-    if conv_with_channels_padded(ctx, &plan, &input, &filter, &out)? {
-        return Ok(());
+    convolve(ctx, &plan, &input, &filter, &out)
+}
+
+/// `out` = the convolution `plan` of `input` by `filter`; one image past a binding in bands of
+/// output rows, each over the input rows its windows read (the top padding shifted to the band).
+pub fn convolve(
+    ctx: &mut dyn KernelContext,
+    plan: &ConvPlan,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let p = plan.params;
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
+    if p.batch != 1 || input.byte_len().max(out.byte_len()) <= limit || out.num_elements() == 0 {
+        if conv_with_channels_padded(ctx, plan, input, filter, out)? {
+            return Ok(());
+        }
+        return launch_conv(ctx.stream()?, plan, input, filter, out);
     }
-    launch_conv(ctx.stream()?, &plan, &input, &filter, &out)
+    let size = input.dtype.size();
+    // Input rows with their channels padded to a multiple of 4 (`conv_with_channels_padded`).
+    let in_row = u64::from(p.w) * u64::from(p.c.next_multiple_of(4)) * size;
+    let out_row = u64::from(p.ow) * u64::from(p.oc) * size;
+    let (sh, top, h) = (i64::from(p.sh), i64::from(p.pad_top), i64::from(p.h));
+    let reach = (i64::from(p.kh) - 1) * i64::from(p.dh) + 1;
+    let by_input = ((limit / in_row.max(1)) as i64 - reach).div_euclid(sh) + 1;
+    let rows = by_input.min((limit / out_row.max(1)) as i64);
+    if rows < 1 {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the input rows \
+             of one row of a convolution",
+            reach as u64 * in_row
+        )));
+    }
+    let oh = i64::from(p.oh);
+    let with_batch = |t: TensorRef| TensorRef { shape: [vec![1], t.shape].concat(), ..t };
+    let image = |t: &TensorRef, rows: i64, width: u32, channels: u32| TensorRef {
+        shape: vec![rows, width.into(), channels.into()],
+        ..t.clone()
+    };
+    let mut first = 0;
+    while first < oh {
+        let end = (first + rows).min(oh);
+        let lo = (first * sh - top).max(0);
+        let hi = ((end - 1) * sh - top + reach - 1).min(h - 1);
+        let target = with_batch(super::windows::rows(&image(out, oh, p.ow, p.oc), first, end - first));
+        if lo > hi {
+            // Output rows whose windows lie wholly in the padding: sums of nothing.
+            ctx.stream()?.fill(target.address, target.byte_len(), 0)?;
+            first = end;
+            continue;
+        }
+        let params =
+            Params { h: (hi - lo + 1) as u32, oh: (end - first) as u32, pad_top: (top + lo - first * sh) as u32, ..p };
+        let band = ConvPlan { out_shape: vec![1, end - first, p.ow.into(), p.oc.into()], params, ..plan.clone() };
+        let source = with_batch(super::windows::rows(&image(input, h, p.w, p.c), lo, hi - lo + 1));
+        if !conv_with_channels_padded(ctx, &band, &source, filter, &target)? {
+            launch_conv(ctx.stream()?, &band, &source, filter, &target)?;
+        }
+        first = end;
+    }
+    Ok(())
 }
 
 /// An ungrouped convolution whose input channels are not a multiple of 4 (RGB images: 3), run with

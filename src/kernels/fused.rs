@@ -107,9 +107,7 @@ fn conv2d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
     let plan = conv::plan(kernel, &input, &filter, false)?;
     let fused = check_fused(kernel, &fused_ops, &extra, plan.out_shape[3], true)?;
     let out = ctx.allocate_output(0, input.dtype, &plan.out_shape)?;
-    if !conv::conv_with_channels_padded(ctx, &plan, &input, &filter, &out)? {
-        conv::launch_conv(ctx.stream()?, &plan, &input, &filter, &out)?;
-    }
+    conv::convolve(ctx, &plan, &input, &filter, &out)?;
     fused.apply(ctx.stream()?, kernel, &out)
 }
 

@@ -337,6 +337,10 @@ CASES = {
         method="nearest"),
     "resize_bilinear_one_image_down": lambda: tf.compat.v1.image.resize_bilinear(
         tf.reshape(img, [1, 8 * S, S, 8]), [7, S // 2], align_corners=True),
+    "conv2d_one_image": lambda: tf.nn.conv2d(tf.reshape(img, [1, 8 * S, S, 8]), filt, 2, "SAME"),
+    "conv2d_one_image_explicit": lambda: tf.nn.conv2d(tf.reshape(img, [1, 8 * S, S, 8]), filt, 1,
+                                                      [[0, 0], [2, 0], [1, 1], [0, 0]], dilations=2),
+    "depthwise_one_image": lambda: tf.nn.depthwise_conv2d(tf.reshape(img, [1, 8 * S, S, 8]), dw, [1, 1, 1, 1], "SAME"),
     "max_pool_one_image": lambda: tf.nn.max_pool2d(tf.reshape(img, [1, 8 * S, S, 8]), 3, 2, "SAME"),
     "avg_pool_one_image": lambda: tf.nn.avg_pool2d(tf.reshape(img, [1, 8 * S, S, 8]), [5, 2], [1, 2], "VALID"),
     # Scans down a dimension past the binding: windows with carries.
@@ -374,7 +378,8 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "cumsum_axis0_exclusive": 1e-4, "cumprod_axis0_reverse": 1e-4, "logsumexp_axis0": 1e-4,
              "cumsum_one_row": 1e-4, "cumsum_rows": 1e-4, "conv3d_backprop_filter": 1e-4,
              "matmul_big_b": 1e-4, "matmul_big_b_transposed": 1e-4, "matmul_big_a_transposed": 1e-4,
-             "batch_matmul_shared_big_b": 1e-4, "einsum_big_keys": 1e-4, "dense_big_kernel": 1e-4}
+             "batch_matmul_shared_big_b": 1e-4, "einsum_big_keys": 1e-4, "dense_big_kernel": 1e-4,
+             "conv2d_one_image": 1e-4, "conv2d_one_image_explicit": 1e-4, "depthwise_one_image": 1e-4}
 
 
 def compare(got, want, tol):
