@@ -522,7 +522,9 @@ pub fn convolve(
 ) -> Result<()> {
     let p = plan.params;
     let limit = super::windows::binding_limit(ctx.stream()?.device());
-    if p.batch != 1 || input.byte_len().max(out.byte_len()) <= limit || out.num_elements() == 0 {
+    // The input as `conv_with_channels_padded` may copy it: channels to a multiple of 4.
+    let padded = input.byte_len() / u64::from(p.c.max(1)) * u64::from(p.c.next_multiple_of(4));
+    if p.batch != 1 || padded.max(out.byte_len()) <= limit || out.num_elements() == 0 {
         if conv_with_channels_padded(ctx, plan, input, filter, out)? {
             return Ok(());
         }
@@ -1039,9 +1041,125 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         // A gradient summed over no terms.
         return ctx.stream()?.fill(out.address, out.byte_len(), 0);
     }
+    let p = plan.params;
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
+    // The image side (x, or dx) as the channel-padding routes may copy it: channels to a multiple of 4.
+    let image_bytes = if for_filter { known.byte_len() } else { out.byte_len() };
+    let padded = image_bytes / u64::from(p.c.max(1)) * u64::from(p.c.next_multiple_of(4));
+    if p.batch == 1 && padded.max(known.byte_len()).max(dy.byte_len()).max(out.byte_len()) > limit {
+        return grad_in_bands(ctx, &p, depthwise, for_filter, (&known, &dy, &out), limit);
+    }
+    grad_of(ctx, &p, depthwise, for_filter, (&known, &dy, &out))
+}
+
+/// A convolution gradient of one image past a binding, in bands. The filter's: bands of dy's rows
+/// (and the input rows their windows read), each band's gradient added up. The input's: bands of
+/// dx's rows, each from the dy rows whose windows reach into it. Each band's top padding is
+/// shifted so that its rows count from its first.
+fn grad_in_bands(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    depthwise: bool,
+    for_filter: bool,
+    (known, dy, out): (&TensorRef, &TensorRef, &TensorRef),
+    limit: u64,
+) -> Result<()> {
+    let size = dy.dtype.size();
+    let (sh, top, h, oh) = (i64::from(p.sh), i64::from(p.pad_top), i64::from(p.h), i64::from(p.oh));
+    let reach = (i64::from(p.kh) - 1) * i64::from(p.dh) + 1;
+    // The input side with its channels padded to a multiple of 4 (the padded routes copy it).
+    let in_row = u64::from(p.w) * u64::from(p.c.next_multiple_of(4)) * size;
+    let dy_row = u64::from(p.ow) * u64::from(p.oc) * size;
+    let rows_of = |t: &TensorRef, rows: i64, first: i64, count: i64| {
+        let image = TensorRef { shape: vec![rows, t.shape[2], t.shape[3]], ..t.clone() };
+        let band = super::windows::rows(&image, first, count);
+        TensorRef { shape: [vec![1], band.shape].concat(), ..band }
+    };
+    let too_big = |bytes: u64| {
+        Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {bytes} bytes exceeds this adapter's max_storage_buffer_binding_size: the rows \
+             one row of a convolution gradient needs"
+        ))
+    };
+    if for_filter {
+        let x = known;
+        let by_input = ((limit / in_row.max(1)) as i64 - reach).div_euclid(sh) + 1;
+        let rows = by_input.min((limit / dy_row.max(1)) as i64);
+        if rows < 1 {
+            return Err(too_big(reach as u64 * in_row));
+        }
+        let mut partial: Option<TensorRef> = None;
+        let mut first = 0;
+        while first < oh {
+            let end = (first + rows).min(oh);
+            let lo = (first * sh - top).max(0);
+            let hi = ((end - 1) * sh - top + reach - 1).min(h - 1);
+            if lo <= hi {
+                let band = Params {
+                    h: (hi - lo + 1) as u32,
+                    oh: (end - first) as u32,
+                    pad_top: (top + lo - first * sh) as u32,
+                    ..*p
+                };
+                let (xs, dys) = (rows_of(x, h, lo, hi - lo + 1), rows_of(dy, oh, first, end - first));
+                let target = match &partial {
+                    None => out.clone(),
+                    Some(t) => t.clone(),
+                };
+                grad_of(ctx, &band, depthwise, true, (&xs, &dys, &target))?;
+                match &partial {
+                    None => partial = Some(ctx.allocate_temp(out.dtype, &out.shape)?),
+                    Some(t) => super::binary::launch(ctx.stream()?, BinaryOp::Add, out, t, out)?,
+                }
+            }
+            first = end;
+        }
+        if partial.is_none() {
+            ctx.stream()?.fill(out.address, out.byte_len(), 0)?;
+        }
+        return Ok(());
+    }
+    // dx rows x0..x1 take dy rows o0..=o1: those whose windows (rows o * stride - top .. + reach) meet them.
+    let out_row = u64::from(p.w) * u64::from(p.c) * size;
+    let by_dy = (((limit / dy_row.max(1)) as i64 - 1) * sh - reach + 2).max(0);
+    let rows = by_dy.min((limit / out_row.max(1)) as i64).min((limit / in_row.max(1)) as i64);
+    if rows < 1 {
+        return Err(too_big(dy_row + out_row));
+    }
+    let mut x0 = 0;
+    while x0 < h {
+        let x1 = (x0 + rows).min(h);
+        let target = rows_of(out, h, x0, x1 - x0);
+        // The first dy row whose window reaches x0, kept at or before the one starting there
+        // (so that the band's top padding stays non-negative; a row in between adds nothing).
+        let reaching = (x0 + top - reach + 1).div_euclid(sh) + i64::from((x0 + top - reach + 1).rem_euclid(sh) != 0);
+        let o0 = reaching.min((x0 + top).div_euclid(sh)).max(0);
+        let o1 = (x1 - 1 + top).div_euclid(sh).min(oh - 1);
+        if o0 > o1 {
+            ctx.stream()?.fill(target.address, target.byte_len(), 0)?;
+        } else {
+            let band =
+                Params { h: (x1 - x0) as u32, oh: (o1 - o0 + 1) as u32, pad_top: (top + x0 - o0 * sh) as u32, ..*p };
+            let dys = rows_of(dy, oh, o0, o1 - o0 + 1);
+            grad_of(ctx, &band, depthwise, false, (known, &dys, &target))?;
+        }
+        x0 = x1;
+    }
+    Ok(())
+}
+
+/// A convolution gradient under `p`: the filter's from the input (`known`) and dy, or the input's
+/// from the filter (`known`) and dy.
+fn grad_of(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    depthwise: bool,
+    for_filter: bool,
+    (known, dy, out): (&TensorRef, &TensorRef, &TensorRef),
+) -> Result<()> {
+    let (known, dy) = (known.clone(), dy.clone());
     // The gradients as implicit GEMMs (grouped too), convolutions and matmuls, each where it
     // applies, in order of preference; else the direct kernels.
-    let p = &plan.params;
     let as_products: &[GradRoute] = if for_filter {
         &[grad_filter_gemm, grad_filter_with_channels_padded, grad_filter_tiles, grad_filter_as_matmul]
     } else {
@@ -1050,26 +1168,26 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let (first, second) = if for_filter { (&known, &dy) } else { (&dy, &known) };
     if !depthwise {
         for route in as_products {
-            if route(ctx, p, first, second, &out)? {
+            if route(ctx, p, first, second, out)? {
                 return Ok(());
             }
         }
     }
     if for_filter {
-        return launch_grad_filter(ctx.stream()?, plan.params, depthwise, &known, &dy, &out);
+        return launch_grad_filter(ctx.stream()?, *p, depthwise, &known, &dy, out);
     }
     let stream = ctx.stream()?;
     let entry = if depthwise { "depthwise_grad_input" } else { "conv2d_grad_input" };
     if !window_fits(stream, entry, p) {
         // Deep or wide windows: the implicit GEMM, whose loop steps through tiles of them.
         let (p, filter) = if depthwise { depthwise_as_grouped(p, &known) } else { (*p, known.clone()) };
-        return launch_grad_input_gemm(ctx, &p, &dy, &filter, &out);
+        return launch_grad_input_gemm(ctx, &p, &dy, &filter, out);
     }
-    if depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[&dy, &known, &out])? {
+    if depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[&dy, &known, out])? {
         let invocations = Some(out.num_elements() / 4);
-        return launch_with(stream, "depthwise_grad_input_c4", *p, &[&dy, &known], &out, invocations);
+        return launch_with(stream, "depthwise_grad_input_c4", *p, &[&dy, &known], out, invocations);
     }
-    launch(stream, entry, plan.params, &[&dy, &known], &out)
+    launch(stream, entry, *p, &[&dy, &known], out)
 }
 
 /// A way to compute a convolution gradient: (ctx, params, x or dy, dy or filter, gradient) for the

@@ -241,7 +241,12 @@ pub fn matrix_diag(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     // Past a binding, a range of the batch at a time: the diagonals have batch dimensions before
     // their one (or, for a range of diagonals, two) of their own.
     let rank = ctx.input(0)?.shape.len();
-    let own = if kernel.def.op == "MatrixDiag" { 1 } else { 1 + usize::from(ctx.host_input_values(1)?.0.len() == 2) };
+    let own = if kernel.def.op == "MatrixDiag" {
+        1
+    } else {
+        let k = ctx.host_input_values(1)?.0;
+        1 + usize::from(k.len() == 2 && k[0] != k[1])
+    };
     batch::split_batch_if(ctx, kernel, (rank > own).then_some(&batch::INPUT_0_OUTPUT_0), matrix_diag_whole)
 }
 

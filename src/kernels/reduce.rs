@@ -643,8 +643,17 @@ pub fn compute_integer(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
     }
     let code = FLOAT_REDUCTIONS.iter().find(|(n, _)| *n == kernel.def.op).map(|(_, c)| *c).unwrap_or(0);
     // Past a binding: the input, or the 64-bit partial results (8 bytes an output).
-    if input.byte_len().max(8 * out.num_elements()) > binding_limit(ctx.stream()?.device()) {
+    let past = input.byte_len().max(8 * out.num_elements()) > binding_limit(ctx.stream()?.device());
+    if past && input.num_elements() > 0 {
         return integer_reduce_in_windows(ctx, code, &input, &mask, &out);
+    }
+    if past {
+        // Many outputs of nothing: one output's identity, spread over them all.
+        let one = ctx.allocate_temp(out.dtype, &[1])?;
+        let empty = TensorRef { shape: vec![1, 0], ..input.clone() };
+        integer_passes(ctx, code, params_for(&split_dims(&empty.shape, &[false, true]))?, &empty, &one)?;
+        let flat = TensorRef { shape: vec![out.num_elements() as i64], ..out.clone() };
+        return index::map(ctx.stream()?, &one, &flat, &[DimMap::spread(flat.shape[0])], None);
     }
     let p = params_for(&split_dims(&input.shape, &mask))?;
     integer_passes(ctx, code, p, &input, &out)
@@ -694,8 +703,9 @@ fn integer_parts(
     mask: Vec<bool>,
     out: &TensorRef,
 ) -> Result<()> {
-    let lead = input.shape.iter().take_while(|&&d| d == 1).count();
-    let (shape, mask) = (input.shape[lead..].to_vec(), mask[lead..].to_vec());
+    // Dimensions of 1 dropped (the layout is the same), so that every split below makes progress.
+    let (shape, mask): (Vec<i64>, Vec<bool>) =
+        input.shape.iter().zip(&mask).filter(|(&d, _)| d != 1).map(|(&d, &m)| (d, m)).unzip();
     let input = TensorRef { shape, ..input };
     let limit = binding_limit(ctx.stream()?.device());
     let wide_out = 8 * out.num_elements();

@@ -91,10 +91,11 @@ fn compute_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     };
     let flags = (kernel.attrs.bool("exclusive")?, kernel.attrs.bool("reverse")?);
     let len = x.shape[axis];
-    if x.byte_len() <= binding_limit(ctx.stream()?.device()) {
+    // One outer row past a binding: each row's scan in windows along its axis. (Rows that fit
+    // but are many run in batch ranges: `compute`.)
+    if (len * inner) as u64 * x.dtype.size() <= binding_limit(ctx.stream()?.device()) {
         return scan(ctx, combine, flags, &x, &out, (outer, len, inner));
     }
-    // Past a binding: each outer row's scan in windows along its axis.
     let flat = |t: &TensorRef| TensorRef { shape: vec![outer * len, inner], ..t.clone() };
     let (x, out) = (flat(&x), flat(&out));
     for o in 0..outer {

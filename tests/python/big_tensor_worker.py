@@ -341,6 +341,18 @@ CASES = {
     "conv2d_one_image_explicit": lambda: tf.nn.conv2d(tf.reshape(img, [1, 8 * S, S, 8]), filt, 1,
                                                       [[0, 0], [2, 0], [1, 1], [0, 0]], dilations=2),
     "depthwise_one_image": lambda: tf.nn.depthwise_conv2d(tf.reshape(img, [1, 8 * S, S, 8]), dw, [1, 1, 1, 1], "SAME"),
+    "conv_backprop_input_one_image": lambda: tf.raw_ops.Conv2DBackpropInput(
+        input_sizes=[1, 8 * S, S, 8], filter=filt, out_backprop=tf.reshape(DY, [1, 8 * S, S, 4]), strides=[1, 1, 1, 1],
+        padding="SAME"),
+    "conv_backprop_filter_one_image": lambda: tf.raw_ops.Conv2DBackpropFilter(
+        input=tf.reshape(img, [1, 8 * S, S, 8]), filter_sizes=filt.shape, out_backprop=tf.reshape(DY, [1, 8 * S, S, 4]),
+        strides=[1, 1, 1, 1], padding="SAME"),
+    "conv_backprop_input_one_image_strided": lambda: tf.raw_ops.Conv2DBackpropInput(
+        input_sizes=[1, 8 * S, S, 8], filter=filt, out_backprop=tf.reshape(DY, [1, 8 * S, S, 4])[:, ::2, ::2],
+        strides=[1, 2, 2, 1], padding="SAME"),
+    "depthwise_backprop_filter_one_image": lambda: tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
+        input=tf.reshape(img, [1, 8 * S, S, 8]), filter_sizes=dw.shape,
+        out_backprop=tf.concat([tf.reshape(DY, [1, 8 * S, S, 4])] * 4, 3), strides=[1, 1, 1, 1], padding="SAME"),
     "max_pool_one_image": lambda: tf.nn.max_pool2d(tf.reshape(img, [1, 8 * S, S, 8]), 3, 2, "SAME"),
     "avg_pool_one_image": lambda: tf.nn.avg_pool2d(tf.reshape(img, [1, 8 * S, S, 8]), [5, 2], [1, 2], "VALID"),
     # Scans down a dimension past the binding: windows with carries.
@@ -379,7 +391,9 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "cumsum_one_row": 1e-4, "cumsum_rows": 1e-4, "conv3d_backprop_filter": 1e-4,
              "matmul_big_b": 1e-4, "matmul_big_b_transposed": 1e-4, "matmul_big_a_transposed": 1e-4,
              "batch_matmul_shared_big_b": 1e-4, "einsum_big_keys": 1e-4, "dense_big_kernel": 1e-4,
-             "conv2d_one_image": 1e-4, "conv2d_one_image_explicit": 1e-4, "depthwise_one_image": 1e-4}
+             "conv2d_one_image": 1e-4, "conv2d_one_image_explicit": 1e-4, "depthwise_one_image": 1e-4,
+             "conv_backprop_input_one_image": 1e-4, "conv_backprop_filter_one_image": 1e-4,
+             "conv_backprop_input_one_image_strided": 1e-4, "depthwise_backprop_filter_one_image": 1e-4}
 
 
 def compare(got, want, tol):
