@@ -536,15 +536,7 @@ pub fn convolve(
     let out_row = u64::from(p.ow) * u64::from(p.oc) * size;
     let (sh, top, h) = (i64::from(p.sh), i64::from(p.pad_top), i64::from(p.h));
     let reach = (i64::from(p.kh) - 1) * i64::from(p.dh) + 1;
-    let by_input = ((limit / in_row.max(1)) as i64 - reach).div_euclid(sh) + 1;
-    let rows = by_input.min((limit / out_row.max(1)) as i64);
-    if rows < 1 {
-        return Err(Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the input rows \
-             of one row of a convolution",
-            reach as u64 * in_row
-        )));
-    }
+    let rows = band_rows(limit, (in_row, out_row), (reach, sh), "a convolution")?;
     let oh = i64::from(p.oh);
     let with_batch = |t: TensorRef| TensorRef { shape: [vec![1], t.shape].concat(), ..t };
     let image = |t: &TensorRef, rows: i64, width: u32, channels: u32| TensorRef {
@@ -554,8 +546,7 @@ pub fn convolve(
     let mut first = 0;
     while first < oh {
         let end = (first + rows).min(oh);
-        let lo = (first * sh - top).max(0);
-        let hi = ((end - 1) * sh - top + reach - 1).min(h - 1);
+        let (lo, hi) = band_span((first, end), (sh, top, reach), h);
         let target = with_batch(super::windows::rows(&image(out, oh, p.ow, p.oc), first, end - first));
         if lo > hi {
             // Output rows whose windows lie wholly in the padding: sums of nothing.
@@ -729,6 +720,28 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     launch(ctx.stream()?, entry, p, &[&input, &input], &out)
 }
 
+/// Output rows a band of a windowed op holds: its `rows` x `out_row` bytes of output and the
+/// (rows - 1) x `stride` + `reach` input rows of `in_row` bytes that its windows read must each fit
+/// `limit`.
+fn band_rows(limit: u64, (in_row, out_row): (u64, u64), (reach, stride): (i64, i64), what: &str) -> Result<i64> {
+    let by_input = ((limit / in_row.max(1)) as i64 - reach).div_euclid(stride) + 1;
+    let rows = by_input.min((limit / out_row.max(1)) as i64);
+    if rows < 1 {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the input rows \
+             of one row of {what}",
+            reach as u64 * in_row
+        )));
+    }
+    Ok(rows)
+}
+
+/// The input rows (clamped to the image's `h`) that output rows `first..end` read, windows of
+/// `reach` rows starting at `row * stride - top`; empty (lo > hi) where they all lie in the padding.
+fn band_span((first, end): (i64, i64), (stride, top, reach): (i64, i64, i64), h: i64) -> (i64, i64) {
+    ((first * stride - top).max(0), ((end - 1) * stride - top + reach - 1).min(h - 1))
+}
+
 /// A pool of one image past a binding: bands of output rows, each over the input rows its windows
 /// read, with the top padding shifted so that the band's input rows count from its first.
 fn pool_in_bands(
@@ -742,22 +755,13 @@ fn pool_in_bands(
     let size = input.dtype.size();
     let (in_row, out_row) = (u64::from(p.w) * u64::from(p.c) * size, u64::from(p.ow) * u64::from(p.c) * size);
     let (sh, kh, top, h) = (i64::from(p.sh), i64::from(p.kh), i64::from(p.pad_top), i64::from(p.h));
-    // Output rows a band holds: its output and the (rows - 1) * stride + window input rows it reads.
-    let by_input = ((limit / in_row.max(1)) as i64 - kh).div_euclid(sh) + 1;
-    let rows = by_input.min((limit / out_row.max(1)) as i64);
-    if rows < 1 {
-        return Err(Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the input rows \
-             of one row of a pool",
-            kh as u64 * in_row
-        )));
-    }
+    let rows = band_rows(limit, (in_row, out_row), (kh, sh), "a pool")?;
     let oh = i64::from(p.oh);
     let mut first = 0;
     while first < oh {
         let end = (first + rows).min(oh);
-        let lo = (first * sh - top).max(0);
-        let hi = ((end - 1) * sh - top + kh - 1).min(h - 1);
+        // Not empty: a pool's padding is smaller than its window.
+        let (lo, hi) = band_span((first, end), (sh, top, kh), h);
         let band =
             Params { h: (hi - lo + 1) as u32, oh: (end - first) as u32, pad_top: (top + lo - first * sh) as u32, ..p };
         let source = super::windows::rows(
@@ -1075,25 +1079,14 @@ fn grad_in_bands(
         let band = super::windows::rows(&image, first, count);
         TensorRef { shape: [vec![1], band.shape].concat(), ..band }
     };
-    let too_big = |bytes: u64| {
-        Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {bytes} bytes exceeds this adapter's max_storage_buffer_binding_size: the rows \
-             one row of a convolution gradient needs"
-        ))
-    };
     if for_filter {
         let x = known;
-        let by_input = ((limit / in_row.max(1)) as i64 - reach).div_euclid(sh) + 1;
-        let rows = by_input.min((limit / dy_row.max(1)) as i64);
-        if rows < 1 {
-            return Err(too_big(reach as u64 * in_row));
-        }
+        let rows = band_rows(limit, (in_row, dy_row), (reach, sh), "a filter gradient")?;
         let mut partial: Option<TensorRef> = None;
         let mut first = 0;
         while first < oh {
             let end = (first + rows).min(oh);
-            let lo = (first * sh - top).max(0);
-            let hi = ((end - 1) * sh - top + reach - 1).min(h - 1);
+            let (lo, hi) = band_span((first, end), (sh, top, reach), h);
             if lo <= hi {
                 let band = Params {
                     h: (hi - lo + 1) as u32,
@@ -1124,7 +1117,11 @@ fn grad_in_bands(
     let by_dy = (((limit / dy_row.max(1)) as i64 - 1) * sh - reach + 2).max(0);
     let rows = by_dy.min((limit / out_row.max(1)) as i64).min((limit / in_row.max(1)) as i64);
     if rows < 1 {
-        return Err(too_big(dy_row + out_row));
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the rows one \
+             row of an input gradient needs",
+            dy_row + out_row
+        )));
     }
     let mut x0 = 0;
     while x0 < h {
