@@ -18,6 +18,7 @@ use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
 use super::matmul_gpu;
 use super::scatter::{self, Combine};
+use super::windows::image_rows;
 use super::windows::{self, binding_limit};
 use super::{fast_div, shader_len, validate, AttrValue, DType, KernelContext, KernelInstance, TensorRef};
 
@@ -538,16 +539,11 @@ pub fn convolve(
     let reach = (i64::from(p.kh) - 1) * i64::from(p.dh) + 1;
     let rows = band_rows(limit, (in_row, out_row), (reach, sh), "a convolution")?;
     let oh = i64::from(p.oh);
-    let with_batch = |t: TensorRef| TensorRef { shape: [vec![1], t.shape].concat(), ..t };
-    let image = |t: &TensorRef, rows: i64, width: u32, channels: u32| TensorRef {
-        shape: vec![rows, width.into(), channels.into()],
-        ..t.clone()
-    };
     let mut first = 0;
     while first < oh {
         let end = (first + rows).min(oh);
         let (lo, hi) = band_span((first, end), (sh, top, reach), h);
-        let target = with_batch(super::windows::rows(&image(out, oh, p.ow, p.oc), first, end - first));
+        let target = image_rows(out, first, end - first);
         if lo > hi {
             // Output rows whose windows lie wholly in the padding: sums of nothing.
             ctx.stream()?.fill(target.address, target.byte_len(), 0)?;
@@ -557,7 +553,7 @@ pub fn convolve(
         let params =
             Params { h: (hi - lo + 1) as u32, oh: (end - first) as u32, pad_top: (top + lo - first * sh) as u32, ..p };
         let band = ConvPlan { out_shape: vec![1, end - first, p.ow.into(), p.oc.into()], params, ..plan.clone() };
-        let source = with_batch(super::windows::rows(&image(input, h, p.w, p.c), lo, hi - lo + 1));
+        let source = image_rows(input, lo, hi - lo + 1);
         if !conv_with_channels_padded(ctx, &band, &source, filter, &target)? {
             launch_conv(ctx.stream()?, &band, &source, filter, &target)?;
         }
@@ -764,19 +760,8 @@ fn pool_in_bands(
         let (lo, hi) = band_span((first, end), (sh, top, kh), h);
         let band =
             Params { h: (hi - lo + 1) as u32, oh: (end - first) as u32, pad_top: (top + lo - first * sh) as u32, ..p };
-        let source = super::windows::rows(
-            &TensorRef { shape: vec![h, p.w.into(), p.c.into()], ..input.clone() },
-            lo,
-            hi - lo + 1,
-        );
-        let target = super::windows::rows(
-            &TensorRef { shape: vec![oh, p.ow.into(), p.c.into()], ..out.clone() },
-            first,
-            end - first,
-        );
-        let source = TensorRef { shape: [vec![1], source.shape].concat(), ..source };
-        let target = TensorRef { shape: [vec![1], target.shape].concat(), ..target };
-        launch(stream, entry, band, &[&source, &source], &target)?;
+        let source = image_rows(input, lo, hi - lo + 1);
+        launch(stream, entry, band, &[&source, &source], &image_rows(out, first, end - first))?;
         first = end;
     }
     Ok(())
@@ -1074,11 +1059,6 @@ fn grad_in_bands(
     // The input side with its channels padded to a multiple of 4 (the padded routes copy it).
     let in_row = u64::from(p.w) * u64::from(p.c.next_multiple_of(4)) * size;
     let dy_row = u64::from(p.ow) * u64::from(p.oc) * size;
-    let rows_of = |t: &TensorRef, rows: i64, first: i64, count: i64| {
-        let image = TensorRef { shape: vec![rows, t.shape[2], t.shape[3]], ..t.clone() };
-        let band = super::windows::rows(&image, first, count);
-        TensorRef { shape: [vec![1], band.shape].concat(), ..band }
-    };
     if for_filter {
         let x = known;
         let rows = band_rows(limit, (in_row, dy_row), (reach, sh), "a filter gradient")?;
@@ -1094,7 +1074,7 @@ fn grad_in_bands(
                     pad_top: (top + lo - first * sh) as u32,
                     ..*p
                 };
-                let (xs, dys) = (rows_of(x, h, lo, hi - lo + 1), rows_of(dy, oh, first, end - first));
+                let (xs, dys) = (image_rows(x, lo, hi - lo + 1), image_rows(dy, first, end - first));
                 let target = match &partial {
                     None => out.clone(),
                     Some(t) => t.clone(),
@@ -1126,7 +1106,7 @@ fn grad_in_bands(
     let mut x0 = 0;
     while x0 < h {
         let x1 = (x0 + rows).min(h);
-        let target = rows_of(out, h, x0, x1 - x0);
+        let target = image_rows(out, x0, x1 - x0);
         // The first dy row whose window reaches x0, kept at or before the one starting there
         // (so that the band's top padding stays non-negative; a row in between adds nothing).
         let reaching = (x0 + top - reach + 1).div_euclid(sh) + i64::from((x0 + top - reach + 1).rem_euclid(sh) != 0);
@@ -1137,7 +1117,7 @@ fn grad_in_bands(
         } else {
             let band =
                 Params { h: (x1 - x0) as u32, oh: (o1 - o0 + 1) as u32, pad_top: (top + x0 - o0 * sh) as u32, ..*p };
-            let dys = rows_of(dy, oh, o0, o1 - o0 + 1);
+            let dys = image_rows(dy, o0, o1 - o0 + 1);
             grad_of(ctx, &band, depthwise, false, (known, &dys, &target))?;
         }
         x0 = x1;

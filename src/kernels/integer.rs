@@ -26,6 +26,11 @@ pub const SHADER: Shader = Shader {
 /// `OP` of `integer.wgsl` for AddV2 and Sub.
 pub const ADD: u32 = 0;
 pub const SUB: u32 = 1;
+/// `OP` of `integer.wgsl` for Mul, TruncateDiv (and Div: toward zero), Maximum and Minimum.
+pub const MUL: u32 = 2;
+pub const TRUNCATE_DIV: u32 = 3;
+pub const MAXIMUM: u32 = 7;
+pub const MINIMUM: u32 = 8;
 /// `OP` of `integer.wgsl` for Equal.
 pub const EQUAL: u32 = 30;
 /// `OP` of `integer.wgsl` for ZerosLike and OnesLike.
@@ -52,14 +57,14 @@ pub const BINARY_OPS: [(&str, u32, &[DType]); 24] = [
     ("Add", 0, &[I8, U8, I16, I64]),
     ("AddV2", 0, ALL),
     ("Sub", 1, ALL),
-    ("Mul", 2, ALL),
-    ("Div", 3, ALL),
-    ("TruncateDiv", 3, WITH_I32),
+    ("Mul", MUL, ALL),
+    ("Div", TRUNCATE_DIV, ALL),
+    ("TruncateDiv", TRUNCATE_DIV, WITH_I32),
     ("FloorDiv", 4, ALL),
     ("TruncateMod", 5, &[I64]),
     ("FloorMod", 6, ALL),
-    ("Maximum", 7, ALL),
-    ("Minimum", 8, ALL),
+    ("Maximum", MAXIMUM, ALL),
+    ("Minimum", MINIMUM, ALL),
     ("SquaredDifference", 9, &[I64]),
     ("Pow", 10, &[I8, I16, DType::I32, I64]),
     ("BitwiseAnd", 11, WITH_I32),

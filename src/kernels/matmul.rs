@@ -365,10 +365,10 @@ pub fn product(
     transpose_a: bool,
     transpose_b: bool,
 ) -> Result<()> {
-    match launch(ctx.stream()?, a, b, out, transpose_a, transpose_b) {
-        Err(e) if super::batch::is_binding_limit(&e) => {}
+    let too_big = match launch(ctx.stream()?, a, b, out, transpose_a, transpose_b) {
+        Err(e) if super::batch::is_binding_limit(&e) => e,
         other => return other,
-    }
+    };
     let limit = windows::binding_limit(ctx.stream()?.device());
     let rank = out.shape.len();
     let batches: i64 = out.shape[..rank - 2].iter().product();
@@ -380,7 +380,7 @@ pub fn product(
         (own == batches || own == 1).then(|| TensorRef { shape: [vec![own], matrix].concat(), ..t.clone() })
     };
     let (Some(a3), Some(b3)) = (as_stack(a), as_stack(b)) else {
-        return launch(ctx.stream()?, a, b, out, transpose_a, transpose_b);
+        return Err(too_big);
     };
     let out3 = TensorRef { shape: vec![batches, out.shape[rank - 2], out.shape[rank - 1]], ..out.clone() };
     // Groups of whole matrices while one of each fits.

@@ -670,11 +670,10 @@ fn integer_reduce_in_windows(
     mask: &[bool],
     out: &TensorRef,
 ) -> Result<()> {
-    // `integer.wgsl`'s AddV2, Mul, Maximum and Minimum.
     let combine = match code {
-        1 => 2,
-        2 => 7,
-        3 => 8,
+        1 => integer::MUL,
+        2 => integer::MAXIMUM,
+        3 => integer::MINIMUM,
         _ => integer::ADD,
     };
     if code != 4 {
@@ -687,8 +686,7 @@ fn integer_reduce_in_windows(
     let divisor = ctx.allocate_temp(sums.dtype, &[])?;
     let stream = ctx.stream()?;
     stream.memcpy_htod(divisor.address, &count.to_le_bytes())?;
-    // TruncateDiv: toward zero.
-    integer::launch(stream, 3, &sums, &divisor, &sums)?;
+    integer::launch(stream, integer::TRUNCATE_DIV, &sums, &divisor, &sums)?;
     integer::launch(stream, integer::CAST, &sums, &sums, out)
 }
 

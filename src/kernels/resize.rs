@@ -514,16 +514,8 @@ fn launch_in_bands(
         }
         words.extend_from_slice(xs);
         let table = upload(ctx, &words)?;
-        let source = TensorRef {
-            address: image.address + lo as u64 * in_row,
-            dtype: image.dtype,
-            shape: vec![1, hi - lo + 1, image.shape[2], image.shape[3]],
-        };
-        let target = TensorRef {
-            address: out.address + first as u64 * out_row,
-            dtype: out.dtype,
-            shape: vec![1, band, out.shape[2], out.shape[3]],
-        };
+        let source = super::windows::image_rows(image, lo, hi - lo + 1);
+        let target = super::windows::image_rows(out, first, band);
         let per_row = u64::from(params.n) / out_h as u64;
         let p = Params {
             n: shader_len(per_row * band as u64, "resize")?,

@@ -62,6 +62,17 @@ pub fn rows(t: &TensorRef, start: i64, count: i64) -> TensorRef {
     TensorRef { address: t.address + start as u64 * row_bytes, dtype: t.dtype, shape }
 }
 
+/// Rows `first..first + count` of the one image of `t` ([1, h, w, c], NHWC), as an image of
+/// `count` rows: a band of a convolution, pool or resize.
+pub fn image_rows(t: &TensorRef, first: i64, count: i64) -> TensorRef {
+    let row_bytes = t.byte_len() / t.shape[1].max(1) as u64;
+    TensorRef {
+        address: t.address + first as u64 * row_bytes,
+        dtype: t.dtype,
+        shape: vec![1, count, t.shape[2], t.shape[3]],
+    }
+}
+
 /// `t` without its first dimension, row `index` of it (or the only row, where it broadcasts).
 fn row(t: &TensorRef, index: i64) -> TensorRef {
     let index = if t.shape[0] == 1 { 0 } else { index };
