@@ -40,7 +40,8 @@ struct Params {
     pairs: u32,
     // 0: C = tile product; 1: C += tile product.
     accumulate: u32,
-    _pad: u32,
+    // vec4 steps of the last k-tile (1..=32): a product with k = 24 runs 6 steps, not 32.
+    quads: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> c: array<T>;"""
@@ -62,6 +63,36 @@ fn put(at: u32, col: u32, v: vec4<f32>) {
 }
 """
 
+# The vec4 stores. llvmpipe stores to a storage buffer lane by lane, in a loop with a branch and a
+# bounds check per component: one vec4 store is one loop, four scalar stores are four. For products
+# with little k per output (1x1 convolutions, k = 24..64) the stores cost more than the arithmetic.
+PUT4 = """
+// C seen as vec4s, for the `_vec4` entry points: the host picks them where C's columns and element
+// offset are multiples of 4, so each vec4 lies wholly inside C's row or wholly past its last column.
+@group(0) @binding(0) var<storage, read_write> c4: array<vec4<T>>;
+
+fn put4(at: u32, col: u32, v: vec4<f32>) {
+    if (col < p.n) {
+        var x = v;
+        if (p.accumulate != 0u) {
+            x += vec4<f32>(c4[at / 4u]);
+        }
+        c4[at / 4u] = vec4<T>(x);
+    }
+}
+"""
+
+
+def k_steps(pair):
+    """The loop bound of k-tile `pair` (of PAIRS): 32 vec4 steps, `p.quads` in the dispatch's last
+    k-tile, none past it."""
+    return f"select(select(0u, 32u, p.pairs > {pair}u), p.quads, p.pairs == {pair + 1}u)"
+
+
+def entry_points(name, body):
+    """`name` storing through `put` and `name_vec4` through `put4`, from one body generator."""
+    return body(name, "put") + "\n" + body(name + "_vec4", "put4")
+
 
 def generate():
     rows, cols = ROWS, 4 * VEC4_COLS
@@ -71,8 +102,15 @@ def generate():
     out += [f"@group(0) @binding({1 + PAIRS + i}) var<uniform> b{i}: array<vec4<f32>, 4096>;" for i in range(PAIRS)]
     out.append(f"@group(0) @binding({1 + 2 * PAIRS}) var<uniform> p: Params;")
     out.append(PUT)
-    out.append("@compute @workgroup_size(8)")
-    out.append("fn tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {")
+    out.append(PUT4)
+    out.append(entry_points("tiles", plain_tiles))
+    return "\n".join(out) + "\n"
+
+
+def plain_tiles(name, put):
+    rows = ROWS
+    out = ["@compute @workgroup_size(8)"]
+    out.append(f"fn {name}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{")
     out.append("    // Rows depend on the workgroup only; each invocation owns adjacent columns.")
     out.append(f"    let r0 = wid.y * {rows}u;")
     out.append(f"    let cg = (wid.x * 8u + lid.x) * {VEC4_COLS}u;")
@@ -81,7 +119,7 @@ def generate():
             out.append(f"    var acc{r}_{j} = vec4<f32>();")
     xyzw = "xyzw"
     for i in range(PAIRS):
-        out.append(f"    for (var kk = 0u; kk < select(0u, 32u, p.pairs > {i}u); kk++) {{")
+        out.append(f"    for (var kk = 0u; kk < {k_steps(i)}; kk++) {{")
         for r in range(rows):
             out.append(f"        let row{r} = a{i}[(r0 + {r}u) * 32u + kk];")
         for q in range(4):
@@ -98,7 +136,7 @@ def generate():
         out.append(f"    if ({r}u < rows_left) {{")
         out.append(f"        let at = p.c_off + (p.row0 + r0 + {r}u) * p.n + p.col0 + cg * 4u;")
         for j in range(VEC4_COLS):
-            out.append(f"        put(at + {4 * j}u, p.col0 + cg * 4u + {4 * j}u, acc{r}_{j});")
+            out.append(f"        {put}(at + {4 * j}u, p.col0 + cg * 4u + {4 * j}u, acc{r}_{j});")
         out.append("    }")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -141,14 +179,20 @@ def subgroup_products(rows, indent):
 
 
 def generate_subgroup():
-    rows, groups = SG_ROWS, SG_ROWS // SG_LANES
     out = [SG_HEADER]
     out += [f"@group(0) @binding({1 + i}) var<uniform> a{i}: array<vec4<f32>, 4096>;" for i in range(PAIRS)]
     out += [f"@group(0) @binding({1 + PAIRS + i}) var<uniform> b{i}: array<vec4<f32>, 4096>;" for i in range(PAIRS)]
     out.append(f"@group(0) @binding({1 + 2 * PAIRS}) var<uniform> p: Params;")
     out.append(PUT)
-    out.append(f"@compute @workgroup_size({SG_LANES})")
-    out.append("fn tiles(")
+    out.append(PUT4)
+    out.append(entry_points("tiles", subgroup_tiles))
+    return "\n".join(out) + "\n"
+
+
+def subgroup_tiles(name, put):
+    rows, groups = SG_ROWS, SG_ROWS // SG_LANES
+    out = [f"@compute @workgroup_size({SG_LANES})"]
+    out.append(f"fn {name}(")
     out.append("    @builtin(workgroup_id) wid: vec3<u32>,")
     out.append("    @builtin(local_invocation_id) lid: vec3<u32>,")
     out.append("    @builtin(subgroup_invocation_id) lane: u32,")
@@ -159,7 +203,7 @@ def generate_subgroup():
     for r in range(rows):
         out.append(f"    var acc{r} = vec4<f32>();")
     for i in range(PAIRS):
-        out.append(f"    for (var kk = 0u; kk < select(0u, 32u, p.pairs > {i}u); kk++) {{")
+        out.append(f"    for (var kk = 0u; kk < {k_steps(i)}; kk++) {{")
         out.append(f"        // Lane l loads row 8g + l of each group g of {SG_LANES} rows.")
         for g in range(groups):
             out.append(f"        let a_{g} = a{i}[(r0 + {SG_LANES * g}u + lane) * 32u + kk];")
@@ -170,7 +214,7 @@ def generate_subgroup():
     out.append(f"    let rows_left = p.m - min(p.m, p.row0 + r0);")
     for r in range(rows):
         out.append(f"    if ({r}u < rows_left) {{")
-        out.append(f"        put(p.c_off + (p.row0 + r0 + {r}u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc{r});")
+        out.append(f"        {put}(p.c_off + (p.row0 + r0 + {r}u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc{r});")
         out.append("    }")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -262,14 +306,20 @@ fn tap_at(o: Origin, dy: i32, dx: i32) -> i32 {
 
 
 def generate_conv_subgroup():
-    rows, groups = SG_ROWS, SG_ROWS // SG_LANES
     out = [CONV_HEADER]
     out += [f"@group(0) @binding({2 + i}) var<uniform> b{i}: array<vec4<f32>, 4096>;" for i in range(CONV_SLABS)]
     out.append(f"@group(0) @binding({2 + CONV_SLABS}) var<uniform> p: Params;")
     out.append(PUT)
+    out.append(PUT4)
     out.append(CONV_ORIGIN)
-    out.append(f"@compute @workgroup_size({SG_LANES})")
-    out.append("fn conv(")
+    out.append(entry_points("conv", conv_tiles))
+    return "\n".join(out) + "\n"
+
+
+def conv_tiles(name, put):
+    rows, groups = SG_ROWS, SG_ROWS // SG_LANES
+    out = [f"@compute @workgroup_size({SG_LANES})"]
+    out.append(f"fn {name}(")
     out.append("    @builtin(workgroup_id) wid: vec3<u32>,")
     out.append("    @builtin(local_invocation_id) lid: vec3<u32>,")
     out.append("    @builtin(subgroup_invocation_id) lane: u32,")
@@ -307,7 +357,7 @@ def generate_conv_subgroup():
     out.append(f"    let rows_left = p.rows - min(p.rows, r0);")
     for r in range(rows):
         out.append(f"    if ({r}u < rows_left) {{")
-        out.append(f"        put(p.c_off + (p.row0 + r0 + {r}u) * p.n + cg * 4u, cg * 4u, acc{r});")
+        out.append(f"        {put}(p.c_off + (p.row0 + r0 + {r}u) * p.n + cg * 4u, cg * 4u, acc{r});")
         out.append("    }")
     out.append("}")
     return "\n".join(out) + "\n"

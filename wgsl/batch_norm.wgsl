@@ -163,3 +163,151 @@ fn grad_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     }
     out_c[p.out_c_off + i] = scale[p.scale_off + ch] * inv * result;
 }
+
+// The `_vec4` entry points: the same steps on four channels at once, every binding seen as vec4s
+// and every offset in vec4s (the host picks them where the channels and all offsets are multiples
+// of 4). llvmpipe loads and stores storage lane by lane, one loop per access: a vec4 access is one
+// loop where four scalar ones are four, and normalize's and grad_input's per-channel operands are
+// loaded once per four elements.
+@group(0) @binding(0) var<storage, read_write> x4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> aux4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> scale4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> mean4: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> variance4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> out_a4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> out_b4: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> out_c4: array<vec4<f32>>;
+var<workgroup> partial_a4: array<vec4<f32>, 256>;
+var<workgroup> partial_b4: array<vec4<f32>, 256>;
+
+// `workgroup_sum` of two vec4s, left in partial_a4[0] and partial_b4[0] for the caller (which
+// waits at a barrier before it writes them again).
+fn workgroup_sum4(lid: u32, a: vec4<f32>, b: vec4<f32>) {
+    partial_a4[lid] = a;
+    partial_b4[lid] = b;
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step >>= 1u) {
+        if (lid < step) {
+            partial_a4[lid] += partial_a4[lid + step];
+            partial_b4[lid] += partial_b4[lid + step];
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(256)
+fn stats_vec4(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let c4 = p.c / 4u;
+    let q = channel_id(wid, nwg);
+    let valid = q < c4;
+    let quad = select(0u, q, valid);
+    var sum = MathSum4(vec4<f32>(), vec4<f32>());
+    for (var r = lid; valid && r < p.rows; r += 256u) {
+        math_sum4_add(&sum, x4[p.x_off + r * c4 + quad]);
+    }
+    workgroup_sum4(lid, math_sum4_value(sum), vec4<f32>());
+    let batch_mean = partial_a4[0] / f32(p.rows);
+    workgroupBarrier();
+    var squares = MathSum4(vec4<f32>(), vec4<f32>());
+    for (var r = lid; valid && r < p.rows; r += 256u) {
+        let centered = x4[p.x_off + r * c4 + quad] - batch_mean;
+        math_sum4_add(&squares, centered * centered);
+    }
+    workgroup_sum4(lid, math_sum4_value(squares), vec4<f32>());
+    let batch_var = partial_a4[0] / f32(p.rows);
+    if (lid == 0u && valid) {
+        out_a4[p.out_a_off + quad] = batch_mean;
+        out_b4[p.out_b_off + quad] = batch_var;
+    }
+}
+
+fn rsqrt4(v: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(math_rsqrt(v.x), math_rsqrt(v.y), math_rsqrt(v.z), math_rsqrt(v.w));
+}
+
+// Rows per invocation of normalize_vec4 and grad_input_vec4: their per-channel factors (an
+// accurate rsqrt each) are computed once per block of rows, not per element.
+const ROW_BLOCK: u32 = 8u;
+
+// The channel quad and rows of invocation `i` of the row-block kernels (`n / c` rows in all).
+fn row_block(i: u32) -> vec3<u32> {
+    let c4 = p.c / 4u;
+    let block = i / c4;
+    let rows = p.n / p.c;
+    return vec3<u32>(i - block * c4, block * ROW_BLOCK, min(rows, (block + 1u) * ROW_BLOCK));
+}
+
+@compute @workgroup_size(256)
+fn normalize_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    let c4 = p.c / 4u;
+    if (i >= (p.n / p.c + ROW_BLOCK - 1u) / ROW_BLOCK * c4) {
+        return;
+    }
+    let b = row_block(i);
+    let q = b.x;
+    let inv = rsqrt4(variance4[p.var_off + q] + p.epsilon);
+    let m = mean4[p.mean_off + q];
+    let s = scale4[p.scale_off + q];
+    let o = aux4[p.aux_off + q];
+    for (var r = b.y; r < b.z; r++) {
+        let centered = x4[p.x_off + r * c4 + q] - m;
+        out_c4[p.out_c_off + r * c4 + q] = centered * inv * s + o;
+    }
+}
+
+@compute @workgroup_size(256)
+fn grad_stats_vec4(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let c4 = p.c / 4u;
+    let q = channel_id(wid, nwg);
+    let valid = q < c4;
+    let quad = select(0u, q, valid);
+    let m = mean4[p.mean_off + quad];
+    var dy_sum = MathSum4(vec4<f32>(), vec4<f32>());
+    var dy_x_sum = MathSum4(vec4<f32>(), vec4<f32>());
+    for (var r = lid; valid && r < p.rows; r += 256u) {
+        let dy = aux4[p.aux_off + r * c4 + quad];
+        math_sum4_add(&dy_sum, dy);
+        math_sum4_add(&dy_x_sum, dy * (x4[p.x_off + r * c4 + quad] - m));
+    }
+    workgroup_sum4(lid, math_sum4_value(dy_sum), math_sum4_value(dy_x_sum));
+    if (lid == 0u && valid) {
+        out_a4[p.out_a_off + quad] = partial_a4[0];
+        out_b4[p.out_b_off + quad] = partial_b4[0] * rsqrt4(variance4[p.var_off + quad] + p.epsilon);
+    }
+}
+
+@compute @workgroup_size(256)
+fn grad_input_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    let c4 = p.c / 4u;
+    if (i >= (p.n / p.c + ROW_BLOCK - 1u) / ROW_BLOCK * c4) {
+        return;
+    }
+    let b = row_block(i);
+    let q = b.x;
+    let inv = rsqrt4(variance4[p.var_off + q] + p.epsilon);
+    let scaled = scale4[p.scale_off + q] * inv;
+    let m = mean4[p.mean_off + q];
+    let rows = f32(p.rows);
+    let dy_mean = out_a4[p.out_a_off + q] / rows;
+    let dy_x = out_b4[p.out_b_off + q];
+    for (var r = b.y; r < b.z; r++) {
+        let at = r * c4 + q;
+        let dy = aux4[p.aux_off + at];
+        var result = dy;
+        if (p.mode != 0u) {
+            let centered = x4[p.x_off + at] - m;
+            result = dy - dy_mean - centered * inv * dy_x / rows;
+        }
+        out_c4[p.out_c_off + at] = scaled * result;
+    }
+}

@@ -563,6 +563,25 @@ fn math_sum_value(acc: MathSum) -> f32 {
     return acc.total - acc.lost;
 }
 
+// Four compensated sums side by side (math_sum_add on each lane), for kernels that read vec4s.
+struct MathSum4 {
+    total: vec4<f32>,
+    lost: vec4<f32>,
+}
+
+fn math_sum4_add(acc: ptr<function, MathSum4>, x: vec4<f32>) {
+    let y = x - (*acc).lost;
+    let t = (*acc).total + y;
+    let finite = (bitcast<vec4<u32>>(t) & vec4<u32>(0x7f800000u)) != vec4<u32>(0x7f800000u);
+    let kept = vec4<f32>(math_keep(t.x), math_keep(t.y), math_keep(t.z), math_keep(t.w));
+    (*acc).lost = select(vec4<f32>(), (kept - (*acc).total) - y, finite);
+    (*acc).total = t;
+}
+
+fn math_sum4_value(acc: MathSum4) -> vec4<f32> {
+    return acc.total - acc.lost;
+}
+
 // sinh |x| = (t + t / (t + 1)) / 2, t = expm1(|x|): no cancellation near 0 (fdlibm). Past 9 the
 // second term is below an ulp, and exp(|x|) / 2 is scaled so that it overflows only where sinh does.
 fn math_sinh(x: f32) -> f32 {

@@ -21,7 +21,8 @@ struct Params {
     pairs: u32,
     // 0: C = tile product; 1: C += tile product.
     accumulate: u32,
-    _pad: u32,
+    // vec4 steps of the last k-tile (1..=32): a product with k = 24 runs 6 steps, not 32.
+    quads: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> c: array<T>;
@@ -44,6 +45,21 @@ fn put(at: u32, col: u32, v: vec4<f32>) {
             }
             c[at + q] = T(x);
         }
+    }
+}
+
+
+// C seen as vec4s, for the `_vec4` entry points: the host picks them where C's columns and element
+// offset are multiples of 4, so each vec4 lies wholly inside C's row or wholly past its last column.
+@group(0) @binding(0) var<storage, read_write> c4: array<vec4<T>>;
+
+fn put4(at: u32, col: u32, v: vec4<f32>) {
+    if (col < p.n) {
+        var x = v;
+        if (p.accumulate != 0u) {
+            x += vec4<f32>(c4[at / 4u]);
+        }
+        c4[at / 4u] = vec4<T>(x);
     }
 }
 
@@ -84,7 +100,7 @@ fn tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) li
     var acc14_1 = vec4<f32>();
     var acc15_0 = vec4<f32>();
     var acc15_1 = vec4<f32>();
-    for (var kk = 0u; kk < select(0u, 32u, p.pairs > 0u); kk++) {
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 0u), p.quads, p.pairs == 1u); kk++) {
         let row0 = a0[(r0 + 0u) * 32u + kk];
         let row1 = a0[(r0 + 1u) * 32u + kk];
         let row2 = a0[(r0 + 2u) * 32u + kk];
@@ -142,7 +158,7 @@ fn tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) li
         acc15_0 += row15.x * k0_0 + row15.y * k1_0 + row15.z * k2_0 + row15.w * k3_0;
         acc15_1 += row15.x * k0_1 + row15.y * k1_1 + row15.z * k2_1 + row15.w * k3_1;
     }
-    for (var kk = 0u; kk < select(0u, 32u, p.pairs > 1u); kk++) {
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 1u), p.quads, p.pairs == 2u); kk++) {
         let row0 = a1[(r0 + 0u) * 32u + kk];
         let row1 = a1[(r0 + 1u) * 32u + kk];
         let row2 = a1[(r0 + 2u) * 32u + kk];
@@ -200,7 +216,7 @@ fn tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) li
         acc15_0 += row15.x * k0_0 + row15.y * k1_0 + row15.z * k2_0 + row15.w * k3_0;
         acc15_1 += row15.x * k0_1 + row15.y * k1_1 + row15.z * k2_1 + row15.w * k3_1;
     }
-    for (var kk = 0u; kk < select(0u, 32u, p.pairs > 2u); kk++) {
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 2u), p.quads, p.pairs == 3u); kk++) {
         let row0 = a2[(r0 + 0u) * 32u + kk];
         let row1 = a2[(r0 + 1u) * 32u + kk];
         let row2 = a2[(r0 + 2u) * 32u + kk];
@@ -340,3 +356,298 @@ fn tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) li
         put(at + 4u, p.col0 + cg * 4u + 4u, acc15_1);
     }
 }
+
+@compute @workgroup_size(8)
+fn tiles_vec4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    // Rows depend on the workgroup only; each invocation owns adjacent columns.
+    let r0 = wid.y * 16u;
+    let cg = (wid.x * 8u + lid.x) * 2u;
+    var acc0_0 = vec4<f32>();
+    var acc0_1 = vec4<f32>();
+    var acc1_0 = vec4<f32>();
+    var acc1_1 = vec4<f32>();
+    var acc2_0 = vec4<f32>();
+    var acc2_1 = vec4<f32>();
+    var acc3_0 = vec4<f32>();
+    var acc3_1 = vec4<f32>();
+    var acc4_0 = vec4<f32>();
+    var acc4_1 = vec4<f32>();
+    var acc5_0 = vec4<f32>();
+    var acc5_1 = vec4<f32>();
+    var acc6_0 = vec4<f32>();
+    var acc6_1 = vec4<f32>();
+    var acc7_0 = vec4<f32>();
+    var acc7_1 = vec4<f32>();
+    var acc8_0 = vec4<f32>();
+    var acc8_1 = vec4<f32>();
+    var acc9_0 = vec4<f32>();
+    var acc9_1 = vec4<f32>();
+    var acc10_0 = vec4<f32>();
+    var acc10_1 = vec4<f32>();
+    var acc11_0 = vec4<f32>();
+    var acc11_1 = vec4<f32>();
+    var acc12_0 = vec4<f32>();
+    var acc12_1 = vec4<f32>();
+    var acc13_0 = vec4<f32>();
+    var acc13_1 = vec4<f32>();
+    var acc14_0 = vec4<f32>();
+    var acc14_1 = vec4<f32>();
+    var acc15_0 = vec4<f32>();
+    var acc15_1 = vec4<f32>();
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 0u), p.quads, p.pairs == 1u); kk++) {
+        let row0 = a0[(r0 + 0u) * 32u + kk];
+        let row1 = a0[(r0 + 1u) * 32u + kk];
+        let row2 = a0[(r0 + 2u) * 32u + kk];
+        let row3 = a0[(r0 + 3u) * 32u + kk];
+        let row4 = a0[(r0 + 4u) * 32u + kk];
+        let row5 = a0[(r0 + 5u) * 32u + kk];
+        let row6 = a0[(r0 + 6u) * 32u + kk];
+        let row7 = a0[(r0 + 7u) * 32u + kk];
+        let row8 = a0[(r0 + 8u) * 32u + kk];
+        let row9 = a0[(r0 + 9u) * 32u + kk];
+        let row10 = a0[(r0 + 10u) * 32u + kk];
+        let row11 = a0[(r0 + 11u) * 32u + kk];
+        let row12 = a0[(r0 + 12u) * 32u + kk];
+        let row13 = a0[(r0 + 13u) * 32u + kk];
+        let row14 = a0[(r0 + 14u) * 32u + kk];
+        let row15 = a0[(r0 + 15u) * 32u + kk];
+        let k0_0 = b0[(kk * 4u + 0u) * 32u + cg + 0u];
+        let k0_1 = b0[(kk * 4u + 0u) * 32u + cg + 1u];
+        let k1_0 = b0[(kk * 4u + 1u) * 32u + cg + 0u];
+        let k1_1 = b0[(kk * 4u + 1u) * 32u + cg + 1u];
+        let k2_0 = b0[(kk * 4u + 2u) * 32u + cg + 0u];
+        let k2_1 = b0[(kk * 4u + 2u) * 32u + cg + 1u];
+        let k3_0 = b0[(kk * 4u + 3u) * 32u + cg + 0u];
+        let k3_1 = b0[(kk * 4u + 3u) * 32u + cg + 1u];
+        acc0_0 += row0.x * k0_0 + row0.y * k1_0 + row0.z * k2_0 + row0.w * k3_0;
+        acc0_1 += row0.x * k0_1 + row0.y * k1_1 + row0.z * k2_1 + row0.w * k3_1;
+        acc1_0 += row1.x * k0_0 + row1.y * k1_0 + row1.z * k2_0 + row1.w * k3_0;
+        acc1_1 += row1.x * k0_1 + row1.y * k1_1 + row1.z * k2_1 + row1.w * k3_1;
+        acc2_0 += row2.x * k0_0 + row2.y * k1_0 + row2.z * k2_0 + row2.w * k3_0;
+        acc2_1 += row2.x * k0_1 + row2.y * k1_1 + row2.z * k2_1 + row2.w * k3_1;
+        acc3_0 += row3.x * k0_0 + row3.y * k1_0 + row3.z * k2_0 + row3.w * k3_0;
+        acc3_1 += row3.x * k0_1 + row3.y * k1_1 + row3.z * k2_1 + row3.w * k3_1;
+        acc4_0 += row4.x * k0_0 + row4.y * k1_0 + row4.z * k2_0 + row4.w * k3_0;
+        acc4_1 += row4.x * k0_1 + row4.y * k1_1 + row4.z * k2_1 + row4.w * k3_1;
+        acc5_0 += row5.x * k0_0 + row5.y * k1_0 + row5.z * k2_0 + row5.w * k3_0;
+        acc5_1 += row5.x * k0_1 + row5.y * k1_1 + row5.z * k2_1 + row5.w * k3_1;
+        acc6_0 += row6.x * k0_0 + row6.y * k1_0 + row6.z * k2_0 + row6.w * k3_0;
+        acc6_1 += row6.x * k0_1 + row6.y * k1_1 + row6.z * k2_1 + row6.w * k3_1;
+        acc7_0 += row7.x * k0_0 + row7.y * k1_0 + row7.z * k2_0 + row7.w * k3_0;
+        acc7_1 += row7.x * k0_1 + row7.y * k1_1 + row7.z * k2_1 + row7.w * k3_1;
+        acc8_0 += row8.x * k0_0 + row8.y * k1_0 + row8.z * k2_0 + row8.w * k3_0;
+        acc8_1 += row8.x * k0_1 + row8.y * k1_1 + row8.z * k2_1 + row8.w * k3_1;
+        acc9_0 += row9.x * k0_0 + row9.y * k1_0 + row9.z * k2_0 + row9.w * k3_0;
+        acc9_1 += row9.x * k0_1 + row9.y * k1_1 + row9.z * k2_1 + row9.w * k3_1;
+        acc10_0 += row10.x * k0_0 + row10.y * k1_0 + row10.z * k2_0 + row10.w * k3_0;
+        acc10_1 += row10.x * k0_1 + row10.y * k1_1 + row10.z * k2_1 + row10.w * k3_1;
+        acc11_0 += row11.x * k0_0 + row11.y * k1_0 + row11.z * k2_0 + row11.w * k3_0;
+        acc11_1 += row11.x * k0_1 + row11.y * k1_1 + row11.z * k2_1 + row11.w * k3_1;
+        acc12_0 += row12.x * k0_0 + row12.y * k1_0 + row12.z * k2_0 + row12.w * k3_0;
+        acc12_1 += row12.x * k0_1 + row12.y * k1_1 + row12.z * k2_1 + row12.w * k3_1;
+        acc13_0 += row13.x * k0_0 + row13.y * k1_0 + row13.z * k2_0 + row13.w * k3_0;
+        acc13_1 += row13.x * k0_1 + row13.y * k1_1 + row13.z * k2_1 + row13.w * k3_1;
+        acc14_0 += row14.x * k0_0 + row14.y * k1_0 + row14.z * k2_0 + row14.w * k3_0;
+        acc14_1 += row14.x * k0_1 + row14.y * k1_1 + row14.z * k2_1 + row14.w * k3_1;
+        acc15_0 += row15.x * k0_0 + row15.y * k1_0 + row15.z * k2_0 + row15.w * k3_0;
+        acc15_1 += row15.x * k0_1 + row15.y * k1_1 + row15.z * k2_1 + row15.w * k3_1;
+    }
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 1u), p.quads, p.pairs == 2u); kk++) {
+        let row0 = a1[(r0 + 0u) * 32u + kk];
+        let row1 = a1[(r0 + 1u) * 32u + kk];
+        let row2 = a1[(r0 + 2u) * 32u + kk];
+        let row3 = a1[(r0 + 3u) * 32u + kk];
+        let row4 = a1[(r0 + 4u) * 32u + kk];
+        let row5 = a1[(r0 + 5u) * 32u + kk];
+        let row6 = a1[(r0 + 6u) * 32u + kk];
+        let row7 = a1[(r0 + 7u) * 32u + kk];
+        let row8 = a1[(r0 + 8u) * 32u + kk];
+        let row9 = a1[(r0 + 9u) * 32u + kk];
+        let row10 = a1[(r0 + 10u) * 32u + kk];
+        let row11 = a1[(r0 + 11u) * 32u + kk];
+        let row12 = a1[(r0 + 12u) * 32u + kk];
+        let row13 = a1[(r0 + 13u) * 32u + kk];
+        let row14 = a1[(r0 + 14u) * 32u + kk];
+        let row15 = a1[(r0 + 15u) * 32u + kk];
+        let k0_0 = b1[(kk * 4u + 0u) * 32u + cg + 0u];
+        let k0_1 = b1[(kk * 4u + 0u) * 32u + cg + 1u];
+        let k1_0 = b1[(kk * 4u + 1u) * 32u + cg + 0u];
+        let k1_1 = b1[(kk * 4u + 1u) * 32u + cg + 1u];
+        let k2_0 = b1[(kk * 4u + 2u) * 32u + cg + 0u];
+        let k2_1 = b1[(kk * 4u + 2u) * 32u + cg + 1u];
+        let k3_0 = b1[(kk * 4u + 3u) * 32u + cg + 0u];
+        let k3_1 = b1[(kk * 4u + 3u) * 32u + cg + 1u];
+        acc0_0 += row0.x * k0_0 + row0.y * k1_0 + row0.z * k2_0 + row0.w * k3_0;
+        acc0_1 += row0.x * k0_1 + row0.y * k1_1 + row0.z * k2_1 + row0.w * k3_1;
+        acc1_0 += row1.x * k0_0 + row1.y * k1_0 + row1.z * k2_0 + row1.w * k3_0;
+        acc1_1 += row1.x * k0_1 + row1.y * k1_1 + row1.z * k2_1 + row1.w * k3_1;
+        acc2_0 += row2.x * k0_0 + row2.y * k1_0 + row2.z * k2_0 + row2.w * k3_0;
+        acc2_1 += row2.x * k0_1 + row2.y * k1_1 + row2.z * k2_1 + row2.w * k3_1;
+        acc3_0 += row3.x * k0_0 + row3.y * k1_0 + row3.z * k2_0 + row3.w * k3_0;
+        acc3_1 += row3.x * k0_1 + row3.y * k1_1 + row3.z * k2_1 + row3.w * k3_1;
+        acc4_0 += row4.x * k0_0 + row4.y * k1_0 + row4.z * k2_0 + row4.w * k3_0;
+        acc4_1 += row4.x * k0_1 + row4.y * k1_1 + row4.z * k2_1 + row4.w * k3_1;
+        acc5_0 += row5.x * k0_0 + row5.y * k1_0 + row5.z * k2_0 + row5.w * k3_0;
+        acc5_1 += row5.x * k0_1 + row5.y * k1_1 + row5.z * k2_1 + row5.w * k3_1;
+        acc6_0 += row6.x * k0_0 + row6.y * k1_0 + row6.z * k2_0 + row6.w * k3_0;
+        acc6_1 += row6.x * k0_1 + row6.y * k1_1 + row6.z * k2_1 + row6.w * k3_1;
+        acc7_0 += row7.x * k0_0 + row7.y * k1_0 + row7.z * k2_0 + row7.w * k3_0;
+        acc7_1 += row7.x * k0_1 + row7.y * k1_1 + row7.z * k2_1 + row7.w * k3_1;
+        acc8_0 += row8.x * k0_0 + row8.y * k1_0 + row8.z * k2_0 + row8.w * k3_0;
+        acc8_1 += row8.x * k0_1 + row8.y * k1_1 + row8.z * k2_1 + row8.w * k3_1;
+        acc9_0 += row9.x * k0_0 + row9.y * k1_0 + row9.z * k2_0 + row9.w * k3_0;
+        acc9_1 += row9.x * k0_1 + row9.y * k1_1 + row9.z * k2_1 + row9.w * k3_1;
+        acc10_0 += row10.x * k0_0 + row10.y * k1_0 + row10.z * k2_0 + row10.w * k3_0;
+        acc10_1 += row10.x * k0_1 + row10.y * k1_1 + row10.z * k2_1 + row10.w * k3_1;
+        acc11_0 += row11.x * k0_0 + row11.y * k1_0 + row11.z * k2_0 + row11.w * k3_0;
+        acc11_1 += row11.x * k0_1 + row11.y * k1_1 + row11.z * k2_1 + row11.w * k3_1;
+        acc12_0 += row12.x * k0_0 + row12.y * k1_0 + row12.z * k2_0 + row12.w * k3_0;
+        acc12_1 += row12.x * k0_1 + row12.y * k1_1 + row12.z * k2_1 + row12.w * k3_1;
+        acc13_0 += row13.x * k0_0 + row13.y * k1_0 + row13.z * k2_0 + row13.w * k3_0;
+        acc13_1 += row13.x * k0_1 + row13.y * k1_1 + row13.z * k2_1 + row13.w * k3_1;
+        acc14_0 += row14.x * k0_0 + row14.y * k1_0 + row14.z * k2_0 + row14.w * k3_0;
+        acc14_1 += row14.x * k0_1 + row14.y * k1_1 + row14.z * k2_1 + row14.w * k3_1;
+        acc15_0 += row15.x * k0_0 + row15.y * k1_0 + row15.z * k2_0 + row15.w * k3_0;
+        acc15_1 += row15.x * k0_1 + row15.y * k1_1 + row15.z * k2_1 + row15.w * k3_1;
+    }
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 2u), p.quads, p.pairs == 3u); kk++) {
+        let row0 = a2[(r0 + 0u) * 32u + kk];
+        let row1 = a2[(r0 + 1u) * 32u + kk];
+        let row2 = a2[(r0 + 2u) * 32u + kk];
+        let row3 = a2[(r0 + 3u) * 32u + kk];
+        let row4 = a2[(r0 + 4u) * 32u + kk];
+        let row5 = a2[(r0 + 5u) * 32u + kk];
+        let row6 = a2[(r0 + 6u) * 32u + kk];
+        let row7 = a2[(r0 + 7u) * 32u + kk];
+        let row8 = a2[(r0 + 8u) * 32u + kk];
+        let row9 = a2[(r0 + 9u) * 32u + kk];
+        let row10 = a2[(r0 + 10u) * 32u + kk];
+        let row11 = a2[(r0 + 11u) * 32u + kk];
+        let row12 = a2[(r0 + 12u) * 32u + kk];
+        let row13 = a2[(r0 + 13u) * 32u + kk];
+        let row14 = a2[(r0 + 14u) * 32u + kk];
+        let row15 = a2[(r0 + 15u) * 32u + kk];
+        let k0_0 = b2[(kk * 4u + 0u) * 32u + cg + 0u];
+        let k0_1 = b2[(kk * 4u + 0u) * 32u + cg + 1u];
+        let k1_0 = b2[(kk * 4u + 1u) * 32u + cg + 0u];
+        let k1_1 = b2[(kk * 4u + 1u) * 32u + cg + 1u];
+        let k2_0 = b2[(kk * 4u + 2u) * 32u + cg + 0u];
+        let k2_1 = b2[(kk * 4u + 2u) * 32u + cg + 1u];
+        let k3_0 = b2[(kk * 4u + 3u) * 32u + cg + 0u];
+        let k3_1 = b2[(kk * 4u + 3u) * 32u + cg + 1u];
+        acc0_0 += row0.x * k0_0 + row0.y * k1_0 + row0.z * k2_0 + row0.w * k3_0;
+        acc0_1 += row0.x * k0_1 + row0.y * k1_1 + row0.z * k2_1 + row0.w * k3_1;
+        acc1_0 += row1.x * k0_0 + row1.y * k1_0 + row1.z * k2_0 + row1.w * k3_0;
+        acc1_1 += row1.x * k0_1 + row1.y * k1_1 + row1.z * k2_1 + row1.w * k3_1;
+        acc2_0 += row2.x * k0_0 + row2.y * k1_0 + row2.z * k2_0 + row2.w * k3_0;
+        acc2_1 += row2.x * k0_1 + row2.y * k1_1 + row2.z * k2_1 + row2.w * k3_1;
+        acc3_0 += row3.x * k0_0 + row3.y * k1_0 + row3.z * k2_0 + row3.w * k3_0;
+        acc3_1 += row3.x * k0_1 + row3.y * k1_1 + row3.z * k2_1 + row3.w * k3_1;
+        acc4_0 += row4.x * k0_0 + row4.y * k1_0 + row4.z * k2_0 + row4.w * k3_0;
+        acc4_1 += row4.x * k0_1 + row4.y * k1_1 + row4.z * k2_1 + row4.w * k3_1;
+        acc5_0 += row5.x * k0_0 + row5.y * k1_0 + row5.z * k2_0 + row5.w * k3_0;
+        acc5_1 += row5.x * k0_1 + row5.y * k1_1 + row5.z * k2_1 + row5.w * k3_1;
+        acc6_0 += row6.x * k0_0 + row6.y * k1_0 + row6.z * k2_0 + row6.w * k3_0;
+        acc6_1 += row6.x * k0_1 + row6.y * k1_1 + row6.z * k2_1 + row6.w * k3_1;
+        acc7_0 += row7.x * k0_0 + row7.y * k1_0 + row7.z * k2_0 + row7.w * k3_0;
+        acc7_1 += row7.x * k0_1 + row7.y * k1_1 + row7.z * k2_1 + row7.w * k3_1;
+        acc8_0 += row8.x * k0_0 + row8.y * k1_0 + row8.z * k2_0 + row8.w * k3_0;
+        acc8_1 += row8.x * k0_1 + row8.y * k1_1 + row8.z * k2_1 + row8.w * k3_1;
+        acc9_0 += row9.x * k0_0 + row9.y * k1_0 + row9.z * k2_0 + row9.w * k3_0;
+        acc9_1 += row9.x * k0_1 + row9.y * k1_1 + row9.z * k2_1 + row9.w * k3_1;
+        acc10_0 += row10.x * k0_0 + row10.y * k1_0 + row10.z * k2_0 + row10.w * k3_0;
+        acc10_1 += row10.x * k0_1 + row10.y * k1_1 + row10.z * k2_1 + row10.w * k3_1;
+        acc11_0 += row11.x * k0_0 + row11.y * k1_0 + row11.z * k2_0 + row11.w * k3_0;
+        acc11_1 += row11.x * k0_1 + row11.y * k1_1 + row11.z * k2_1 + row11.w * k3_1;
+        acc12_0 += row12.x * k0_0 + row12.y * k1_0 + row12.z * k2_0 + row12.w * k3_0;
+        acc12_1 += row12.x * k0_1 + row12.y * k1_1 + row12.z * k2_1 + row12.w * k3_1;
+        acc13_0 += row13.x * k0_0 + row13.y * k1_0 + row13.z * k2_0 + row13.w * k3_0;
+        acc13_1 += row13.x * k0_1 + row13.y * k1_1 + row13.z * k2_1 + row13.w * k3_1;
+        acc14_0 += row14.x * k0_0 + row14.y * k1_0 + row14.z * k2_0 + row14.w * k3_0;
+        acc14_1 += row14.x * k0_1 + row14.y * k1_1 + row14.z * k2_1 + row14.w * k3_1;
+        acc15_0 += row15.x * k0_0 + row15.y * k1_0 + row15.z * k2_0 + row15.w * k3_0;
+        acc15_1 += row15.x * k0_1 + row15.y * k1_1 + row15.z * k2_1 + row15.w * k3_1;
+    }
+    let rows_left = p.m - min(p.m, p.row0 + r0);
+    if (0u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 0u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc0_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc0_1);
+    }
+    if (1u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 1u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc1_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc1_1);
+    }
+    if (2u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 2u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc2_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc2_1);
+    }
+    if (3u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 3u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc3_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc3_1);
+    }
+    if (4u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 4u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc4_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc4_1);
+    }
+    if (5u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 5u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc5_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc5_1);
+    }
+    if (6u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 6u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc6_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc6_1);
+    }
+    if (7u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 7u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc7_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc7_1);
+    }
+    if (8u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 8u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc8_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc8_1);
+    }
+    if (9u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 9u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc9_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc9_1);
+    }
+    if (10u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 10u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc10_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc10_1);
+    }
+    if (11u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 11u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc11_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc11_1);
+    }
+    if (12u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 12u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc12_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc12_1);
+    }
+    if (13u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 13u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc13_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc13_1);
+    }
+    if (14u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 14u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc14_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc14_1);
+    }
+    if (15u < rows_left) {
+        let at = p.c_off + (p.row0 + r0 + 15u) * p.n + p.col0 + cg * 4u;
+        put4(at + 0u, p.col0 + cg * 4u + 0u, acc15_0);
+        put4(at + 4u, p.col0 + cg * 4u + 4u, acc15_1);
+    }
+}
+

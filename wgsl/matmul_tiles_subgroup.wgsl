@@ -21,7 +21,8 @@ struct Params {
     pairs: u32,
     // 0: C = tile product; 1: C += tile product.
     accumulate: u32,
-    _pad: u32,
+    // vec4 steps of the last k-tile (1..=32): a product with k = 24 runs 6 steps, not 32.
+    quads: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> c: array<T>;
@@ -44,6 +45,21 @@ fn put(at: u32, col: u32, v: vec4<f32>) {
             }
             c[at + q] = T(x);
         }
+    }
+}
+
+
+// C seen as vec4s, for the `_vec4` entry points: the host picks them where C's columns and element
+// offset are multiples of 4, so each vec4 lies wholly inside C's row or wholly past its last column.
+@group(0) @binding(0) var<storage, read_write> c4: array<vec4<T>>;
+
+fn put4(at: u32, col: u32, v: vec4<f32>) {
+    if (col < p.n) {
+        var x = v;
+        if (p.accumulate != 0u) {
+            x += vec4<f32>(c4[at / 4u]);
+        }
+        c4[at / 4u] = vec4<T>(x);
     }
 }
 
@@ -88,7 +104,7 @@ fn tiles(
     var acc29 = vec4<f32>();
     var acc30 = vec4<f32>();
     var acc31 = vec4<f32>();
-    for (var kk = 0u; kk < select(0u, 32u, p.pairs > 0u); kk++) {
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 0u), p.quads, p.pairs == 1u); kk++) {
         // Lane l loads row 8g + l of each group g of 8 rows.
         let a_0 = a0[(r0 + 0u + lane) * 32u + kk];
         let a_1 = a0[(r0 + 8u + lane) * 32u + kk];
@@ -163,7 +179,7 @@ fn tiles(
         acc30 += row30.x * k0 + row30.y * k1 + row30.z * k2 + row30.w * k3;
         acc31 += row31.x * k0 + row31.y * k1 + row31.z * k2 + row31.w * k3;
     }
-    for (var kk = 0u; kk < select(0u, 32u, p.pairs > 1u); kk++) {
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 1u), p.quads, p.pairs == 2u); kk++) {
         // Lane l loads row 8g + l of each group g of 8 rows.
         let a_0 = a1[(r0 + 0u + lane) * 32u + kk];
         let a_1 = a1[(r0 + 8u + lane) * 32u + kk];
@@ -238,7 +254,7 @@ fn tiles(
         acc30 += row30.x * k0 + row30.y * k1 + row30.z * k2 + row30.w * k3;
         acc31 += row31.x * k0 + row31.y * k1 + row31.z * k2 + row31.w * k3;
     }
-    for (var kk = 0u; kk < select(0u, 32u, p.pairs > 2u); kk++) {
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 2u), p.quads, p.pairs == 3u); kk++) {
         // Lane l loads row 8g + l of each group g of 8 rows.
         let a_0 = a2[(r0 + 0u + lane) * 32u + kk];
         let a_1 = a2[(r0 + 8u + lane) * 32u + kk];
@@ -411,3 +427,369 @@ fn tiles(
         put(p.c_off + (p.row0 + r0 + 31u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc31);
     }
 }
+
+@compute @workgroup_size(8)
+fn tiles_vec4(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(subgroup_invocation_id) lane: u32,
+) {
+    // Rows depend on the workgroup only; each invocation owns one vec4 of columns.
+    let r0 = wid.y * 32u;
+    let cg = wid.x * 8u + lid.x;
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
+    var acc4 = vec4<f32>();
+    var acc5 = vec4<f32>();
+    var acc6 = vec4<f32>();
+    var acc7 = vec4<f32>();
+    var acc8 = vec4<f32>();
+    var acc9 = vec4<f32>();
+    var acc10 = vec4<f32>();
+    var acc11 = vec4<f32>();
+    var acc12 = vec4<f32>();
+    var acc13 = vec4<f32>();
+    var acc14 = vec4<f32>();
+    var acc15 = vec4<f32>();
+    var acc16 = vec4<f32>();
+    var acc17 = vec4<f32>();
+    var acc18 = vec4<f32>();
+    var acc19 = vec4<f32>();
+    var acc20 = vec4<f32>();
+    var acc21 = vec4<f32>();
+    var acc22 = vec4<f32>();
+    var acc23 = vec4<f32>();
+    var acc24 = vec4<f32>();
+    var acc25 = vec4<f32>();
+    var acc26 = vec4<f32>();
+    var acc27 = vec4<f32>();
+    var acc28 = vec4<f32>();
+    var acc29 = vec4<f32>();
+    var acc30 = vec4<f32>();
+    var acc31 = vec4<f32>();
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 0u), p.quads, p.pairs == 1u); kk++) {
+        // Lane l loads row 8g + l of each group g of 8 rows.
+        let a_0 = a0[(r0 + 0u + lane) * 32u + kk];
+        let a_1 = a0[(r0 + 8u + lane) * 32u + kk];
+        let a_2 = a0[(r0 + 16u + lane) * 32u + kk];
+        let a_3 = a0[(r0 + 24u + lane) * 32u + kk];
+        let k0 = b0[(kk * 4u + 0u) * 32u + cg];
+        let k1 = b0[(kk * 4u + 1u) * 32u + cg];
+        let k2 = b0[(kk * 4u + 2u) * 32u + cg];
+        let k3 = b0[(kk * 4u + 3u) * 32u + cg];
+        let row0 = subgroupBroadcast(a_0, 0u);
+        let row1 = subgroupBroadcast(a_0, 1u);
+        let row2 = subgroupBroadcast(a_0, 2u);
+        let row3 = subgroupBroadcast(a_0, 3u);
+        let row4 = subgroupBroadcast(a_0, 4u);
+        let row5 = subgroupBroadcast(a_0, 5u);
+        let row6 = subgroupBroadcast(a_0, 6u);
+        let row7 = subgroupBroadcast(a_0, 7u);
+        let row8 = subgroupBroadcast(a_1, 0u);
+        let row9 = subgroupBroadcast(a_1, 1u);
+        let row10 = subgroupBroadcast(a_1, 2u);
+        let row11 = subgroupBroadcast(a_1, 3u);
+        let row12 = subgroupBroadcast(a_1, 4u);
+        let row13 = subgroupBroadcast(a_1, 5u);
+        let row14 = subgroupBroadcast(a_1, 6u);
+        let row15 = subgroupBroadcast(a_1, 7u);
+        let row16 = subgroupBroadcast(a_2, 0u);
+        let row17 = subgroupBroadcast(a_2, 1u);
+        let row18 = subgroupBroadcast(a_2, 2u);
+        let row19 = subgroupBroadcast(a_2, 3u);
+        let row20 = subgroupBroadcast(a_2, 4u);
+        let row21 = subgroupBroadcast(a_2, 5u);
+        let row22 = subgroupBroadcast(a_2, 6u);
+        let row23 = subgroupBroadcast(a_2, 7u);
+        let row24 = subgroupBroadcast(a_3, 0u);
+        let row25 = subgroupBroadcast(a_3, 1u);
+        let row26 = subgroupBroadcast(a_3, 2u);
+        let row27 = subgroupBroadcast(a_3, 3u);
+        let row28 = subgroupBroadcast(a_3, 4u);
+        let row29 = subgroupBroadcast(a_3, 5u);
+        let row30 = subgroupBroadcast(a_3, 6u);
+        let row31 = subgroupBroadcast(a_3, 7u);
+        acc0 += row0.x * k0 + row0.y * k1 + row0.z * k2 + row0.w * k3;
+        acc1 += row1.x * k0 + row1.y * k1 + row1.z * k2 + row1.w * k3;
+        acc2 += row2.x * k0 + row2.y * k1 + row2.z * k2 + row2.w * k3;
+        acc3 += row3.x * k0 + row3.y * k1 + row3.z * k2 + row3.w * k3;
+        acc4 += row4.x * k0 + row4.y * k1 + row4.z * k2 + row4.w * k3;
+        acc5 += row5.x * k0 + row5.y * k1 + row5.z * k2 + row5.w * k3;
+        acc6 += row6.x * k0 + row6.y * k1 + row6.z * k2 + row6.w * k3;
+        acc7 += row7.x * k0 + row7.y * k1 + row7.z * k2 + row7.w * k3;
+        acc8 += row8.x * k0 + row8.y * k1 + row8.z * k2 + row8.w * k3;
+        acc9 += row9.x * k0 + row9.y * k1 + row9.z * k2 + row9.w * k3;
+        acc10 += row10.x * k0 + row10.y * k1 + row10.z * k2 + row10.w * k3;
+        acc11 += row11.x * k0 + row11.y * k1 + row11.z * k2 + row11.w * k3;
+        acc12 += row12.x * k0 + row12.y * k1 + row12.z * k2 + row12.w * k3;
+        acc13 += row13.x * k0 + row13.y * k1 + row13.z * k2 + row13.w * k3;
+        acc14 += row14.x * k0 + row14.y * k1 + row14.z * k2 + row14.w * k3;
+        acc15 += row15.x * k0 + row15.y * k1 + row15.z * k2 + row15.w * k3;
+        acc16 += row16.x * k0 + row16.y * k1 + row16.z * k2 + row16.w * k3;
+        acc17 += row17.x * k0 + row17.y * k1 + row17.z * k2 + row17.w * k3;
+        acc18 += row18.x * k0 + row18.y * k1 + row18.z * k2 + row18.w * k3;
+        acc19 += row19.x * k0 + row19.y * k1 + row19.z * k2 + row19.w * k3;
+        acc20 += row20.x * k0 + row20.y * k1 + row20.z * k2 + row20.w * k3;
+        acc21 += row21.x * k0 + row21.y * k1 + row21.z * k2 + row21.w * k3;
+        acc22 += row22.x * k0 + row22.y * k1 + row22.z * k2 + row22.w * k3;
+        acc23 += row23.x * k0 + row23.y * k1 + row23.z * k2 + row23.w * k3;
+        acc24 += row24.x * k0 + row24.y * k1 + row24.z * k2 + row24.w * k3;
+        acc25 += row25.x * k0 + row25.y * k1 + row25.z * k2 + row25.w * k3;
+        acc26 += row26.x * k0 + row26.y * k1 + row26.z * k2 + row26.w * k3;
+        acc27 += row27.x * k0 + row27.y * k1 + row27.z * k2 + row27.w * k3;
+        acc28 += row28.x * k0 + row28.y * k1 + row28.z * k2 + row28.w * k3;
+        acc29 += row29.x * k0 + row29.y * k1 + row29.z * k2 + row29.w * k3;
+        acc30 += row30.x * k0 + row30.y * k1 + row30.z * k2 + row30.w * k3;
+        acc31 += row31.x * k0 + row31.y * k1 + row31.z * k2 + row31.w * k3;
+    }
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 1u), p.quads, p.pairs == 2u); kk++) {
+        // Lane l loads row 8g + l of each group g of 8 rows.
+        let a_0 = a1[(r0 + 0u + lane) * 32u + kk];
+        let a_1 = a1[(r0 + 8u + lane) * 32u + kk];
+        let a_2 = a1[(r0 + 16u + lane) * 32u + kk];
+        let a_3 = a1[(r0 + 24u + lane) * 32u + kk];
+        let k0 = b1[(kk * 4u + 0u) * 32u + cg];
+        let k1 = b1[(kk * 4u + 1u) * 32u + cg];
+        let k2 = b1[(kk * 4u + 2u) * 32u + cg];
+        let k3 = b1[(kk * 4u + 3u) * 32u + cg];
+        let row0 = subgroupBroadcast(a_0, 0u);
+        let row1 = subgroupBroadcast(a_0, 1u);
+        let row2 = subgroupBroadcast(a_0, 2u);
+        let row3 = subgroupBroadcast(a_0, 3u);
+        let row4 = subgroupBroadcast(a_0, 4u);
+        let row5 = subgroupBroadcast(a_0, 5u);
+        let row6 = subgroupBroadcast(a_0, 6u);
+        let row7 = subgroupBroadcast(a_0, 7u);
+        let row8 = subgroupBroadcast(a_1, 0u);
+        let row9 = subgroupBroadcast(a_1, 1u);
+        let row10 = subgroupBroadcast(a_1, 2u);
+        let row11 = subgroupBroadcast(a_1, 3u);
+        let row12 = subgroupBroadcast(a_1, 4u);
+        let row13 = subgroupBroadcast(a_1, 5u);
+        let row14 = subgroupBroadcast(a_1, 6u);
+        let row15 = subgroupBroadcast(a_1, 7u);
+        let row16 = subgroupBroadcast(a_2, 0u);
+        let row17 = subgroupBroadcast(a_2, 1u);
+        let row18 = subgroupBroadcast(a_2, 2u);
+        let row19 = subgroupBroadcast(a_2, 3u);
+        let row20 = subgroupBroadcast(a_2, 4u);
+        let row21 = subgroupBroadcast(a_2, 5u);
+        let row22 = subgroupBroadcast(a_2, 6u);
+        let row23 = subgroupBroadcast(a_2, 7u);
+        let row24 = subgroupBroadcast(a_3, 0u);
+        let row25 = subgroupBroadcast(a_3, 1u);
+        let row26 = subgroupBroadcast(a_3, 2u);
+        let row27 = subgroupBroadcast(a_3, 3u);
+        let row28 = subgroupBroadcast(a_3, 4u);
+        let row29 = subgroupBroadcast(a_3, 5u);
+        let row30 = subgroupBroadcast(a_3, 6u);
+        let row31 = subgroupBroadcast(a_3, 7u);
+        acc0 += row0.x * k0 + row0.y * k1 + row0.z * k2 + row0.w * k3;
+        acc1 += row1.x * k0 + row1.y * k1 + row1.z * k2 + row1.w * k3;
+        acc2 += row2.x * k0 + row2.y * k1 + row2.z * k2 + row2.w * k3;
+        acc3 += row3.x * k0 + row3.y * k1 + row3.z * k2 + row3.w * k3;
+        acc4 += row4.x * k0 + row4.y * k1 + row4.z * k2 + row4.w * k3;
+        acc5 += row5.x * k0 + row5.y * k1 + row5.z * k2 + row5.w * k3;
+        acc6 += row6.x * k0 + row6.y * k1 + row6.z * k2 + row6.w * k3;
+        acc7 += row7.x * k0 + row7.y * k1 + row7.z * k2 + row7.w * k3;
+        acc8 += row8.x * k0 + row8.y * k1 + row8.z * k2 + row8.w * k3;
+        acc9 += row9.x * k0 + row9.y * k1 + row9.z * k2 + row9.w * k3;
+        acc10 += row10.x * k0 + row10.y * k1 + row10.z * k2 + row10.w * k3;
+        acc11 += row11.x * k0 + row11.y * k1 + row11.z * k2 + row11.w * k3;
+        acc12 += row12.x * k0 + row12.y * k1 + row12.z * k2 + row12.w * k3;
+        acc13 += row13.x * k0 + row13.y * k1 + row13.z * k2 + row13.w * k3;
+        acc14 += row14.x * k0 + row14.y * k1 + row14.z * k2 + row14.w * k3;
+        acc15 += row15.x * k0 + row15.y * k1 + row15.z * k2 + row15.w * k3;
+        acc16 += row16.x * k0 + row16.y * k1 + row16.z * k2 + row16.w * k3;
+        acc17 += row17.x * k0 + row17.y * k1 + row17.z * k2 + row17.w * k3;
+        acc18 += row18.x * k0 + row18.y * k1 + row18.z * k2 + row18.w * k3;
+        acc19 += row19.x * k0 + row19.y * k1 + row19.z * k2 + row19.w * k3;
+        acc20 += row20.x * k0 + row20.y * k1 + row20.z * k2 + row20.w * k3;
+        acc21 += row21.x * k0 + row21.y * k1 + row21.z * k2 + row21.w * k3;
+        acc22 += row22.x * k0 + row22.y * k1 + row22.z * k2 + row22.w * k3;
+        acc23 += row23.x * k0 + row23.y * k1 + row23.z * k2 + row23.w * k3;
+        acc24 += row24.x * k0 + row24.y * k1 + row24.z * k2 + row24.w * k3;
+        acc25 += row25.x * k0 + row25.y * k1 + row25.z * k2 + row25.w * k3;
+        acc26 += row26.x * k0 + row26.y * k1 + row26.z * k2 + row26.w * k3;
+        acc27 += row27.x * k0 + row27.y * k1 + row27.z * k2 + row27.w * k3;
+        acc28 += row28.x * k0 + row28.y * k1 + row28.z * k2 + row28.w * k3;
+        acc29 += row29.x * k0 + row29.y * k1 + row29.z * k2 + row29.w * k3;
+        acc30 += row30.x * k0 + row30.y * k1 + row30.z * k2 + row30.w * k3;
+        acc31 += row31.x * k0 + row31.y * k1 + row31.z * k2 + row31.w * k3;
+    }
+    for (var kk = 0u; kk < select(select(0u, 32u, p.pairs > 2u), p.quads, p.pairs == 3u); kk++) {
+        // Lane l loads row 8g + l of each group g of 8 rows.
+        let a_0 = a2[(r0 + 0u + lane) * 32u + kk];
+        let a_1 = a2[(r0 + 8u + lane) * 32u + kk];
+        let a_2 = a2[(r0 + 16u + lane) * 32u + kk];
+        let a_3 = a2[(r0 + 24u + lane) * 32u + kk];
+        let k0 = b2[(kk * 4u + 0u) * 32u + cg];
+        let k1 = b2[(kk * 4u + 1u) * 32u + cg];
+        let k2 = b2[(kk * 4u + 2u) * 32u + cg];
+        let k3 = b2[(kk * 4u + 3u) * 32u + cg];
+        let row0 = subgroupBroadcast(a_0, 0u);
+        let row1 = subgroupBroadcast(a_0, 1u);
+        let row2 = subgroupBroadcast(a_0, 2u);
+        let row3 = subgroupBroadcast(a_0, 3u);
+        let row4 = subgroupBroadcast(a_0, 4u);
+        let row5 = subgroupBroadcast(a_0, 5u);
+        let row6 = subgroupBroadcast(a_0, 6u);
+        let row7 = subgroupBroadcast(a_0, 7u);
+        let row8 = subgroupBroadcast(a_1, 0u);
+        let row9 = subgroupBroadcast(a_1, 1u);
+        let row10 = subgroupBroadcast(a_1, 2u);
+        let row11 = subgroupBroadcast(a_1, 3u);
+        let row12 = subgroupBroadcast(a_1, 4u);
+        let row13 = subgroupBroadcast(a_1, 5u);
+        let row14 = subgroupBroadcast(a_1, 6u);
+        let row15 = subgroupBroadcast(a_1, 7u);
+        let row16 = subgroupBroadcast(a_2, 0u);
+        let row17 = subgroupBroadcast(a_2, 1u);
+        let row18 = subgroupBroadcast(a_2, 2u);
+        let row19 = subgroupBroadcast(a_2, 3u);
+        let row20 = subgroupBroadcast(a_2, 4u);
+        let row21 = subgroupBroadcast(a_2, 5u);
+        let row22 = subgroupBroadcast(a_2, 6u);
+        let row23 = subgroupBroadcast(a_2, 7u);
+        let row24 = subgroupBroadcast(a_3, 0u);
+        let row25 = subgroupBroadcast(a_3, 1u);
+        let row26 = subgroupBroadcast(a_3, 2u);
+        let row27 = subgroupBroadcast(a_3, 3u);
+        let row28 = subgroupBroadcast(a_3, 4u);
+        let row29 = subgroupBroadcast(a_3, 5u);
+        let row30 = subgroupBroadcast(a_3, 6u);
+        let row31 = subgroupBroadcast(a_3, 7u);
+        acc0 += row0.x * k0 + row0.y * k1 + row0.z * k2 + row0.w * k3;
+        acc1 += row1.x * k0 + row1.y * k1 + row1.z * k2 + row1.w * k3;
+        acc2 += row2.x * k0 + row2.y * k1 + row2.z * k2 + row2.w * k3;
+        acc3 += row3.x * k0 + row3.y * k1 + row3.z * k2 + row3.w * k3;
+        acc4 += row4.x * k0 + row4.y * k1 + row4.z * k2 + row4.w * k3;
+        acc5 += row5.x * k0 + row5.y * k1 + row5.z * k2 + row5.w * k3;
+        acc6 += row6.x * k0 + row6.y * k1 + row6.z * k2 + row6.w * k3;
+        acc7 += row7.x * k0 + row7.y * k1 + row7.z * k2 + row7.w * k3;
+        acc8 += row8.x * k0 + row8.y * k1 + row8.z * k2 + row8.w * k3;
+        acc9 += row9.x * k0 + row9.y * k1 + row9.z * k2 + row9.w * k3;
+        acc10 += row10.x * k0 + row10.y * k1 + row10.z * k2 + row10.w * k3;
+        acc11 += row11.x * k0 + row11.y * k1 + row11.z * k2 + row11.w * k3;
+        acc12 += row12.x * k0 + row12.y * k1 + row12.z * k2 + row12.w * k3;
+        acc13 += row13.x * k0 + row13.y * k1 + row13.z * k2 + row13.w * k3;
+        acc14 += row14.x * k0 + row14.y * k1 + row14.z * k2 + row14.w * k3;
+        acc15 += row15.x * k0 + row15.y * k1 + row15.z * k2 + row15.w * k3;
+        acc16 += row16.x * k0 + row16.y * k1 + row16.z * k2 + row16.w * k3;
+        acc17 += row17.x * k0 + row17.y * k1 + row17.z * k2 + row17.w * k3;
+        acc18 += row18.x * k0 + row18.y * k1 + row18.z * k2 + row18.w * k3;
+        acc19 += row19.x * k0 + row19.y * k1 + row19.z * k2 + row19.w * k3;
+        acc20 += row20.x * k0 + row20.y * k1 + row20.z * k2 + row20.w * k3;
+        acc21 += row21.x * k0 + row21.y * k1 + row21.z * k2 + row21.w * k3;
+        acc22 += row22.x * k0 + row22.y * k1 + row22.z * k2 + row22.w * k3;
+        acc23 += row23.x * k0 + row23.y * k1 + row23.z * k2 + row23.w * k3;
+        acc24 += row24.x * k0 + row24.y * k1 + row24.z * k2 + row24.w * k3;
+        acc25 += row25.x * k0 + row25.y * k1 + row25.z * k2 + row25.w * k3;
+        acc26 += row26.x * k0 + row26.y * k1 + row26.z * k2 + row26.w * k3;
+        acc27 += row27.x * k0 + row27.y * k1 + row27.z * k2 + row27.w * k3;
+        acc28 += row28.x * k0 + row28.y * k1 + row28.z * k2 + row28.w * k3;
+        acc29 += row29.x * k0 + row29.y * k1 + row29.z * k2 + row29.w * k3;
+        acc30 += row30.x * k0 + row30.y * k1 + row30.z * k2 + row30.w * k3;
+        acc31 += row31.x * k0 + row31.y * k1 + row31.z * k2 + row31.w * k3;
+    }
+    let rows_left = p.m - min(p.m, p.row0 + r0);
+    if (0u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 0u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc0);
+    }
+    if (1u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 1u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc1);
+    }
+    if (2u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 2u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc2);
+    }
+    if (3u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 3u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc3);
+    }
+    if (4u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 4u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc4);
+    }
+    if (5u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 5u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc5);
+    }
+    if (6u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 6u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc6);
+    }
+    if (7u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 7u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc7);
+    }
+    if (8u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 8u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc8);
+    }
+    if (9u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 9u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc9);
+    }
+    if (10u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 10u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc10);
+    }
+    if (11u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 11u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc11);
+    }
+    if (12u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 12u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc12);
+    }
+    if (13u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 13u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc13);
+    }
+    if (14u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 14u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc14);
+    }
+    if (15u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 15u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc15);
+    }
+    if (16u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 16u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc16);
+    }
+    if (17u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 17u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc17);
+    }
+    if (18u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 18u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc18);
+    }
+    if (19u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 19u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc19);
+    }
+    if (20u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 20u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc20);
+    }
+    if (21u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 21u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc21);
+    }
+    if (22u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 22u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc22);
+    }
+    if (23u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 23u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc23);
+    }
+    if (24u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 24u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc24);
+    }
+    if (25u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 25u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc25);
+    }
+    if (26u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 26u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc26);
+    }
+    if (27u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 27u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc27);
+    }
+    if (28u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 28u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc28);
+    }
+    if (29u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 29u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc29);
+    }
+    if (30u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 30u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc30);
+    }
+    if (31u < rows_left) {
+        put4(p.c_off + (p.row0 + r0 + 31u) * p.n + p.col0 + cg * 4u, p.col0 + cg * 4u, acc31);
+    }
+}
+

@@ -5,12 +5,12 @@
 //     L2Loss); NaN propagates through Max/Min.
 //   reduce_f32_serial: the same ops, one invocation per output looping over its elements, with no
 //     barriers: for short reductions, where a 256-thread tree would mostly wait (and llvmpipe's
-//     barriers are costly).
+//     barriers are costly). reduce_f32_serial_vec4 is it over contiguous rows read as vec4s.
 //   reduce_bool: All (OP 0), Any (1) over bool bytes; results are OR-ed into a zeroed output.
 //   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis, as Eigen's tuple reducers (see `better`);
 //     `out_words` 1 or 2.
 //   reduce_columns: reduce_f32's ops but L2Loss over the leading axes of a `rows` x `outputs`
-//     input (the kept dimension innermost): see below.
+//     input (the kept dimension innermost): see below; reduce_columns_vec4, four columns at once.
 
 @group(0) @binding(0) var<storage, read_write> input: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
@@ -123,6 +123,30 @@ fn reduce_f32_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num
     atomicStore(&out[p.out_off + o], bitcast<u32>(finish(math_sum_value(acc))));
 }
 
+// reduce_f32_serial over rows of contiguous elements that start on a vec4 (the host checks: one
+// reduced dimension of stride 1, its length, every kept stride and the offset multiples of 4). The
+// same operations in the same order, four elements per load: llvmpipe loads storage lane by lane,
+// one vec4 load is one such loop where four scalar loads are four.
+@group(0) @binding(0) var<storage, read_write> input4: array<vec4<u32>>;
+
+@compute @workgroup_size(64)
+fn reduce_f32_serial_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = gid.x + gid.y * nwg.x * 64u;
+    if (o >= p.outputs) {
+        return;
+    }
+    let base = (p.in_off + offset_of(o, KEPT_RANK, p.kept_shape, p.kept_stride)) / 4u;
+    var acc = MathSum(identity(), 0.0);
+    for (var r = 0u; r < p.count / 4u; r++) {
+        let v = bitcast<vec4<f32>>(input4[base + r]);
+        accumulate(&acc, term(v.x));
+        accumulate(&acc, term(v.y));
+        accumulate(&acc, term(v.z));
+        accumulate(&acc, term(v.w));
+    }
+    atomicStore(&out[p.out_off + o], bitcast<u32>(finish(math_sum_value(acc))));
+}
+
 // Column reductions (Sum over leading axes, BiasAddGrad): invocation (slice, column) combines its
 // slice of one column with a plain row stride, neighbouring lanes reading neighbouring columns and
 // no element index split into coordinates. With more than one slice it writes raw partial results,
@@ -144,6 +168,37 @@ fn reduce_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     }
     let total = math_sum_value(acc);
     atomicStore(&out[p.out_off + i], bitcast<u32>(select(finish(total), total, p.partial != 0u)));
+}
+
+// reduce_columns over four adjacent columns per invocation, read and written as vec4s (the host
+// checks that the columns and both offsets are multiples of 4): the same operations per column.
+@group(0) @binding(1) var<storage, read_write> out4: array<vec4<u32>>;
+
+@compute @workgroup_size(64)
+fn reduce_columns_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let quads = p.outputs / 4u;
+    let i = gid.x + gid.y * nwg.x * 64u;
+    if (i >= quads * p.slices) {
+        return;
+    }
+    let slice = i / quads;
+    let column = (i - slice * quads) * 4u;
+    let first = slice * p.rows_per_slice;
+    let last = min(p.rows, first + p.rows_per_slice);
+    var acc0 = MathSum(identity(), 0.0);
+    var acc1 = MathSum(identity(), 0.0);
+    var acc2 = MathSum(identity(), 0.0);
+    var acc3 = MathSum(identity(), 0.0);
+    for (var r = first; r < last; r++) {
+        let v = bitcast<vec4<f32>>(input4[(p.in_off + r * p.outputs + column) / 4u]);
+        accumulate(&acc0, v.x);
+        accumulate(&acc1, v.y);
+        accumulate(&acc2, v.z);
+        accumulate(&acc3, v.w);
+    }
+    let total = vec4<f32>(math_sum_value(acc0), math_sum_value(acc1), math_sum_value(acc2), math_sum_value(acc3));
+    let done = vec4<f32>(finish(total.x), finish(total.y), finish(total.z), finish(total.w));
+    out4[(p.out_off + slice * p.outputs + column) / 4u] = bitcast<vec4<u32>>(select(done, total, p.partial != 0u));
 }
 
 @compute @workgroup_size(256)

@@ -4,8 +4,8 @@
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, dispatch_workgroups, grid, loops_fit, storage_window, Binding, PipelineSpec,
-    Shader,
+    check_loop_iterations, dispatch, dispatch_workgroups, grid, loops_fit, storage_window, vec4_window, Binding,
+    PipelineSpec, Shader,
 };
 use crate::runtime::Stream;
 
@@ -69,23 +69,57 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, slots: Slots, spr
         // The statistics' threads stride over the rows (twice for `stats`), then tree steps.
         check_loop_iterations(device, 2 * (p.rows as u64).div_ceil(256) + 16, "batch norm")?;
     }
+    // Four channels per invocation where the channels and every offset fall on vec4s.
+    let vec4 = match vec4_entry(entry) {
+        Some(entry4) if p.c % 4 == 0 => {
+            let windows = mems.iter().map(|mem| vec4_window(device, mem, 4)).collect::<Result<Option<Vec<_>>>>()?;
+            windows.filter(|w| w.iter().all(|&(_, off)| off % 4 == 0)).map(|w| (entry4, w))
+        }
+        _ => None,
+    };
+    let (entry, lanes) = match &vec4 {
+        Some((entry4, _)) => (*entry4, 4),
+        None => (entry, 1),
+    };
     let pipeline = device.pipelines.get(device, &SHADER, &PipelineSpec { entry, ..Default::default() })?;
     stream.encode(|core, encoder| {
         let mut bindings: Vec<Binding> = Vec::with_capacity(8);
         for (k, mem) in mems.iter().enumerate() {
-            let (binding, off) = storage_window(core, mem, 4)?;
+            let (binding, off) = match &vec4 {
+                Some((_, windows)) => (windows[k].0, windows[k].1 / 4),
+                None => storage_window(core, mem, 4)?,
+            };
             bindings.push(binding);
             p.offsets[k] = off;
         }
         let uniform = bytemuck::bytes_of(&p);
         match spread {
             Spread::WorkgroupPerChannel => {
-                let groups = grid(core, p.c as u64, entry)?;
+                let groups = grid(core, (p.c / lanes) as u64, entry)?;
                 dispatch_workgroups(core, encoder, entry, &pipeline, &bindings, uniform, groups)
+            }
+            // The vec4 element-wise kernels take blocks of `ROW_BLOCK` rows of four channels.
+            Spread::Invocations(n) if lanes == 4 => {
+                let invocations = (n / p.c as u64).div_ceil(ROW_BLOCK) * (p.c / 4) as u64;
+                dispatch(core, encoder, entry, &pipeline, &bindings, uniform, invocations)
             }
             Spread::Invocations(n) => dispatch(core, encoder, entry, &pipeline, &bindings, uniform, n),
         }
     })
+}
+
+/// Rows per invocation of `normalize_vec4` and `grad_input_vec4` (`ROW_BLOCK` in the shader).
+const ROW_BLOCK: u64 = 8;
+
+/// The vec4 twin of an entry point that has one (`running` is per channel, already small).
+fn vec4_entry(entry: &str) -> Option<&'static str> {
+    match entry {
+        "stats" => Some("stats_vec4"),
+        "normalize" => Some("normalize_vec4"),
+        "grad_stats" => Some("grad_stats_vec4"),
+        "grad_input" => Some("grad_input_vec4"),
+        _ => None,
+    }
 }
 
 /// Channels-last geometry of `x`: (rows, channels), checking the per-channel operands' shapes.

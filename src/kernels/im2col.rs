@@ -14,8 +14,8 @@ use crate::runtime::transfer::encode_copy;
 use crate::runtime::{DeviceCore, Stream};
 
 use super::matmul::{
-    choose_kernel, encode_pack, encode_products, pack, pack_pipeline, subgroup_tiles, Kernel, Operand, PackParams,
-    TileShape, PACK_SHADER, TILE, TILE_BYTES,
+    choose_kernel, encode_pack, encode_products, pack, pack_pipeline, subgroup_tiles, vec4_entry, Kernel, Operand,
+    PackParams, TileShape, PACK_SHADER, TILE, TILE_BYTES,
 };
 use super::windows::binding_limit;
 use super::{DType, TensorRef};
@@ -227,8 +227,6 @@ pub fn launch_conv_windows(
         None
     };
     let aliases = [("T", DType::F32.wgsl())];
-    let spec = PipelineSpec { entry: "conv", aliases: &aliases, constants: &[] };
-    let pipeline = device.pipelines.get(device, &CONV_TILES_SHADER, &spec)?;
     let taps_per_dispatch = taps_per_slab * u64::from(CONV_SLABS);
     let mut p = ConvTileParams {
         m: m as u32,
@@ -250,6 +248,8 @@ pub fn launch_conv_windows(
             None => storage_window(core, &c_mem, 4)?,
         };
         p.c_off = c_off;
+        let spec = PipelineSpec { entry: vec4_entry("conv", p.n, c_off), aliases: &aliases, constants: &[] };
+        let pipeline = core.pipelines.get(core, &CONV_TILES_SHADER, &spec)?;
         for d in &windows {
             let window = Binding { buffer: mem.buffer(), offset: d.offset, size: WINDOW_BYTES };
             (p.row0, p.rows, p.input_at) = (d.first, d.rows, (d.input_at / 4) as i32);

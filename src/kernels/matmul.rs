@@ -133,7 +133,7 @@ struct TileParams {
     c_off: u32,
     pairs: u32,
     accumulate: u32,
-    _pad: u32,
+    quads: u32,
 }
 
 /// Which matmul kernel a launch uses.
@@ -651,12 +651,13 @@ pub(super) fn encode_products(
     let chunk_tiles = row_tiles.len() as u32;
     let aliases = [("T", out.dtype.wgsl())];
     let TileKernel { shader, rows_per_group, cols_per_group, label } = tile_kernel(device);
-    let pipeline =
-        device.pipelines.get(device, shader, &PipelineSpec { entry: "tiles", aliases: &aliases, constants: &[] })?;
     let c_mem = device.memory.resolve(out.address, out.byte_len())?;
     let size = out.dtype.size();
     {
         let (c_bind, c_off) = storage_window(core, &c_mem, size)?;
+        let entry = vec4_entry("tiles", n, c_off);
+        let pipeline =
+            device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &aliases, constants: &[] })?;
         for z in 0..batches {
             for ti in row_tiles.clone() {
                 let a_row = z * chunk_tiles + (ti - row_tiles.start);
@@ -678,7 +679,7 @@ pub(super) fn encode_products(
                             c_off: c_off + z * m * n,
                             pairs,
                             accumulate: (accumulate || first > 0) as u32,
-                            _pad: 0,
+                            quads: (k - (first + pairs - 1) * TILE).min(TILE).div_ceil(4),
                         };
                         let cols = (n - tj * TILE).min(TILE);
                         let groups = [cols.div_ceil(cols_per_group), TILE / rows_per_group, 1];
@@ -689,6 +690,16 @@ pub(super) fn encode_products(
             }
         }
         Ok(())
+    }
+}
+
+/// The tile kernels' entry point `base`, or its `_vec4` twin (one vec4 store per four outputs
+/// instead of four scalar stores) where C's `columns` and element offset `c_off` are multiples of 4.
+pub(super) fn vec4_entry(base: &'static str, columns: u32, c_off: u32) -> &'static str {
+    match (base, columns % 4 == 0 && c_off % 4 == 0) {
+        ("tiles", true) => "tiles_vec4",
+        ("conv", true) => "conv_vec4",
+        _ => base,
     }
 }
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, dispatch_workgroups, grid, loop_budget, storage_window, Binding, Pipeline,
-    PipelineSpec, Shader,
+    check_loop_iterations, dispatch, dispatch_workgroups, grid, loop_budget, storage_window, vec4_window, Binding,
+    Pipeline, PipelineSpec, Shader,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -186,8 +186,20 @@ fn is_column_reduction(p: &Params) -> bool {
 fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &TensorRef) -> Result<()> {
     let (rows, cols) = (p.count, p.outputs);
     let device = stream.device();
+    let in_mem = device.memory.resolve(input.address, input.byte_len())?;
+    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
+    // Four columns per invocation where the columns and both offsets fall on vec4s.
+    let vec4_windows = match cols % 4 == 0 {
+        true => match (vec4_window(device, &in_mem, 4)?, vec4_window(device, &out_mem, 4)?) {
+            (Some(input), Some(output)) if input.1 % 4 == 0 && output.1 % 4 == 0 => Some((input, output)),
+            _ => None,
+        },
+        false => None,
+    };
+    let (entry, columns_per_invocation) =
+        if vec4_windows.is_some() { ("reduce_columns_vec4", 4) } else { ("reduce_columns", 1) };
     let slices = if rows as u64 * cols as u64 >= COLUMN_SLICE_MIN_ELEMENTS {
-        (COLUMN_TARGET_INVOCATIONS / cols).clamp(1, (rows / COLUMN_SLICE_MIN_ROWS).max(1))
+        (COLUMN_TARGET_INVOCATIONS / (cols / columns_per_invocation)).clamp(1, (rows / COLUMN_SLICE_MIN_ROWS).max(1))
     } else {
         1
     };
@@ -197,32 +209,21 @@ fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, ou
     let pipeline = device.pipelines.get(
         device,
         &SHADER,
-        &PipelineSpec {
-            entry: "reduce_columns",
-            aliases: &[],
-            constants: &[("OP", op as f64), fast_div(p.count.max(cols * slices))],
-        },
+        &PipelineSpec { entry, aliases: &[], constants: &[("OP", op as f64), fast_div(p.count.max(cols * slices))] },
     )?;
-    let in_mem = device.memory.resolve(input.address, input.byte_len())?;
-    let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     let partial_bytes = slices as u64 * cols as u64 * 4;
     let scratch = if slices > 1 { Some(device.scratch.get(device, "reduce partials", partial_bytes)?) } else { None };
     stream.encode(|core, encoder| {
-        let (in_bind, in_off) = storage_window(core, &in_mem, 4)?;
-        let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
+        let ((in_bind, in_off), (out_bind, out_off)) = match vec4_windows {
+            Some(windows) => windows,
+            None => (storage_window(core, &in_mem, 4)?, storage_window(core, &out_mem, 4)?),
+        };
         (p.rows, p.rows_per_slice, p.slices) = (rows, rows.div_ceil(slices), slices);
         p.in_off = in_off;
         let launch = |encoder: &mut _, input: Binding, output: Binding, p: &Params| {
-            let groups = grid(core, (cols as u64 * p.slices as u64).div_ceil(SERIAL_WORKGROUP), "reduce_columns")?;
-            dispatch_workgroups(
-                core,
-                encoder,
-                "reduce_columns",
-                &pipeline,
-                &[input, output],
-                bytemuck::bytes_of(p),
-                groups,
-            )
+            let invocations = (cols / columns_per_invocation) as u64 * p.slices as u64;
+            let groups = grid(core, invocations.div_ceil(SERIAL_WORKGROUP), entry)?;
+            dispatch_workgroups(core, encoder, entry, &pipeline, &[input, output], bytemuck::bytes_of(p), groups)
         };
         let Some(scratch) = &scratch else {
             p.out_off = out_off;
@@ -235,6 +236,13 @@ fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, ou
         (p.in_off, p.out_off) = (0, out_off);
         launch(encoder, partials, out_bind, &p)
     })
+}
+
+/// Whether every output of `p` reduces one contiguous run of a multiple of 4 elements starting
+/// on a multiple of 4 (relative to the binding's offset), as `reduce_f32_serial_vec4` reads them.
+fn contiguous_vec4_rows(p: &Params) -> bool {
+    let kept = &p.kept_stride[..p.kept_rank as usize];
+    p.red_rank == 1 && p.red_stride[0] == 1 && p.count % 4 == 0 && kept.iter().all(|s| s % 4 == 0)
 }
 
 fn launch(
@@ -258,6 +266,12 @@ fn launch(
     let serial = entry == "reduce_f32" && p.count <= SERIAL_REDUCTION_MAX;
     let entry = if serial { "reduce_f32_serial" } else { entry };
     let device = stream.device();
+    let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;
+    let vec4_input = match serial && contiguous_vec4_rows(&p) {
+        true => vec4_window(device, &in_mem, 4)?.filter(|&(_, first)| first % 4 == 0),
+        false => None,
+    };
+    let entry = if vec4_input.is_some() { "reduce_f32_serial_vec4" } else { entry };
     // Each of 256 threads strides over the reduced elements (one slice of them), then 8 steps of
     // the tree; a float reduction longer than the adapter's loop limit goes in two passes.
     (p.rows, p.rows_per_slice, p.slices, p.partial) = (p.count, p.count, 1, 0);
@@ -275,12 +289,14 @@ fn launch(
     }
     let iterations = if serial { p.count as u64 } else { (p.count as u64).div_ceil(256) + 8 };
     check_loop_iterations(device, iterations, "reduction")?;
-    let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     let pipeline = pipeline_for(device, entry, op, &p)?;
     let byte_units = entry == "reduce_bool";
     stream.encode(|core, encoder| {
-        let (in_bind, in_off) = storage_window(core, &in_mem, if byte_units { 1 } else { 4 })?;
+        let (in_bind, in_off) = match vec4_input {
+            Some(window) => window,
+            None => storage_window(core, &in_mem, if byte_units { 1 } else { 4 })?,
+        };
         let (out_bind, out_off) = storage_window(core, &out_mem, if byte_units { 1 } else { 4 })?;
         p.in_off = in_off;
         p.out_off = out_off;

@@ -2853,3 +2853,79 @@ def test_windows_past_the_loop_limit(case, strict_placement):
         want = WINDOWS_PAST_THE_LOOP_LIMIT[case]().numpy().astype(np.float64)
     tol = 2e-2 if "half" in case else 1e-5
     np.testing.assert_allclose(got, want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
+
+
+def vec4_kernel_cases():
+    """Inputs for the vec4 twins of the reductions, batch norm and tile products: shapes whose
+    channels or columns are multiples of 4 (the vec4 kernels) beside ones that are not (the scalar
+    kernels), rows that do not fill a block, and views at odd offsets."""
+    rng = rng_for("vec4 kernels")
+    return {
+        "rows": [rng.standard_normal(s).astype(np.float32) for s in [(37, 64), (5, 12), (3, 100), (9, 7), (2, 3, 512)]],
+        "columns": [rng.standard_normal(s).astype(np.float32) for s in [(3000, 64), (100, 16), (50, 30), (7, 5, 12)]],
+        "images": [rng.standard_normal(s).astype(np.float32) for s in [(3, 5, 7, 8), (2, 9, 9, 64), (1, 3, 11, 12), (2, 3, 4, 6)]],
+        "products": [(rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32))
+                     for m, k, n in [(300, 24, 144), (130, 3, 8), (129, 64, 256), (70, 130, 6), (200, 200, 12), (9, 1, 4)]],
+    }
+
+
+def run_vec4_kernel_cases(device, cases):
+    out = []
+    with tf.device(device):
+        for x in cases["rows"]:
+            t = tf.identity(tf.constant(x))
+            out += [tf.reduce_sum(t, -1), tf.reduce_max(t, -1), tf.reduce_min(t, -1), tf.reduce_mean(t, -1),
+                    tf.reduce_prod(t * 0.01 + 1.0, -1)]
+            # A view one element into the buffer: the scalar kernel's offset.
+            view = tf.split(tf.identity(tf.constant(np.concatenate([[0.0], x.ravel()]).astype(np.float32))),
+                            [1, x.size])[1]
+            out.append(tf.reduce_sum(tf.reshape(view, x.shape), -1))
+        for x in cases["columns"]:
+            t = tf.identity(tf.constant(x))
+            out += [tf.reduce_sum(t, 0), tf.reduce_max(t, 0), tf.reduce_mean(t, list(range(x.ndim - 1)))]
+        for x in cases["images"]:
+            c = x.shape[-1]
+            t = tf.identity(tf.constant(x))
+            scale, offset = tf.constant(np.linspace(0.5, 2.0, c, dtype=np.float32)), tf.constant(np.linspace(-1, 1, c, dtype=np.float32))
+            y, mean, var, saved_mean, saved_var, _ = tf.raw_ops.FusedBatchNormV3(
+                x=t, scale=scale, offset=offset, mean=tf.zeros([c]), variance=tf.ones([c]), epsilon=0.001,
+                exponential_avg_factor=0.3, is_training=True)
+            out += [y, mean, var, saved_mean, saved_var]
+            dy = tf.identity(tf.constant(np.cos(x * 3.0).astype(np.float32)))
+            for training in (True, False):
+                out += list(tf.raw_ops.FusedBatchNormGradV3(
+                    y_backprop=dy, x=t, scale=scale, reserve_space_1=saved_mean, reserve_space_2=saved_var + 0.5,
+                    reserve_space_3=tf.zeros([0]), epsilon=0.001, is_training=training)[:3])
+        for a, b in cases["products"]:
+            out.append(tf.matmul(tf.identity(tf.constant(a)), tf.identity(tf.constant(b))))
+        return [r.numpy() for r in out]
+
+
+def test_vec4_reductions_batch_norm_and_products_match_cpu(strict_placement):
+    """Each vec4 kernel (reduce_f32_serial_vec4, reduce_columns_vec4, batch norm's *_vec4, the tile
+    products' and convolutions' vec4 stores and k-depth) against TF-CPU on the same inputs, beside
+    the scalar kernels they fall back to."""
+    cases = vec4_kernel_cases()
+    got, want = run_vec4_kernel_cases(GPU, cases), run_vec4_kernel_cases("/CPU:0", cases)
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5, err_msg=f"result {i}")
+
+
+def test_vec4_kernels_run():
+    """The vec4 kernels really run on the shapes meant for them (the comparison above would pass on
+    the scalar kernels alone)."""
+    script = (
+        "import tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    x = tf.identity(tf.ones([2, 9, 9, 64]))\n"
+        "    tf.reduce_sum(x, -1).numpy(); tf.reduce_sum(x, [0, 1, 2]).numpy()\n"
+        "    c = tf.ones([64])\n"
+        "    y, m, v, sm, sv, _ = tf.raw_ops.FusedBatchNormV3(x=x, scale=c, offset=c, mean=c, variance=c, is_training=True)\n"
+        "    tf.raw_ops.FusedBatchNormGradV3(y_backprop=x, x=x, scale=c, reserve_space_1=sm, reserve_space_2=sv,\n"
+        "                                    reserve_space_3=tf.zeros([0]), is_training=True)[0].numpy()\n"
+    )
+    log = dispatch_log(script)
+    for entry in ["reduce_f32_serial_vec4", "reduce_columns_vec4", "stats_vec4", "normalize_vec4", "grad_stats_vec4",
+                  "grad_input_vec4"]:
+        assert f"dispatch {entry}" in log, (entry, log[-3000:])
