@@ -7,8 +7,8 @@
 //   conv2d_grad_input, depthwise_grad_input: dx from dy (`input`) and the filter (`weights`)
 //   conv2d_grad_filter, depthwise_grad_filter: df from x (`input`) and dy (`weights`), over
 //     slices of the output pixels summed by conv2d_grad_filter_sum
-//   max_pool_grad: dx from x (`input`) and dy (`weights`); each window's gradient goes to its first
-//     maximum, as TF-CPU routes it
+//   max_pool_grad_argmax, max_pool_grad_routed, max_pool_grad_windows: dx from x (`input`) and dy
+//     (`weights`); each window's gradient goes to its first maximum, as TF-CPU routes it
 //   avg_pool_grad: dx from dy (`input`), shared among each window's non-padding elements
 //   max_pool_argmax: MaxPoolWithArgmax, the first maximum of each window and its flat index (int64
 //     words into `shift_words`; the image's own index, or the batch's where `fc` is 1)
@@ -243,9 +243,12 @@ fn covering_windows(at: u32, k: u32, stride: u32, pad: u32, size: u32) -> vec2<u
     return vec2<u32>(first, min(t / stride + 1u, size));
 }
 
+// A max pool starts from the lowest finite value and takes greater values only: NaNs are skipped,
+// and a window of NaNs and -inf gives the lowest value, as TF-CPU's pools (and TF-GPU's, unless
+// TF_ENABLE_MAXPOOL_NANPROP is set) do.
 fn pool(i: u32, average: bool) -> T {
     let pos = position(i);
-    var best = negative_infinity();
+    var best = lowest();
     var sum = T(0.0);
     var count = T(0.0);
     let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
@@ -257,10 +260,8 @@ fn pool(i: u32, average: bool) -> T {
         for (var kx = tx.x; kx < tx.y; kx++) {
             let ix = x0 + i32(kx);
             let v = input_at(pos.b, u32(iy), u32(ix), pos.ch);
-            if (is_nan(v)) {
+            if (v > best && !is_nan(v)) {
                 best = v;
-            } else if (!is_nan(best)) {
-                best = max(best, v);
             }
             sum += v;
             count += 1.0;
@@ -282,6 +283,49 @@ fn avg_pool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     let i = linear_id(gid, nwg);
     if (i < p.n) {
         out[p.out_off + i] = pool(i, true);
+    }
+}
+
+// MaxPool and AvgPool four channels per invocation (as `depthwise_c4`): c a multiple of 4, every
+// offset on a vec4; p.n / 4 invocations. The same steps per channel as `pool`.
+fn is_nan4(v: vec4<T>) -> vec4<bool> {
+    return vec4<bool>(is_nan(v.x), is_nan(v.y), is_nan(v.z), is_nan(v.w));
+}
+
+fn pool4(q: u32, average: bool) -> vec4<T> {
+    let pos = position(q * 4u);
+    var best = vec4<T>(lowest());
+    var sum = vec4<T>();
+    var count = T(0.0);
+    let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
+    let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
+    let ty = taps_inside(y0, p.kh, p.h);
+    let tx = taps_inside(x0, p.kw, p.w);
+    for (var ky = ty.x; ky < ty.y; ky++) {
+        let row = (pos.b * p.h + u32(y0 + i32(ky))) * p.w;
+        for (var kx = tx.x; kx < tx.y; kx++) {
+            let v = input4[(p.in_off + (row + u32(x0 + i32(kx))) * p.c + pos.ch) / 4u];
+            best = select(best, v, v > best & !is_nan4(v));
+            sum += v;
+            count += 1.0;
+        }
+    }
+    return select(best, sum / count, average);
+}
+
+@compute @workgroup_size(256)
+fn max_pool_c4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let q = linear_id(gid, nwg);
+    if (q < p.n / 4u) {
+        out4[p.out_off / 4u + q] = pool4(q, false);
+    }
+}
+
+@compute @workgroup_size(256)
+fn avg_pool_c4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let q = linear_id(gid, nwg);
+    if (q < p.n / 4u) {
+        out4[p.out_off / 4u + q] = pool4(q, true);
     }
 }
 
@@ -608,8 +652,25 @@ fn window_argmax(b: u32, oy: u32, ox: u32, ch: u32) -> i32 {
     return best_at;
 }
 
+// MaxPoolGrad where windows overlap, in two passes: max_pool_grad_argmax stores each window's first
+// maximum (its flat index in x, -1 for an empty window) as words in `shift_words`, once per window;
+// max_pool_grad_routed then sums, for each input element, the gradients of the covering windows
+// whose maximum it is, in the windows' order. Rescanning every covering window for each input element
+// instead cost, for 3x3 windows of stride 2, four windows of nine loads each, against nine loads
+// per window (a quarter of the elements) plus two per covering window.
 @compute @workgroup_size(256)
-fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn max_pool_grad_argmax(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    // p.n counts input elements; there are oh * ow * oc windows per image.
+    if (i >= p.n / (p.h * p.w * p.c) * (p.oh * p.ow * p.oc)) {
+        return;
+    }
+    let pos = position(i);
+    shift_words[p.offset_off + i] = bitcast<u32>(window_argmax(pos.b, pos.y, pos.x, pos.ch));
+}
+
+@compute @workgroup_size(256)
+fn max_pool_grad_routed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);
     if (i >= p.n) {
         return;
@@ -620,8 +681,9 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     let wx = covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow);
     for (var oy = wy.x; oy < wy.y; oy++) {
         for (var ox = wx.x; ox < wx.y; ox++) {
-            if (window_argmax(pos.b, oy, ox, pos.ch) == i32(i)) {
-                acc += weights[p.f_off + dy_index(pos.b, oy, ox, pos.ch)];
+            let window = dy_index(pos.b, oy, ox, pos.ch);
+            if (bitcast<i32>(shift_words[p.offset_off + window]) == i32(i)) {
+                acc += weights[p.f_off + window];
             }
         }
     }
@@ -630,8 +692,7 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 
 // MaxPoolGrad where windows do not overlap (strides at least the window): each input element lies
 // in at most one window, so one invocation per window writes the window's gradient to its argmax,
-// into an output the host has zeroed. `max_pool_grad` rescans every covering window per input
-// element: for 2x2 windows this reads about a quarter as much.
+// into an output the host has zeroed.
 @compute @workgroup_size(256)
 fn max_pool_grad_windows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);

@@ -7,6 +7,11 @@ fn negative_infinity() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
 
+// The lowest finite value: where TF-CPU's max pools start.
+fn lowest() -> f32 {
+    return bitcast<f32>(0xff7fffffu);
+}
+
 // From the bits: WGSL lets implementations assume finite math, so `v != v` cannot be trusted.
 fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;

@@ -8,6 +8,11 @@ fn negative_infinity() -> f64 {
     return -m64_inf();
 }
 
+// The lowest finite value: where TF-CPU's max pools start.
+fn lowest() -> f64 {
+    return -1.7976931348623157e308;
+}
+
 // WGSL has no bitcast of an f64, and implementations may assume finite math (so `v != v` cannot be
 // trusted): a NaN stays one when converted to float32, whose bits are readable.
 fn is_nan(v: f64) -> bool {

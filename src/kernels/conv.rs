@@ -234,8 +234,15 @@ fn window_loops(entry: &str, p: &Params) -> Option<u64> {
         e if e.starts_with("conv2d") && !e.contains("grad_filter") => {
             Some(kh * kw * (u64::from(p.c.max(p.oc).max(p.fc)) + 2))
         }
-        "max_pool" | "avg_pool" | "max_pool_argmax" | "max_pool_grad_windows" | "max_pool_grad_grad" => Some(window),
-        "max_pool_grad" => Some(cover_y * (cover_x * (window + 1) + 1)),
+        "max_pool"
+        | "avg_pool"
+        | "max_pool_c4"
+        | "avg_pool_c4"
+        | "max_pool_argmax"
+        | "max_pool_grad_windows"
+        | "max_pool_grad_grad" => Some(window),
+        "max_pool_grad_argmax" => Some(window),
+        "max_pool_grad_routed" => Some(cover_y * (cover_x + 1)),
         "avg_pool_grad" => Some(cover_y * (cover_x + 1)),
         _ => None,
     }
@@ -705,15 +712,25 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
         let columns_pooled = Params { h: p.oh, kh: 1, sh: 1, pad_top: 0, ..p };
         let temp = ctx.allocate_temp(input.dtype, &pooled_shape(&rows_pooled))?;
         let stream = ctx.stream()?;
-        launch(stream, entry, rows_pooled, &[&input, &input], &temp)?;
-        return launch(stream, entry, columns_pooled, &[&temp, &temp], &out);
+        launch_pool(stream, entry, rows_pooled, &input, &temp)?;
+        return launch_pool(stream, entry, columns_pooled, &temp, &out);
     }
     let limit = super::windows::binding_limit(ctx.stream()?.device());
     if p.batch == 1 && input.byte_len().max(out.byte_len()) > limit {
         return pool_in_bands(ctx.stream()?, entry, p, &input, &out, limit);
     }
+    launch_pool(ctx.stream()?, entry, p, &input, &out)
+}
+
+/// MaxPool or AvgPool (`entry`): four channels per invocation (`max_pool_c4`, `avg_pool_c4`) where
+/// the channels are a multiple of 4 and both tensors start on a vec4.
+fn launch_pool(stream: &Stream, entry: &'static str, p: Params, input: &TensorRef, out: &TensorRef) -> Result<()> {
     // The filter slot is unused by the pools; the input stands in for it.
-    launch(ctx.stream()?, entry, p, &[&input, &input], &out)
+    if p.c.is_multiple_of(4) && on_vec4s(stream, &[input, out])? {
+        let entry4 = if entry == "max_pool" { "max_pool_c4" } else { "avg_pool_c4" };
+        return launch_with(stream, entry4, p, &[input, input], out, Some(out.num_elements() / 4));
+    }
+    launch(stream, entry, p, &[input, input], out)
 }
 
 /// Output rows a band of a windowed op holds: its `rows` x `out_row` bytes of output and the
@@ -761,7 +778,7 @@ fn pool_in_bands(
         let band =
             Params { h: (hi - lo + 1) as u32, oh: (end - first) as u32, pad_top: (top + lo - first * sh) as u32, ..p };
         let source = image_rows(input, lo, hi - lo + 1);
-        launch(stream, entry, band, &[&source, &source], &image_rows(out, first, end - first))?;
+        launch_pool(stream, entry, band, &source, &image_rows(out, first, end - first))?;
         first = end;
     }
     Ok(())
@@ -957,15 +974,21 @@ fn pool_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let p = pool_params(kernel, &shape)?;
     check_gradient_shape(op, &grad, &pooled_shape(&p))?;
     let dx = ctx.allocate_output(0, grad.dtype, &shape)?;
+    let overlapping = max && (p.sh < p.kh || p.sw < p.kw);
+    let argmax = if overlapping { Some(ctx.allocate_temp(DType::I32, &grad.shape)?) } else { None };
     let stream = ctx.stream()?;
-    match &input {
+    match (&input, &argmax) {
         // Windows that do not overlap: zero dx, then one invocation per window.
-        Some(x) if p.sh >= p.kh && p.sw >= p.kw => {
+        (Some(x), None) => {
             stream.fill(dx.address, dx.byte_len(), 0)?;
             launch_with(stream, "max_pool_grad_windows", p, &[x, &grad], &dx, Some(grad.num_elements()))
         }
-        Some(x) => launch(stream, "max_pool_grad", p, &[x, &grad], &dx),
-        None => launch(stream, "avg_pool_grad", p, &[&grad, &grad], &dx),
+        // Overlapping windows: each window's argmax once, then each element's covering windows.
+        (Some(x), Some(argmax)) => {
+            launch_with(stream, "max_pool_grad_argmax", p, &[x, &grad, argmax], &dx, Some(grad.num_elements()))?;
+            launch(stream, "max_pool_grad_routed", p, &[x, &grad, argmax], &dx)
+        }
+        (None, _) => launch(stream, "avg_pool_grad", p, &[&grad, &grad], &dx),
     }
 }
 

@@ -2864,6 +2864,7 @@ def vec4_kernel_cases():
         "rows": [rng.standard_normal(s).astype(np.float32) for s in [(37, 64), (5, 12), (3, 100), (9, 7), (2, 3, 512)]],
         "columns": [rng.standard_normal(s).astype(np.float32) for s in [(3000, 64), (100, 16), (50, 30), (7, 5, 12)]],
         "images": [rng.standard_normal(s).astype(np.float32) for s in [(3, 5, 7, 8), (2, 9, 9, 64), (1, 3, 11, 12), (2, 3, 4, 6)]],
+        "nan_image": np.where(rng.random((2, 7, 9, 12)) < 0.05, np.nan, rng.standard_normal((2, 7, 9, 12))).astype(np.float32),
         "products": [(rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32))
                      for m, k, n in [(300, 24, 144), (130, 3, 8), (129, 64, 256), (70, 130, 6), (200, 200, 12), (9, 1, 4)]],
     }
@@ -2896,15 +2897,26 @@ def run_vec4_kernel_cases(device, cases):
                 out += list(tf.raw_ops.FusedBatchNormGradV3(
                     y_backprop=dy, x=t, scale=scale, reserve_space_1=saved_mean, reserve_space_2=saved_var + 0.5,
                     reserve_space_3=tf.zeros([0]), epsilon=0.001, is_training=training)[:3])
+        for x in cases["images"] + [cases["nan_image"]]:
+            t = tf.identity(tf.constant(x))
+            out += [tf.nn.max_pool2d(t, 3, 2, "SAME"), tf.nn.max_pool2d(t, (3, 2), (1, 2), "VALID"),
+                    tf.nn.avg_pool2d(t, 3, 2, "SAME"), tf.nn.avg_pool2d(t, (2, 3), (2, 1), "VALID")]
+        for x in cases["images"]:
+            t = tf.identity(tf.constant(x))
+            for ksize, strides, pad in [(3, 2, "SAME"), ((3, 2), (1, 2), "VALID"), (2, 2, "VALID")]:
+                y = tf.nn.max_pool2d(t, ksize, strides, pad)
+                dy = tf.reshape(tf.range(tf.size(y), dtype=tf.float32) * 0.01, tf.shape(y))
+                out.append(tf.raw_ops.MaxPoolGrad(orig_input=t, orig_output=y, grad=dy, ksize=[1, *np.broadcast_to(ksize, 2), 1],
+                                                  strides=[1, *np.broadcast_to(strides, 2), 1], padding=pad))
         for a, b in cases["products"]:
             out.append(tf.matmul(tf.identity(tf.constant(a)), tf.identity(tf.constant(b))))
         return [r.numpy() for r in out]
 
 
 def test_vec4_reductions_batch_norm_and_products_match_cpu(strict_placement):
-    """Each vec4 kernel (reduce_f32_serial_vec4, reduce_columns_vec4, batch norm's *_vec4, the tile
-    products' and convolutions' vec4 stores and k-depth) against TF-CPU on the same inputs, beside
-    the scalar kernels they fall back to."""
+    """Each vec4 kernel (reduce_f32_serial_vec4, reduce_columns_vec4, batch norm's *_vec4, the pools'
+    *_c4, the tile products' vec4 stores and k-depth) and MaxPoolGrad's two passes against TF-CPU on
+    the same inputs, beside the scalar kernels they fall back to."""
     cases = vec4_kernel_cases()
     got, want = run_vec4_kernel_cases(GPU, cases), run_vec4_kernel_cases("/CPU:0", cases)
     assert len(got) == len(want)
@@ -2924,8 +2936,28 @@ def test_vec4_kernels_run():
         "    y, m, v, sm, sv, _ = tf.raw_ops.FusedBatchNormV3(x=x, scale=c, offset=c, mean=c, variance=c, is_training=True)\n"
         "    tf.raw_ops.FusedBatchNormGradV3(y_backprop=x, x=x, scale=c, reserve_space_1=sm, reserve_space_2=sv,\n"
         "                                    reserve_space_3=tf.zeros([0]), is_training=True)[0].numpy()\n"
+        "    tf.nn.avg_pool2d(x, 2, 2, 'SAME').numpy()\n"
+        "    with tf.GradientTape() as tape:\n"
+        "        tape.watch(x)\n"
+        "        y = tf.nn.max_pool2d(x, 3, 2, 'SAME')\n"
+        "    tape.gradient(y, x).numpy()\n"
     )
     log = dispatch_log(script)
     for entry in ["reduce_f32_serial_vec4", "reduce_columns_vec4", "stats_vec4", "normalize_vec4", "grad_stats_vec4",
-                  "grad_input_vec4"]:
+                  "grad_input_vec4", "max_pool_c4", "avg_pool_c4", "max_pool_grad_argmax", "max_pool_grad_routed"]:
         assert f"dispatch {entry}" in log, (entry, log[-3000:])
+
+
+@pytest.mark.parametrize("channels", [1, 4])
+def test_max_pool_skips_nan_and_starts_from_the_lowest_value(strict_placement, channels):
+    """TF-CPU's MaxPool (and TF-GPU's, unless TF_ENABLE_MAXPOOL_NANPROP is set) skips NaNs and starts
+    from the lowest finite value: a window of NaNs or -inf gives -FLT_MAX. Both the scalar and the
+    four-channel kernel."""
+    windows = [[np.nan, 1, 2, 3], [1, 2, 3, np.nan], [1, np.nan, 5, 3], [np.nan] * 4, [-np.inf] * 4, [-np.inf, np.nan, -np.inf, -1]]
+    x = np.repeat(np.array(windows, np.float32).reshape(len(windows), 2, 2, 1), channels, axis=3)
+    with tf.device(GPU):
+        got = tf.nn.max_pool2d(tf.identity(tf.constant(x)), 2, 2, "VALID").numpy()
+    with tf.device("/CPU:0"):
+        want = tf.nn.max_pool2d(tf.constant(x), 2, 2, "VALID").numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got[:, 0, 0, 0], np.array([3, 3, 5, np.finfo(np.float32).min, np.finfo(np.float32).min, -1], np.float32))
