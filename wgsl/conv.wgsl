@@ -153,28 +153,59 @@ fn conv2d_oc4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 // Vec4 view of the input binding, for the `_c4` depthwise entries.
 @group(0) @binding(0) var<storage, read_write> input4: array<vec4<T>>;
 
-// DepthwiseConv2dNative with a channel multiplier of 1, four channels per invocation: input,
-// filter and output (channels innermost in all three) move as vec4s, a quarter of `depthwise`'s
-// per-lane accesses on llvmpipe. c a multiple of 4, every offset on a vec4; p.n / 4 invocations.
+// DepthwiseConv2dNative with a channel multiplier of 1, four channels of four adjacent output
+// pixels of a row per invocation: input, filter and output (channels innermost in all three) move
+// as vec4s, a quarter of `depthwise`'s per-lane accesses on llvmpipe, and each filter tap is loaded
+// once for the four pixels. c a multiple of 4, every offset on a vec4; batch * oh * ceil(ow / 4) *
+// c / 4 invocations.
+fn depthwise_tap(acc: ptr<function, vec4<T>>, row: u32, ox: u32, kx: u32, ch: u32, tap: vec4<T>) {
+    let ix = i32(ox * p.sw + kx * p.dw) - i32(p.pad_left);
+    if (ox < p.ow && ix >= 0 && ix < i32(p.w)) {
+        *acc += input4[(p.in_off + (row + u32(ix)) * p.c + ch) / 4u] * tap;
+    }
+}
+
+fn depthwise_put(ox: u32, at: u32, acc: vec4<T>) {
+    if (ox < p.ow) {
+        out4[at / 4u] = acc;
+    }
+}
+
 @compute @workgroup_size(256)
 fn depthwise_c4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let q = linear_id(gid, nwg);
-    if (q >= p.n / 4u) {
+    let c4 = p.c / 4u;
+    let ow4 = (p.ow + 3u) / 4u;
+    if (q >= p.n / (p.ow * p.c) * ow4 * c4) {
         return;
     }
-    let pos = position(q * 4u);
-    var acc = vec4<T>();
+    let ch = (q % c4) * 4u;
+    let block = q / c4;
+    let ox = (block % ow4) * 4u;
+    let image_row = block / ow4;
+    let oy = image_row % p.oh;
+    let b = image_row / p.oh;
+    var acc0 = vec4<T>();
+    var acc1 = vec4<T>();
+    var acc2 = vec4<T>();
+    var acc3 = vec4<T>();
     for (var ky = 0u; ky < p.kh; ky++) {
-        let iy = i32(pos.y * p.sh + ky * p.dh) - i32(p.pad_top);
+        let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
         if (iy < 0 || iy >= i32(p.h)) { continue; }
+        let row = (b * p.h + u32(iy)) * p.w;
         for (var kx = 0u; kx < p.kw; kx++) {
-            let ix = i32(pos.x * p.sw + kx * p.dw) - i32(p.pad_left);
-            if (ix < 0 || ix >= i32(p.w)) { continue; }
-            let at = p.in_off + ((pos.b * p.h + u32(iy)) * p.w + u32(ix)) * p.c + pos.ch;
-            acc += input4[at / 4u] * weights4[(p.f_off + (ky * p.kw + kx) * p.c + pos.ch) / 4u];
+            let tap = weights4[(p.f_off + (ky * p.kw + kx) * p.c + ch) / 4u];
+            depthwise_tap(&acc0, row, ox, kx, ch, tap);
+            depthwise_tap(&acc1, row, ox + 1u, kx, ch, tap);
+            depthwise_tap(&acc2, row, ox + 2u, kx, ch, tap);
+            depthwise_tap(&acc3, row, ox + 3u, kx, ch, tap);
         }
     }
-    out4[p.out_off / 4u + q] = acc;
+    let at = p.out_off + (image_row * p.ow + ox) * p.c + ch;
+    depthwise_put(ox, at, acc0);
+    depthwise_put(ox + 1u, at + p.c, acc1);
+    depthwise_put(ox + 2u, at + 2u * p.c, acc2);
+    depthwise_put(ox + 3u, at + 3u * p.c, acc3);
 }
 
 // DepthwiseConv2dNativeBackpropInput with a channel multiplier of 1, four channels per invocation

@@ -438,7 +438,9 @@ pub fn launch_conv(
     }
     if plan.depthwise {
         if p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[input, filter, out])? {
-            return launch_with(stream, "depthwise_c4", *p, &[input, filter], out, Some(out.num_elements() / 4));
+            // Four channels of four adjacent output pixels per invocation.
+            let blocks = u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow.div_ceil(4)) * u64::from(p.c / 4);
+            return launch_with(stream, "depthwise_c4", *p, &[input, filter], out, Some(blocks));
         }
         return launch(stream, "depthwise", plan.params, &[input, filter], out);
     }

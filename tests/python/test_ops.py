@@ -2903,6 +2903,13 @@ def run_vec4_kernel_cases(device, cases):
                     tf.nn.avg_pool2d(t, 3, 2, "SAME"), tf.nn.avg_pool2d(t, (2, 3), (2, 1), "VALID")]
         for x in cases["images"]:
             t = tf.identity(tf.constant(x))
+            c = x.shape[-1]
+            for kh, kw, strides, dilations, pad in [(3, 3, 1, 1, "SAME"), (5, 3, 2, 1, "VALID"), (3, 3, 1, 2, "SAME"),
+                                                    (1, 2, 3, 1, "SAME")]:
+                k = tf.constant(np.linspace(-1, 1, kh * kw * c, dtype=np.float32).reshape(kh, kw, c, 1))
+                if x.shape[1] >= (kh - 1) * dilations + 1 or pad == "SAME":
+                    out.append(tf.nn.depthwise_conv2d(t, k, [1, *np.broadcast_to(strides, 2), 1], pad,
+                                                      dilations=[dilations, dilations] if dilations > 1 else None))
             for ksize, strides, pad in [(3, 2, "SAME"), ((3, 2), (1, 2), "VALID"), (2, 2, "VALID")]:
                 y = tf.nn.max_pool2d(t, ksize, strides, pad)
                 dy = tf.reshape(tf.range(tf.size(y), dtype=tf.float32) * 0.01, tf.shape(y))
@@ -2915,7 +2922,8 @@ def run_vec4_kernel_cases(device, cases):
 
 def test_vec4_reductions_batch_norm_and_products_match_cpu(strict_placement):
     """Each vec4 kernel (reduce_f32_serial_vec4, reduce_columns_vec4, batch norm's *_vec4, the pools'
-    *_c4, the tile products' vec4 stores and k-depth) and MaxPoolGrad's two passes against TF-CPU on
+    *_c4, depthwise_c4's blocks of four pixels, the tile products' vec4 stores and k-depth) and
+    MaxPoolGrad's two passes against TF-CPU on
     the same inputs, beside the scalar kernels they fall back to."""
     cases = vec4_kernel_cases()
     got, want = run_vec4_kernel_cases(GPU, cases), run_vec4_kernel_cases("/CPU:0", cases)
