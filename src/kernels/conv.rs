@@ -1597,7 +1597,10 @@ fn launch_grad_filter(
     p.slice_len = shader_len(pixels.div_ceil(slices.max(1)), "conv2d_grad_filter")?;
     check_loop_iterations(device, u64::from(p.slice_len), "convolution filter gradient")?;
     // `four_channels_fit` checks the vec4 views of binding 1 (here dy) and the output.
-    let (entry, per_invocation) = if depthwise {
+    let (entry, per_invocation) = if depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[x, dy, out])?
+    {
+        ("depthwise_grad_filter_c4", 4)
+    } else if depthwise {
         ("depthwise_grad_filter", 1)
     } else if four_channels_fit(stream, &p, dy, out)? {
         ("conv2d_grad_filter_oc4", 4)

@@ -2908,8 +2908,13 @@ def run_vec4_kernel_cases(device, cases):
                                                     (1, 2, 3, 1, "SAME")]:
                 k = tf.constant(np.linspace(-1, 1, kh * kw * c, dtype=np.float32).reshape(kh, kw, c, 1))
                 if x.shape[1] >= (kh - 1) * dilations + 1 or pad == "SAME":
-                    out.append(tf.nn.depthwise_conv2d(t, k, [1, *np.broadcast_to(strides, 2), 1], pad,
-                                                      dilations=[dilations, dilations] if dilations > 1 else None))
+                    y = tf.nn.depthwise_conv2d(t, k, [1, strides, strides, 1], pad,
+                                               dilations=[dilations, dilations] if dilations > 1 else None)
+                    out.append(y)
+                    if dilations == 1:  # TF-CPU's raw op ignores dilations (its gradient path does not take it)
+                        out.append(tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
+                            input=t, filter_sizes=[kh, kw, c, 1], out_backprop=tf.math.cos(y * 3.0),
+                            strides=[1, strides, strides, 1], padding=pad))
             for ksize, strides, pad in [(3, 2, "SAME"), ((3, 2), (1, 2), "VALID"), (2, 2, "VALID")]:
                 y = tf.nn.max_pool2d(t, ksize, strides, pad)
                 dy = tf.reshape(tf.range(tf.size(y), dtype=tf.float32) * 0.01, tf.shape(y))
@@ -2922,7 +2927,8 @@ def run_vec4_kernel_cases(device, cases):
 
 def test_vec4_reductions_batch_norm_and_products_match_cpu(strict_placement):
     """Each vec4 kernel (reduce_f32_serial_vec4, reduce_columns_vec4, batch norm's *_vec4, the pools'
-    *_c4, depthwise_c4's blocks of four pixels, the tile products' vec4 stores and k-depth) and
+    *_c4, depthwise_c4's blocks of four pixels, depthwise_grad_filter_c4, the tile products' vec4
+    stores and k-depth) and
     MaxPoolGrad's two passes against TF-CPU on
     the same inputs, beside the scalar kernels they fall back to."""
     cases = vec4_kernel_cases()
@@ -2949,10 +2955,16 @@ def test_vec4_kernels_run():
         "        tape.watch(x)\n"
         "        y = tf.nn.max_pool2d(x, 3, 2, 'SAME')\n"
         "    tape.gradient(y, x).numpy()\n"
+        "    with tf.GradientTape() as tape:\n"
+        "        k = tf.ones([3, 3, 64, 1])\n"
+        "        tape.watch(k)\n"
+        "        y = tf.nn.depthwise_conv2d(x, k, [1, 1, 1, 1], 'SAME')\n"
+        "    tape.gradient(y, k).numpy()\n"
     )
     log = dispatch_log(script)
     for entry in ["reduce_f32_serial_vec4", "reduce_columns_vec4", "stats_vec4", "normalize_vec4", "grad_stats_vec4",
-                  "grad_input_vec4", "max_pool_c4", "avg_pool_c4", "max_pool_grad_argmax", "max_pool_grad_routed"]:
+                  "grad_input_vec4", "max_pool_c4", "avg_pool_c4", "max_pool_grad_argmax", "max_pool_grad_routed",
+                  "depthwise_c4", "depthwise_grad_filter_c4"]:
         assert f"dispatch {entry}" in log, (entry, log[-3000:])
 
 
