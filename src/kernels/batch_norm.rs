@@ -71,7 +71,7 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, slots: Slots, spr
     }
     // Four channels per invocation where the channels and every offset fall on vec4s.
     let vec4 = match vec4_entry(entry) {
-        Some(entry4) if p.c % 4 == 0 => {
+        Some(entry4) if p.c.is_multiple_of(4) => {
             let windows = mems.iter().map(|mem| vec4_window(device, mem, 4)).collect::<Result<Option<Vec<_>>>>()?;
             windows.filter(|w| w.iter().all(|&(_, off)| off % 4 == 0)).map(|w| (entry4, w))
         }

@@ -696,7 +696,7 @@ pub(super) fn encode_products(
 /// The tile kernels' entry point `base`, or its `_vec4` twin (one vec4 store per four outputs
 /// instead of four scalar stores) where C's `columns` and element offset `c_off` are multiples of 4.
 pub(super) fn vec4_entry(base: &'static str, columns: u32, c_off: u32) -> &'static str {
-    match (base, columns % 4 == 0 && c_off % 4 == 0) {
+    match (base, columns.is_multiple_of(4) && c_off.is_multiple_of(4)) {
         ("tiles", true) => "tiles_vec4",
         ("conv", true) => "conv_vec4",
         _ => base,

@@ -242,7 +242,7 @@ fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, ou
 /// on a multiple of 4 (relative to the binding's offset), as `reduce_f32_serial_vec4` reads them.
 fn contiguous_vec4_rows(p: &Params) -> bool {
     let kept = &p.kept_stride[..p.kept_rank as usize];
-    p.red_rank == 1 && p.red_stride[0] == 1 && p.count % 4 == 0 && kept.iter().all(|s| s % 4 == 0)
+    p.red_rank == 1 && p.red_stride[0] == 1 && p.count.is_multiple_of(4) && kept.iter().all(|s| s.is_multiple_of(4))
 }
 
 fn launch(
