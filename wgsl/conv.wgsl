@@ -684,10 +684,13 @@ fn depthwise_grad_filter_c4(@builtin(global_invocation_id) gid: vec3<u32>, @buil
     for (var q = first; q < last; q++) {
         let iy = i32(px.y * p.sh + ky * p.dh) - i32(p.pad_top);
         let ix = i32(px.x * p.sw + kx * p.dw) - i32(p.pad_left);
+        // A tap in the padding reads zero and still multiplies dy (an infinite dy gives NaN there,
+        // as in TF-CPU's zero-padded product).
+        var x = vec4<T>();
         if (iy >= 0 && iy < i32(p.h) && ix >= 0 && ix < i32(p.w)) {
-            let x = input4[(p.in_off + ((px.b * p.h + u32(iy)) * p.w + u32(ix)) * p.c + ch) / 4u];
-            acc += x * weights4[(p.f_off + dy_index(px.b, px.y, px.x, ch)) / 4u];
+            x = input4[(p.in_off + ((px.b * p.h + u32(iy)) * p.w + u32(ix)) * p.c + ch) / 4u];
         }
+        acc += x * weights4[(p.f_off + dy_index(px.b, px.y, px.x, ch)) / 4u];
         next_pixel(&px);
     }
     out4[(p.out_off + slice * p.n + f) / 4u] = acc;

@@ -171,7 +171,8 @@ fn reduce_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
 }
 
 // reduce_columns over four adjacent columns per invocation, read and written as vec4s (the host
-// checks that the columns and both offsets are multiples of 4): the same operations per column.
+// checks that the columns and both offsets are multiples of 4): the same operations per column
+// within a slice; the host cuts the rows into more slices, to keep as many invocations busy.
 @group(0) @binding(1) var<storage, read_write> out4: array<vec4<u32>>;
 
 @compute @workgroup_size(64)

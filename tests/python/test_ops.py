@@ -2863,10 +2863,12 @@ def vec4_kernel_cases():
     return {
         "rows": [rng.standard_normal(s).astype(np.float32) for s in [(37, 64), (5, 12), (3, 100), (9, 7), (2, 3, 512)]],
         "columns": [rng.standard_normal(s).astype(np.float32) for s in [(3000, 64), (100, 16), (50, 30), (7, 5, 12)]],
-        "images": [rng.standard_normal(s).astype(np.float32) for s in [(3, 5, 7, 8), (2, 9, 9, 64), (1, 3, 11, 12), (2, 3, 4, 6)]],
+        "images": [rng.standard_normal(s).astype(np.float32) for s in [(3, 5, 7, 8), (2, 9, 9, 64), (1, 3, 11, 12), (2, 3, 4, 6),
+                                                                       (2, 20, 20, 8)]],
         "nan_image": np.where(rng.random((2, 7, 9, 12)) < 0.05, np.nan, rng.standard_normal((2, 7, 9, 12))).astype(np.float32),
         "products": [(rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32))
-                     for m, k, n in [(300, 24, 144), (130, 3, 8), (129, 64, 256), (70, 130, 6), (200, 200, 12), (9, 1, 4)]],
+                     for m, k, n in [(300, 24, 144), (130, 3, 8), (129, 64, 256), (70, 130, 6), (200, 200, 12), (9, 1, 4),
+                                     (300, 128, 144), (300, 500, 20), (300, 200, 18), (40, 400, 36), (150, 385, 64)]],
     }
 
 
@@ -2922,6 +2924,23 @@ def run_vec4_kernel_cases(device, cases):
                                                   strides=[1, *np.broadcast_to(strides, 2), 1], padding=pad))
         for a, b in cases["products"]:
             out.append(tf.matmul(tf.identity(tf.constant(a)), tf.identity(tf.constant(b))))
+        # Channels a multiple of 4 in views one element into their buffer: the scalar fallbacks.
+        for x in cases["images"][:2]:
+            c = x.shape[-1]
+            padded = tf.identity(tf.constant(np.concatenate([[0.0], x.ravel()]).astype(np.float32)))
+            t = tf.reshape(tf.split(padded, [1, x.size])[1], x.shape)
+            ones = tf.ones([c])
+            out += list(tf.raw_ops.FusedBatchNormV3(x=t, scale=ones, offset=ones, mean=ones, variance=ones,
+                                                    is_training=True)[:3])
+            out += [tf.nn.max_pool2d(t, 3, 2, "SAME"), tf.nn.avg_pool2d(t, 2, 2, "VALID"), tf.reduce_sum(t, [0, 1, 2]),
+                    tf.reduce_sum(t, -1)]
+        # An infinite dy at a pixel whose taps reach into the padding: 0 * inf is NaN there.
+        x = cases["images"][4]
+        dy = np.cos(x * 2.0)
+        dy[:, 0, 0, :] = np.inf
+        out.append(tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
+            input=tf.identity(tf.constant(x)), filter_sizes=[3, 3, x.shape[-1], 1], out_backprop=tf.constant(dy),
+            strides=[1, 1, 1, 1], padding="SAME"))
         return [r.numpy() for r in out]
 
 
