@@ -4,8 +4,8 @@
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, dispatch_workgroups, grid, loops_fit, storage_window, vec4_window, Binding,
-    PipelineSpec, Shader,
+    aligned_vec4_window, check_loop_iterations, dispatch, dispatch_workgroups, grid, loops_fit, storage_window,
+    Binding, PipelineSpec, Shader,
 };
 use crate::runtime::Stream;
 
@@ -72,8 +72,9 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, slots: Slots, spr
     // Four channels per invocation where the channels and every offset fall on vec4s.
     let vec4 = match vec4_entry(entry) {
         Some(entry4) if p.c.is_multiple_of(4) => {
-            let windows = mems.iter().map(|mem| vec4_window(device, mem, 4)).collect::<Result<Option<Vec<_>>>>()?;
-            windows.filter(|w| w.iter().all(|&(_, off)| off % 4 == 0)).map(|w| (entry4, w))
+            let windows =
+                mems.iter().map(|mem| aligned_vec4_window(device, mem, 4)).collect::<Result<Option<Vec<_>>>>()?;
+            windows.map(|w| (entry4, w))
         }
         _ => None,
     };

@@ -240,10 +240,9 @@ fn window_loops(entry: &str, p: &Params) -> Option<u64> {
         | "avg_pool_c4"
         | "max_pool_argmax"
         | "max_pool_grad_windows"
-        | "max_pool_grad_grad" => Some(window),
-        "max_pool_grad_argmax" => Some(window),
-        "max_pool_grad_routed" => Some(cover_y * (cover_x + 1)),
-        "avg_pool_grad" => Some(cover_y * (cover_x + 1)),
+        | "max_pool_grad_grad"
+        | "max_pool_grad_argmax" => Some(window),
+        "max_pool_grad_routed" | "avg_pool_grad" => Some(cover_y * (cover_x + 1)),
         _ => None,
     }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, dispatch_workgroups, grid, loop_budget, storage_window, vec4_window, Binding,
-    Pipeline, PipelineSpec, Shader,
+    aligned_vec4_window, check_loop_iterations, dispatch, dispatch_workgroups, grid, loop_budget, storage_window,
+    Binding, Pipeline, PipelineSpec, Shader,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -189,11 +189,8 @@ fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, ou
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     // Four columns per invocation where the columns and both offsets fall on vec4s.
-    let vec4_windows = match cols % 4 == 0 {
-        true => match (vec4_window(device, &in_mem, 4)?, vec4_window(device, &out_mem, 4)?) {
-            (Some(input), Some(output)) if input.1 % 4 == 0 && output.1 % 4 == 0 => Some((input, output)),
-            _ => None,
-        },
+    let vec4_windows = match cols.is_multiple_of(4) {
+        true => aligned_vec4_window(device, &in_mem, 4)?.zip(aligned_vec4_window(device, &out_mem, 4)?),
         false => None,
     };
     let (entry, columns_per_invocation) =
@@ -268,7 +265,7 @@ fn launch(
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len().max(1))?;
     let vec4_input = match serial && contiguous_vec4_rows(&p) {
-        true => vec4_window(device, &in_mem, 4)?.filter(|&(_, first)| first % 4 == 0),
+        true => aligned_vec4_window(device, &in_mem, 4)?,
         false => None,
     };
     let entry = if vec4_input.is_some() { "reduce_f32_serial_vec4" } else { entry };

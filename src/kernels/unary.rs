@@ -1,7 +1,9 @@
 //! Elementwise unary ops (`wgsl/unary.wgsl`) and float classification into bools (`wgsl/classify.wgsl`).
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, storage_window, vec4_window, PipelineSpec, Shader, VEC4_MIN_ELEMENTS};
+use crate::runtime::pipeline::{
+    aligned_vec4_window, dispatch, storage_window, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
+};
 use crate::runtime::Stream;
 
 use super::windows::elementwise_parts;
@@ -203,10 +205,8 @@ pub fn launch(stream: &Stream, op: UnaryOp, alpha: f32, input: &TensorRef, out: 
     };
     let pipeline = pipeline_of("main")?;
     // Four elements per invocation for big float tensors whose offsets fall on a vec4.
-    let vec4 = match (vec4_window(device, &in_mem, size)?, vec4_window(device, &out_mem, size)?) {
-        (Some(input), Some(output)) if n >= VEC4_MIN_ELEMENTS && input.1 % 4 == 0 && output.1 % 4 == 0 => {
-            Some((input, output, pipeline_of("main_vec4")?))
-        }
+    let vec4 = match (aligned_vec4_window(device, &in_mem, size)?, aligned_vec4_window(device, &out_mem, size)?) {
+        (Some(input), Some(output)) if n >= VEC4_MIN_ELEMENTS => Some((input, output, pipeline_of("main_vec4")?)),
         _ => None,
     };
     stream.encode(|core, encoder| {

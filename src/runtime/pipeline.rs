@@ -299,6 +299,16 @@ pub fn vec4_window<'a>(
     Ok(fits.then_some((binding, first)))
 }
 
+/// `vec4_window` where the slice also starts on a vec4 of its binding (its element offset a
+/// multiple of 4), as kernels that index the binding in vec4s need; None otherwise.
+pub fn aligned_vec4_window<'a>(
+    core: &DeviceCore,
+    slice: &'a DeviceSlice,
+    element_size: u64,
+) -> Result<Option<(Binding<'a>, u32)>> {
+    Ok(vec4_window(core, slice, element_size)?.filter(|&(_, first)| first.is_multiple_of(4)))
+}
+
 /// Outputs smaller than this keep one dispatch of their scalar kernel: the vec4 kernels need a
 /// second dispatch for the last elements.
 pub const VEC4_MIN_ELEMENTS: u32 = 4096;
