@@ -238,6 +238,132 @@ fn depthwise_grad_input_c4(@builtin(global_invocation_id) gid: vec3<u32>, @built
     out4[p.out_off / 4u + q] = acc;
 }
 
+// The `_rows` depthwise entries: a channel multiplier of 1, four channels (a vec4) of four adjacent
+// pixels of a row per invocation, with the window's width, column stride and column dilation as
+// override constants. Their loops over taps unroll, and the columns the four pixels share are loaded
+// once into registers: a 3x3 stride-1 window reads 6 columns of a row for its 12 products, where
+// one tap per load read 12. llvmpipe runs every storage access as a per-lane loop, so accesses are
+// what these kernels cost. c a multiple of 4, every offset on a vec4, ROW_KW <= ROW_TAPS_MAX and the
+// columns (`row_columns_needed`) <= ROW_COLUMNS_MAX (the host checks).
+override ROW_KW: u32 = 1u;
+override ROW_SW: u32 = 1u;
+override ROW_DW: u32 = 1u;
+const ROW_TAPS_MAX: u32 = 8u;
+const ROW_COLUMNS_MAX: u32 = 16u;
+
+// The columns that four adjacent pixels of a row read through ROW_KW taps at column stride `stride`.
+fn row_columns_needed(stride: u32) -> u32 {
+    return 3u * stride + (ROW_KW - 1u) * ROW_DW + 1u;
+}
+
+// Columns x0 .. x0 + count - 1 of channel quad `ch` of one row of binding 0 (`width` pixels of p.c
+// channels from pixel `row_start`): zero outside [0, width), and everywhere when `inside` is false
+// (a row in the padding), so padded taps multiply zero as TF-CPU's zero-padded products do.
+fn row_columns(cols: ptr<function, array<vec4<T>, ROW_COLUMNS_MAX>>, count: u32, inside: bool, row_start: u32, x0: i32, width: u32, ch: u32) {
+    for (var k = 0u; k < count; k++) {
+        let x = x0 + i32(k);
+        var v = vec4<T>();
+        if (inside && x >= 0 && x < i32(width)) {
+            v = input4[(p.in_off + (row_start + u32(x)) * p.c + ch) / 4u];
+        }
+        (*cols)[k] = v;
+    }
+}
+
+// Stores four pixels' accumulators from element `at` on, those of the row's first `width` columns.
+fn row_put(acc: array<vec4<T>, 4>, x: u32, width: u32, at: u32) {
+    for (var j = 0u; j < 4u; j++) {
+        if (x + j < width) {
+            out4[(at + j * p.c) / 4u] = acc[j];
+        }
+    }
+}
+
+// DepthwiseConv2dNative; batch * oh * ceil(ow / 4) * c / 4 invocations.
+@compute @workgroup_size(256)
+fn depthwise_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let q = linear_id(gid, nwg);
+    let c4 = p.c / 4u;
+    let ow4 = (p.ow + 3u) / 4u;
+    if (q >= p.batch * p.oh * ow4 * c4) {
+        return;
+    }
+    let ch = (q % c4) * 4u;
+    let block = q / c4;
+    let ox = (block % ow4) * 4u;
+    let image_row = block / ow4;
+    let oy = image_row % p.oh;
+    let b = image_row / p.oh;
+    let x0 = i32(ox * ROW_SW) - i32(p.pad_left);
+    var acc: array<vec4<T>, 4>;
+    for (var ky = 0u; ky < p.kh; ky++) {
+        let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
+        var cols: array<vec4<T>, ROW_COLUMNS_MAX>;
+        let inside = iy >= 0 && iy < i32(p.h);
+        row_columns(&cols, row_columns_needed(ROW_SW), inside, (b * p.h + u32(iy)) * p.w, x0, p.w, ch);
+        for (var kx = 0u; kx < ROW_KW; kx++) {
+            let tap = weights4[(p.f_off + (ky * p.kw + kx) * p.c + ch) / 4u];
+            for (var j = 0u; j < 4u; j++) {
+                acc[j] += cols[j * ROW_SW + kx * ROW_DW] * tap;
+            }
+        }
+    }
+    row_put(acc, ox, p.ow, p.out_off + (image_row * p.ow + ox) * p.c + ch);
+}
+
+// DepthwiseConv2dNativeBackpropInput at a column stride of 1, 2 or 4 (so the quad's first pixel `ix`,
+// a multiple of 4, is one of the stride too): dx pixel ix + j reads, through tap kx, dy column
+// (ix + j + pad_left - kx * dw) / sw where that divides exactly. With ROW_PHASE = pad_left % sw,
+// whether it divides and which of the loaded columns it is depend only on j and kx, so the unrolled
+// loops keep just the taps that hit. Rows step from tap to tap as in `depthwise_grad_input_c4`.
+// batch * h * ceil(w / 4) * c / 4 invocations.
+override ROW_PHASE: u32 = 0u;
+
+// The columns `depthwise_grad_input_rows` loads start `grad_input_reach() / ROW_SW` before the
+// quad's first one: the taps' reach rounded up to the stride.
+fn grad_input_reach() -> u32 {
+    return ((ROW_KW - 1u) * ROW_DW + ROW_SW - 1u) / ROW_SW * ROW_SW;
+}
+
+@compute @workgroup_size(256)
+fn depthwise_grad_input_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let q = linear_id(gid, nwg);
+    let c4 = p.c / 4u;
+    let w4 = (p.w + 3u) / 4u;
+    if (q >= p.batch * p.h * w4 * c4) {
+        return;
+    }
+    let ch = (q % c4) * 4u;
+    let block = q / c4;
+    let ix = (block % w4) * 4u;
+    let image_row = block / w4;
+    let iy = image_row % p.h;
+    let b = image_row / p.h;
+    let reach = grad_input_reach();
+    let x0 = i32((ix + p.pad_left - ROW_PHASE) / ROW_SW) - i32(reach / ROW_SW);
+    let columns = (3u + ROW_PHASE + reach) / ROW_SW + 1u;
+    let y = first_tap(iy, p.sh, p.dh, p.pad_top);
+    var acc: array<vec4<T>, 4>;
+    var oy = i32(y.y);
+    for (var ky = y.x; ky < p.kh && oy >= 0; ky += y.z) {
+        if (u32(oy) < p.oh) {
+            var cols: array<vec4<T>, ROW_COLUMNS_MAX>;
+            row_columns(&cols, columns, true, (b * p.oh + u32(oy)) * p.ow, x0, p.ow, ch);
+            for (var kx = 0u; kx < ROW_KW; kx++) {
+                let tap = weights4[(p.f_off + (ky * p.kw + kx) * p.c + ch) / 4u];
+                for (var j = 0u; j < 4u; j++) {
+                    let t = j + ROW_PHASE + reach - kx * ROW_DW;
+                    if (t % ROW_SW == 0u) {
+                        acc[j] += cols[t / ROW_SW] * tap;
+                    }
+                }
+            }
+        }
+        oy -= i32(y.w);
+    }
+    row_put(acc, ix, p.w, p.out_off + (image_row * p.w + ix) * p.c + ch);
+}
+
 @compute @workgroup_size(256)
 fn depthwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);
@@ -694,6 +820,61 @@ fn depthwise_grad_filter_c4(@builtin(global_invocation_id) gid: vec3<u32>, @buil
         next_pixel(&px);
     }
     out4[(p.out_off + slice * p.n + f) / 4u] = acc;
+}
+
+// DepthwiseConv2dNativeBackpropFilter with a channel multiplier of 1 over slices of the batch *
+// oh * ceil(ow / 4) quads of four adjacent output pixels: invocation (slice s, filter row ky,
+// channel quad) sums its taps' products over slice s into `out[s * p.n + f]` (as
+// conv2d_grad_filter), loading each quad's input columns once for all ROW_KW taps of the row.
+// A tap in the padding multiplies zero by dy (an infinite dy gives NaN there, as in TF-CPU).
+@compute @workgroup_size(256)
+fn depthwise_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    let c4 = p.c / 4u;
+    let per_slice = p.kh * c4;
+    if (i >= per_slice * p.slices) {
+        return;
+    }
+    let slice = quot(i, per_slice);
+    let r = i - slice * per_slice;
+    let ky = r / c4;
+    let ch = (r - ky * c4) * 4u;
+    let ow4 = (p.ow + 3u) / 4u;
+    let first = slice * p.slice_len;
+    let last = min(first + p.slice_len, p.batch * p.oh * ow4);
+    let start = quot_rem(first, ow4);
+    var ox = start.y * 4u;
+    var oy = start.x % p.oh;
+    var b = start.x / p.oh;
+    var acc: array<vec4<T>, ROW_TAPS_MAX>;
+    for (var q = first; q < last; q++) {
+        let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
+        var cols: array<vec4<T>, ROW_COLUMNS_MAX>;
+        let inside = iy >= 0 && iy < i32(p.h);
+        let x0 = i32(ox * ROW_SW) - i32(p.pad_left);
+        row_columns(&cols, row_columns_needed(ROW_SW), inside, (b * p.h + u32(iy)) * p.w, x0, p.w, ch);
+        let dy_at = p.f_off + ((b * p.oh + oy) * p.ow + ox) * p.c + ch;
+        for (var j = 0u; j < 4u; j++) {
+            if (ox + j < p.ow) {
+                let dy = weights4[(dy_at + j * p.c) / 4u];
+                for (var kx = 0u; kx < ROW_KW; kx++) {
+                    acc[kx] += cols[j * ROW_SW + kx * ROW_DW] * dy;
+                }
+            }
+        }
+        ox += 4u;
+        if (ox >= p.ow) {
+            ox = 0u;
+            oy += 1u;
+            if (oy == p.oh) {
+                oy = 0u;
+                b += 1u;
+            }
+        }
+    }
+    for (var kx = 0u; kx < ROW_KW; kx++) {
+        out4[(p.out_off + slice * p.n + (ky * p.kw + kx) * p.c + ch) / 4u] = acc[kx];
+    }
 }
 
 // The flat input index of the first maximum of output window (b, oy, ox, ch), or -1 if empty.

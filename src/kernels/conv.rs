@@ -66,7 +66,14 @@ fn conv_pipeline(
     .into_iter()
     .max()
     .unwrap_or(0);
-    let constants = [fast_div(largest.min(u32::MAX.into()) as u32)];
+    let mut constants = vec![fast_div(largest.min(u32::MAX.into()) as u32)];
+    if entry.ends_with("_rows") {
+        // The window's columns, so that the loops over taps unroll (`row_columns_fit`).
+        constants.extend([("ROW_KW", p.kw), ("ROW_SW", p.sw), ("ROW_DW", p.dw)].map(|(n, v)| (n, f64::from(v))));
+    }
+    if entry == "depthwise_grad_input_rows" {
+        constants.push(("ROW_PHASE", f64::from(p.pad_left % p.sw.max(1))));
+    }
     let shader = if dtype == DType::F64 { &FLOAT64_SHADER } else { &SHADER };
     device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants })
 }
@@ -229,7 +236,9 @@ fn window_loops(entry: &str, p: &Params) -> Option<u64> {
     let (cover_y, cover_x) = (covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow));
     match entry {
         // Depthwise windows loop over their taps (the input gradient over each tap's multiplier).
-        "depthwise" | "depthwise_c4" | "depthwise_grad_input_c4" => Some(kh * (kw + 1)),
+        "depthwise" | "depthwise_c4" | "depthwise_grad_input_c4" | "depthwise_rows" | "depthwise_grad_input_rows" => {
+            Some(kh * (kw + 1))
+        }
         "depthwise_grad_input" => Some(kh * (kw * (u64::from(p.fc) + 1) + 1)),
         e if e.starts_with("conv2d") && !e.contains("grad_filter") => {
             Some(kh * kw * (u64::from(p.c.max(p.oc).max(p.fc)) + 2))
@@ -439,7 +448,8 @@ pub fn launch_conv(
         if p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[input, filter, out])? {
             // Four channels of four adjacent output pixels per invocation.
             let blocks = u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow.div_ceil(4)) * u64::from(p.c / 4);
-            return launch_with(stream, "depthwise_c4", *p, &[input, filter], out, Some(blocks));
+            let entry = if row_columns_fit(p, false) { "depthwise_rows" } else { "depthwise_c4" };
+            return launch_with(stream, entry, *p, &[input, filter], out, Some(blocks));
         }
         return launch(stream, "depthwise", plan.params, &[input, filter], out);
     }
@@ -490,6 +500,24 @@ fn geometry(p: &Params) -> Im2col {
 /// filter and output windows start on a vec4.
 fn four_channels_fit(stream: &Stream, p: &Params, filter: &TensorRef, out: &TensorRef) -> Result<bool> {
     Ok(p.c == p.fc && p.oc.is_multiple_of(4) && on_vec4s(stream, &[filter, out])?)
+}
+
+/// Whether a `_rows` depthwise entry takes `p`: a channel multiplier of 1, channels in vec4s
+/// (`on_vec4s` checks the offsets), and a window whose taps and the columns four adjacent pixels
+/// read fit the shader's register arrays (ROW_TAPS_MAX, ROW_COLUMNS_MAX). The input gradient's
+/// columns (`depthwise_grad_input_rows`) are dy's, at a column stride of 1, 2 or 4.
+fn row_columns_fit(p: &Params, for_input_gradient: bool) -> bool {
+    let (kw, sw, dw) = (u64::from(p.kw), u64::from(p.sw), u64::from(p.dw));
+    let reach = kw.saturating_sub(1) * dw;
+    let columns = if for_input_gradient {
+        if ![1, 2, 4].contains(&sw) {
+            return false;
+        }
+        (3 + u64::from(p.pad_left) % sw + reach.div_ceil(sw) * sw) / sw + 1
+    } else {
+        3 * sw + reach + 1
+    };
+    p.fc == 1 && p.c.is_multiple_of(4) && kw <= 8 && columns <= 16
 }
 
 /// Whether each of `tensors` starts on a vec4 of its storage binding.
@@ -1185,6 +1213,11 @@ fn grad_of(
         return launch_grad_input_gemm(ctx, &p, &dy, &filter, out);
     }
     if depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[&dy, &known, out])? {
+        if row_columns_fit(p, true) {
+            // Four channels of four adjacent dx pixels per invocation.
+            let blocks = u64::from(p.batch) * u64::from(p.h) * u64::from(p.w.div_ceil(4)) * u64::from(p.c / 4);
+            return launch_with(stream, "depthwise_grad_input_rows", *p, &[&dy, &known], out, Some(blocks));
+        }
         let invocations = Some(out.num_elements() / 4);
         return launch_with(stream, "depthwise_grad_input_c4", *p, &[&dy, &known], out, invocations);
     }
@@ -1586,18 +1619,27 @@ fn launch_grad_filter(
     out: &TensorRef,
 ) -> Result<()> {
     let n = shader_len(out.num_elements(), "conv2d_grad_filter")?;
-    let pixels = u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow);
+    let channels_in_vec4s = depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[x, dy, out])?;
+    // The rows entry walks quads of four adjacent pixels of a row, the others single pixels.
+    let rows = channels_in_vec4s && row_columns_fit(&p, false);
+    let (pixels, slice_pixels) = if rows {
+        (u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow.div_ceil(4)), GRAD_FILTER_SLICE / 4)
+    } else {
+        (u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow), GRAD_FILTER_SLICE)
+    };
     let unit = out.dtype.size();
     let cap = GRAD_FILTER_PARTIAL_BYTES / unit / u64::from(n.max(1));
     let device = stream.device();
     let longest = loop_budget(device, 16);
-    let slices = pixels.div_ceil(u64::from(GRAD_FILTER_SLICE)).min(cap).max(pixels.div_ceil(longest));
+    let slices = pixels.div_ceil(u64::from(slice_pixels)).min(cap).max(pixels.div_ceil(longest));
     p.slices = shader_len(slices.max(1), "conv2d_grad_filter")?;
     p.slice_len = shader_len(pixels.div_ceil(slices.max(1)), "conv2d_grad_filter")?;
     check_loop_iterations(device, u64::from(p.slice_len), "convolution filter gradient")?;
     // `four_channels_fit` checks the vec4 views of binding 1 (here dy) and the output.
-    let (entry, per_invocation) = if depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[x, dy, out])?
-    {
+    let (entry, per_invocation) = if rows {
+        // One invocation per filter row and channel quad: the row's kw taps of four channels.
+        ("depthwise_grad_filter_rows", 4 * p.kw)
+    } else if channels_in_vec4s {
         ("depthwise_grad_filter_c4", 4)
     } else if depthwise {
         ("depthwise_grad_filter", 1)

@@ -2983,8 +2983,25 @@ def test_vec4_kernels_run():
     log = dispatch_log(script)
     for entry in ["reduce_f32_serial_vec4", "reduce_columns_vec4", "stats_vec4", "normalize_vec4", "grad_stats_vec4",
                   "grad_input_vec4", "max_pool_c4", "avg_pool_c4", "max_pool_grad_argmax", "max_pool_grad_routed",
-                  "depthwise_c4", "depthwise_grad_filter_c4"]:
+                  "depthwise_rows", "depthwise_grad_filter_rows"]:
         assert f"dispatch {entry}" in log, (entry, log[-3000:])
+
+
+def test_depthwise_rows_and_their_fallbacks_run():
+    """The `_rows` depthwise entries run where their register arrays hold the window, and the
+    four-channel kernels past that (9 taps; 19 columns at dilation 3; the input gradient at stride 3)."""
+    def entries(config):
+        script = ("import sys; sys.path.insert(0, %r); import test_ops as t\n"
+                  "t._depthwise_rows_case(*%r, on_gpu=True)\n" % (os.path.dirname(__file__), config))
+        log = dispatch_log(script)
+        return {line.split("dispatch ")[1].split()[0] for line in log.splitlines() if "dispatch depthwise" in line}
+    rows = {"depthwise_rows", "depthwise_grad_input_rows", "depthwise_grad_filter_rows"}
+    c4 = {"depthwise_c4", "depthwise_grad_input_c4", "depthwise_grad_filter_c4"}
+    for config, want in [((3, 3, 1, 1, "SAME", (2, 9, 11, 8)), rows), ((3, 3, 2, 1, "SAME", (1, 9, 13, 4)), rows),
+                         ((4, 4, 4, 1, "SAME", (1, 8, 17, 4)), rows), ((1, 9, 1, 1, "SAME", (1, 4, 12, 4)), c4),
+                         ((3, 6, 1, 3, "SAME", (1, 6, 22, 4)), c4), ((2, 8, 3, 1, "SAME", (1, 7, 19, 4)), c4)]:
+        assert config in DEPTHWISE_ROWS_CONFIGS
+        assert entries(config) == want, config
 
 
 @pytest.mark.parametrize("channels", [1, 4])
@@ -3000,3 +3017,72 @@ def test_max_pool_skips_nan_and_starts_from_the_lowest_value(strict_placement, c
         want = tf.nn.max_pool2d(tf.constant(x), 2, 2, "VALID").numpy()
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got[:, 0, 0, 0], np.array([3, 3, 5, np.finfo(np.float32).min, np.finfo(np.float32).min, -1], np.float32))
+
+
+# (kh, kw, stride, dilation, padding, image [batch, h, w, c]): windows of every width the `_rows`
+# depthwise entries unroll (1 to 8 taps), strides 1 to 3, dilation 2, rows not a multiple of 4
+# wide, and the fallbacks past their register arrays (9 taps; 3 * stride + (kw - 1) * dilation + 1
+# columns over 16).
+DEPTHWISE_ROWS_CONFIGS = [
+    (3, 3, 1, 1, "SAME", (2, 9, 11, 8)),
+    (5, 5, 1, 1, "SAME", (2, 10, 13, 12)),
+    (3, 3, 2, 1, "SAME", (2, 12, 14, 8)),
+    (3, 3, 2, 1, "VALID", (1, 9, 9, 4)),
+    (1, 1, 1, 1, "VALID", (2, 5, 6, 8)),
+    (7, 7, 1, 1, "SAME", (1, 9, 10, 4)),
+    (2, 8, 3, 1, "SAME", (1, 7, 19, 4)),
+    (3, 4, 1, 2, "SAME", (2, 9, 13, 8)),
+    (3, 3, 1, 2, "VALID", (1, 8, 9, 4)),
+    (1, 9, 1, 1, "SAME", (1, 4, 12, 4)),
+    (3, 6, 1, 3, "SAME", (1, 6, 22, 4)),
+    # The input gradient at strides 2 and 4, with the padding at each phase of the stride.
+    (3, 3, 2, 1, "SAME", (1, 9, 13, 4)),
+    (5, 5, 2, 1, "SAME", (1, 9, 15, 8)),
+    (4, 4, 4, 1, "SAME", (1, 8, 17, 4)),
+    (3, 5, 2, 1, [[0, 0], [2, 1], [3, 1], [0, 0]], (2, 7, 10, 4)),
+    # A filter gradient over several slices of quads.
+    (3, 3, 1, 1, "SAME", (2, 24, 30, 8)),
+]
+
+
+def _depthwise_rows_case(kh, kw, stride, dilation, padding, shape, on_gpu):
+    rng = rng_for(f"depthwise rows {kh} {kw} {stride} {dilation} {padding} {shape}")
+    x = rng.standard_normal(shape).astype(np.float32)
+    k = rng.standard_normal((kh, kw, shape[-1], 1)).astype(np.float32)
+    strides, dilations = [1, stride, stride, 1], [1, dilation, dilation, 1]
+    explicit = {} if isinstance(padding, str) else {"explicit_paddings": sum(padding, [])}
+    if not on_gpu:
+        # TF-CPU's raw ops ignore dilations; tf.nn.depthwise_conv2d dilates through space_to_batch.
+        with tf.device("/CPU:0"):
+            tx, tk = tf.constant(x), tf.constant(k)
+            with tf.GradientTape() as tape:
+                tape.watch([tx, tk])
+                y = tf.nn.depthwise_conv2d(tx, tk, strides, padding, dilations=[dilation, dilation])
+            dy = tf.constant(np.cos(np.arange(y.shape.num_elements()) * 0.37).reshape(y.shape).astype(np.float32))
+            dx, dk = tape.gradient(y, [tx, tk], output_gradients=dy)
+            return [y.numpy(), dx.numpy(), dk.numpy()]
+    with tf.device(GPU):
+        tx, tk = tf.identity(tf.constant(x)), tf.identity(tf.constant(k))
+        raw_padding = padding if isinstance(padding, str) else "EXPLICIT"
+        y = tf.raw_ops.DepthwiseConv2dNative(input=tx, filter=tk, strides=strides, padding=raw_padding,
+                                             dilations=dilations, **explicit)
+        dy = tf.identity(tf.constant(np.cos(np.arange(y.shape.num_elements()) * 0.37).reshape(y.shape).astype(np.float32)))
+        dx = tf.raw_ops.DepthwiseConv2dNativeBackpropInput(input_sizes=list(shape), filter=tk, out_backprop=dy,
+                                                            strides=strides, padding=raw_padding, dilations=dilations,
+                                                            **explicit)
+        dk = tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(input=tx, filter_sizes=list(k.shape), out_backprop=dy,
+                                                             strides=strides, padding=raw_padding, dilations=dilations,
+                                                             **explicit)
+        return [y.numpy(), dx.numpy(), dk.numpy()]
+
+
+@pytest.mark.parametrize("config", DEPTHWISE_ROWS_CONFIGS,
+                         ids=lambda c: "x".join(map(str, c[:4])) + "-" + (c[4] if isinstance(c[4], str) else "EXPLICIT"))
+def test_depthwise_rows_match_cpu(strict_placement, config):
+    """DepthwiseConv2dNative and both its gradients through the `_rows` entries (four pixels of a
+    row per invocation, the window's columns as override constants) and their fallbacks, against
+    TF-CPU's depthwise convolution and its gradients (dilated through space_to_batch there)."""
+    got = _depthwise_rows_case(*config, on_gpu=True)
+    want = _depthwise_rows_case(*config, on_gpu=False)
+    for name, g, w in zip(["y", "dx", "dfilter"], got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=5e-5, err_msg=name)
