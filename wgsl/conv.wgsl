@@ -258,7 +258,8 @@ fn row_columns_needed(stride: u32) -> u32 {
 
 // Columns x0 .. x0 + count - 1 of channel quad `ch` of one row of binding 0 (`width` pixels of p.c
 // channels from pixel `row_start`): zero outside [0, width), and everywhere when `inside` is false
-// (a row in the padding), so padded taps multiply zero as TF-CPU's zero-padded products do.
+// (a row in the padding). The filter gradient multiplies those zeros by dy, as TF-CPU's
+// zero-padded product does; the convolution and its input gradient skip them (`tap_product`).
 fn row_columns(cols: ptr<function, array<vec4<T>, ROW_COLUMNS_MAX>>, count: u32, inside: bool, row_start: u32, x0: i32, width: u32, ch: u32) {
     for (var k = 0u; k < count; k++) {
         let x = x0 + i32(k);
@@ -268,6 +269,13 @@ fn row_columns(cols: ptr<function, array<vec4<T>, ROW_COLUMNS_MAX>>, count: u32,
         }
         (*cols)[k] = v;
     }
+}
+
+// Column k's product with `tap`, or zero where column x0 + k is outside [0, width): TF-CPU skips
+// taps in the padding, so an infinite filter tap there gives no NaN.
+fn tap_product(column: vec4<T>, tap: vec4<T>, x0: i32, k: u32, width: u32) -> vec4<T> {
+    let x = x0 + i32(k);
+    return select(vec4<T>(), column * tap, x >= 0 && x < i32(width));
 }
 
 // Stores four pixels' accumulators from element `at` on, those of the row's first `width` columns.
@@ -298,13 +306,14 @@ fn depthwise_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     var acc: array<vec4<T>, 4>;
     for (var ky = 0u; ky < p.kh; ky++) {
         let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
+        if (iy < 0 || iy >= i32(p.h)) { continue; }
         var cols: array<vec4<T>, ROW_COLUMNS_MAX>;
-        let inside = iy >= 0 && iy < i32(p.h);
-        row_columns(&cols, row_columns_needed(ROW_SW), inside, (b * p.h + u32(iy)) * p.w, x0, p.w, ch);
+        row_columns(&cols, row_columns_needed(ROW_SW), true, (b * p.h + u32(iy)) * p.w, x0, p.w, ch);
         for (var kx = 0u; kx < ROW_KW; kx++) {
             let tap = weights4[(p.f_off + (ky * p.kw + kx) * p.c + ch) / 4u];
             for (var j = 0u; j < 4u; j++) {
-                acc[j] += cols[j * ROW_SW + kx * ROW_DW] * tap;
+                let k = j * ROW_SW + kx * ROW_DW;
+                acc[j] += tap_product(cols[k], tap, x0, k, p.w);
             }
         }
     }
@@ -354,7 +363,7 @@ fn depthwise_grad_input_rows(@builtin(global_invocation_id) gid: vec3<u32>, @bui
                 for (var j = 0u; j < 4u; j++) {
                     let t = j + ROW_PHASE + reach - kx * ROW_DW;
                     if (t % ROW_SW == 0u) {
-                        acc[j] += cols[t / ROW_SW] * tap;
+                        acc[j] += tap_product(cols[t / ROW_SW], tap, x0, t / ROW_SW, p.ow);
                     }
                 }
             }

@@ -3086,3 +3086,44 @@ def test_depthwise_rows_match_cpu(strict_placement, config):
     want = _depthwise_rows_case(*config, on_gpu=False)
     for name, g, w in zip(["y", "dx", "dfilter"], got, want):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=5e-5, err_msg=name)
+
+
+def _depthwise_skipping_padding(x, k, stride, pad):
+    """NumPy's depthwise convolution (multiplier 1) and its input gradient for dy = 1, summing only
+    the taps inside the image, as TF-GPU's kernels do."""
+    b, h, w, c = x.shape
+    kh, kw = k.shape[:2]
+    oh, ow = -(-h // stride), -(-w // stride)
+    y, dx = np.zeros((b, oh, ow, c), np.float64), np.zeros(x.shape, np.float64)
+    for oy in range(oh):
+        for ox in range(ow):
+            for ky in range(kh):
+                for kx in range(kw):
+                    iy, ix = oy * stride + ky - pad[0], ox * stride + kx - pad[1]
+                    if 0 <= iy < h and 0 <= ix < w:
+                        y[:, oy, ox] += x[:, iy, ix] * k[ky, kx, :, 0]
+                        dx[:, iy, ix] += k[ky, kx, :, 0]
+    return y, dx
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_skips_filter_taps_in_the_padding(strict_placement, stride):
+    """The depthwise convolution and its input gradient skip the taps that fall in the padding, as
+    TF-GPU's kernels do: an infinite tap there gives no NaN at the border. (TF-CPU's kernels differ
+    by shape: 4 channels skip them, 8 multiply the padding's zeros. The filter gradient multiplies
+    the padding's zeros by dy, as both do: `test_vec4_reductions_batch_norm_and_products_match_cpu`.)"""
+    x = np.linspace(0.5, 1.5, 2 * 7 * 9 * 8, dtype=np.float32).reshape(2, 7, 9, 8)
+    k = np.ones((3, 3, 8, 1), np.float32)
+    k[0, 0, :4, 0], k[2, 2, 4:, 0] = np.inf, -np.inf
+    strides = [1, stride, stride, 1]
+    with tf.device(GPU):
+        y = tf.raw_ops.DepthwiseConv2dNative(input=tf.identity(tf.constant(x)), filter=tf.identity(tf.constant(k)),
+                                             strides=strides, padding="SAME")
+        dx = tf.raw_ops.DepthwiseConv2dNativeBackpropInput(input_sizes=list(x.shape), filter=tf.constant(k),
+                                                           out_backprop=tf.ones_like(y), strides=strides, padding="SAME")
+    # SAME padding's leading part is 1 at both strides: at stride 2, (ceil(7 / 2) - 1) * 2 + 3 - 7 = 2
+    # rows (and as many columns) in all, 1 before.
+    want_y, want_dx = _depthwise_skipping_padding(x, k, stride, (1, 1))
+    assert not np.isnan(want_y).any() and not np.isnan(want_dx).any()
+    np.testing.assert_allclose(y.numpy(), want_y, rtol=1e-5)
+    np.testing.assert_allclose(dx.numpy(), want_dx, rtol=1e-5)
