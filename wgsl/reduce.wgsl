@@ -9,8 +9,9 @@
 //   reduce_bool: All (OP 0), Any (1) over bool bytes; results are OR-ed into a zeroed output.
 //   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis, as Eigen's tuple reducers (see `better`);
 //     `out_words` 1 or 2.
-//   reduce_columns: reduce_f32's ops but L2Loss over the leading axes of a `rows` x `outputs`
-//     input (the kept dimension innermost): see below; reduce_columns_vec4, four columns at once.
+//   reduce_columns: reduce_f32's ops but L2Loss over the middle axis of a `batches` x `rows` x
+//     `columns` input (the kept columns innermost): see below; reduce_columns_vec4, four columns at
+//     once.
 
 @group(0) @binding(0) var<storage, read_write> input: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<atomic<u32>>;
@@ -147,11 +148,19 @@ fn reduce_f32_serial_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builti
     atomicStore(&out[p.out_off + o], bitcast<u32>(finish(math_sum_value(acc))));
 }
 
-// Column reductions (Sum over leading axes, BiasAddGrad): invocation (slice, column) combines its
-// slice of one column with a plain row stride, neighbouring lanes reading neighbouring columns and
-// no element index split into coordinates. With more than one slice it writes raw partial results,
-// one row per slice, that a second launch over `slices` rows combines (`count` stays the reduced
-// element count, for Mean).
+// Column reductions (Sum over leading axes, BiasAddGrad, Mean over an image's H and W): the input is
+// `batches` x `rows` x `columns` (p.kept_shape[0].y columns, batches p.kept_stride[0].x elements
+// apart), reduced over its rows into `outputs` = batches * columns. Invocation (slice, output)
+// combines its slice of one column with a plain row stride, neighbouring lanes reading neighbouring
+// columns and no element index split into coordinates. With more than one slice it writes raw
+// partial results, one row per slice, that a second launch over `slices` rows of one batch combines
+// (`count` stays the reduced element count, for Mean).
+fn column_start(o: u32) -> u32 {
+    let columns = p.kept_shape[0].y;
+    let batch = quot(o, columns);
+    return p.in_off + batch * p.kept_stride[0].x + (o - batch * columns);
+}
+
 @compute @workgroup_size(64)
 fn reduce_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * 64u;
@@ -159,12 +168,13 @@ fn reduce_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
         return;
     }
     let slice = quot(i, p.outputs);
-    let column = i - slice * p.outputs;
+    let start = column_start(i - slice * p.outputs);
+    let columns = p.kept_shape[0].y;
     let first = slice * p.rows_per_slice;
     let last = min(p.rows, first + p.rows_per_slice);
     var acc = MathSum(identity(), 0.0);
     for (var r = first; r < last; r++) {
-        accumulate(&acc, bitcast<f32>(input[p.in_off + r * p.outputs + column]));
+        accumulate(&acc, bitcast<f32>(input[start + r * columns]));
     }
     let total = math_sum_value(acc);
     atomicStore(&out[p.out_off + i], bitcast<u32>(select(finish(total), total, p.partial != 0u)));
@@ -183,7 +193,9 @@ fn reduce_columns_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
         return;
     }
     let slice = i / quads;
-    let column = (i - slice * quads) * 4u;
+    let o = (i - slice * quads) * 4u;
+    let start = column_start(o);
+    let columns = p.kept_shape[0].y;
     let first = slice * p.rows_per_slice;
     let last = min(p.rows, first + p.rows_per_slice);
     var acc0 = MathSum(identity(), 0.0);
@@ -191,7 +203,7 @@ fn reduce_columns_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
     var acc2 = MathSum(identity(), 0.0);
     var acc3 = MathSum(identity(), 0.0);
     for (var r = first; r < last; r++) {
-        let v = bitcast<vec4<f32>>(input4[(p.in_off + r * p.outputs + column) / 4u]);
+        let v = bitcast<vec4<f32>>(input4[(start + r * columns) / 4u]);
         accumulate(&acc0, v.x);
         accumulate(&acc1, v.y);
         accumulate(&acc2, v.z);
@@ -199,7 +211,7 @@ fn reduce_columns_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
     }
     let total = vec4<f32>(math_sum_value(acc0), math_sum_value(acc1), math_sum_value(acc2), math_sum_value(acc3));
     let done = vec4<f32>(finish(total.x), finish(total.y), finish(total.z), finish(total.w));
-    out4[(p.out_off + slice * p.outputs + column) / 4u] = bitcast<vec4<u32>>(select(done, total, p.partial != 0u));
+    out4[(p.out_off + slice * p.outputs + o) / 4u] = bitcast<vec4<u32>>(select(done, total, p.partial != 0u));
 }
 
 @compute @workgroup_size(256)

@@ -173,23 +173,44 @@ const COLUMN_SLICE_MIN_ELEMENTS: u64 = 1 << 16;
 const COLUMN_SLICE_MIN_ROWS: u32 = 64;
 const COLUMN_TARGET_INVOCATIONS: u32 = 256;
 
-/// Whether `p` reduces the leading axes of a `count` x `outputs` input: the kept dimension innermost
-/// and contiguous, one merged reduced dimension outside it.
-fn is_column_reduction(p: &Params) -> bool {
-    p.kept_rank == 1 && p.red_rank == 1 && p.kept_stride[0] == 1 && p.red_stride[0] == p.kept_shape[0]
+/// The (batches, columns) of `p` where it reduces the middle axis of a `batches` x `count` x
+/// `columns` input: the kept columns innermost and contiguous, one merged reduced dimension outside
+/// them, and at most one kept dimension outside that (Mean over an NHWC image's H and W).
+fn column_reduction(p: &Params) -> Option<(u32, u32)> {
+    if p.red_rank != 1 {
+        return None;
+    }
+    let (shape, stride) = (&p.kept_shape, &p.kept_stride);
+    match p.kept_rank {
+        1 if stride[0] == 1 && p.red_stride[0] == shape[0] => Some((1, shape[0])),
+        2 if stride[1] == 1
+            && p.red_stride[0] == shape[1]
+            && u64::from(stride[0]) == u64::from(p.count) * u64::from(shape[1]) =>
+        {
+            Some((shape[0], shape[1]))
+        }
+        _ => None,
+    }
 }
 
 /// Column reductions (see `reduce_columns` in `wgsl/reduce.wgsl`): one launch, or partial results per
 /// slice of rows in scratch and a second launch that combines them. The tree kernel took 11.5 ms to
 /// sum a 64x26x26x16 gradient over its channels on lavapipe (one 256-thread workgroup per channel,
 /// each element's index split into coordinates).
-fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &TensorRef) -> Result<()> {
+fn launch_columns(
+    stream: &Stream,
+    op: u32,
+    mut p: Params,
+    (batches, columns): (u32, u32),
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
     let (rows, cols) = (p.count, p.outputs);
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     // Four columns per invocation where the columns and both offsets fall on vec4s.
-    let vec4_windows = match cols.is_multiple_of(4) {
+    let vec4_windows = match columns.is_multiple_of(4) {
         true => aligned_vec4_window(device, &in_mem, 4)?.zip(aligned_vec4_window(device, &out_mem, 4)?),
         false => None,
     };
@@ -216,6 +237,8 @@ fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, ou
             None => (storage_window(core, &in_mem, 4)?, storage_window(core, &out_mem, 4)?),
         };
         (p.rows, p.rows_per_slice, p.slices) = (rows, rows.div_ceil(slices), slices);
+        // The shader's view: `columns` per row, batches `rows * columns` elements apart.
+        (p.kept_shape[1], p.kept_stride[0]) = (columns, if batches > 1 { rows * columns } else { 0 });
         p.in_off = in_off;
         let launch = |encoder: &mut _, input: Binding, output: Binding, p: &Params| {
             let invocations = (cols / columns_per_invocation) as u64 * p.slices as u64;
@@ -230,6 +253,8 @@ fn launch_columns(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, ou
         (p.out_off, p.partial) = (0, 1);
         launch(encoder, in_bind, partials, &p)?;
         (p.rows, p.rows_per_slice, p.slices, p.partial) = (slices, slices, 1, 0);
+        // The partials are one batch of `slices` rows of every output.
+        (p.kept_shape[1], p.kept_stride[0]) = (cols, 0);
         (p.in_off, p.out_off) = (0, out_off);
         launch(encoder, partials, out_bind, &p)
     })
@@ -256,8 +281,8 @@ fn launch(
     if input.dtype == DType::F64 {
         return launch_f64(stream, op, p, input, out);
     }
-    if entry == "reduce_f32" && op != L2_LOSS && is_column_reduction(&p) {
-        return launch_columns(stream, op, p, input, out);
+    if let Some(geometry) = column_reduction(&p).filter(|_| entry == "reduce_f32" && op != L2_LOSS) {
+        return launch_columns(stream, op, p, geometry, input, out);
     }
     // Short reductions loop serially, one invocation per output (see `wgsl/reduce.wgsl`).
     let serial = entry == "reduce_f32" && p.count <= SERIAL_REDUCTION_MAX;

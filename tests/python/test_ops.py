@@ -2869,6 +2869,11 @@ def vec4_kernel_cases():
         "products": [(rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32))
                      for m, k, n in [(300, 24, 144), (130, 3, 8), (129, 64, 256), (70, 130, 6), (200, 200, 12), (9, 1, 4),
                                      (300, 128, 144), (300, 500, 20), (300, 200, 18), (40, 400, 36), (150, 385, 64)]],
+        # Reduced over the middle axis (Mean over an image's H and W): batches of column reductions,
+        # in one launch and in slices, four columns at once or one. (Drawn last: the cases above keep
+        # their inputs; positive, so that the long sums do not cancel to below the tolerance.)
+        "batched_columns": [rng.random(s).astype(np.float32) + 0.5 for s in [(3, 500, 12), (2, 3000, 64), (4, 50, 30),
+                                                                             (2, 9, 11, 8), (2, 5000, 10)]],
     }
 
 
@@ -2886,6 +2891,11 @@ def run_vec4_kernel_cases(device, cases):
         for x in cases["columns"]:
             t = tf.identity(tf.constant(x))
             out += [tf.reduce_sum(t, 0), tf.reduce_max(t, 0), tf.reduce_mean(t, list(range(x.ndim - 1)))]
+        for x in cases["batched_columns"]:
+            t = tf.identity(tf.constant(x))
+            middle = list(range(1, x.ndim - 1))
+            out += [tf.reduce_sum(t, middle), tf.reduce_min(t, middle), tf.reduce_mean(t, middle, keepdims=True),
+                    tf.reduce_prod(t * 0.001 + 1.0, middle)]
         for x in cases["images"]:
             c = x.shape[-1]
             t = tf.identity(tf.constant(x))
@@ -2981,6 +2991,12 @@ def test_vec4_kernels_run():
         "    tape.gradient(y, k).numpy()\n"
     )
     log = dispatch_log(script)
+    # Mean over H and W, a batch of column reductions: reduce_columns_vec4 is the only reduction there.
+    mean_log = dispatch_log("import tensorflow as tf\n"
+                            "with tf.device('/GPU:0'):\n"
+                            "    tf.reduce_mean(tf.identity(tf.ones([2, 30, 30, 64])), [1, 2]).numpy()\n")
+    assert {line.split("dispatch ")[1].split()[0] for line in mean_log.splitlines() if "dispatch reduce" in line} \
+        == {"reduce_columns_vec4"}, mean_log[-3000:]
     for entry in ["reduce_f32_serial_vec4", "reduce_columns_vec4", "stats_vec4", "normalize_vec4", "grad_stats_vec4",
                   "grad_input_vec4", "max_pool_c4", "avg_pool_c4", "max_pool_grad_argmax", "max_pool_grad_routed",
                   "depthwise_rows", "depthwise_grad_filter_rows"]:
