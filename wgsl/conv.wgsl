@@ -886,6 +886,74 @@ fn depthwise_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @bu
     }
 }
 
+// Conv2DBackpropFilter of an image with few channels (a first layer's gray or RGB input) over
+// slices of the batch * oh * ceil(ow / 4) quads of four adjacent output pixels, as
+// `depthwise_grad_filter_rows`: invocation (slice s, filter row ky, input channel ci, output channel
+// quad) loads each quad's ROW columns of channel ci once for all ROW_KW taps of the row and sums the
+// products with dy's four channels into `out[s * p.n + f]`. There the tiled product's k (the
+// pixels) is long and its output small, so it ran one dispatch per 384 pixels. Ungrouped, oc a
+// multiple of 4, dy and the output on vec4s. A tap in the padding multiplies zero by dy.
+@compute @workgroup_size(256)
+fn conv2d_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    let oc4 = p.oc / 4u;
+    let per_slice = p.kh * p.c * oc4;
+    if (i >= per_slice * p.slices) {
+        return;
+    }
+    let slice = quot(i, per_slice);
+    let r = i - slice * per_slice;
+    let o = (r % oc4) * 4u;
+    let row_channel = r / oc4;
+    let ci = row_channel % p.c;
+    let ky = row_channel / p.c;
+    let ow4 = (p.ow + 3u) / 4u;
+    let first = slice * p.slice_len;
+    let last = min(first + p.slice_len, p.batch * p.oh * ow4);
+    let start = quot_rem(first, ow4);
+    var ox = start.y * 4u;
+    var oy = start.x % p.oh;
+    var b = start.x / p.oh;
+    let columns = row_columns_needed(ROW_SW);
+    var acc: array<vec4<T>, ROW_TAPS_MAX>;
+    for (var q = first; q < last; q++) {
+        let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
+        let inside = iy >= 0 && iy < i32(p.h);
+        let x0 = i32(ox * ROW_SW) - i32(p.pad_left);
+        let row_start = (b * p.h + u32(iy)) * p.w;
+        var cols: array<T, ROW_COLUMNS_MAX>;
+        for (var k = 0u; k < columns; k++) {
+            let x = x0 + i32(k);
+            var v = T(0.0);
+            if (inside && x >= 0 && x < i32(p.w)) {
+                v = input[p.in_off + (row_start + u32(x)) * p.c + ci];
+            }
+            cols[k] = v;
+        }
+        let dy_at = p.f_off + ((b * p.oh + oy) * p.ow + ox) * p.oc + o;
+        for (var j = 0u; j < 4u; j++) {
+            if (ox + j < p.ow) {
+                let dy = weights4[(dy_at + j * p.oc) / 4u];
+                for (var kx = 0u; kx < ROW_KW; kx++) {
+                    acc[kx] += cols[j * ROW_SW + kx * ROW_DW] * dy;
+                }
+            }
+        }
+        ox += 4u;
+        if (ox >= p.ow) {
+            ox = 0u;
+            oy += 1u;
+            if (oy == p.oh) {
+                oy = 0u;
+                b += 1u;
+            }
+        }
+    }
+    for (var kx = 0u; kx < ROW_KW; kx++) {
+        out4[(p.out_off + slice * p.n + ((ky * p.kw + kx) * p.c + ci) * p.oc + o) / 4u] = acc[kx];
+    }
+}
+
 // The flat input index of the first maximum of output window (b, oy, ox, ch), or -1 if empty.
 fn window_argmax(b: u32, oy: u32, ox: u32, ch: u32) -> i32 {
     var best = T(0.0);

@@ -507,6 +507,13 @@ fn four_channels_fit(stream: &Stream, p: &Params, filter: &TensorRef, out: &Tens
 /// read fit the shader's register arrays (ROW_TAPS_MAX, ROW_COLUMNS_MAX). The input gradient's
 /// columns (`depthwise_grad_input_rows`) are dy's, at a column stride of 1, 2 or 4.
 fn row_columns_fit(p: &Params, for_input_gradient: bool) -> bool {
+    p.fc == 1 && p.c.is_multiple_of(4) && row_window_fits(p, for_input_gradient)
+}
+
+/// Whether the `_rows` entries' register arrays hold `p`'s window: at most 8 taps across, and the
+/// columns four adjacent pixels read (dy's for the depthwise input gradient, at a column stride of
+/// 1, 2 or 4) at most 16.
+fn row_window_fits(p: &Params, for_input_gradient: bool) -> bool {
     let (kw, sw, dw) = (u64::from(p.kw), u64::from(p.sw), u64::from(p.dw));
     let reach = kw.saturating_sub(1) * dw;
     let columns = if for_input_gradient {
@@ -517,7 +524,16 @@ fn row_columns_fit(p: &Params, for_input_gradient: bool) -> bool {
     } else {
         3 * sw + reach + 1
     };
-    p.fc == 1 && p.c.is_multiple_of(4) && kw <= 8 && columns <= 16
+    kw <= 8 && columns <= 16
+}
+
+/// Whether Conv2DBackpropFilter takes `conv2d_grad_filter_rows`: an ungrouped convolution of an
+/// image with 1 to 3 channels (a first layer's gray or RGB input) to a multiple of 4 output
+/// channels. The tiled product's k is then the pixels, long, and its output [oc, kh * kw * 4]
+/// small: one dispatch per 384 pixels of a mostly empty tile (86 for a 3x3 convolution of 32
+/// 32x32 RGB images), which cost more than this kernel's loads.
+fn conv_grad_filter_rows_fit(stream: &Stream, p: &Params, dy: &TensorRef, df: &TensorRef) -> Result<bool> {
+    Ok(p.fc == p.c && p.c < 4 && p.oc.is_multiple_of(4) && row_window_fits(p, false) && on_vec4s(stream, &[dy, df])?)
 }
 
 /// Whether each of `tensors` starts on a vec4 of its storage binding.
@@ -1190,7 +1206,13 @@ fn grad_of(
     // The gradients as implicit GEMMs (grouped too), convolutions and matmuls, each where it
     // applies, in order of preference; else the direct kernels.
     let as_products: &[GradRoute] = if for_filter {
-        &[grad_filter_gemm, grad_filter_with_channels_padded, grad_filter_tiles, grad_filter_as_matmul]
+        &[
+            grad_filter_gemm,
+            grad_filter_rows,
+            grad_filter_with_channels_padded,
+            grad_filter_tiles,
+            grad_filter_as_matmul,
+        ]
     } else {
         &[grad_input_gemm, grad_input_with_channels_padded, grad_input_by_columns, grad_input_as_conv]
     };
@@ -1456,6 +1478,22 @@ fn grad_filter_tiles(
     Ok(true)
 }
 
+/// Conv2DBackpropFilter by `conv2d_grad_filter_rows` where `conv_grad_filter_rows_fit`.
+fn grad_filter_rows(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    x: &TensorRef,
+    dy: &TensorRef,
+    df: &TensorRef,
+) -> Result<bool> {
+    let stream = ctx.stream()?;
+    if !conv_grad_filter_rows_fit(stream, p, dy, df)? {
+        return Ok(false);
+    }
+    launch_grad_filter(stream, *p, false, x, dy, df)?;
+    Ok(true)
+}
+
 /// Conv2DBackpropFilter of an input whose channels are not a multiple of 4 (RGB: 3), as
 /// `conv_with_channels_padded` runs the forward convolution: the input padded with zero channels
 /// to the next multiple of 4, the gradient of the padded filter on the tiled product, then its
@@ -1620,8 +1658,9 @@ fn launch_grad_filter(
 ) -> Result<()> {
     let n = shader_len(out.num_elements(), "conv2d_grad_filter")?;
     let channels_in_vec4s = depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[x, dy, out])?;
-    // The rows entry walks quads of four adjacent pixels of a row, the others single pixels.
-    let rows = channels_in_vec4s && row_columns_fit(&p, false);
+    let conv_rows = !depthwise && conv_grad_filter_rows_fit(stream, &p, dy, out)?;
+    // The rows entries walk quads of four adjacent pixels of a row, the others single pixels.
+    let rows = channels_in_vec4s && row_columns_fit(&p, false) || conv_rows;
     let (pixels, slice_pixels) = if rows {
         (u64::from(p.batch) * u64::from(p.oh) * u64::from(p.ow.div_ceil(4)), GRAD_FILTER_SLICE / 4)
     } else {
@@ -1636,7 +1675,10 @@ fn launch_grad_filter(
     p.slice_len = shader_len(pixels.div_ceil(slices.max(1)), "conv2d_grad_filter")?;
     check_loop_iterations(device, u64::from(p.slice_len), "convolution filter gradient")?;
     // `four_channels_fit` checks the vec4 views of binding 1 (here dy) and the output.
-    let (entry, per_invocation) = if rows {
+    let (entry, per_invocation) = if conv_rows {
+        // One invocation per filter row, input channel and output channel quad.
+        ("conv2d_grad_filter_rows", 4 * p.kw)
+    } else if rows {
         // One invocation per filter row and channel quad: the row's kw taps of four channels.
         ("depthwise_grad_filter_rows", 4 * p.kw)
     } else if channels_in_vec4s {

@@ -3056,8 +3056,18 @@ DEPTHWISE_ROWS_CONFIGS = [
     (5, 5, 2, 1, "SAME", (1, 9, 15, 8)),
     (4, 4, 4, 1, "SAME", (1, 8, 17, 4)),
     (3, 5, 2, 1, [[0, 0], [2, 1], [3, 1], [0, 0]], (2, 7, 10, 4)),
-    # A filter gradient over several slices of quads.
+    # A filter gradient over several slices of quads, slices starting at a row's start (ow / 4 = 8
+    # quads divides a slice's 128) and within a row (7 quads a row).
     (3, 3, 1, 1, "SAME", (2, 24, 30, 8)),
+    (3, 3, 1, 1, "SAME", (3, 25, 26, 4)),
+    # The register arrays' bounds: 2, 6 and 8 taps, stride 3 (15 columns), stride 4's other phases.
+    (2, 2, 1, 1, "VALID", (2, 5, 9, 4)),
+    (3, 6, 1, 1, "SAME", (1, 6, 14, 8)),
+    (2, 8, 1, 1, "SAME", (1, 5, 15, 4)),
+    (3, 3, 3, 1, "SAME", (1, 10, 17, 4)),
+    (4, 4, 4, 1, [[0, 0], [0, 0], [0, 0], [0, 0]], (1, 8, 16, 4)),
+    (4, 4, 4, 1, [[0, 0], [2, 1], [2, 1], [0, 0]], (1, 8, 17, 4)),
+    (4, 4, 4, 1, [[0, 0], [3, 0], [3, 0], [0, 0]], (1, 9, 17, 4)),
 ]
 
 
@@ -3135,7 +3145,7 @@ def test_depthwise_skips_filter_taps_in_the_padding(strict_placement, stride):
     with tf.device(GPU):
         y = tf.raw_ops.DepthwiseConv2dNative(input=tf.identity(tf.constant(x)), filter=tf.identity(tf.constant(k)),
                                              strides=strides, padding="SAME")
-        dx = tf.raw_ops.DepthwiseConv2dNativeBackpropInput(input_sizes=list(x.shape), filter=tf.constant(k),
+        dx = tf.raw_ops.DepthwiseConv2dNativeBackpropInput(input_sizes=list(x.shape), filter=tf.identity(tf.constant(k)),
                                                            out_backprop=tf.ones_like(y), strides=strides, padding="SAME")
     # SAME padding's leading part is 1 at both strides: at stride 2, (ceil(7 / 2) - 1) * 2 + 3 - 7 = 2
     # rows (and as many columns) in all, 1 before.
@@ -3143,3 +3153,79 @@ def test_depthwise_skips_filter_taps_in_the_padding(strict_placement, stride):
     assert not np.isnan(want_y).any() and not np.isnan(want_dx).any()
     np.testing.assert_allclose(y.numpy(), want_y, rtol=1e-5)
     np.testing.assert_allclose(dx.numpy(), want_dx, rtol=1e-5)
+
+
+# (kh, kw, stride, dilation, padding, image [batch, h, w, c], oc): Conv2DBackpropFilter of images
+# with 1 to 3 channels (`conv2d_grad_filter_rows`): 1 to 8 taps across, strides 1 to 3, dilation
+# 2, SAME/VALID/EXPLICIT, widths that leave a partial quad, slices starting within a row, and
+# the fallbacks (oc not a multiple of 4; 4 channels; 9 taps).
+CONV_GRAD_FILTER_ROWS_CONFIGS = [
+    (3, 3, 1, 1, "SAME", (4, 16, 16, 3), 32),
+    (7, 7, 2, 1, "SAME", (2, 30, 30, 3), 8),
+    (1, 1, 1, 1, "VALID", (2, 5, 7, 1), 4),
+    (2, 2, 2, 1, "VALID", (3, 9, 9, 2), 12),
+    (5, 5, 1, 2, "SAME", (2, 15, 13, 3), 4),
+    (3, 8, 1, 1, "SAME", (1, 6, 19, 3), 8),
+    (3, 6, 3, 1, [[0, 0], [1, 2], [3, 1], [0, 0]], (2, 11, 14, 2), 4),
+    (3, 3, 1, 1, "SAME", (6, 30, 26, 3), 16),
+    (3, 3, 1, 1, "SAME", (2, 8, 8, 3), 6),
+    (3, 3, 1, 1, "SAME", (2, 8, 8, 4), 8),
+    (1, 9, 1, 1, "SAME", (2, 4, 12, 3), 8),
+]
+
+
+def _conv_grad_filter_case(kh, kw, stride, dilation, padding, shape, oc, on_gpu):
+    """The filter gradient of one configuration on the GPU (the raw op), or its float64 NumPy
+    reference: the sum over pixels of each tap's zero-padded input times dy (TF-CPU has no
+    dilated convolution gradients)."""
+    rng = rng_for(f"conv grad filter rows {kh} {kw} {stride} {dilation} {padding} {shape} {oc}")
+    x = rng.standard_normal(shape).astype(np.float32)
+    _, h, w, c = shape
+    if isinstance(padding, str):
+        out = [-(-n // stride) if padding == "SAME" else (n - (k - 1) * dilation - 1) // stride + 1
+               for n, k in [(h, kh), (w, kw)]]
+        total = [max((o - 1) * stride + (k - 1) * dilation + 1 - n, 0) if padding == "SAME" else 0
+                 for o, n, k in zip(out, [h, w], [kh, kw])]
+        pads = [(t // 2, t - t // 2) for t in total]
+    else:
+        pads = [tuple(padding[1]), tuple(padding[2])]
+        out = [(n + sum(pd) - (k - 1) * dilation - 1) // stride + 1 for n, pd, k in zip([h, w], pads, [kh, kw])]
+    dy = np.cos(np.arange(shape[0] * out[0] * out[1] * oc) * 0.37).reshape(shape[0], *out, oc).astype(np.float32)
+    if not on_gpu:
+        xp = np.pad(x.astype(np.float64), [(0, 0), pads[0], pads[1], (0, 0)])
+        df = np.zeros((kh, kw, c, oc))
+        for ky in range(kh):
+            for kx in range(kw):
+                y0, x0 = ky * dilation, kx * dilation
+                taps = xp[:, y0:y0 + (out[0] - 1) * stride + 1:stride, x0:x0 + (out[1] - 1) * stride + 1:stride]
+                df[ky, kx] = np.einsum("bhwc,bhwo->co", taps, dy.astype(np.float64))
+        return df
+    explicit = {} if isinstance(padding, str) else {"explicit_paddings": sum(padding, [])}
+    with tf.device(GPU):
+        return tf.raw_ops.Conv2DBackpropFilter(
+            input=tf.identity(tf.constant(x)), filter_sizes=[kh, kw, c, oc], out_backprop=tf.identity(tf.constant(dy)),
+            strides=[1, stride, stride, 1], padding=padding if isinstance(padding, str) else "EXPLICIT",
+            dilations=[1, dilation, dilation, 1], **explicit).numpy()
+
+
+@pytest.mark.parametrize("config", CONV_GRAD_FILTER_ROWS_CONFIGS,
+                         ids=lambda c: "x".join(map(str, c[:4])) + "-" + (c[4] if isinstance(c[4], str) else "EXPLICIT")
+                         + f"-c{c[5][-1]}-oc{c[6]}")
+def test_conv_grad_filter_rows_match_cpu(strict_placement, config):
+    """Conv2DBackpropFilter of few-channel images through `conv2d_grad_filter_rows` (and its
+    fallbacks) against the exact sums (float64 NumPy)."""
+    got = _conv_grad_filter_case(*config, on_gpu=True)
+    want = _conv_grad_filter_case(*config, on_gpu=False)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-4)
+
+
+def test_conv_grad_filter_rows_runs():
+    """conv2d_grad_filter_rows runs for an RGB image's filter gradient (the comparison above would
+    pass on the tiled product alone), and not for 4 channels or oc not a multiple of 4."""
+    def entries(config):
+        script = ("import sys; sys.path.insert(0, %r); import test_ops as t\n"
+                  "t._conv_grad_filter_case(*%r, on_gpu=True)\n" % (os.path.dirname(__file__), config))
+        return dispatch_log(script)
+    assert "dispatch conv2d_grad_filter_rows" in entries(CONV_GRAD_FILTER_ROWS_CONFIGS[0])
+    for config in CONV_GRAD_FILTER_ROWS_CONFIGS[-3:]:
+        assert "dispatch conv2d_grad_filter_rows" not in entries(config), config
