@@ -3229,3 +3229,37 @@ def test_conv_grad_filter_rows_runs():
     assert "dispatch conv2d_grad_filter_rows" in entries(CONV_GRAD_FILTER_ROWS_CONFIGS[0])
     for config in CONV_GRAD_FILTER_ROWS_CONFIGS[-3:]:
         assert "dispatch conv2d_grad_filter_rows" not in entries(config), config
+
+
+def test_whole_tensor_reductions_in_chunks_match_cpu(strict_placement):
+    """Sum/Mean/Max/Min/Prod of long contiguous runs with few outputs (a whole tensor, a few rows)
+    in two passes (`launch_in_chunks`: chunks by reduce_f32_serial_vec4, then the tree), beside
+    the slices they fall back to (a run no chunk length divides, a view at an odd offset), against
+    TF-CPU; and the dispatch log names the chunk pass."""
+    rng = rng_for("reductions in chunks")
+    cases = [rng.random((4, 56, 56, 16)).astype(np.float32) + 0.5, rng.random((3, 40000)).astype(np.float32) + 0.5,
+             rng.random((32771,)).astype(np.float32) + 0.5, rng.random((2, 3, 65536)).astype(np.float32) - 0.5]
+
+    def run(device):
+        out = []
+        with tf.device(device):
+            for x in cases:
+                t = tf.identity(tf.constant(x))
+                last = [x.ndim - 1] if x.ndim > 1 else None
+                for axis in [None, last]:
+                    # Prod of powers of two, exact in any order (a float32 product of 200,000
+                    # factors near 1 drifts by its order: TF-CPU multiplies packets in a tree).
+                    factors = tf.where(t > 1.4999, 2.0, tf.where(t < 0.5001, 0.5, 1.0))
+                    out += [tf.reduce_sum(t, axis), tf.reduce_mean(t, axis), tf.reduce_max(t, axis),
+                            tf.reduce_min(t, axis), tf.reduce_prod(factors, axis)]
+            # One element into its buffer: the slices (no vec4 window).
+            padded = tf.identity(tf.constant(np.concatenate([[0.0], cases[0].ravel()]).astype(np.float32)))
+            out.append(tf.reduce_sum(tf.split(padded, [1, cases[0].size])[1]))
+        return [r.numpy() for r in out]
+
+    for i, (g, w) in enumerate(zip(run(GPU), run("/CPU:0"))):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-5, err_msg=f"result {i}")
+    log = dispatch_log("import tensorflow as tf\n"
+                       "with tf.device('/GPU:0'):\n"
+                       "    tf.reduce_sum(tf.identity(tf.ones([4, 56, 56, 16]))).numpy()\n")
+    assert "dispatch reduce_f32_serial_vec4" in log, log[-3000:]
