@@ -214,6 +214,60 @@ fn reduce_columns_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
     out4[(p.out_off + slice * p.outputs + o) / 4u] = bitcast<vec4<u32>>(select(done, total, p.partial != 0u));
 }
 
+// reduce_columns over sixteen adjacent columns per invocation (the host checks that the columns are
+// a multiple of 16 and both offsets of 4): each row's four vec4 loads are one 64-byte run, so a
+// lane reads whole cache lines, and four independent loads per row keep more of them in flight on
+// llvmpipe, whose lane-by-lane loads down a strided column otherwise wait on memory one by one.
+fn combine4(x: vec4<f32>, y: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(combine(x.x, y.x), combine(x.y, y.y), combine(x.z, y.z), combine(x.w, y.w));
+}
+
+fn accumulate4(acc: ptr<function, MathSum4>, v: vec4<f32>) {
+    if (is_sum()) {
+        math_sum4_add(acc, v);
+    } else {
+        (*acc).total = combine4((*acc).total, v);
+    }
+}
+
+fn column_result4(acc: MathSum4) -> vec4<u32> {
+    let total = math_sum4_value(acc);
+    let done = vec4<f32>(finish(total.x), finish(total.y), finish(total.z), finish(total.w));
+    return bitcast<vec4<u32>>(select(done, total, p.partial != 0u));
+}
+
+@compute @workgroup_size(64)
+fn reduce_columns_vec16(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let groups = p.outputs / 16u;
+    let i = gid.x + gid.y * nwg.x * 64u;
+    if (i >= groups * p.slices) {
+        return;
+    }
+    let slice = i / groups;
+    let o = (i - slice * groups) * 16u;
+    let start = column_start(o);
+    let columns = p.kept_shape[0].y;
+    let first = slice * p.rows_per_slice;
+    let last = min(p.rows, first + p.rows_per_slice);
+    let init = MathSum4(vec4<f32>(identity()), vec4<f32>());
+    var acc0 = init;
+    var acc1 = init;
+    var acc2 = init;
+    var acc3 = init;
+    for (var r = first; r < last; r++) {
+        let at = (start + r * columns) / 4u;
+        accumulate4(&acc0, bitcast<vec4<f32>>(input4[at]));
+        accumulate4(&acc1, bitcast<vec4<f32>>(input4[at + 1u]));
+        accumulate4(&acc2, bitcast<vec4<f32>>(input4[at + 2u]));
+        accumulate4(&acc3, bitcast<vec4<f32>>(input4[at + 3u]));
+    }
+    let put = (p.out_off + slice * p.outputs + o) / 4u;
+    out4[put] = column_result4(acc0);
+    out4[put + 1u] = column_result4(acc1);
+    out4[put + 2u] = column_result4(acc2);
+    out4[put + 3u] = column_result4(acc3);
+}
+
 @compute @workgroup_size(256)
 fn reduce_bool(
     @builtin(workgroup_id) wid: vec3<u32>,

@@ -214,8 +214,11 @@ fn launch_columns(
         true => aligned_vec4_window(device, &in_mem, 4)?.zip(aligned_vec4_window(device, &out_mem, 4)?),
         false => None,
     };
-    let (entry, columns_per_invocation) =
-        if vec4_windows.is_some() { ("reduce_columns_vec4", 4) } else { ("reduce_columns", 1) };
+    let (entry, columns_per_invocation) = match vec4_windows {
+        Some(_) if columns.is_multiple_of(16) => ("reduce_columns_vec16", 16),
+        Some(_) => ("reduce_columns_vec4", 4),
+        None => ("reduce_columns", 1),
+    };
     let slices = if rows as u64 * cols as u64 >= COLUMN_SLICE_MIN_ELEMENTS {
         (COLUMN_TARGET_INVOCATIONS / (cols / columns_per_invocation)).clamp(1, (rows / COLUMN_SLICE_MIN_ROWS).max(1))
     } else {

@@ -2975,6 +2975,7 @@ def test_vec4_kernels_run():
         "with tf.device('/GPU:0'):\n"
         "    x = tf.identity(tf.ones([2, 9, 9, 64]))\n"
         "    tf.reduce_sum(x, -1).numpy(); tf.reduce_sum(x, [0, 1, 2]).numpy()\n"
+        "    tf.reduce_sum(tf.identity(tf.ones([2, 9, 9, 12])), [0, 1, 2]).numpy()\n"
         "    c = tf.ones([64])\n"
         "    y, m, v, sm, sv, _ = tf.raw_ops.FusedBatchNormV3(x=x, scale=c, offset=c, mean=c, variance=c, is_training=True)\n"
         "    tf.raw_ops.FusedBatchNormGradV3(y_backprop=x, x=x, scale=c, reserve_space_1=sm, reserve_space_2=sv,\n"
@@ -2991,13 +2992,13 @@ def test_vec4_kernels_run():
         "    tape.gradient(y, k).numpy()\n"
     )
     log = dispatch_log(script)
-    # Mean over H and W, a batch of column reductions: reduce_columns_vec4 is the only reduction there.
+    # Mean over H and W, a batch of column reductions: sixteen columns at a time, the only reduction.
     mean_log = dispatch_log("import tensorflow as tf\n"
                             "with tf.device('/GPU:0'):\n"
                             "    tf.reduce_mean(tf.identity(tf.ones([2, 30, 30, 64])), [1, 2]).numpy()\n")
     assert {line.split("dispatch ")[1].split()[0] for line in mean_log.splitlines() if "dispatch reduce" in line} \
-        == {"reduce_columns_vec4"}, mean_log[-3000:]
-    for entry in ["reduce_f32_serial_vec4", "reduce_columns_vec4", "stats_vec4", "normalize_vec4", "grad_stats_vec4",
+        == {"reduce_columns_vec16"}, mean_log[-3000:]
+    for entry in ["reduce_f32_serial_vec4", "reduce_columns_vec4", "reduce_columns_vec16", "stats_vec4", "normalize_vec4", "grad_stats_vec4",
                   "grad_input_vec4", "max_pool_c4", "avg_pool_c4", "max_pool_grad_argmax", "max_pool_grad_routed",
                   "depthwise_rows", "depthwise_grad_filter_rows"]:
         assert f"dispatch {entry}" in log, (entry, log[-3000:])
