@@ -426,10 +426,6 @@ fn launch_f64(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &
     })
 }
 
-/// A float reduction in two passes: workgroups reduce slices of `slice_len` elements of each output
-/// into raw partial results in scratch (`outputs` x `slices`), and a second launch reduces those.
-/// L2Loss halves its partials in the first pass and sums them in the second; Mean divides by the
-/// original count in the second.
 /// Chunks of at most this many elements reduce in `launch_in_chunks`'s first pass.
 const CHUNK_MAX: u32 = 512;
 
@@ -501,6 +497,10 @@ fn launch_in_chunks(stream: &Stream, op: u32, p: Params, input: &TensorRef, out:
     Ok(true)
 }
 
+/// A float reduction in two passes: workgroups reduce slices of `slice_len` elements of each output
+/// into raw partial results in scratch (`outputs` x `slices`), and a second launch reduces those.
+/// L2Loss halves its partials in the first pass and sums them in the second; Mean divides by the
+/// original count in the second.
 fn launch_in_slices(
     stream: &Stream,
     op: u32,

@@ -3057,11 +3057,11 @@ DEPTHWISE_ROWS_CONFIGS = [
     (5, 5, 2, 1, "SAME", (1, 9, 15, 8)),
     (4, 4, 4, 1, "SAME", (1, 8, 17, 4)),
     (3, 5, 2, 1, [[0, 0], [2, 1], [3, 1], [0, 0]], (2, 7, 10, 4)),
-    # A filter gradient over several slices of quads, slices starting at a row's start (ow / 4 = 8
-    # quads divides a slice's 128) and within a row (7 quads a row).
+    # A filter gradient over several slices of quads: slices of whole rows (8 quads a row, slices
+    # of 128), and the second of two slices of 67 quads starting within a row (7 quads a row).
     (3, 3, 1, 1, "SAME", (2, 24, 30, 8)),
-    (3, 3, 1, 1, "SAME", (3, 25, 26, 4)),
-    # The register arrays' bounds: 2, 6 and 8 taps, stride 3 (15 columns), stride 4's other phases.
+    (3, 3, 1, 1, "SAME", (1, 19, 26, 4)),
+    # The register arrays' bounds: 2, 6 and 8 taps, stride 3 (12 columns), stride 4's other phases.
     (2, 2, 1, 1, "VALID", (2, 5, 9, 4)),
     (3, 6, 1, 1, "SAME", (1, 6, 14, 8)),
     (2, 8, 1, 1, "SAME", (1, 5, 15, 4)),
@@ -3169,6 +3169,7 @@ CONV_GRAD_FILTER_ROWS_CONFIGS = [
     (3, 8, 1, 1, "SAME", (1, 6, 19, 3), 8),
     (3, 6, 3, 1, [[0, 0], [1, 2], [3, 1], [0, 0]], (2, 11, 14, 2), 4),
     (3, 3, 1, 1, "SAME", (6, 30, 26, 3), 16),
+    (3, 3, 1, 1, "SAME", (1, 19, 26, 3), 8),
     (3, 3, 1, 1, "SAME", (2, 8, 8, 3), 6),
     (3, 3, 1, 1, "SAME", (2, 8, 8, 4), 8),
     (1, 9, 1, 1, "SAME", (2, 4, 12, 3), 8),
@@ -3239,7 +3240,9 @@ def test_whole_tensor_reductions_in_chunks_match_cpu(strict_placement):
     TF-CPU; and the dispatch log names the chunk pass."""
     rng = rng_for("reductions in chunks")
     cases = [rng.random((4, 56, 56, 16)).astype(np.float32) + 0.5, rng.random((3, 40000)).astype(np.float32) + 0.5,
-             rng.random((32771,)).astype(np.float32) + 0.5, rng.random((2, 3, 65536)).astype(np.float32) - 0.5]
+             rng.random((32771,)).astype(np.float32) + 0.5, rng.random((2, 3, 65536)).astype(np.float32) - 0.5,
+             # A multiple of 4 that no chunk length (a multiple of 4 from 64 to 512) divides.
+             rng.random((4 * 8209,)).astype(np.float32) + 0.5]
 
     def run(device):
         out = []
