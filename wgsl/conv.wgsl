@@ -675,6 +675,25 @@ fn next_pixel(px: ptr<function, Pixel>) {
     }
 }
 
+// The first pixel of quad `q` of four adjacent output pixels, `ow4` quads to a row (the `_rows`
+// filter gradients' walk, as `pixel_of` and `next_pixel` walk single pixels).
+fn quad_of(q: u32, ow4: u32) -> Pixel {
+    let row = quot_rem(q, ow4);
+    return Pixel(row.x / p.oh, row.x % p.oh, row.y * 4u);
+}
+
+fn next_quad(px: ptr<function, Pixel>) {
+    (*px).x += 4u;
+    if ((*px).x >= p.ow) {
+        (*px).x = 0u;
+        (*px).y += 1u;
+        if ((*px).y == p.oh) {
+            (*px).y = 0u;
+            (*px).b += 1u;
+        }
+    }
+}
+
 // The input element filter tap (ky, kx) reads for output pixel `px` in channel `ch`, if any.
 fn tap_input(px: Pixel, ky: u32, kx: u32, ch: u32) -> T {
     let iy = i32(px.y * p.sh + ky * p.dh) - i32(p.pad_top);
@@ -851,35 +870,24 @@ fn depthwise_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @bu
     let ow4 = (p.ow + 3u) / 4u;
     let first = slice * p.slice_len;
     let last = min(first + p.slice_len, p.batch * p.oh * ow4);
-    let start = quot_rem(first, ow4);
-    var ox = start.y * 4u;
-    var oy = start.x % p.oh;
-    var b = start.x / p.oh;
+    var px = quad_of(first, ow4);
     var acc: array<vec4<T>, ROW_TAPS_MAX>;
     for (var q = first; q < last; q++) {
-        let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
+        let iy = i32(px.y * p.sh + ky * p.dh) - i32(p.pad_top);
         var cols: array<vec4<T>, ROW_COLUMNS_MAX>;
         let inside = iy >= 0 && iy < i32(p.h);
-        let x0 = i32(ox * ROW_SW) - i32(p.pad_left);
-        row_columns(&cols, row_columns_needed(ROW_SW), inside, (b * p.h + u32(iy)) * p.w, x0, p.w, ch);
-        let dy_at = p.f_off + ((b * p.oh + oy) * p.ow + ox) * p.c + ch;
+        let x0 = i32(px.x * ROW_SW) - i32(p.pad_left);
+        row_columns(&cols, row_columns_needed(ROW_SW), inside, (px.b * p.h + u32(iy)) * p.w, x0, p.w, ch);
+        let dy_at = p.f_off + dy_index(px.b, px.y, px.x, ch);
         for (var j = 0u; j < 4u; j++) {
-            if (ox + j < p.ow) {
+            if (px.x + j < p.ow) {
                 let dy = weights4[(dy_at + j * p.c) / 4u];
                 for (var kx = 0u; kx < ROW_KW; kx++) {
                     acc[kx] += cols[j * ROW_SW + kx * ROW_DW] * dy;
                 }
             }
         }
-        ox += 4u;
-        if (ox >= p.ow) {
-            ox = 0u;
-            oy += 1u;
-            if (oy == p.oh) {
-                oy = 0u;
-                b += 1u;
-            }
-        }
+        next_quad(&px);
     }
     for (var kx = 0u; kx < ROW_KW; kx++) {
         out4[(p.out_off + slice * p.n + (ky * p.kw + kx) * p.c + ch) / 4u] = acc[kx];
@@ -910,17 +918,14 @@ fn conv2d_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @built
     let ow4 = (p.ow + 3u) / 4u;
     let first = slice * p.slice_len;
     let last = min(first + p.slice_len, p.batch * p.oh * ow4);
-    let start = quot_rem(first, ow4);
-    var ox = start.y * 4u;
-    var oy = start.x % p.oh;
-    var b = start.x / p.oh;
+    var px = quad_of(first, ow4);
     let columns = row_columns_needed(ROW_SW);
     var acc: array<vec4<T>, ROW_TAPS_MAX>;
     for (var q = first; q < last; q++) {
-        let iy = i32(oy * p.sh + ky * p.dh) - i32(p.pad_top);
+        let iy = i32(px.y * p.sh + ky * p.dh) - i32(p.pad_top);
         let inside = iy >= 0 && iy < i32(p.h);
-        let x0 = i32(ox * ROW_SW) - i32(p.pad_left);
-        let row_start = (b * p.h + u32(iy)) * p.w;
+        let x0 = i32(px.x * ROW_SW) - i32(p.pad_left);
+        let row_start = (px.b * p.h + u32(iy)) * p.w;
         var cols: array<T, ROW_COLUMNS_MAX>;
         for (var k = 0u; k < columns; k++) {
             let x = x0 + i32(k);
@@ -930,24 +935,16 @@ fn conv2d_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @built
             }
             cols[k] = v;
         }
-        let dy_at = p.f_off + ((b * p.oh + oy) * p.ow + ox) * p.oc + o;
+        let dy_at = p.f_off + dy_index(px.b, px.y, px.x, o);
         for (var j = 0u; j < 4u; j++) {
-            if (ox + j < p.ow) {
+            if (px.x + j < p.ow) {
                 let dy = weights4[(dy_at + j * p.oc) / 4u];
                 for (var kx = 0u; kx < ROW_KW; kx++) {
                     acc[kx] += cols[j * ROW_SW + kx * ROW_DW] * dy;
                 }
             }
         }
-        ox += 4u;
-        if (ox >= p.ow) {
-            ox = 0u;
-            oy += 1u;
-            if (oy == p.oh) {
-                oy = 0u;
-                b += 1u;
-            }
-        }
+        next_quad(&px);
     }
     for (var kx = 0u; kx < ROW_KW; kx++) {
         out4[(p.out_off + slice * p.n + ((ky * p.kw + kx) * p.c + ci) * p.oc + o) / 4u] = acc[kx];

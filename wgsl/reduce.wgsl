@@ -180,44 +180,12 @@ fn reduce_columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     atomicStore(&out[p.out_off + i], bitcast<u32>(select(finish(total), total, p.partial != 0u)));
 }
 
-// reduce_columns over four adjacent columns per invocation, read and written as vec4s (the host
-// checks that the columns and both offsets are multiples of 4): the same operations per column
-// within a slice; the host cuts the rows into more slices, to keep as many invocations busy.
+// reduce_columns over `width` adjacent columns per invocation (4 or 16), read and written as vec4s
+// (the host checks that the columns are a multiple of the width and both offsets of 4): the same
+// operations per column within a slice (math_sum4_add is math_sum_add on each lane); the host cuts
+// the rows into more slices, to keep as many invocations busy.
 @group(0) @binding(1) var<storage, read_write> out4: array<vec4<u32>>;
 
-@compute @workgroup_size(64)
-fn reduce_columns_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let quads = p.outputs / 4u;
-    let i = gid.x + gid.y * nwg.x * 64u;
-    if (i >= quads * p.slices) {
-        return;
-    }
-    let slice = i / quads;
-    let o = (i - slice * quads) * 4u;
-    let start = column_start(o);
-    let columns = p.kept_shape[0].y;
-    let first = slice * p.rows_per_slice;
-    let last = min(p.rows, first + p.rows_per_slice);
-    var acc0 = MathSum(identity(), 0.0);
-    var acc1 = MathSum(identity(), 0.0);
-    var acc2 = MathSum(identity(), 0.0);
-    var acc3 = MathSum(identity(), 0.0);
-    for (var r = first; r < last; r++) {
-        let v = bitcast<vec4<f32>>(input4[(start + r * columns) / 4u]);
-        accumulate(&acc0, v.x);
-        accumulate(&acc1, v.y);
-        accumulate(&acc2, v.z);
-        accumulate(&acc3, v.w);
-    }
-    let total = vec4<f32>(math_sum_value(acc0), math_sum_value(acc1), math_sum_value(acc2), math_sum_value(acc3));
-    let done = vec4<f32>(finish(total.x), finish(total.y), finish(total.z), finish(total.w));
-    out4[(p.out_off + slice * p.outputs + o) / 4u] = bitcast<vec4<u32>>(select(done, total, p.partial != 0u));
-}
-
-// reduce_columns over sixteen adjacent columns per invocation (the host checks that the columns are
-// a multiple of 16 and both offsets of 4): each row's four vec4 loads are one 64-byte run, so a
-// lane reads whole cache lines, and four independent loads per row keep more of them in flight on
-// llvmpipe, whose lane-by-lane loads down a strided column otherwise wait on memory one by one.
 fn combine4(x: vec4<f32>, y: vec4<f32>) -> vec4<f32> {
     return vec4<f32>(combine(x.x, y.x), combine(x.y, y.y), combine(x.z, y.z), combine(x.w, y.w));
 }
@@ -236,36 +204,69 @@ fn column_result4(acc: MathSum4) -> vec4<u32> {
     return bitcast<vec4<u32>>(select(done, total, p.partial != 0u));
 }
 
-@compute @workgroup_size(64)
-fn reduce_columns_vec16(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let groups = p.outputs / 16u;
-    let i = gid.x + gid.y * nwg.x * 64u;
+// Invocation `i`'s part of a vec4 column reduction `width` columns wide: its first row's vec4
+// (`at`), the rows [first, last) of its slice, and where its results go (`put`, in vec4s).
+struct ColumnSlice {
+    valid: bool,
+    at: u32,
+    first: u32,
+    last: u32,
+    put: u32,
+}
+
+fn column_slice(i: u32, width: u32) -> ColumnSlice {
+    let groups = p.outputs / width;
     if (i >= groups * p.slices) {
-        return;
+        return ColumnSlice(false, 0u, 0u, 0u, 0u);
     }
     let slice = i / groups;
-    let o = (i - slice * groups) * 16u;
-    let start = column_start(o);
-    let columns = p.kept_shape[0].y;
+    let o = (i - slice * groups) * width;
     let first = slice * p.rows_per_slice;
     let last = min(p.rows, first + p.rows_per_slice);
+    return ColumnSlice(true, column_start(o) / 4u, first, last, (p.out_off + slice * p.outputs + o) / 4u);
+}
+
+@compute @workgroup_size(64)
+fn reduce_columns_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let part = column_slice(gid.x + gid.y * nwg.x * 64u, 4u);
+    if (!part.valid) {
+        return;
+    }
+    let row = p.kept_shape[0].y / 4u;
+    var acc = MathSum4(vec4<f32>(identity()), vec4<f32>());
+    for (var r = part.first; r < part.last; r++) {
+        accumulate4(&acc, bitcast<vec4<f32>>(input4[part.at + r * row]));
+    }
+    out4[part.put] = column_result4(acc);
+}
+
+// reduce_columns_vec4 over sixteen adjacent columns: each row's four vec4 loads are one 64-byte
+// run, so a lane reads whole cache lines, and four independent loads per row keep more of them in
+// flight on llvmpipe, whose lane-by-lane loads down a strided column otherwise wait on memory one
+// by one.
+@compute @workgroup_size(64)
+fn reduce_columns_vec16(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let part = column_slice(gid.x + gid.y * nwg.x * 64u, 16u);
+    if (!part.valid) {
+        return;
+    }
+    let row = p.kept_shape[0].y / 4u;
     let init = MathSum4(vec4<f32>(identity()), vec4<f32>());
     var acc0 = init;
     var acc1 = init;
     var acc2 = init;
     var acc3 = init;
-    for (var r = first; r < last; r++) {
-        let at = (start + r * columns) / 4u;
+    for (var r = part.first; r < part.last; r++) {
+        let at = part.at + r * row;
         accumulate4(&acc0, bitcast<vec4<f32>>(input4[at]));
         accumulate4(&acc1, bitcast<vec4<f32>>(input4[at + 1u]));
         accumulate4(&acc2, bitcast<vec4<f32>>(input4[at + 2u]));
         accumulate4(&acc3, bitcast<vec4<f32>>(input4[at + 3u]));
     }
-    let put = (p.out_off + slice * p.outputs + o) / 4u;
-    out4[put] = column_result4(acc0);
-    out4[put + 1u] = column_result4(acc1);
-    out4[put + 2u] = column_result4(acc2);
-    out4[put + 3u] = column_result4(acc3);
+    out4[part.put] = column_result4(acc0);
+    out4[part.put + 1u] = column_result4(acc1);
+    out4[part.put + 2u] = column_result4(acc2);
+    out4[part.put + 3u] = column_result4(acc3);
 }
 
 @compute @workgroup_size(256)

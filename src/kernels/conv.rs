@@ -1225,7 +1225,7 @@ fn grad_of(
         }
     }
     if for_filter {
-        return launch_grad_filter(ctx.stream()?, *p, depthwise, &known, &dy, out);
+        return launch_grad_filter(ctx.stream()?, *p, depthwise, false, &known, &dy, out);
     }
     let stream = ctx.stream()?;
     let entry = if depthwise { "depthwise_grad_input" } else { "conv2d_grad_input" };
@@ -1490,7 +1490,7 @@ fn grad_filter_rows(
     if !conv_grad_filter_rows_fit(stream, p, dy, df)? {
         return Ok(false);
     }
-    launch_grad_filter(stream, *p, false, x, dy, df)?;
+    launch_grad_filter(stream, *p, false, true, x, dy, df)?;
     Ok(true)
 }
 
@@ -1647,18 +1647,19 @@ const GRAD_FILTER_PARTIAL_BYTES: u64 = 64 << 20;
 /// Conv2DBackpropFilter and DepthwiseConv2dNativeBackpropFilter: split over slices of the output
 /// pixels into scratch partial sums, then summed, when there is more than one slice; else one
 /// invocation per filter element. Four output channels per invocation (`conv2d_grad_filter_oc4`)
-/// where they fit a vec4. A slice's loop stays within the adapter's loop limit.
+/// where they fit a vec4; `conv2d_grad_filter_rows` where the caller found that it fits
+/// (`conv_rows`, from `grad_filter_rows`). A slice's loop stays within the adapter's loop limit.
 fn launch_grad_filter(
     stream: &Stream,
     mut p: Params,
     depthwise: bool,
+    conv_rows: bool,
     x: &TensorRef,
     dy: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
     let n = shader_len(out.num_elements(), "conv2d_grad_filter")?;
     let channels_in_vec4s = depthwise && p.fc == 1 && p.c.is_multiple_of(4) && on_vec4s(stream, &[x, dy, out])?;
-    let conv_rows = !depthwise && conv_grad_filter_rows_fit(stream, &p, dy, out)?;
     // The rows entries walk quads of four adjacent pixels of a row, the others single pixels.
     let rows = channels_in_vec4s && row_columns_fit(&p, false) || conv_rows;
     let (pixels, slice_pixels) = if rows {

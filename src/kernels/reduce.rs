@@ -445,9 +445,9 @@ fn launch_in_chunks(stream: &Stream, op: u32, p: Params, input: &TensorRef, out:
     };
     let device = stream.device();
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
-    if aligned_vec4_window(device, &in_mem, 4)?.is_none() {
+    let Some((in_bind, in_off)) = aligned_vec4_window(device, &in_mem, 4)? else {
         return Ok(false);
-    }
+    };
     let chunks = p.count / chunk;
     // First pass: each output's run as `chunks` kept rows of `chunk` elements; Mean sums there.
     let mut first = p;
@@ -465,9 +465,6 @@ fn launch_in_chunks(stream: &Stream, op: u32, p: Params, input: &TensorRef, out:
     let scratch = device.scratch.get(device, "reduce chunks", partial_bytes)?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     stream.encode(|core, encoder| {
-        let window = aligned_vec4_window(core, &in_mem, 4)?;
-        let (in_bind, in_off) =
-            window.ok_or_else(|| Error::internal("reduce chunks: the input left its vec4 window"))?;
         let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
         let partials = Binding { buffer: &scratch, offset: 0, size: partial_bytes };
         (first.in_off, first.out_off) = (in_off, 0);
