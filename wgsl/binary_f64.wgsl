@@ -14,6 +14,8 @@
 override OP: u32 = 0u;
 // LeakyRelu's and LeakyReluGrad's slope.
 override ALPHA: f32 = 0.0;
+// ApproximateEqual's bound on |x - y| (compare's OP 6): a float attribute, widened exactly.
+override TOLERANCE: f32 = 0.0;
 
 struct Params {
     n: u32,
@@ -189,6 +191,8 @@ fn compare(x: f64, y: f64, unordered: bool) -> bool {
         case 2u: { return x < y; }
         case 3u: { return x <= y; }
         case 4u: { return x > y; }
+        // As TF's functor: |x - y| <= T(tolerance), the difference in f64.
+        case 6u: { return abs(x - y) <= f64(TOLERANCE); }
         default: { return x >= y; }
     }
 }

@@ -1,5 +1,6 @@
 // Comparisons within rows (`math.wgsl` comes first): TopKV2/TopK, InTopKV2/InTopK,
-// LowerBound/UpperBound and Bucketize, on float32 words. Offsets are in words.
+// LowerBound/UpperBound and Bucketize, on 32- or 64-bit words (`words` per element, `KIND` the
+// element type). Offsets are in words.
 //   top_k: one invocation per input element; its rank in its row (greater values first, ties by
 //     lower index, -0 equal to +0, NaN above +inf with its sign's order) places it in the output
 //     when below k. The loop stops once the rank reaches k.
@@ -28,7 +29,7 @@ struct Params {
     idx_off: u32,
     // in_top_k: 2 for int64 targets (low word, high word), 1 for int32.
     target_words: u32,
-    // top_k: 32-bit words per element (2 for 64-bit integers, low word first).
+    // top_k and the searches: 32-bit words per element (2 for 64-bit elements, low word first).
     words: u32,
     // The bitonic network's merge stage (the length of the runs it merges) and step (the distance
     // of the pairs it compares); `m` is then the padded row length. in_top_k: `step` classes to a
@@ -54,31 +55,59 @@ fn order_key(bits: u32) -> u32 {
     return select(v | 0x80000000u, ~v, (v & 0x80000000u) != 0u);
 }
 
-// top_k's element type: float32 (0), a signed integer (1), an unsigned one (2) or float64 (3).
+// The element type: float32 (0), a signed integer (1), an unsigned one (2) or float64 (3).
 override KIND: u32 = 0u;
 
-// Element e's key in a total order, as (high, low) words compared in turn.
-fn top_k_key(e: u32) -> vec2<u32> {
+// Element e of `a` (of `b`) as (high, low) words: 64-bit elements are two words, low first.
+fn a_element(e: u32) -> vec2<u32> {
+    if (p.words == 2u) {
+        return vec2<u32>(a[2u * e + 1u], a[2u * e]);
+    }
+    return vec2<u32>(a[e], 0u);
+}
+
+fn b_element(e: u32) -> vec2<u32> {
+    if (p.words == 2u) {
+        return vec2<u32>(b[2u * e + 1u], b[2u * e]);
+    }
+    return vec2<u32>(b[e], 0u);
+}
+
+// An element's key in KIND's total order, as (high, low) words compared in turn.
+fn element_key(w: vec2<u32>) -> vec2<u32> {
     if (KIND == 0u) {
-        return vec2<u32>(order_key(a[e]), 0u);
+        return vec2<u32>(order_key(w.x), 0u);
     }
     if (KIND == 3u) {
         // float64, as order_key orders float32.
-        let hi = a[2u * e + 1u];
-        let lo = a[2u * e];
-        if ((hi & 0x7fffffffu) == 0u && lo == 0u) {
+        if ((w.x & 0x7fffffffu) == 0u && w.y == 0u) {
             return vec2<u32>(0x80000000u, 0u);
         }
-        if ((hi & 0x80000000u) != 0u) {
-            return vec2<u32>(~hi, ~lo);
+        if ((w.x & 0x80000000u) != 0u) {
+            return vec2<u32>(~w.x, ~w.y);
         }
-        return vec2<u32>(hi | 0x80000000u, lo);
+        return vec2<u32>(w.x | 0x80000000u, w.y);
     }
     let sign = select(0u, 0x80000000u, KIND == 1u);
-    if (p.words == 2u) {
-        return vec2<u32>(a[2u * e + 1u] ^ sign, a[2u * e]);
+    return vec2<u32>(w.x ^ sign, w.y);
+}
+
+// Element e's key in a total order.
+fn top_k_key(e: u32) -> vec2<u32> {
+    return element_key(a_element(e));
+}
+
+// Whether an element's words are a NaN (of a float KIND), from the bits: WGSL lets drivers
+// assume finite math.
+fn is_nan_element(w: vec2<u32>) -> bool {
+    if (KIND == 0u) {
+        return (w.x & 0x7fffffffu) > 0x7f800000u;
     }
-    return vec2<u32>(a[e] ^ sign, 0u);
+    if (KIND == 3u) {
+        let high = w.x & 0x7fffffffu;
+        return high > 0x7ff00000u || (high == 0x7ff00000u && w.y != 0u);
+    }
+    return false;
 }
 
 fn key_greater(x: vec2<u32>, y: vec2<u32>) -> bool {
@@ -265,20 +294,22 @@ fn in_top_k(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     idx[p.idx_off + w] = word;
 }
 
-// x < y for floats, false where either is NaN (IEEE's, whatever the driver assumes).
-fn less(x: f32, y: f32) -> bool {
-    return !math_is_nan(x) && !math_is_nan(y) && x < y;
+// x < y as the element type compares them: false where either is NaN (IEEE's, whatever the
+// driver assumes), -0 equal to +0.
+fn less(x: vec2<u32>, y: vec2<u32>) -> bool {
+    return !is_nan_element(x) && !is_nan_element(y) && key_greater(element_key(y), element_key(x));
 }
 
 // std::lower_bound (upper: std::upper_bound) of value v in row `row` of the sorted input.
-fn bound(row: u32, v: f32, upper: bool) -> u32 {
-    let start = p.a_off + row * p.n;
+fn bound(row: u32, v: vec2<u32>, upper: bool) -> u32 {
+    // (Offsets are in words; `words` per element.)
+    let start = p.a_off / p.words + row * p.n;
     var first = 0u;
     var count = p.n;
     while (count > 0u) {
         let step = count / 2u;
         let at = first + step;
-        let x = bitcast<f32>(a[start + at]);
+        let x = a_element(start + at);
         let before = select(less(x, v), !less(v, x), upper);
         if (before) {
             first = at + 1u;
@@ -297,7 +328,7 @@ fn search(gid: vec3<u32>, nwg: vec3<u32>, upper: bool) {
         return;
     }
     let row = select(i / max(p.m, 1u), 0u, p.rows == 0u);
-    let v = bitcast<f32>(b[p.b_off + i]);
+    let v = b_element(p.b_off / p.words + i);
     idx[p.idx_off + i] = bound(row, v, upper);
 }
 

@@ -754,8 +754,12 @@ pub fn approximate_equal(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -
     }
     let tolerance = f64::from(kernel.attrs.float("tolerance")?);
     let out = ctx.allocate_output(0, DType::Bool, &a.shape)?;
-    let aliases = [("T", dtype.wgsl())];
     let constants = [("OP", 6.0), ("TOLERANCE", tolerance)];
+    if dtype == DType::F64 {
+        let spec = PipelineSpec { entry: "compare_main", aliases: &[], constants: &constants };
+        return launch_two(ctx.stream()?, &FLOAT64_SHADER, spec, &a, &b, &out, Units::to_bool(8));
+    }
+    let aliases = [("T", dtype.wgsl())];
     let spec = PipelineSpec { entry: "main", aliases: &aliases, constants: &constants };
     launch_two(ctx.stream()?, &COMPARE_SHADER, spec, &a, &b, &out, Units::to_bool(dtype.size()))
 }

@@ -554,13 +554,16 @@ fn build_table() -> Vec<KernelDef> {
         }
         push_float_linear_algebra(&mut table, t);
     }
-    // (float32 only: TF-CPU has no float16 ApproximateEqual.)
-    table.push(kernel("ApproximateEqual", f32, &[], &[("tolerance", AttrKind::Float)], binary::approximate_equal));
     // float64 where every adapter computes in f64 (Vulkan with SHADER_F64: `offered_features`):
     // the ops whose f64 math `binary_f64.wgsl`, `math_f64.wgsl` and `reduce_f64.wgsl` have.
     let with_f64 = crate::runtime::instance::all_adapters_support(wgpu::Features::SHADER_F64);
     // float32, and float64 where the adapter computes in f64.
     let float_types: &[DType] = if with_f64 { &[DType::F32, DType::F64] } else { &[DType::F32] };
+    // (No float16: TF-CPU has no float16 ApproximateEqual.)
+    for &dtype in float_types {
+        let tolerance: &[(&str, AttrKind)] = &[("tolerance", AttrKind::Float)];
+        table.push(kernel("ApproximateEqual", t_of(dtype), &[], tolerance, binary::approximate_equal));
+    }
     if with_f64 {
         let t = t_of(DType::F64);
         for op in binary::FLOAT64_OPS {
@@ -774,6 +777,8 @@ fn build_table() -> Vec<KernelDef> {
         }
         table.push(kernel("Conv3DBackpropFilterV2", t, &["filter_sizes"], CONV3D_ATTRS, volume::conv3d_grad_filter));
     }
+    // (float32 only: TF defines float64 AvgPool3D, its gradient and MaxPool3DGradGrad, but registers
+    // no float64 kernel of them on any device.)
     for op in ["MaxPool3D", "AvgPool3D"] {
         table.push(kernel(op, f32, &[], POOL_ATTRS, volume::pool3d));
     }
@@ -871,9 +876,13 @@ fn build_table() -> Vec<KernelDef> {
     for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
         table.push(kernel("ResizeNearestNeighbor", t_of(dtype), &["size"], RESIZE_ATTRS, resize::nearest));
     }
-    table.push(kernel("ResizeBilinearGrad", f32, &[], RESIZE_ATTRS, resize::bilinear_grad));
-    // TF defines ResizeBicubicGrad for float32 and float64 gradients only (no float16).
-    table.push(kernel("ResizeBicubicGrad", f32, &[], RESIZE_ATTRS, resize::bicubic_grad));
+    // The gradients take float32 `grads` and give T: float64 ones sum in f64 (`axis_sum`). TF
+    // defines ResizeBicubicGrad for float32 and float64 only (no float16).
+    for &dtype in float_types {
+        let t = t_of(dtype);
+        table.push(kernel("ResizeBilinearGrad", t, &[], RESIZE_ATTRS, resize::bilinear_grad));
+        table.push(kernel("ResizeBicubicGrad", t, &[], RESIZE_ATTRS, resize::bicubic_grad));
+    }
     // Both gradients sum in float32 (float16 through HALF_VIA_F32), or in float64 for doubles; any
     // int paddings type.
     for &dtype in float_types {
@@ -1013,12 +1022,30 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("InTopKV2", t_of(targets), &["k"], &[], sort::in_top_k));
         table.push(kernel("InTopK", t_of(targets), &[], &[("k", AttrKind::Int)], sort::in_top_k));
     }
-    for out in [DType::I32, DType::I64] {
-        for op in ["LowerBound", "UpperBound"] {
-            table.push(kernel(op, leak(vec![("T", DType::F32), ("out_type", out)]), &[], &[], sort::search_sorted));
+    // The searches compare keys of the real types (`sort::key_kind`), as TopKV2 ranks them; float64
+    // only compares bits, so it needs no SHADER_F64.
+    for dtype in [
+        DType::F32,
+        DType::F64,
+        DType::I8,
+        DType::U8,
+        DType::I16,
+        DType::U16,
+        DType::I32,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+    ] {
+        for out in [DType::I32, DType::I64] {
+            for op in ["LowerBound", "UpperBound"] {
+                table.push(kernel(op, leak(vec![("T", dtype), ("out_type", out)]), &[], &[], sort::search_sorted));
+            }
         }
     }
-    table.push(kernel("Bucketize", f32, &[], &[("boundaries", AttrKind::FloatList)], sort::bucketize));
+    // TF-GPU's types (int32 in device memory, as its kernel takes it).
+    for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
+        table.push(kernel("Bucketize", t_of(dtype), &[], &[("boundaries", AttrKind::FloatList)], sort::bucketize));
+    }
     let mut xent_types = vec![DType::F32];
     if with_f64 {
         xent_types.push(DType::F64);

@@ -1,5 +1,6 @@
 //! Comparisons within rows (`wgsl/sort.wgsl`): TopKV2 (sorted, ties by lower index),
-//! InTopKV2 and InTopK, LowerBound and UpperBound (TF's searchsorted), and Bucketize, on float32.
+//! InTopKV2 and InTopK, LowerBound and UpperBound (TF's searchsorted), and Bucketize, on the real
+//! types (64-bit ones as two words).
 //! Each launch is one pass over the rows; TopK ranks each element against its row, O(n * k) per
 //! row, and sorts long rows instead (a bitonic network, O(n log^2 n)).
 
@@ -89,6 +90,29 @@ fn finish_int_output(stream: &Stream, written: &TensorRef, cast_to: Option<Tenso
     }
 }
 
+/// `dtype`'s element kind in `sort.wgsl`'s total orders (its `KIND`) and words per element; 8- and
+/// 16-bit integers compare as their 32-bit widening (the type to widen them to).
+fn key_kind(dtype: DType, op: &str) -> Result<(u32, u32, Option<DType>)> {
+    Ok(match dtype {
+        DType::F32 => (0, 1, None),
+        DType::F64 => (3, 2, None),
+        DType::I32 => (1, 1, None),
+        DType::U32 => (2, 1, None),
+        DType::I64 => (1, 2, None),
+        DType::U64 => (2, 2, None),
+        DType::I8 | DType::I16 => (1, 1, Some(DType::I32)),
+        DType::U8 | DType::U16 => (2, 1, Some(DType::U32)),
+        other => return Err(Error::internal(format!("{op} of {other:?}"))),
+    })
+}
+
+/// `t` cast to `dtype`, in a temporary.
+fn widened(ctx: &mut dyn KernelContext, t: &TensorRef, dtype: DType) -> Result<TensorRef> {
+    let wide = ctx.allocate_temp(dtype, &t.shape)?;
+    cast::launch(ctx.stream()?, t, &wide)?;
+    Ok(wide)
+}
+
 /// TopKV2(input, k): the k largest values of each last-axis row and their indices, sorted (also
 /// for `sorted=False`, whose order TF leaves open).
 pub fn top_k(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -122,25 +146,9 @@ fn top_k_whole(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<
         return Ok(());
     }
     let rows = shader_len(input.num_elements() / n as u64, "TopKV2")?;
-    // The key kind and words per element; 8- and 16-bit integers rank as their 32-bit widening.
-    let (kind, words, wide) = match input.dtype {
-        DType::F32 => (0, 1, None),
-        DType::F64 => (3, 2, None),
-        DType::I32 => (1, 1, None),
-        DType::U32 => (2, 1, None),
-        DType::I64 => (1, 2, None),
-        DType::U64 => (2, 2, None),
-        DType::I8 | DType::I16 => (1, 1, Some(DType::I32)),
-        DType::U8 | DType::U16 => (2, 1, Some(DType::U32)),
-        other => return Err(Error::internal(format!("TopKV2 of {other:?}"))),
-    };
+    let (kind, words, wide) = key_kind(input.dtype, "TopKV2")?;
     let (input, values_wide) = match wide {
-        Some(wide) => {
-            let widened = ctx.allocate_temp(wide, &input.shape)?;
-            let values_wide = ctx.allocate_temp(wide, &values.shape)?;
-            cast::launch(ctx.stream()?, &input, &widened)?;
-            (widened, Some(values_wide))
-        }
+        Some(wide) => (widened(ctx, &input, wide)?, Some(ctx.allocate_temp(wide, &values.shape)?)),
         None => (input, None),
     };
     let p = Params { rows, n: shader_len(n as u64, "TopKV2")?, k: k as u32, words, ..Params::default() };
@@ -307,16 +315,22 @@ pub fn search_sorted(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     }
     let entry = if kernel.def.op == "LowerBound" { "lower_bound" } else { "upper_bound" };
     let row_length = shader_len(sorted.shape[1] as u64, kernel.def.op)?;
+    let (kind, words, wide) = key_kind(values.dtype, kernel.def.op)?;
+    let (sorted, values) = match wide {
+        Some(wide) => (widened(ctx, &sorted, wide)?, widened(ctx, &values, wide)?),
+        None => (sorted, values),
+    };
     // An empty row: every value's bound is 0; the shader still needs a binding to search.
-    let sorted = if sorted.num_elements() == 0 { ctx.allocate_temp(DType::F32, &[1])? } else { sorted };
+    let sorted = if sorted.num_elements() == 0 { ctx.allocate_temp(sorted.dtype, &[1])? } else { sorted };
     let p = Params {
         rows: shader_len(values.shape[0] as u64, kernel.def.op)?,
         n: row_length,
         m: shader_len(values.shape[1] as u64, kernel.def.op)?,
+        words,
         ..Params::default()
     };
     let stream = ctx.stream()?;
-    launch(stream, entry, p, [&sorted, &values, &out, &out], values.num_elements())?;
+    launch_kind(stream, entry, p, [&sorted, &values, &out, &out], values.num_elements(), kind)?;
     finish_int_output(stream, &out, cast_to)
 }
 
@@ -333,11 +347,23 @@ pub fn bucketize(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     if input.num_elements() == 0 {
         return Ok(());
     }
-    let row = ctx.allocate_temp(DType::F32, &[boundaries.len().max(1) as i64])?;
-    let stream = ctx.stream()?;
-    stream.memcpy_htod(row.address, bytemuck::cast_slice(&boundaries))?;
     validate::num_elements(&input.shape)?;
     shader_len(input.num_elements(), "Bucketize")?;
+    // TF compares `value < boundary` in C++: a float64 value with the boundary widened to double,
+    // an integer converted to float (so it is cast to float32 here).
+    let (input, kind, words) = match input.dtype {
+        DType::F64 => (input, 3, 2),
+        DType::F32 => (input, 0, 1),
+        _ => (widened(ctx, &input, DType::F32)?, 0, 1),
+    };
+    let row = ctx.allocate_temp(input.dtype, &[boundaries.len().max(1) as i64])?;
+    let stream = ctx.stream()?;
+    if kind == 3 {
+        let wide: Vec<f64> = boundaries.iter().map(|&b| f64::from(b)).collect();
+        stream.memcpy_htod(row.address, bytemuck::cast_slice(&wide))?;
+    } else {
+        stream.memcpy_htod(row.address, bytemuck::cast_slice(&boundaries))?;
+    }
     // Elementwise: ranges of the values where they pass a binding.
     let parts = match elementwise_parts(stream.device(), &out, &[&input])? {
         Some(parts) => parts.into_iter().map(|part| (part.operands[0].clone(), part.out)).collect(),
@@ -348,9 +374,10 @@ pub fn bucketize(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
             rows: 0,
             n: shader_len(boundaries.len() as u64, "Bucketize")?,
             m: shader_len(values.num_elements(), "Bucketize")?,
+            words,
             ..Params::default()
         };
-        launch(stream, "upper_bound", p, [&row, &values, &buckets, &buckets], values.num_elements())?;
+        launch_kind(stream, "upper_bound", p, [&row, &values, &buckets, &buckets], values.num_elements(), kind)?;
     }
     Ok(())
 }

@@ -562,7 +562,8 @@ def gen_approximate_equal(g, case):
     y = x + g.data(case.row["T"], shape, scale=1e-4) if g.chance(0.7) else g.data(case.row["T"], shape)
     if g.adversary("shapes"):
         y = g.data(case.row["T"], shape + [2])
-    case.args.update(x=x, y=y.astype(x.dtype))
+    # (An array even where x is 0-d, so that subnormal checks see it.)
+    case.args.update(x=x, y=np.asarray(y).astype(x.dtype))
     if g.chance(0.8):
         case.args["tolerance"] = g.pick([1e-5, 1e-4, 0.0, 1.0, float("inf"), float("nan"), -1.0])
 

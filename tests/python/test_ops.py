@@ -194,6 +194,11 @@ def assert_same(op, got, want):
                 # TF-CPU's float64 Erf is NaN past |x| = 1.34e154 (Eigen squares x); C's, CUDA's
                 # (TF-GPU's) and the plugin's are +-1 there.
                 wn = np.where(np.isnan(wn) & (np.abs(gn) == 1.0), gn, wn)
+            if op in ("ResizeBilinearGrad", "ResizeBicubicGrad"):
+                # TF (CPU and GPU) multiplies each float32 gradient by its float32 weights in
+                # float32 and adds the rounded terms in float64; the plugin's products are f64.
+                # test_float64_resize_gradients_sum_in_f64 checks f64 sums where TF's are exact.
+                rtol = atol = 1e-6
             if op in HALF_ACCUMULATING:
                 finite = np.abs(wn[np.isfinite(wn)])
                 atol *= max(1.0, float(finite.max()) if finite.size else 1.0)
@@ -1073,14 +1078,51 @@ def sort_cases(op, attrs, rng):
         yield fn, [rows, typed(attrs, np.round(floats(rng, (3, 25), specials=False)))]
         yield fn, [rows, typed(attrs, np.array([[-np.inf, np.inf, rows[0, 0]], [rows[1, 5], rows[1, 39], 100.0],
                                                 [rows[2, 20], -100.0, 0.0]], np.float32))]
+        dt = tf.as_dtype(attrs["T"])
+        if dt.is_integer:
+            # The type's extremes and ties; unsigned types order their high bit above the rest.
+            int_rows = np.sort(integers(rng, dt, (3, 40)), axis=1)
+            int_rows[:, 10:14] = int_rows[:, 10:11]
+            int_values = integers(rng, dt, (3, 25))
+            int_values[:, :3] = int_rows[:, [0, 10, 39]]
+            yield fn, [int_rows, int_values]
+            yield fn, [np.zeros((2, 0), dt.as_numpy_dtype), integers(rng, dt, (2, 3))]
+            return
+        rows = typed(attrs, np.sort(np.round(floats(rng, (3, 40), specials=False)), axis=1))
+        yield fn, [rows, typed(attrs, np.round(floats(rng, (3, 25), specials=False)))]
+        yield fn, [rows, typed(attrs, np.array([[-np.inf, np.inf, rows[0, 0]], [rows[1, 5], rows[1, 39], 100.0],
+                                                [rows[2, 20], -100.0, 0.0]], np.float32))]
         yield fn, [typed(attrs, np.zeros((2, 0), np.float32)), typed(attrs, floats(rng, (2, 3), specials=False))]
         yield fn, [rows, typed(attrs, np.zeros((3, 0), np.float32))]
+        if dt == tf.float64:
+            # Rows and values apart by less than float32 resolves, -0 beside +0, and NaN values.
+            fine = np.sort(1.0 + rng.integers(-50, 50, size=(2, 30)) * 2.0 ** -40, axis=1)
+            fine[0, :3] = [-0.0, 0.0, 0.0]
+            near = np.concatenate([fine[:, ::3] + 2.0 ** -41, fine[:, ::4] - 2.0 ** -41,
+                                   [[0.0, -0.0, np.nan], [np.nan, 1.0, -1.0]]], axis=1)
+            yield fn, [fine, near]
         return
-    # Bucketize
+    # Bucketize: TF compares each value with each (float32) boundary in C++, a float64 value with the
+    # boundary widened, an integer converted to float.
+    dt = tf.as_dtype(attrs["T"])
+    if dt.is_integer:
+        x = np.concatenate([np.round(floats(rng, (200,), specials=False) * 3),
+                            [0, 1, -1, 2**24, 2**24 + 1, 2**24 + 3, -(2**24) - 1, 2**31 - 1, -(2**31)]])
+        x = x.astype(dt.as_numpy_dtype)
+        if dt == tf.int64:
+            x = np.concatenate([x, np.array([2**62, -(2**63), 2**63 - 1, 2**40 + 1], np.int64)])
+        for boundaries in ([], [0.0], [-1.0, 0.0, 0.0, 1.0, 2.5, 10.0], [16777216.0, 16777218.0, 2.0**31]):
+            yield (lambda t, b=boundaries: tf.raw_ops.Bucketize(input=t, boundaries=b)), [x]
+        return
     x = np.concatenate([floats(rng, (200,), specials=False), [0.0, 1.0, -1.0, np.inf, -np.inf, 2.5]]).astype(np.float32)
-    for boundaries in ([], [0.0], [-1.0, 0.0, 0.0, 1.0, 2.5, 10.0], list(np.linspace(-3, 3, 50)), [0.0, np.nan, 1.0]):
+    x = typed(attrs, x)
+    if dt == tf.float64:
+        # Just below a boundary by less than float32 resolves; 0.1 below float32's 0.1; NaN.
+        x = np.concatenate([x, [1.0 - 2.0 ** -40, 1.0 + 2.0 ** -40, 0.1, -0.0, np.nan, 2.5 - 1e-12]])
+    for boundaries in ([], [0.0], [-1.0, 0.0, 0.0, 1.0, 2.5, 10.0], list(np.linspace(-3, 3, 50)), [0.0, np.nan, 1.0],
+                       [0.1, 1.0]):
         yield (lambda t, b=boundaries: tf.raw_ops.Bucketize(input=t, boundaries=b)), [x]
-    yield (lambda t: tf.raw_ops.Bucketize(input=t, boundaries=[0.0, 1.0])), [x.reshape(2, 103)]
+    yield (lambda t: tf.raw_ops.Bucketize(input=t, boundaries=[0.0, 1.0])), [x.reshape(2, -1)]
 
 
 def approximate_equal_cases(op, attrs, rng):
@@ -1095,6 +1137,13 @@ def approximate_equal_cases(op, attrs, rng):
         x = typed(attrs, np.array([1.0, 1.0, 1.0, np.inf, np.nan, 0.0], np.float32))
         y = typed(attrs, np.array([1.0 + tolerance, 1.0 - tolerance / 2, 1.0, np.inf, np.nan, -0.0], np.float32))
         yield (lambda x, y, t=tolerance: fn(x, y, t)), [x, y]
+        if attrs["T"] == "float64":
+            # The float32 tolerance widened exactly: a difference of it counts, one ulp more does not
+            # (float32 math would round both to the bound).
+            bound = float(np.float32(tolerance))
+            x = np.array([0.5, 0.5, 0.5, 0.5])
+            y = np.array([0.5 + bound, np.nextafter(0.5 + bound, 2.0), 0.5 - bound, np.nextafter(0.5 - bound, -2.0)])
+            yield (lambda x, y, t=tolerance: fn(x, y, t)), [x, y]
 
 
 def classify_cases(op, attrs, rng):
@@ -3267,3 +3316,26 @@ def test_whole_tensor_reductions_in_chunks_match_cpu(strict_placement):
                        "with tf.device('/GPU:0'):\n"
                        "    tf.reduce_sum(tf.identity(tf.ones([4, 56, 56, 16]))).numpy()\n")
     assert "dispatch reduce_f32_serial_vec4" in log, log[-3000:]
+
+
+@pytest.mark.parametrize("op", ["ResizeBilinearGrad", "ResizeBicubicGrad"])
+def test_float64_resize_gradients_sum_in_f64(op, strict_placement):
+    """A 2x upscale with legacy coordinates puts every source at a whole or half pixel, so each of
+    TF's float32 products of a gradient and its weights is exact and TF-CPU's float64 sums are
+    the exact sums. Gradients of 1 beside ones of 2^-40 keep bits that float32 sums would drop:
+    the plugin's float64 gradient equals TF-CPU's bit for bit."""
+    rng = np.random.default_rng(7)
+    grads = np.where(rng.random((2, 8, 10, 3)) < 0.5, 1.0, 2.0 ** -40).astype(np.float32)
+    grads *= rng.choice([-1.0, 1.0], size=grads.shape).astype(np.float32)
+    original = np.zeros((2, 4, 5, 3), np.float64)
+    fn = getattr(tf.raw_ops, op)
+    results = []
+    for device in (GPU, "/CPU:0"):
+        with tf.device(device):
+            out = fn(grads=tf.constant(grads), original_image=tf.constant(original), align_corners=False,
+                     half_pixel_centers=False)
+            results.append((out.device, out.numpy()))
+    (device, got), (_, want) = results
+    assert device.endswith("GPU:0") and got.dtype == np.float64
+    assert np.any(want != want.astype(np.float32)), "the reference needs more than float32's bits"
+    np.testing.assert_array_equal(got, want)
