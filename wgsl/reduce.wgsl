@@ -8,7 +8,7 @@
 //     barriers are costly). reduce_f32_serial_vec4 is it over contiguous rows read as vec4s.
 //   reduce_bool: All (OP 0), Any (1) over bool bytes; results are OR-ed into a zeroed output.
 //   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis, as Eigen's tuple reducers (see `better`);
-//     `out_words` 1 or 2.
+//     `out_words` 1 or 2; long axes in slices whose candidates arg_f32_merge reduces.
 //   reduce_columns: reduce_f32's ops but L2Loss over the middle axis of a `batches` x `rows` x
 //     `columns` input (the kept columns innermost): see below; reduce_columns_vec4, four columns at
 //     once.
@@ -317,24 +317,34 @@ fn arg_start() -> f32 {
     return select(bitcast<f32>(0x7f7fffffu), bitcast<f32>(0xff7fffffu), OP == 0u);
 }
 
+// Workgroup w reduces slice w % slices of output w / slices: reduced rows [first, last) of the
+// `rows` this launch binds, whose row 0 is reduced index `index_base` of the whole axis (a window
+// of an input past a binding). Indices are the whole axis's, so ties compare across slices. With
+// `partial` 0 it writes the index; else the candidate (index, value bits) at slot `s` of the
+// output's `partial` slots (`out_off` counts the slots of earlier windows), which `arg_f32_merge`
+// reduces.
 @compute @workgroup_size(256)
 fn arg_f32(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let o = output_index(wid, nwg);
+    let w = output_index(wid, nwg);
+    let o = w / p.slices;
+    let s = w - o * p.slices;
     let valid = o < p.outputs;
     let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
     let stride = dim_at(p.red_stride, 0u);
+    let first = s * p.rows_per_slice;
+    let last = min(p.rows, first + p.rows_per_slice);
     var best = arg_start();
     var best_index = 0u;
     if (valid) {
-        for (var r = lid; r < p.count; r += 256u) {
+        for (var r = first + lid; r < last; r += 256u) {
             let v = bitcast<f32>(input[base + r * stride]);
-            if (better(v, r, best, best_index)) {
+            if (better(v, p.index_base + r, best, best_index)) {
                 best = v;
-                best_index = r;
+                best_index = p.index_base + r;
             }
         }
     }
@@ -351,9 +361,39 @@ fn arg_f32(
         workgroupBarrier();
     }
     if (lid == 0u && valid) {
+        if (p.partial != 0u) {
+            let at = p.out_off + 2u * (o * p.partial + s);
+            atomicStore(&out[at], partial_index[0]);
+            atomicStore(&out[at + 1u], bitcast<u32>(partial[0]));
+            return;
+        }
         atomicStore(&out[p.out_off + o * p.out_words], partial_index[0]);
         if (p.out_words == 2u) {
             atomicStore(&out[p.out_off + o * 2u + 1u], 0u);
         }
+    }
+}
+
+// The index of each output's best candidate of arg_f32's `partial` slots, one invocation per
+// output (the start wins where no candidate does, as in one pass).
+@compute @workgroup_size(64)
+fn arg_f32_merge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = gid.x + gid.y * nwg.x * 64u;
+    if (o >= p.outputs) {
+        return;
+    }
+    var best = arg_start();
+    var best_index = 0u;
+    for (var s = 0u; s < p.partial; s++) {
+        let at = p.in_off + 2u * (o * p.partial + s);
+        let v = bitcast<f32>(input[at + 1u]);
+        if (better(v, input[at], best, best_index)) {
+            best = v;
+            best_index = input[at];
+        }
+    }
+    atomicStore(&out[p.out_off + o * p.out_words], best_index);
+    if (p.out_words == 2u) {
+        atomicStore(&out[p.out_off + o * 2u + 1u], 0u);
     }
 }

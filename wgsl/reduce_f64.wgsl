@@ -8,7 +8,8 @@
 //   reduce_f64_serial: one invocation per output looping over its elements (short reductions, and
 //     empty ones: `p.count` 0 gives the identity, or NaN for Mean).
 //   arg_f64: ArgMax (OP 0) and ArgMin (1) over one axis, as reduce.wgsl's arg_f32 (Eigen's tuple
-//     reducers); indices written to `out_words` (`out_words` words each).
+//     reducers); indices written to `out_words` (`out_words` words each). arg_f64_candidates
+//     writes slices' candidates instead, which arg_f64_merge reduces.
 // Max and Min propagate NaN, recognised from the bits (`words`: the host binds the input a second
 // time, as WGSL has no bitcast from f64).
 
@@ -141,25 +142,19 @@ fn arg_better(x: f64, xi: u32, y: f64, yi: u32) -> bool {
     return select((x < y), (x > y), OP == 0u);
 }
 
-@compute @workgroup_size(256)
-fn arg_f64(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let o = output_index(wid, nwg);
-    let valid = o < p.outputs;
+// Slices as reduce.wgsl's arg_f32: the best (value, whole-axis index) of output o's reduced rows
+// [first, last), left in partial[0] and partial_index[0] for lane 0.
+fn arg_f64_slice(o: u32, valid: bool, first: u32, last: u32, lid: u32) {
     let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
     let stride = dim_at(p.red_stride, 0u);
-    // The reducer's start: the type's lowest (ArgMin: highest) at index 0.
-    var best = select(F64_MAX, -F64_MAX, OP == 0u);
+    var best = arg_start_f64();
     var best_index = 0u;
     if (valid) {
-        for (var r = lid; r < p.count; r += 256u) {
+        for (var r = first + lid; r < last; r += 256u) {
             let v = input[base + r * stride];
-            if (arg_better(v, r, best, best_index)) {
+            if (arg_better(v, p.index_base + r, best, best_index)) {
                 best = v;
-                best_index = r;
+                best_index = p.index_base + r;
             }
         }
     }
@@ -175,10 +170,73 @@ fn arg_f64(
         }
         workgroupBarrier();
     }
+}
+
+// One workgroup per output (`slices` 1): the index.
+@compute @workgroup_size(256)
+fn arg_f64(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let o = output_index(wid, nwg);
+    let valid = o < p.outputs;
+    arg_f64_slice(o, valid, 0u, p.rows, lid);
     if (lid == 0u && valid) {
         out_words[p.out_off + o * p.out_words] = partial_index[0];
         if (p.out_words == 2u) {
             out_words[p.out_off + o * 2u + 1u] = 0u;
         }
+    }
+}
+
+// Workgroup w: slice w % slices of output w / slices, its candidate as two f64 slots of `out`
+// (the index, exact in f64, then the value) at slot `s` of the output's `partial` (`out_off` in f64
+// slots, counting earlier windows' slots). (An entry cannot write `out` and `out_words` both.)
+@compute @workgroup_size(256)
+fn arg_f64_candidates(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let w = output_index(wid, nwg);
+    let o = w / p.slices;
+    let s = w - o * p.slices;
+    let valid = o < p.outputs;
+    let first = s * p.rows_per_slice;
+    arg_f64_slice(o, valid, first, min(p.rows, first + p.rows_per_slice), lid);
+    if (lid == 0u && valid) {
+        let at = p.out_off + 2u * (o * p.partial + s);
+        out[at] = f64(partial_index[0]);
+        out[at + 1u] = partial[0];
+    }
+}
+
+// The reducer's start: the type's lowest (ArgMin: highest) at index 0.
+fn arg_start_f64() -> f64 {
+    return select(F64_MAX, -F64_MAX, OP == 0u);
+}
+
+// arg_f64_candidates's slots (`input`, `in_off` in f64 slots) reduced, one invocation per output.
+@compute @workgroup_size(64)
+fn arg_f64_merge(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = gid.x + gid.y * nwg.x * 64u;
+    if (o >= p.outputs) {
+        return;
+    }
+    var best = arg_start_f64();
+    var best_index = 0u;
+    for (var s = 0u; s < p.partial; s++) {
+        let at = p.in_off + 2u * (o * p.partial + s);
+        let v = input[at + 1u];
+        let index = u32(input[at]);
+        if (arg_better(v, index, best, best_index)) {
+            best = v;
+            best_index = index;
+        }
+    }
+    out_words[p.out_off + o * p.out_words] = best_index;
+    if (p.out_words == 2u) {
+        out_words[p.out_off + o * 2u + 1u] = 0u;
     }
 }

@@ -17,7 +17,8 @@ struct Params {
     out_off: u32,
     outputs: u32,
     out_words: u32,
-    _pad: u32,
+    // arg_f32/arg_f64: the whole axis's index of the bound window's first reduced row.
+    index_base: u32,
     kept_shape: array<vec4<u32>, 2>,
     kept_stride: array<vec4<u32>, 2>,
     red_shape: array<vec4<u32>, 2>,

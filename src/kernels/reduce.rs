@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{
     aligned_vec4_window, check_loop_iterations, dispatch, dispatch_workgroups, grid, loop_budget, storage_window,
-    Binding, Pipeline, PipelineSpec, Shader,
+    Binding, Pipeline, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -82,7 +82,8 @@ struct Params {
     out_off: u32,
     outputs: u32,
     out_words: u32,
-    _pad: u32,
+    /// ArgMax/ArgMin: the whole axis's index of the bound window's first reduced row.
+    index_base: u32,
     kept_shape: [u32; MAX_RANK],
     kept_stride: [u32; MAX_RANK],
     red_shape: [u32; MAX_RANK],
@@ -387,14 +388,7 @@ fn launch_f64(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &
         check_loop_iterations(device, count, "reduction")?;
         return single("reduce_f64_serial", p, u64::from(p.outputs).div_ceil(SERIAL_WORKGROUP));
     }
-    let per_thread = loop_budget(device, 16);
-    let slice_len = if count.div_ceil(256) > per_thread {
-        per_thread * 256
-    } else if p.outputs < PARALLEL_WORKGROUPS && count >= 2 * MIN_PARALLEL_SLICE {
-        count.div_ceil(u64::from(PARALLEL_WORKGROUPS / p.outputs).max(2)).max(MIN_PARALLEL_SLICE)
-    } else {
-        count
-    };
+    let slice_len = slice_length(count, p.outputs, loop_budget(device, 16));
     let slices = shader_len(count.div_ceil(slice_len), "reduction")?;
     let outputs = p.outputs;
     // L2Loss's slices halve their sums of squares, and the second launch adds them.
@@ -894,7 +888,7 @@ fn integer_parts(
 /// ArgMax and ArgMin of an integer tensor over `dimension`: (value, index) records, combined in
 /// chunks as `compute_integer`'s partial results, until the last launch writes the index.
 pub fn compute_integer_arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let (input, out, p) = arg_plan(ctx, kernel)?;
+    let (input, out, p, _) = arg_plan(ctx, kernel)?;
     if out.num_elements() == 0 {
         return Ok(());
     }
@@ -1095,38 +1089,141 @@ pub fn arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
 }
 
 fn arg_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let (input, out, mut p) = arg_plan(ctx, kernel)?;
+    let (input, out, mut p, axis) = arg_plan(ctx, kernel)?;
     p.out_words = if out.dtype == DType::I64 { 2 } else { 1 };
-    let op = u32::from(kernel.def.op == "ArgMin");
-    if input.dtype == DType::F64 {
-        return launch_arg_f64(ctx.stream()?, op, p, &input, &out);
-    }
-    launch(ctx.stream()?, "arg_f32", op, p, &input, &out)
-}
-
-/// float64 ArgMax/ArgMin (`reduce_f64.wgsl`'s `arg_f64`): one workgroup per output.
-fn launch_arg_f64(stream: &Stream, op: u32, mut p: Params, input: &TensorRef, out: &TensorRef) -> Result<()> {
     if p.outputs == 0 {
         return Ok(());
     }
+    let op = u32::from(kernel.def.op == "ArgMin");
+    launch_arg(ctx, op, p, axis, &input, &out)
+}
+
+/// The elements per slice when each of `outputs` outputs reduces `count` elements with workgroups
+/// of 256 threads: under `per_thread` loop iterations each, and spread over several workgroups
+/// where the outputs are few; `count` (one slice) otherwise.
+fn slice_length(count: u64, outputs: u32, per_thread: u64) -> u64 {
+    if count.div_ceil(256) > per_thread {
+        per_thread * 256
+    } else if outputs < PARALLEL_WORKGROUPS && count >= 2 * MIN_PARALLEL_SLICE {
+        count.div_ceil(u64::from(PARALLEL_WORKGROUPS / outputs).max(2)).max(MIN_PARALLEL_SLICE)
+    } else {
+        count
+    }
+}
+
+/// ArgMax/ArgMin (`arg_f32`, `arg_f64`): one workgroup per output, or, over a long axis, one per
+/// slice of it (under the adapter's loop limit, and over several workgroups where the outputs are
+/// few), the slices' candidates reduced by `arg_*_merge`. An input past a storage binding goes in
+/// windows of whole slices along the axis, which are contiguous where the dimensions before it are
+/// 1 (`arg`'s batch split makes them so); elsewhere the binding-limit error lets that split run.
+fn launch_arg(
+    ctx: &mut dyn KernelContext,
+    op: u32,
+    mut p: Params,
+    axis: usize,
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let f64_input = input.dtype == DType::F64;
+    let (shader, merge_entry) = if f64_input { (&F64_SHADER, "arg_f64_merge") } else { (&SHADER, "arg_f32_merge") };
+    let element = input.dtype.size();
+    let count = u64::from(p.count);
+    let outputs = u64::from(p.outputs);
+    let inner = input.shape[axis + 1..].iter().product::<i64>() as u64;
+    let (limit, per_thread) = {
+        let device = ctx.stream()?.device();
+        (binding_limit(device), loop_budget(device, 16))
+    };
+    let mut slice_len = slice_length(count, p.outputs, per_thread);
+    let mut window_rows = count;
+    if input.byte_len() > limit {
+        let rows_fit = limit / (inner.max(1) * element);
+        if input.shape[..axis].iter().any(|&d| d != 1) || rows_fit == 0 {
+            return Err(Error::unimplemented(format!(
+                "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: ArgMax/ArgMin \
+                 reads windows of whole rows along the axis, {} bytes each",
+                input.byte_len(),
+                inner * element
+            )));
+        }
+        slice_len = slice_len.min(rows_fit);
+        window_rows = rows_fit / slice_len * slice_len;
+    }
+    let slices = count.div_ceil(slice_len);
+    (p.rows_per_slice, p.index_base) = (shader_len(slice_len, "ArgMax/ArgMin")?, 0);
+    // A candidate: (index, value) in 2 words, or 2 f64 slots for float64.
+    let slot_bytes: u64 = if f64_input { 16 } else { 8 };
+    let candidates = if slices > 1 || window_rows < count {
+        check_loop_iterations(ctx.stream()?.device(), slices, "ArgMax/ArgMin")?;
+        p.partial = shader_len(slices, "ArgMax/ArgMin")?;
+        Some(ctx.allocate_temp(DType::U32, &[(outputs * slices * slot_bytes / 4) as i64])?)
+    } else {
+        p.partial = 0;
+        None
+    };
+    let entry = match (f64_input, candidates.is_some()) {
+        (true, true) => "arg_f64_candidates",
+        (true, false) => "arg_f64",
+        (false, _) => "arg_f32",
+    };
+    let stream = ctx.stream()?;
     let device = stream.device();
-    check_loop_iterations(device, u64::from(p.count).div_ceil(256) + 8, "ArgMax/ArgMin")?;
-    let in_mem = device.memory.resolve(input.address, input.byte_len())?;
+    let pass = pipeline_of(device, shader, entry, op, &p)?;
+    let results = candidates.as_ref().unwrap_or(out);
+    let results_mem = device.memory.resolve(results.address, results.byte_len())?;
+    // Offsets in words, or in f64 slots for float64 candidates.
+    let results_unit = if f64_input && candidates.is_some() { 8 } else { 4 };
+    let mut start = 0;
+    while start < count {
+        let rows = window_rows.min(count - start);
+        // A window of whole rows along the axis (the dimensions before it are 1), or the input.
+        let window = if rows == count {
+            input.clone()
+        } else {
+            TensorRef {
+                address: input.address + start * inner * element,
+                dtype: input.dtype,
+                shape: vec![rows as i64, inner as i64],
+            }
+        };
+        let in_mem = device.memory.resolve(window.address, window.byte_len())?;
+        let mut q = p;
+        (q.rows, q.slices, q.index_base) =
+            (rows as u32, shader_len(rows.div_ceil(slice_len), "ArgMax/ArgMin")?, start as u32);
+        // The slots of the slices before this window, in the candidates' units (2 a slot).
+        let first_slot = start / slice_len * 2;
+        check_loop_iterations(device, u64::from(q.rows_per_slice).div_ceil(256) + 8, "ArgMax/ArgMin")?;
+        stream.encode(|core, encoder| {
+            let (in_bind, in_off) = storage_window(core, &in_mem, element)?;
+            let (out_bind, out_off) = storage_window(core, &results_mem, results_unit)?;
+            (q.in_off, q.out_off) = (in_off, out_off + first_slot as u32);
+            let groups = grid(core, outputs * u64::from(q.slices), entry)?;
+            let bindings = [in_bind, out_bind, in_bind];
+            let bindings = if f64_input { &bindings[..] } else { &bindings[..2] };
+            dispatch_workgroups(core, encoder, entry, &pass, bindings, bytemuck::bytes_of(&q), groups)
+        })?;
+        start += rows;
+    }
+    if candidates.is_none() {
+        return Ok(());
+    }
+    let merge = pipeline_of(device, shader, merge_entry, op, &p)?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    let pipeline = pipeline_of(device, &F64_SHADER, "arg_f64", op, &p)?;
     stream.encode(|core, encoder| {
-        let (in_bind, in_off) = storage_window(core, &in_mem, 8)?;
+        // (`in_off` in words, or in f64 slots for float64.)
+        let (in_bind, in_off) = storage_window(core, &results_mem, results_unit)?;
         let (out_bind, out_off) = storage_window(core, &out_mem, 4)?;
         (p.in_off, p.out_off) = (in_off, out_off);
-        let groups = grid(core, u64::from(p.outputs), "arg_f64")?;
+        let groups = grid(core, outputs.div_ceil(SERIAL_WORKGROUP), merge_entry)?;
         let bindings = [in_bind, out_bind, in_bind];
-        dispatch_workgroups(core, encoder, "arg_f64", &pipeline, &bindings, bytemuck::bytes_of(&p), groups)
+        let bindings = if f64_input { &bindings[..] } else { &bindings[..2] };
+        dispatch_workgroups(core, encoder, merge_entry, &merge, bindings, bytemuck::bytes_of(&p), groups)
     })
 }
 
 /// ArgMax/ArgMin's input, its output (allocated) and the parameters of a reduction over
 /// `dimension`; an empty reduced axis is InvalidArgument, as in TF.
-fn arg_plan(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(TensorRef, TensorRef, Params)> {
+fn arg_plan(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(TensorRef, TensorRef, Params, usize)> {
     let input = ctx.input(0)?;
     let (axis, axis_shape) = ctx.host_input_values(1)?;
     let axis = validate::scalar(&axis, &axis_shape, "dimension")?;
@@ -1143,7 +1240,7 @@ fn arg_plan(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(Ten
         kept: (0..input.shape.len()).filter(|&k| k != d).map(|k| (input.shape[k], strides[k])).collect(),
         reduced: vec![(input.shape[d], strides[d])],
     };
-    Ok((input, out, params_for(&split)?))
+    Ok((input, out, params_for(&split)?, d))
 }
 
 #[cfg(test)]

@@ -264,6 +264,11 @@ CASES = {
     "bias_add_grad": lambda: tf.raw_ops.BiasAddGrad(out_backprop=img),
     "bias_add_grad_nchw": lambda: tf.raw_ops.BiasAddGrad(out_backprop=img_nchw, data_format="NCHW"),
     "argmax": lambda: tf.argmax(x3, 2),
+    # One row past the binding (windows of slices along it), a leading axis past it, a middle one.
+    "argmax_flat": lambda: tf.argmax(tf.reshape(x2, [-1])),
+    "argmin_leading": lambda: tf.argmin(x2, 0, output_type=tf.int32),
+    "argmax_middle": lambda: tf.argmax(x3, 1),
+    "argmin_flat_float64": lambda: tf.argmin(tf.cast(tf.reshape(x2, [-1]), tf.float64)),
     # Rows: matmul, softmax, cross-entropy.
     "matmul": lambda: tf.matmul(x2, weights),
     "batch_matmul": lambda: tf.matmul(x3, batch_weights),

@@ -1488,6 +1488,23 @@ def reduce_cases(op, attrs, rng):
         x = typed(attrs, floats(rng, (4, 5, 300), specials=False))
         for axis in [0, 1, 2, -1]:
             yield (lambda t, axis=axis: fn(t, axis=axis, output_type=out)), [x]
+        # Long axes in slices, whose candidates merge: few rows over 40,001 elements (parallel
+        # slices), ties of the extreme in several slices (the first index wins), NaN (never wins),
+        # a slice of nothing but NaN and the type's lowest (highest) value, and a row past one
+        # invocation's loop limit (65,535 iterations of 256 elements).
+        long = np.round(floats(rng, (3, 40001), specials=False))
+        extreme = np.float32(long.max() + 1 if op == "ArgMax" else long.min() - 1)
+        long[0, [39000, 20000, 30001]] = extreme
+        long[1, :20000] = np.nan
+        long[2, :] = np.finfo(np.float32).min if op == "ArgMax" else np.finfo(np.float32).max
+        long[2, 25000:25003] = np.nan
+        long = typed(attrs, long)
+        yield (lambda t: fn(t, axis=1, output_type=out)), [long]
+        yield (lambda t: fn(t, axis=0, output_type=out)), [long.T.copy()]
+        if attrs["T"] in ("float32", "float64") and attrs["output_type"] == "int64":
+            huge = typed(attrs, rng.standard_normal(1 << 24 | 12345).astype(np.float32))
+            huge[[16_000_000, 16_777_300]] = extreme
+            yield (lambda t: fn(t, output_type=out)), [huge]
         return
     fn = {"Sum": tf.reduce_sum, "Prod": tf.reduce_prod, "Max": tf.reduce_max, "Min": tf.reduce_min, "Mean": tf.reduce_mean,
           "EuclideanNorm": tf.norm_euclidean if hasattr(tf, "norm_euclidean") else
