@@ -196,7 +196,7 @@ pub fn prod(ctx: &mut dyn KernelContext, input: &TensorRef, mask: &[bool], out: 
     let perm: Vec<usize> = (0..rank).filter(|&d| mask[d]).chain((0..rank).filter(|&d| !mask[d])).collect();
     let rows = ctx.allocate_temp(input.dtype, &[reduced as i64, outputs as i64])?;
     let permuted = TensorRef { shape: index::permuted_shape(&input.shape, &perm), ..rows.clone() };
-    index::permute(ctx.stream()?, input, &permuted, &perm)?;
+    index::permute_any_size(ctx, input, &permuted, &perm)?;
     let row = |first: u64, count: u64| TensorRef {
         address: rows.address + first * outputs * elem,
         dtype: rows.dtype,

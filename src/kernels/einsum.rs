@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 
-use super::index::{self, permute, permuted_shape};
+use super::index::{self, permute_any_size, permuted_shape};
 use super::slice::{self, contiguous_strides, StridedView};
 use super::{matmul, reduce, KernelContext, KernelInstance, TensorRef};
 
@@ -163,7 +163,7 @@ fn permuted(ctx: &mut dyn KernelContext, t: &TensorRef, perm: &[usize]) -> Resul
         return Ok(t.clone());
     }
     let temp = ctx.allocate_temp(t.dtype, &permuted_shape(&t.shape, perm))?;
-    permute(ctx.stream()?, t, &temp, perm)?;
+    permute_any_size(ctx, t, &temp, perm)?;
     Ok(temp)
 }
 
@@ -268,7 +268,7 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         let (t, ls) = normalize(ctx, &operands[0], &labels.inputs[0], &labels.output)?;
         let t = broadcast(ctx, t, &ls, &size_of)?;
         let perm: Vec<usize> = labels.output.iter().map(|l| ls.iter().position(|m| m == l).unwrap_or(0)).collect();
-        return permute(ctx.stream()?, &t, &out, &perm);
+        return permute_any_size(ctx, &t, &out, &perm);
     }
     // Labels each operand keeps: the output's and those it shares with the other.
     let keep = |own: usize| -> Vec<char> {
@@ -295,7 +295,7 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
     matmul::product(ctx, &a_t, &b_t, &product, false, false)?;
     if !direct {
         product.shape = plan.product_shape.clone();
-        permute(ctx.stream()?, &product, &out, &plan.out_perm)?;
+        permute_any_size(ctx, &product, &out, &plan.out_perm)?;
     }
     Ok(())
 }

@@ -556,7 +556,7 @@ pub fn transpose(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     }
     let perm: Vec<usize> = perm.iter().map(|&p| p as usize).collect();
     let out = ctx.allocate_output(0, dtype, &permuted_shape(&input.shape, &perm))?;
-    permute(ctx.stream()?, &input, &out, &perm)?;
+    permute_any_size(ctx, &input, &out, &perm)?;
     if kernel.def.op == "ConjugateTranspose" && matches!(dtype, DType::C64 | DType::C128) && out.num_elements() > 0 {
         super::complex::launch(ctx.stream()?, super::complex::CONJ, &out, &out, &out)?;
     }
@@ -570,15 +570,73 @@ pub fn permuted_shape(shape: &[i64], perm: &[usize]) -> Vec<i64> {
 
 /// Writes `input` transposed by `perm` into `out` (of `permuted_shape(input.shape, perm)`).
 pub fn permute(stream: &Stream, input: &TensorRef, out: &TensorRef, perm: &[usize]) -> Result<()> {
+    map(stream, input, out, &permutation_dims(input, perm), None)
+}
+
+/// The index map of `input` transposed by `perm`.
+fn permutation_dims(input: &TensorRef, perm: &[usize]) -> Vec<DimMap> {
     let strides = contiguous_strides(&input.shape);
-    let dims: Vec<DimMap> = perm
-        .iter()
+    perm.iter()
         .map(|&p| {
             let d = input.shape[p];
             DimMap { out: d, in_dim: d, in_stride: strides[p], offset: 0, mode: DimMode::Direct }
         })
-        .collect();
-    map(stream, input, out, &dims, None)
+        .collect()
+}
+
+/// `permute` of tensors of any size: where the index map's parts would be too many (a transpose
+/// that moves both the outermost and the innermost dimension of a tensor past the binding, such
+/// as a big matrix's), windows of the input's outermost dimension, each transposed into a
+/// temporary and copied into its pitched rows of `out` (`permute_in_windows`).
+pub fn permute_any_size(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef, perm: &[usize]) -> Result<()> {
+    map_permutation(ctx, input, out, &permutation_dims(input, perm))
+}
+
+/// `map` of a permutation (`dims` read every element of dense `input` once, `Direct`), falling
+/// back to `permute_in_windows` where the parts of `split_map` would be too many.
+fn map_permutation(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef, dims: &[DimMap]) -> Result<()> {
+    if out.num_elements() == 0 {
+        return Ok(());
+    }
+    let dims = simplified(dims);
+    let stream = ctx.stream()?;
+    let limit = binding_limit(stream.device());
+    if dims.len() > MAX_RANK || (input.byte_len() <= limit && out.byte_len() <= limit) {
+        return map(stream, input, out, &dims, None);
+    }
+    let mut parts = Vec::new();
+    let whole = MapPart { input: input.clone(), out: out.clone(), dims: dims.clone() };
+    if split_map(limit, whole, 0, &mut parts).is_ok() {
+        return parts.iter().try_for_each(|p| map_launch(stream, &p.input, &p.out, &p.dims, None));
+    }
+    permute_in_windows(ctx, input, out, &dims)
+}
+
+/// A permutation of a tensor past the binding in windows of the input's outermost dimension (the
+/// map dimension of the largest input stride): each window transposed into a temporary (of at
+/// most a binding, or one index of that dimension, itself permuted in windows), then copied into
+/// `out`, where it is `outer` rows of `count * inner` elements, `out[p] * inner` apart.
+fn permute_in_windows(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef, dims: &[DimMap]) -> Result<()> {
+    let size = input.dtype.size();
+    let limit = binding_limit(ctx.stream()?.device()) / size;
+    let p = (0..dims.len()).max_by_key(|&k| dims[k].in_stride).unwrap_or(0);
+    let (n, slice) = (dims[p].in_dim, dims[p].in_stride.max(1));
+    let outer: i64 = dims[..p].iter().map(|d| d.out).product();
+    let inner: i64 = dims[p + 1..].iter().map(|d| d.out).product();
+    let per_window = (limit as i64 / slice).clamp(1, n.max(1));
+    let temp = ctx.allocate_temp(input.dtype, &[per_window * slice])?;
+    let mut start = 0;
+    while start < n {
+        let count = per_window.min(n - start);
+        let window = row_range(input, (start * slice) as u64 * size, count * slice);
+        let transposed = row_range(&temp, 0, count * slice);
+        let mut window_dims = dims.to_vec();
+        (window_dims[p].out, window_dims[p].in_dim) = (count, count);
+        map_permutation(ctx, &window, &transposed, &window_dims)?;
+        copy_rows(ctx.stream()?, &transposed, out, start * inner, outer, count * inner, n * inner)?;
+        start += count;
+    }
+    Ok(())
 }
 
 /// SpaceToDepth and DepthToSpace: a reshape, a transpose and a reshape. Each `block_size` x
@@ -648,7 +706,7 @@ pub fn space_depth(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     }
     let source = TensorRef { shape: view, ..input };
     let target = TensorRef { shape: permuted_shape(&source.shape, &perm), ..out };
-    permute(ctx.stream()?, &source, &target, &perm)
+    permute_any_size(ctx, &source, &target, &perm)
 }
 
 /// TF's most block dimensions that are not merged away (kMaxSpaceToBatchBlockDims).
@@ -755,7 +813,7 @@ pub fn space_batch(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         perm.push(1 + 2 * m);
         let source = TensorRef { shape: view, ..source };
         let target = TensorRef { shape: permuted_shape(&source.shape, &perm), ..out };
-        permute(ctx.stream()?, &source, &target, &perm)
+        permute_any_size(ctx, &source, &target, &perm)
     } else {
         if batch % product != 0 {
             return Err(Error::invalid_argument(format!(
@@ -795,13 +853,13 @@ pub fn space_batch(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         let uncropped_view = permuted_shape(&source.shape, &perm);
         if pads.iter().all(|&p| p == 0) {
             let target = TensorRef { shape: uncropped_view, ..out };
-            return permute(ctx.stream()?, &source, &target, &perm);
+            return permute_any_size(ctx, &source, &target, &perm);
         }
         let mut uncropped_shape = vec![out_batch];
         uncropped_shape.extend_from_slice(&full);
         uncropped_shape.push(depth);
         let temp = ctx.allocate_temp(dtype, &uncropped_shape)?;
-        permute(ctx.stream()?, &source, &TensorRef { shape: uncropped_view, ..temp.clone() }, &perm)?;
+        permute_any_size(ctx, &source, &TensorRef { shape: uncropped_view, ..temp.clone() }, &perm)?;
         let mut dims = direct_dims(&uncropped_shape);
         for k in 0..m {
             dims[1 + k].out = cropped[k];

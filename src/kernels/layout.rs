@@ -10,7 +10,7 @@
 use crate::error::{Error, Result};
 use crate::runtime::Stream;
 
-use super::index::{permute, permuted_shape};
+use super::index::{permute_any_size, permuted_shape};
 use super::{AttrValue, ComputeFn, DType, KernelContext, KernelInstance, TensorRef, VariableWork};
 
 /// Which of an op's arguments are images in its `data_format`.
@@ -61,9 +61,8 @@ pub fn channels_last(
     let mut adapter = ChannelsLastContext { inner: ctx, images, transposed: Vec::new(), pending: Vec::new() };
     compute(&mut adapter, &inner_kernel)?;
     let ChannelsLastContext { inner, pending, .. } = adapter;
-    let stream = inner.stream()?;
     for (channels_last, output) in pending {
-        transpose_to(stream, &channels_last, &output, to_channels_first_perm(output.shape.len()))?;
+        transpose_to(inner, &channels_last, &output, to_channels_first_perm(output.shape.len()))?;
     }
     Ok(())
 }
@@ -91,11 +90,11 @@ fn to_channels_first_perm(rank: usize) -> Vec<usize> {
     perm
 }
 
-fn transpose_to(stream: &Stream, input: &TensorRef, out: &TensorRef, perm: Vec<usize>) -> Result<()> {
+fn transpose_to(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef, perm: Vec<usize>) -> Result<()> {
     if out.num_elements() == 0 {
         return Ok(());
     }
-    permute(stream, input, out, &perm)
+    permute_any_size(ctx, input, out, &perm)
 }
 
 /// The node's context as a channels-last kernel sees it.
@@ -133,7 +132,7 @@ impl KernelContext for ChannelsLastContext<'_> {
         }
         let perm = to_channels_last_perm(input.shape.len());
         let temp = self.inner.allocate_temp(input.dtype, &permuted_shape(&input.shape, &perm))?;
-        transpose_to(self.inner.stream()?, &input, &temp, perm)?;
+        transpose_to(self.inner, &input, &temp, perm)?;
         self.transposed.push((index, temp.clone()));
         Ok(temp)
     }

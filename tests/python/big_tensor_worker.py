@@ -68,6 +68,20 @@ bins = tf.constant(rng.integers(0, ROW, (ROWS, 64)), tf.int32)
 
 
 @functools.cache
+def one_image():
+    """One NHWC image of 8 channels past the binding (its batch cannot split)."""
+    side_ = int((E / 8) ** 0.5)
+    return normal(1, side_, side_, 8)
+
+
+@functools.cache
+def planes():
+    """Two planes, each 0.8x the elements of the big tensors (about 1.2x the binding)."""
+    side_ = int((0.8 * E) ** 0.5)
+    return normal(2, side_, side_)
+
+
+@functools.cache
 def table_of(dtype):
     """`table` in `dtype` (int8: four times the rows, float16: twice, so as to pass the limit)."""
     if dtype == tf.int8:
@@ -214,6 +228,14 @@ CASES = {
     "slice": lambda: x3[1:, 3:-2, ::2],
     "transpose_batch_leading": lambda: tf.transpose(img, [0, 3, 1, 2]),
     "transpose_tall": lambda: tf.transpose(x2[:, :8]),
+    # Transposes whose index-map parts would number thousands: the input's outermost dimension in
+    # windows through a temporary; planes each past the binding (windows within a window).
+    "transpose_wide": lambda: tf.transpose(tf.reshape(x2, [8, -1])),
+    "transpose_planes_reversed": lambda: tf.transpose(planes()),
+    "transpose_planes_rotated": lambda: tf.transpose(planes(), [1, 2, 0]),
+    "depthwise_dilated_one_image": lambda: tf.nn.depthwise_conv2d(one_image(), dw, [1, 1, 1, 1], "SAME",
+                                                                  dilations=[2, 2]),
+    "transpose_wide_float16": lambda: tf.transpose(tf.cast(tf.reshape(tf.concat([x2, x2], 0), [8, -1]), tf.float16)),
     "concat": lambda: tf.concat([x2, x2[:5]], 0),
     "concat_inner": lambda: tf.concat([x2, x2[:, :3]], 1),
     "split": lambda: tf.split(x2, [1, ROW - 1], axis=1)[1],
@@ -397,6 +419,7 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "matmul_big_b": 1e-4, "matmul_big_b_transposed": 1e-4, "matmul_big_a_transposed": 1e-4,
              "batch_matmul_shared_big_b": 1e-4, "einsum_big_keys": 1e-4, "dense_big_kernel": 1e-4,
              "conv2d_one_image": 1e-4, "conv2d_one_image_explicit": 1e-4, "depthwise_one_image": 1e-4,
+             "depthwise_dilated_one_image": 1e-4,
              "conv_backprop_input_one_image": 1e-4, "conv_backprop_filter_one_image": 1e-4,
              "conv_backprop_input_one_image_strided": 1e-4, "depthwise_backprop_filter_one_image": 1e-4}
 

@@ -23,7 +23,8 @@ HEAVY = tf.__version__.startswith("2.21.") or os.environ.get("TF_WGPU_HEAVY") ==
 # The real-size run: the families whose windows differ (elementwise parts, index-map windows,
 # partial reductions, batches, table windows, windowed statistics) and the issue's own example.
 HEAVY_CASES = ["add_bias", "transpose_batch_leading", "slice", "gather_table", "scatter_add_table",
-               "variable_scatter_add", "sum_all", "sum_leading", "argmax_flat",
+               "variable_scatter_add", "sum_all", "sum_leading", "argmax_flat", "transpose_wide",
+               "transpose_planes_reversed",
                "matmul", "softmax", "conv2d", "conv_backprop_filter", "batch_norm_training", "batch_norm_grad"]
 
 
