@@ -4,15 +4,17 @@
 use crate::error::{Error, Result};
 use crate::runtime::device::KernelProfile;
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch_workgroups, grid, storage_window, PipelineSpec, Shader,
+    check_loop_iterations, dispatch_workgroups, grid, loops_fit, storage_window, PipelineSpec, Shader,
 };
 use crate::runtime::DeviceCore;
 
 use super::batch::{split_batch_on_overflow, BatchArgs};
-use super::binary::broadcast_shapes;
+use super::binary::{self, broadcast_shapes, BinaryOp};
 use super::index;
-use super::reduce::{SERIAL_REDUCTION_MAX, SERIAL_WORKGROUP};
-use super::{shader_len, DType, KernelContext, KernelInstance};
+use super::reduce::{self, SERIAL_REDUCTION_MAX, SERIAL_WORKGROUP};
+use super::unary::{self, UnaryOp};
+use super::windows::binding_limit;
+use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 /// On the GPU profile, rows up to this long loop in one invocation, and rows up to
 /// `GPU_WARP_ROW_MAX` take 32 invocations each: a GPU coalesces neighbouring invocations' loads,
@@ -44,6 +46,11 @@ impl RowSplit {
         };
         check_loop_iterations(device, 4 * u64::from(cols.div_ceil(split.lanes)) + 32, what)?;
         Ok(split)
+    }
+
+    /// Whether rows of `cols` fit one workgroup's loops (`for_cols` would not refuse them).
+    fn fits(device: &DeviceCore, cols: u32) -> bool {
+        loops_fit(device, 4 * u64::from(cols.div_ceil(256)) + 32)
     }
 
     fn constants(&self) -> [(&'static str, f64); 2] {
@@ -120,11 +127,14 @@ fn softmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         return Ok(());
     }
     let rows = shader_len(total / cols as u64, kernel.def.op)?;
+    let op = u32::from(kernel.def.op == "LogSoftmax");
+    if !RowSplit::fits(ctx.stream()?.device(), cols as u32) || row_past_binding(ctx, &logits, cols)? {
+        return softmax_long_rows(ctx, op == 1, &logits, &out, i64::from(rows), cols);
+    }
     let stream = ctx.stream()?;
     let device = stream.device();
     let in_mem = device.memory.resolve(logits.address, logits.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
-    let op = u32::from(kernel.def.op == "LogSoftmax");
     let split = RowSplit::for_cols(device, cols as u32, kernel.def.op)?;
     let [lanes, workgroup] = split.constants();
     let (shader, aliases) = row_shader(dtype, [&SOFTMAX_SHADER, &SOFTMAX_F64_SHADER]);
@@ -149,6 +159,44 @@ fn softmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
             groups,
         )
     })
+}
+
+/// Whether one row of `cols` elements of `t` is larger than a storage binding (the row kernels bind
+/// whole rows; the batch split takes care of many rows that fit one at a time).
+fn row_past_binding(ctx: &mut dyn KernelContext, t: &TensorRef, cols: i64) -> Result<bool> {
+    Ok(cols as u64 * t.dtype.size() > binding_limit(ctx.stream()?.device()))
+}
+
+/// Softmax and LogSoftmax of rows longer than one workgroup's loops may walk (llvmpipe: about 4.2M
+/// elements) or larger than a storage binding: `softmax.wgsl`'s steps as launches over the whole tensor, the row reductions in
+/// slices: the row maximum, x - max, exp, its compensated sum, then the quotient (LogSoftmax:
+/// x - max - log(sum), the exponentials in a temporary).
+fn softmax_long_rows(
+    ctx: &mut dyn KernelContext,
+    log: bool,
+    logits: &TensorRef,
+    out: &TensorRef,
+    rows: i64,
+    cols: i64,
+) -> Result<()> {
+    let x = TensorRef { shape: vec![rows, cols], ..logits.clone() };
+    let y = TensorRef { shape: vec![rows, cols], ..out.clone() };
+    let along_rows = [false, true];
+    let row_max = ctx.allocate_temp(x.dtype, &[rows, 1])?;
+    let total = ctx.allocate_temp(x.dtype, &[rows, 1])?;
+    reduce::max(ctx, &x, &along_rows, &row_max)?;
+    binary::launch(ctx.stream()?, BinaryOp::Sub, &x, &row_max, &y)?;
+    if log {
+        let exps = ctx.allocate_temp(x.dtype, &[rows, cols])?;
+        unary::launch(ctx.stream()?, UnaryOp::Exp, 0.0, &y, &exps)?;
+        reduce::sum(ctx, &exps, &along_rows, &total)?;
+        let stream = ctx.stream()?;
+        unary::launch(stream, UnaryOp::Log, 0.0, &total, &total)?;
+        return binary::launch(stream, BinaryOp::Sub, &y, &total, &y);
+    }
+    unary::launch(ctx.stream()?, UnaryOp::Exp, 0.0, &y, &y)?;
+    reduce::sum(ctx, &y, &along_rows, &total)?;
+    binary::launch(ctx.stream()?, BinaryOp::RealDiv, &y, &total, &y)
 }
 
 pub const XENT_SHADER: Shader = Shader {
@@ -236,6 +284,10 @@ fn cross_entropy_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
     if rows == 0 {
         return Ok(());
     }
+    if !RowSplit::fits(ctx.stream()?.device(), cols as u32) || row_past_binding(ctx, &features, cols)? {
+        let rows = RowsOf { features: &features, labels: &labels, loss: &loss, backprop: &backprop };
+        return cross_entropy_long_rows(ctx, sparse, rows);
+    }
     let label_words = if labels.dtype == DType::I64 { 2 } else { 1 };
     let rows = shader_len(rows as u64, op)?;
     let stream = ctx.stream()?;
@@ -273,4 +325,75 @@ fn cross_entropy_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
             groups,
         )
     })
+}
+
+/// A cross-entropy's tensors: `features` [rows, cols], `labels` (class indices [rows], or dense
+/// [rows, cols]), and the outputs `loss` [rows] and `backprop` [rows, cols].
+struct RowsOf<'a> {
+    features: &'a TensorRef,
+    labels: &'a TensorRef,
+    loss: &'a TensorRef,
+    backprop: &'a TensorRef,
+}
+
+/// The cross-entropies of rows longer than one workgroup's loops may walk, or past a binding: `xent.wgsl`'s steps as
+/// launches over the whole tensor, the row reductions in slices. With shifted = f - max and
+/// lse = log(sum(exp(shifted))): loss = sum_j p_j * (lse - shifted_j) and backprop =
+/// exp(shifted) / sum - p. Sparse labels pick their column by a select (0 * inf would be NaN), and
+/// a label outside the row makes its row NaN, as TF-GPU's kernel does: both outputs are scaled by
+/// hits / hits, 1 where the label hit a column and 0 / 0 where it did not.
+fn cross_entropy_long_rows(ctx: &mut dyn KernelContext, sparse: bool, t: RowsOf) -> Result<()> {
+    let (rows, cols) = (t.features.shape[0], t.features.shape[1]);
+    let dtype = t.features.dtype;
+    let along_rows = [false, true];
+    let row_stat = |ctx: &mut dyn KernelContext| ctx.allocate_temp(dtype, &[rows, 1]);
+    let (row_max, lse) = (row_stat(ctx)?, row_stat(ctx)?);
+    let exps = ctx.allocate_temp(dtype, &[rows, cols])?;
+    let terms = ctx.allocate_temp(dtype, &[rows, cols])?;
+    // shifted (in `backprop` until the end), its exponentials and their row sums.
+    reduce::max(ctx, t.features, &along_rows, &row_max)?;
+    binary::launch(ctx.stream()?, BinaryOp::Sub, t.features, &row_max, t.backprop)?;
+    unary::launch(ctx.stream()?, UnaryOp::Exp, 0.0, t.backprop, &exps)?;
+    reduce::sum(ctx, &exps, &along_rows, &lse)?;
+    let stream = ctx.stream()?;
+    binary::launch(stream, BinaryOp::RealDiv, &exps, &lse, &exps)?;
+    unary::launch(stream, UnaryOp::Log, 0.0, &lse, &lse)?;
+    binary::launch(stream, BinaryOp::Sub, &lse, t.backprop, &terms)?;
+    if !sparse {
+        binary::launch(stream, BinaryOp::Mul, t.labels, &terms, &terms)?;
+        reduce::sum(ctx, &terms, &along_rows, t.loss)?;
+        return binary::launch(ctx.stream()?, BinaryOp::Sub, &exps, t.labels, t.backprop);
+    }
+    // The label's column: labels [rows, 1] == 0..cols.
+    let hit = ctx.allocate_temp(DType::Bool, &[rows, cols])?;
+    let positions = ctx.allocate_temp(t.labels.dtype, &[1, cols])?;
+    let (zero, one) = (ctx.allocate_temp(dtype, &[])?, ctx.allocate_temp(dtype, &[])?);
+    let stream = ctx.stream()?;
+    let bytes: Vec<u8> = if t.labels.dtype == DType::I64 {
+        (0..cols).flat_map(|i| i.to_le_bytes()).collect()
+    } else {
+        (0..cols).flat_map(|i| (i as i32).to_le_bytes()).collect()
+    };
+    stream.memcpy_htod(positions.address, &bytes)?;
+    for (scalar, value) in [(&zero, 0.0f64), (&one, 1.0)] {
+        match dtype {
+            DType::F64 => stream.memcpy_htod(scalar.address, &value.to_le_bytes())?,
+            _ => stream.memcpy_htod(scalar.address, &(value as f32).to_le_bytes())?,
+        }
+    }
+    let label_column = TensorRef { shape: vec![rows, 1], ..t.labels.clone() };
+    super::integer::launch(stream, super::integer::EQUAL, &label_column, &positions, &hit)?;
+    binary::launch_select(stream, &hit, &terms, &zero, &terms)?;
+    reduce::sum(ctx, &terms, &along_rows, t.loss)?;
+    // The one-hot rows (in `terms`), their sums, and hits / hits.
+    let stream = ctx.stream()?;
+    binary::launch_select(stream, &hit, &one, &zero, &terms)?;
+    let scale = row_stat(ctx)?;
+    reduce::sum(ctx, &terms, &along_rows, &scale)?;
+    let stream = ctx.stream()?;
+    binary::launch(stream, BinaryOp::RealDiv, &scale, &scale, &scale)?;
+    binary::launch(stream, BinaryOp::Sub, &exps, &terms, t.backprop)?;
+    binary::launch(stream, BinaryOp::Mul, t.backprop, &scale, t.backprop)?;
+    let per_row = TensorRef { shape: vec![rows], ..scale };
+    binary::launch(stream, BinaryOp::Mul, t.loss, &per_row, t.loss)
 }

@@ -625,16 +625,36 @@ fn reduce_parts(
     Ok(())
 }
 
-/// `out` = the float32 sum of `input` over the dimensions `mask` marks, for inputs of any size.
+/// `out` = the float sum of `input` over the dimensions `mask` marks, for inputs of any size.
 pub fn sum(ctx: &mut dyn KernelContext, input: &TensorRef, mask: &[bool], out: &TensorRef) -> Result<()> {
     if input.num_elements() == 0 {
         return ctx.stream()?.fill(out.address, out.byte_len(), 0);
     }
+    float_reduction(ctx, "Sum", input, mask, out)
+}
+
+/// `out` = the float maximum of non-empty `input` over the dimensions `mask` marks (NaN
+/// propagates), for inputs of any size.
+pub fn max(ctx: &mut dyn KernelContext, input: &TensorRef, mask: &[bool], out: &TensorRef) -> Result<()> {
+    float_reduction(ctx, "Max", input, mask, out)
+}
+
+/// The float reduction `op` (of `FLOAT_REDUCTIONS`) of `input` over `mask` into `out`: windows
+/// past a binding, slices of long reductions.
+fn float_reduction(
+    ctx: &mut dyn KernelContext,
+    op: &str,
+    input: &TensorRef,
+    mask: &[bool],
+    out: &TensorRef,
+) -> Result<()> {
     if input.byte_len() > binding_limit(ctx.stream()?.device()) {
-        return reduce_in_windows(ctx, "Sum", input, mask, out);
+        return reduce_in_windows(ctx, op, input, mask, out);
     }
+    let code = FLOAT_REDUCTIONS.iter().find(|(name, _)| *name == op).map(|&(_, code)| code);
+    let code = code.ok_or_else(|| Error::internal(format!("no float reduction {op}")))?;
     let p = params_for(&split_dims(&input.shape, mask))?;
-    launch(ctx.stream()?, "reduce_f32", 0, p, input, out)
+    launch(ctx.stream()?, "reduce_f32", code, p, input, out)
 }
 
 /// `out[c] = mean over r of input[r, c]` for a float32 input of any size.

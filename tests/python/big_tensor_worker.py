@@ -295,6 +295,13 @@ CASES = {
     "matmul": lambda: tf.matmul(x2, weights),
     "batch_matmul": lambda: tf.matmul(x3, batch_weights),
     "softmax": lambda: tf.nn.softmax(x2),
+    # One row past the binding: the row ops as launches over the whole tensor.
+    "softmax_one_row": lambda: tf.nn.softmax(flat),
+    "log_softmax_one_row": lambda: tf.nn.log_softmax(flat),
+    "xent_sparse_one_row": lambda: tf.nn.sparse_softmax_cross_entropy_with_logits(
+        tf.constant([E // 3], tf.int32), flat),
+    "xent_dense_one_row": lambda: tf.raw_ops.SoftmaxCrossEntropyWithLogits(
+        features=flat, labels=tf.nn.softmax(flat * 0.5))[1],
     "log_softmax": lambda: tf.nn.log_softmax(x3),
     "xent_sparse": lambda: tf.nn.sparse_softmax_cross_entropy_with_logits(labels, x2),
     "xent_dense": lambda: tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=x2, labels=tf.nn.softmax(x2 * 0.5))[1],

@@ -2603,6 +2603,44 @@ def test_row_kernels_across_row_lengths(strict_placement, dtype):
                                        err_msg=f"{name} of {rows} x {cols} {dtype}")
 
 
+@pytest.mark.parametrize("dtype", ROW_KERNEL_TYPES)
+def test_row_kernels_on_rows_past_the_loop_limit(strict_placement, dtype):
+    """Rows of 4.3M columns, past what one workgroup's loops walk on llvmpipe (65,535 iterations
+    of four passes over 256 lanes), take the row ops as launches over the whole tensor with the
+    row reductions in slices. Against TF-CPU: Softmax, LogSoftmax and both cross-entropies,
+    with an infinite logit (-inf, which the sparse loss must not turn into NaN beside a zero
+    label), NaN in a row, and a sparse label outside the row (TF-GPU's NaN row; TF-CPU raises, so
+    that row is checked on its own)."""
+    rng = np.random.default_rng(13)
+    rows, cols = 3, 4_300_000
+    x = (rng.standard_normal((rows, cols)) * 5).astype(dtype)
+    x[0, 17] = -np.inf
+    x[1, 4_000_000] = 40.0
+    x[2, 123] = np.nan
+    labels = np.array([5, 4_000_000, 4_299_999], np.int32)
+    dense = rng.random((rows, cols)).astype(dtype)
+    results = []
+    for device in (GPU, "/CPU:0"):
+        with tf.device(device):
+            xt, lt, dt = tf.constant(x), tf.constant(labels), tf.constant(dense)
+            results.append([tf.raw_ops.Softmax(logits=xt), tf.raw_ops.LogSoftmax(logits=xt),
+                            *tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=xt, labels=lt),
+                            *tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=xt, labels=dt)])
+    tol = 1e-12 if dtype == "float64" else 2e-5
+    for name, got, want in zip(["softmax", "log_softmax", "sparse loss", "sparse backprop", "loss", "backprop"],
+                               *results):
+        assert got.device.endswith("GPU:0") and got.dtype == want.dtype
+        got, want = got.numpy(), want.numpy()
+        # Sums over 4.3M terms in another order: absolute error against the row's scale.
+        atol = tol * max(1.0, float(np.nanmax(np.abs(want[np.isfinite(want)]))))
+        np.testing.assert_allclose(got, want, rtol=tol, atol=atol, equal_nan=True, err_msg=f"{name} {dtype}")
+    with tf.device(GPU):
+        loss, backprop = tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(
+            features=tf.constant(x[:2]), labels=tf.constant(np.array([3, cols], np.int32)))
+    assert np.isfinite(loss.numpy()[0]) and np.isnan(loss.numpy()[1])
+    assert not np.isnan(backprop.numpy()[0]).any() and np.isnan(backprop.numpy()[1]).all()
+
+
 @pytest.mark.parametrize("rows", [4109, 4111], ids=["below-2^23", "above-2^23"])
 def test_index_math_on_either_side_of_the_fast_division_limit(strict_placement, rows):
     """Broadcasts and reductions split flat indices into coordinates through f32 division while
