@@ -6,7 +6,8 @@
 //   reduce_f32_serial: the same ops, one invocation per output looping over its elements, with no
 //     barriers: for short reductions, where a 256-thread tree would mostly wait (and llvmpipe's
 //     barriers are costly). reduce_f32_serial_vec4 is it over contiguous rows read as vec4s.
-//   reduce_bool: All (OP 0), Any (1) over bool bytes; results are OR-ed into a zeroed output.
+//   reduce_bool: All (OP 0), Any (1) over bool bytes, in slices: each clears (All) or sets (Any)
+//     its byte of an output that starts as the identity.
 //   arg_f32: ArgMax (OP 0), ArgMin (1) over one axis, as Eigen's tuple reducers (see `better`);
 //     `out_words` 1 or 2; long axes in slices whose candidates arg_f32_merge reduces.
 //   reduce_columns: reduce_f32's ops but L2Loss over the middle axis of a `batches` x `rows` x
@@ -269,19 +270,25 @@ fn reduce_columns_vec16(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
     out4[part.put + 3u] = column_result4(acc3);
 }
 
+// Workgroup w: slice w % slices of output w / slices (rows [first, last) of `rows`). The output
+// starts as All's or Any's identity (bytes of 1 or 0); a slice with a false element clears All's
+// byte, one with a true element sets Any's, so slices and windows of an input combine in place.
 @compute @workgroup_size(256)
 fn reduce_bool(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let o = output_index(wid, nwg);
+    let w = output_index(wid, nwg);
+    let o = w / p.slices;
     let valid = o < p.outputs;
     let base = p.in_off + offset_of(select(0u, o, valid), KEPT_RANK, p.kept_shape, p.kept_stride);
+    let first = (w - o * p.slices) * p.rows_per_slice;
+    let last = min(p.rows, first + p.rows_per_slice);
     // All: count false elements; Any: count true ones.
     var hits = 0.0;
     if (valid) {
-        for (var r = lid; r < p.count; r += 256u) {
+        for (var r = first + lid; r < last; r += 256u) {
             let at = base + offset_of(r, RED_RANK, p.red_shape, p.red_stride);
             let bit = (input[at >> 2u] >> ((at & 3u) * 8u)) & 0xffu;
             hits += select(0.0, 1.0, (bit != 0u) == (OP == 1u));
@@ -295,11 +302,13 @@ fn reduce_bool(
         }
         workgroupBarrier();
     }
-    if (lid == 0u && valid) {
-        let result = select(partial[0] == 0.0, partial[0] > 0.0, OP == 1u);
-        if (result) {
-            let at = p.out_off + o;
-            atomicOr(&out[at >> 2u], 1u << ((at & 3u) * 8u));
+    if (lid == 0u && valid && partial[0] > 0.0) {
+        let at = p.out_off + o;
+        let byte = 0xffu << ((at & 3u) * 8u);
+        if (OP == 1u) {
+            atomicOr(&out[at >> 2u], byte & 0x01010101u);
+        } else {
+            atomicAnd(&out[at >> 2u], ~byte);
         }
     }
 }

@@ -589,12 +589,20 @@ fn permutation_dims(input: &TensorRef, perm: &[usize]) -> Vec<DimMap> {
 /// as a big matrix's), windows of the input's outermost dimension, each transposed into a
 /// temporary and copied into its pitched rows of `out` (`permute_in_windows`).
 pub fn permute_any_size(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef, perm: &[usize]) -> Result<()> {
-    map_permutation(ctx, input, out, &permutation_dims(input, perm))
+    map_permutation(ctx, input, out, &permutation_dims(input, perm), 0, &mut Vec::new())
 }
 
 /// `map` of a permutation (`dims` read every element of dense `input` once, `Direct`), falling
 /// back to `permute_in_windows` where the parts of `split_map` would be too many.
-fn map_permutation(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef, dims: &[DimMap]) -> Result<()> {
+/// `temps` holds `permute_in_windows`'s temporaries by nesting `depth`, reused across windows.
+fn map_permutation(
+    ctx: &mut dyn KernelContext,
+    input: &TensorRef,
+    out: &TensorRef,
+    dims: &[DimMap],
+    depth: usize,
+    temps: &mut Vec<TensorRef>,
+) -> Result<()> {
     if out.num_elements() == 0 {
         return Ok(());
     }
@@ -609,14 +617,21 @@ fn map_permutation(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorR
     if split_map(limit, whole, 0, &mut parts).is_ok() {
         return parts.iter().try_for_each(|p| map_launch(stream, &p.input, &p.out, &p.dims, None));
     }
-    permute_in_windows(ctx, input, out, &dims)
+    permute_in_windows(ctx, input, out, &dims, depth, temps)
 }
 
 /// A permutation of a tensor past the binding in windows of the input's outermost dimension (the
 /// map dimension of the largest input stride): each window transposed into a temporary (of at
 /// most a binding, or one index of that dimension, itself permuted in windows), then copied into
 /// `out`, where it is `outer` rows of `count * inner` elements, `out[p] * inner` apart.
-fn permute_in_windows(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef, dims: &[DimMap]) -> Result<()> {
+fn permute_in_windows(
+    ctx: &mut dyn KernelContext,
+    input: &TensorRef,
+    out: &TensorRef,
+    dims: &[DimMap],
+    depth: usize,
+    temps: &mut Vec<TensorRef>,
+) -> Result<()> {
     let size = input.dtype.size();
     let limit = binding_limit(ctx.stream()?.device()) / size;
     let p = (0..dims.len()).max_by_key(|&k| dims[k].in_stride).unwrap_or(0);
@@ -624,7 +639,14 @@ fn permute_in_windows(ctx: &mut dyn KernelContext, input: &TensorRef, out: &Tens
     let outer: i64 = dims[..p].iter().map(|d| d.out).product();
     let inner: i64 = dims[p + 1..].iter().map(|d| d.out).product();
     let per_window = (limit as i64 / slice).clamp(1, n.max(1));
-    let temp = ctx.allocate_temp(input.dtype, &[per_window * slice])?;
+    // One temporary per nesting depth, taken by the windows in turn (launches run in order).
+    let needed = per_window * slice;
+    if temps.len() <= depth {
+        temps.push(ctx.allocate_temp(input.dtype, &[needed])?);
+    } else if temps[depth].byte_len() < needed as u64 * size {
+        temps[depth] = ctx.allocate_temp(input.dtype, &[needed])?;
+    }
+    let temp = TensorRef { dtype: input.dtype, ..temps[depth].clone() };
     let mut start = 0;
     while start < n {
         let count = per_window.min(n - start);
@@ -632,7 +654,7 @@ fn permute_in_windows(ctx: &mut dyn KernelContext, input: &TensorRef, out: &Tens
         let transposed = row_range(&temp, 0, count * slice);
         let mut window_dims = dims.to_vec();
         (window_dims[p].out, window_dims[p].in_dim) = (count, count);
-        map_permutation(ctx, &window, &transposed, &window_dims)?;
+        map_permutation(ctx, &window, &transposed, &window_dims, depth + 1, temps)?;
         copy_rows(ctx.stream()?, &transposed, out, start * inner, outer, count * inner, n * inner)?;
         start += count;
     }

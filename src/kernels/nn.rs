@@ -344,6 +344,24 @@ struct RowsOf<'a> {
 /// hits / hits, 1 where the label hit a column and 0 / 0 where it did not.
 fn cross_entropy_long_rows(ctx: &mut dyn KernelContext, sparse: bool, t: RowsOf) -> Result<()> {
     let (rows, cols) = (t.features.shape[0], t.features.shape[1]);
+    if sparse && rows > 1 {
+        // A row at a time: the label mask is bool, and a row of it that starts off a word (cols not
+        // a multiple of 4) could not be written where the mask's launch splits into rows.
+        let size = t.features.dtype.size();
+        let row_of = |x: &TensorRef, r: i64, len: i64| TensorRef {
+            address: x.address + (r * len) as u64 * x.dtype.size(),
+            dtype: x.dtype,
+            shape: vec![1, len],
+        };
+        for r in 0..rows {
+            let (features, backprop) = (row_of(t.features, r, cols), row_of(t.backprop, r, cols));
+            let labels = TensorRef { shape: vec![1], ..row_of(t.labels, r, 1) };
+            let loss = TensorRef { address: t.loss.address + r as u64 * size, dtype: t.loss.dtype, shape: vec![1] };
+            let one = RowsOf { features: &features, labels: &labels, loss: &loss, backprop: &backprop };
+            cross_entropy_long_rows(ctx, true, one)?;
+        }
+        return Ok(());
+    }
     let dtype = t.features.dtype;
     let along_rows = [false, true];
     let row_stat = |ctx: &mut dyn KernelContext| ctx.allocate_temp(dtype, &[rows, 1]);

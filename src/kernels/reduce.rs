@@ -302,6 +302,11 @@ fn launch(
     // the tree; a float reduction longer than the adapter's loop limit goes in two passes.
     (p.rows, p.rows_per_slice, p.slices, p.partial) = (p.count, p.count, 1, 0);
     let per_thread = loop_budget(device, 16);
+    if entry == "reduce_bool" {
+        // Slices under the loop limit, over several workgroups where the outputs are few.
+        let slice_len = slice_length(u64::from(p.count), p.outputs, per_thread);
+        (p.rows_per_slice, p.slices) = (slice_len as u32, shader_len(u64::from(p.count).div_ceil(slice_len), entry)?);
+    }
     if entry == "reduce_f32" && (p.count as u64).div_ceil(256) > per_thread {
         return launch_in_slices(stream, op, p, per_thread * 256, input, out);
     }
@@ -316,7 +321,7 @@ fn launch(
         let slice_len = (p.count as u64).div_ceil(slices).max(MIN_PARALLEL_SLICE);
         return launch_in_slices(stream, op, p, slice_len, input, out);
     }
-    let iterations = if serial { p.count as u64 } else { (p.count as u64).div_ceil(256) + 8 };
+    let iterations = if serial { p.count as u64 } else { u64::from(p.rows_per_slice).div_ceil(256) + 8 };
     check_loop_iterations(device, iterations, "reduction")?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     let pipeline = pipeline_for(device, entry, op, &p)?;
@@ -332,7 +337,7 @@ fn launch(
         let groups = if serial {
             grid(core, (p.outputs as u64).div_ceil(SERIAL_WORKGROUP), entry)?
         } else {
-            grid(core, p.outputs as u64, entry)?
+            grid(core, p.outputs as u64 * u64::from(p.slices), entry)?
         };
         dispatch_workgroups(core, encoder, entry, &pipeline, &[in_bind, out_bind], bytemuck::bytes_of(&p), groups)
     })
@@ -723,16 +728,71 @@ pub fn compute(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
         };
         return stream.fill(out.address, out.byte_len(), identity);
     }
-    if input.byte_len() > binding_limit(stream.device()) && kernel.def.op != "All" && kernel.def.op != "Any" {
+    if let "All" | "Any" = kernel.def.op {
+        let any = kernel.def.op == "Any";
+        stream.fill(out.address, out.byte_len(), if any { 0 } else { 0x0101_0101 })?;
+        return bool_reduction(ctx, u32::from(any), &input, &mask, &out);
+    }
+    if input.byte_len() > binding_limit(stream.device()) {
         return reduce_in_windows(ctx, kernel.def.op, &input, &mask, &out);
     }
-    match kernel.def.op {
-        "All" | "Any" => {
-            stream.fill(out.address, out.byte_len(), 0)?;
-            launch(stream, "reduce_bool", u32::from(kernel.def.op == "Any"), p, &input, &out)
-        }
-        _ => launch(stream, "reduce_f32", code, p, &input, &out),
+    launch(stream, "reduce_f32", code, p, &input, &out)
+}
+
+/// All (`op` 0) or Any (1) of `input` over `mask` into `out`, which holds the identity: each
+/// launch clears or sets the bytes its elements decide, so windows of an input past a binding
+/// (ranges of its leading dimension, or of all its elements where every dimension is reduced)
+/// combine in place.
+fn bool_reduction(
+    ctx: &mut dyn KernelContext,
+    op: u32,
+    input: &TensorRef,
+    mask: &[bool],
+    out: &TensorRef,
+) -> Result<()> {
+    let limit = binding_limit(ctx.stream()?.device());
+    if input.byte_len() <= limit {
+        let p = params_for(&split_dims(&input.shape, mask))?;
+        return launch(ctx.stream()?, "reduce_bool", op, p, input, out);
     }
+    let lead = input.shape.iter().take_while(|&&d| d == 1).count();
+    let (mut shape, mut mask) = (input.shape[lead..].to_vec(), mask[lead..].to_vec());
+    if mask.iter().all(|&m| m) {
+        (shape, mask) = (vec![input.num_elements() as i64], vec![true]);
+    }
+    let rows = shape[0];
+    let row_bytes = input.byte_len() / rows.max(1) as u64;
+    if row_bytes > limit {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: All/Any reads \
+             windows of whole rows, {row_bytes} bytes each",
+            input.byte_len()
+        )));
+    }
+    let per_part = (limit / row_bytes) as i64;
+    let out_row = if mask[0] { 0 } else { out.num_elements() / rows as u64 };
+    let mut start = 0;
+    while start < rows {
+        let count = per_part.min(rows - start);
+        let part = TensorRef {
+            address: input.address + start as u64 * row_bytes,
+            dtype: input.dtype,
+            shape: [&[count], &shape[1..]].concat(),
+        };
+        // A kept leading dimension: the part's rows of the output; a reduced one: all of it.
+        let part_out = match out_row {
+            0 => out.clone(),
+            _ => TensorRef {
+                address: out.address + start as u64 * out_row,
+                dtype: out.dtype,
+                shape: vec![count * out_row as i64],
+            },
+        };
+        let p = params_for(&split_dims(&part.shape, &mask))?;
+        launch(ctx.stream()?, "reduce_bool", op, p, &part, &part_out)?;
+        start += count;
+    }
+    Ok(())
 }
 
 /// EuclideanNorm (float32): the square root of the sum of squares over the reduced axes, as
@@ -1134,8 +1194,8 @@ fn slice_length(count: u64, outputs: u32, per_thread: u64) -> u64 {
 /// ArgMax/ArgMin (`arg_f32`, `arg_f64`): one workgroup per output, or, over a long axis, one per
 /// slice of it (under the adapter's loop limit, and over several workgroups where the outputs are
 /// few), the slices' candidates reduced by `arg_*_merge`. An input past a storage binding goes in
-/// windows of whole slices along the axis, which are contiguous where the dimensions before it are
-/// 1 (`arg`'s batch split makes them so); elsewhere the binding-limit error lets that split run.
+/// windows of whole slices along the axis (contiguous: each index of the dimensions before the axis
+/// runs on its own), as long as the candidates of every window fit a binding.
 fn launch_arg(
     ctx: &mut dyn KernelContext,
     op: u32,
@@ -1154,16 +1214,38 @@ fn launch_arg(
         let device = ctx.stream()?.device();
         (binding_limit(device), loop_budget(device, 16))
     };
+    let outer: i64 = input.shape[..axis].iter().product();
+    if input.byte_len() > limit && outer > 1 {
+        // Each index of the dimensions before the axis on its own: a [count, inner] view.
+        let view = Split { kept: vec![(inner as i64, 1)], reduced: vec![(count as i64, inner as i64)] };
+        let sub_p = Params { out_words: p.out_words, ..params_for(&view)? };
+        let out_size = out.dtype.size();
+        for o in 0..outer as u64 {
+            let sub_input = TensorRef {
+                address: input.address + o * count * inner * element,
+                dtype: input.dtype,
+                shape: vec![count as i64, inner as i64],
+            };
+            let sub_out =
+                TensorRef { address: out.address + o * inner * out_size, dtype: out.dtype, shape: vec![inner as i64] };
+            launch_arg(ctx, op, sub_p, 0, &sub_input, &sub_out)?;
+        }
+        return Ok(());
+    }
     let mut slice_len = slice_length(count, p.outputs, per_thread);
     let mut window_rows = count;
     if input.byte_len() > limit {
         let rows_fit = limit / (inner.max(1) * element);
-        if input.shape[..axis].iter().any(|&d| d != 1) || rows_fit == 0 {
+        // (Every window keeps a candidate per output and slice, bound whole.)
+        let candidates_fit = rows_fit > 0 && outputs * count.div_ceil(rows_fit.min(slice_len)) * 16 <= limit;
+        if !candidates_fit {
             return Err(Error::unimplemented(format!(
                 "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: ArgMax/ArgMin \
-                 reads windows of whole rows along the axis, {} bytes each",
+                 reads windows of whole rows along the axis ({} bytes each), with a candidate per output and \
+                 window ({} outputs)",
                 input.byte_len(),
-                inner * element
+                inner * element,
+                outputs
             )));
         }
         slice_len = slice_len.min(rows_fit);

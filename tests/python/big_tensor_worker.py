@@ -68,6 +68,12 @@ bins = tf.constant(rng.integers(0, ROW, (ROWS, 64)), tf.int32)
 
 
 @functools.cache
+def big_bools():
+    """[4 * ROWS, ROW] bools (4x the big tensors' elements, 1.5x the binding in bytes), mostly true."""
+    return tf.concat([x2, x2 * 0.5, x2 * 0.7, x2 * 0.9], 0) > -3.0
+
+
+@functools.cache
 def one_image():
     """One NHWC image of 8 channels past the binding (its batch cannot split)."""
     side_ = int((E / 8) ** 0.5)
@@ -286,10 +292,15 @@ CASES = {
     "bias_add_grad": lambda: tf.raw_ops.BiasAddGrad(out_backprop=img),
     "bias_add_grad_nchw": lambda: tf.raw_ops.BiasAddGrad(out_backprop=img_nchw, data_format="NCHW"),
     "argmax": lambda: tf.argmax(x3, 2),
+    # Bool reductions past the binding: windows that clear (All) or set (Any) their output in place.
+    "all_flat": lambda: tf.reduce_all(tf.reshape(big_bools(), [-1])),
+    "any_leading": lambda: tf.reduce_any(tf.logical_not(big_bools()), 0),
+    "all_inner": lambda: tf.reduce_all(big_bools(), 1),
     # One row past the binding (windows of slices along it), a leading axis past it, a middle one.
     "argmax_flat": lambda: tf.argmax(tf.reshape(x2, [-1])),
     "argmin_leading": lambda: tf.argmin(x2, 0, output_type=tf.int32),
-    "argmax_middle": lambda: tf.argmax(x3, 1),
+    "argmax_middle": lambda: tf.argmax(tf.reshape(x2, [1, ROWS, ROW]), 1),
+    "argmax_rows_of_planes": lambda: tf.argmax(tf.reshape(tf.concat([x2, x2 * 0.5], 0), [2, 2, -1]), -1),
     "argmin_flat_float64": lambda: tf.argmin(tf.cast(tf.reshape(x2, [-1]), tf.float64)),
     # Rows: matmul, softmax, cross-entropy.
     "matmul": lambda: tf.matmul(x2, weights),
@@ -300,6 +311,9 @@ CASES = {
     "log_softmax_one_row": lambda: tf.nn.log_softmax(flat),
     "xent_sparse_one_row": lambda: tf.nn.sparse_softmax_cross_entropy_with_logits(
         tf.constant([E // 3], tf.int32), flat),
+    "xent_sparse_two_rows": lambda: tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(
+        features=tf.reshape(tf.reshape(tf.concat([x2, x2 * 0.5], 0), [-1])[:2 * 16385], [2, 16385]),
+        labels=tf.constant([5, 16000], tf.int32))[1],
     "xent_dense_one_row": lambda: tf.raw_ops.SoftmaxCrossEntropyWithLogits(
         features=flat, labels=tf.nn.softmax(flat * 0.5))[1],
     "log_softmax": lambda: tf.nn.log_softmax(x3),

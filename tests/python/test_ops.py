@@ -2641,6 +2641,27 @@ def test_row_kernels_on_rows_past_the_loop_limit(strict_placement, dtype):
     assert not np.isnan(backprop.numpy()[0]).any() and np.isnan(backprop.numpy()[1]).all()
 
 
+def test_bool_reductions_past_the_loop_limit(strict_placement):
+    """All and Any over 17M elements per output (past 65,535 loop iterations of 256 threads on
+    llvmpipe, which raised Unimplemented) run in slices, each clearing (All) or setting (Any) the
+    output's byte: the one deciding element sits in the last slice, the first, or nowhere."""
+    n = 17_000_000
+    cases = []
+    for at in (n - 1, 0, None):
+        ones, zeros = np.ones(n, bool), np.zeros(n, bool)
+        if at is not None:
+            ones[at], zeros[at] = False, True
+        cases += [(tf.reduce_all, ones, None), (tf.reduce_any, zeros, None)]
+    columns = np.ones((n // 4, 4), bool)
+    columns[-1, 2] = False
+    cases += [(tf.reduce_all, columns, 0), (tf.reduce_any, ~columns, 0)]
+    for fn, x, axis in cases:
+        with tf.device(GPU):
+            got = fn(tf.constant(x), axis=axis)
+        assert got.device.endswith("GPU:0")
+        np.testing.assert_array_equal(got.numpy(), x.all(axis=axis) if fn is tf.reduce_all else x.any(axis=axis))
+
+
 @pytest.mark.parametrize("rows", [4109, 4111], ids=["below-2^23", "above-2^23"])
 def test_index_math_on_either_side_of_the_fast_division_limit(strict_placement, rows):
     """Broadcasts and reductions split flat indices into coordinates through f32 division while
