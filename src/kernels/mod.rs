@@ -1009,11 +1009,8 @@ fn build_table() -> Vec<KernelDef> {
     }
     // Comparisons within rows. (TopKV2's k and index types, int32 in older TFs, are left
     // unconstrained: a constraint on an attribute an op lacks breaks registration there.)
-    table.push(kernel("TopKV2", f32, &["k"], &[], sort::top_k));
-    // (TF-GPU's TopKV2 also serves float64 and every integer type; int32 in device memory.)
-    for dtype in
-        [DType::F64, DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32, DType::I64, DType::U64]
-    {
+    // (TF-GPU's TopKV2 serves float32, float64 and every integer type; int32 in device memory.)
+    for dtype in sort::KEYED_TYPES {
         table.push(kernel("TopKV2", t_of(dtype), &["k"], &[], sort::top_k));
     }
     // (TopK, the first generation, is left out: TF 2.21's own CPU kernel of it constrains an
@@ -1022,20 +1019,9 @@ fn build_table() -> Vec<KernelDef> {
         table.push(kernel("InTopKV2", t_of(targets), &["k"], &[], sort::in_top_k));
         table.push(kernel("InTopK", t_of(targets), &[], &[("k", AttrKind::Int)], sort::in_top_k));
     }
-    // The searches compare keys of the real types (`sort::key_kind`), as TopKV2 ranks them; float64
-    // only compares bits, so it needs no SHADER_F64.
-    for dtype in [
-        DType::F32,
-        DType::F64,
-        DType::I8,
-        DType::U8,
-        DType::I16,
-        DType::U16,
-        DType::I32,
-        DType::U32,
-        DType::I64,
-        DType::U64,
-    ] {
+    // The searches compare keys of the real types, as TopKV2 ranks them; float64 only compares bits,
+    // so it needs no SHADER_F64.
+    for dtype in sort::KEYED_TYPES {
         for out in [DType::I32, DType::I64] {
             for op in ["LowerBound", "UpperBound"] {
                 table.push(kernel(op, leak(vec![("T", dtype), ("out_type", out)]), &[], &[], sort::search_sorted));

@@ -90,6 +90,20 @@ fn finish_int_output(stream: &Stream, written: &TensorRef, cast_to: Option<Tenso
     }
 }
 
+/// The element types `key_kind` orders: TopKV2's and the searches' registrations.
+pub const KEYED_TYPES: [DType; 10] = [
+    DType::F32,
+    DType::F64,
+    DType::I8,
+    DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U64,
+];
+
 /// `dtype`'s element kind in `sort.wgsl`'s total orders (its `KIND`) and words per element; 8- and
 /// 16-bit integers compare as their 32-bit widening (the type to widen them to).
 fn key_kind(dtype: DType, op: &str) -> Result<(u32, u32, Option<DType>)> {

@@ -2576,6 +2576,20 @@ def test_complex_prod_over_axes(strict_placement, dtype):
 
 
 ROW_KERNEL_TYPES = [t for t in ("float32", "float64") if ("Softmax", {"T": t}) in KERNELS]
+ROW_OP_NAMES = ["softmax", "log_softmax", "sparse loss", "sparse backprop", "loss", "backprop"]
+
+
+def row_op_results(x, labels, dense):
+    """The row ops' outputs (ROW_OP_NAMES) on logits `x`, sparse `labels` and `dense` labels, on
+    /GPU:0 and on /CPU:0."""
+    results = []
+    for device in (GPU, "/CPU:0"):
+        with tf.device(device):
+            xt, lt, dt = tf.constant(x), tf.constant(labels), tf.constant(dense)
+            results.append([tf.raw_ops.Softmax(logits=xt), tf.raw_ops.LogSoftmax(logits=xt),
+                            *tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=xt, labels=lt),
+                            *tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=xt, labels=dt)])
+    return results
 
 
 @pytest.mark.parametrize("dtype", ROW_KERNEL_TYPES)
@@ -2589,15 +2603,7 @@ def test_row_kernels_across_row_lengths(strict_placement, dtype):
         x = (rng.standard_normal((rows, cols)) * 5).astype(dtype)
         labels = rng.integers(0, cols, rows).astype(np.int32)
         dense = rng.random((rows, cols)).astype(dtype)
-        results = []
-        for device in (GPU, "/CPU:0"):
-            with tf.device(device):
-                xt, lt, dt = tf.constant(x), tf.constant(labels), tf.constant(dense)
-                results.append([tf.raw_ops.Softmax(logits=xt), tf.raw_ops.LogSoftmax(logits=xt),
-                                *tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=xt, labels=lt),
-                                *tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=xt, labels=dt)])
-        for name, got, want in zip(["softmax", "log_softmax", "sparse loss", "sparse backprop", "loss",
-                                    "backprop"], *results):
+        for name, got, want in zip(ROW_OP_NAMES, *row_op_results(x, labels, dense)):
             assert got.dtype == want.dtype
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol,
                                        err_msg=f"{name} of {rows} x {cols} {dtype}")
@@ -2621,13 +2627,7 @@ def test_row_kernels_on_rows_past_the_loop_limit(strict_placement, dtype):
     x[2, 123] = np.nan
     labels = np.array([5, 4_000_000, 4_299_999], np.int32)
     dense = rng.random((rows, cols)).astype(dtype)
-    results = []
-    for device in (GPU, "/CPU:0"):
-        with tf.device(device):
-            xt, lt, dt = tf.constant(x), tf.constant(labels), tf.constant(dense)
-            results.append([tf.raw_ops.Softmax(logits=xt), tf.raw_ops.LogSoftmax(logits=xt),
-                            *tf.raw_ops.SparseSoftmaxCrossEntropyWithLogits(features=xt, labels=lt),
-                            *tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=xt, labels=dt)])
+    results = row_op_results(x, labels, dense)
     with np.errstate(invalid="ignore"):
         shifted = x.astype(np.longdouble) - x.astype(np.longdouble).max(axis=1, keepdims=True)
         exps = np.exp(shifted)
@@ -2638,8 +2638,7 @@ def test_row_kernels_on_rows_past_the_loop_limit(strict_placement, dtype):
         exact = [softmax, shifted - lse, lse[:, 0] - shifted[np.arange(rows), labels], softmax - onehot,
                  (dense * (lse - shifted)).sum(axis=1), softmax - dense]
     ulp = float(np.finfo(dtype).eps)
-    names = ["softmax", "log_softmax", "sparse loss", "sparse backprop", "loss", "backprop"]
-    for name, got, cpu, want in zip(names, *results, exact):
+    for name, got, cpu, want in zip(ROW_OP_NAMES, *results, exact):
         assert got.device.endswith("GPU:0") and got.dtype == cpu.dtype, name
         got, cpu = got.numpy(), cpu.numpy()
         finite = np.isfinite(cpu)
