@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use tensorflow_wgpu::kernels::{
-    batch_norm, binary, cast, compact, complex, conv, im2col, index, integer, matmul, matmul_gpu, matrix, nn, random,
-    reduce, resize, rnn, scan, scatter, slice, sort, special, unary, volume,
+    batch_norm, binary, cast, compact, complex, conv, im2col, index, integer, matmul, matmul_gpu, matmul_skinny,
+    matrix, nn, random, reduce, resize, rnn, scan, scatter, slice, sort, special, unary, volume,
 };
 use tensorflow_wgpu::runtime::device::{portable_floor, portable_limits, requested_features, LimitsProfile};
 use tensorflow_wgpu::runtime::pipeline::{specialised_source, PipelineSpec, Shader};
@@ -68,6 +68,11 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::matmul_gpu::SHADER", &matmul_gpu::SHADER, MATMULS),
         ("kernels::matmul::PACK_SHADER", &matmul::PACK_SHADER, FLOATS),
         ("kernels::matmul::TILES_SHADER", &matmul::TILES_SHADER, FLOATS),
+        ("kernels::matmul_skinny::SHADER", &matmul_skinny::SHADER, NONE),
+        ("kernels::matmul_skinny::SHADER_S4", &matmul_skinny::SHADER_S4, NONE),
+        ("kernels::matmul_skinny::SHADER_D4", &matmul_skinny::SHADER_D4, NONE),
+        ("kernels::matmul_skinny::SHADER_S4_D4", &matmul_skinny::SHADER_S4_D4, NONE),
+        ("kernels::matmul_skinny::PACK_SHADER", &matmul_skinny::PACK_SHADER, NONE),
         ("kernels::matmul::TILES_SUBGROUP_SHADER", &matmul::TILES_SUBGROUP_SHADER, FLOATS),
         ("kernels::im2col::WINDOW_SHADER", &im2col::WINDOW_SHADER, &[F32]),
         ("kernels::im2col::CONV_TILES_SHADER", &im2col::CONV_TILES_SHADER, &[F32]),

@@ -1,6 +1,7 @@
 //! Every WGSL file in `wgsl/` parses and validates with naga for each specialisation we use, so a
 //! shader error fails `cargo test` rather than a user's session.
 
+use tensorflow_wgpu::kernels::matmul_skinny as skinny;
 use tensorflow_wgpu::runtime::pipeline::{specialised_source, Shader};
 
 fn validate(shader: &Shader, aliases: &[(&str, &str)]) {
@@ -55,6 +56,10 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     // softmax and xent: validated with them.
     validate(&tensorflow_wgpu::kernels::im2col::WINDOW_SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::im2col::CONV_TILES_SHADER, &[("T", "f32")]);
+    for shader in [&skinny::SHADER, &skinny::SHADER_S4, &skinny::SHADER_D4, &skinny::SHADER_S4_D4] {
+        validate(shader, &[]);
+    }
+    validate(&skinny::PACK_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_SHADER, &[("F", "f32")]);
     validate(&tensorflow_wgpu::kernels::nn::XENT_SHADER, &[("F", "f32")]);
     validate(&tensorflow_wgpu::kernels::nn::SOFTMAX_F64_SHADER, &[("F", "f64")]);
@@ -153,6 +158,8 @@ fn every_wgsl_file_is_covered() {
             "matmul_batch.wgsl",
             "matmul_gpu.wgsl",
             "matmul_pack.wgsl",
+            "matmul_skinny.wgsl",
+            "matmul_skinny_pack.wgsl",
             "matmul_tiles.wgsl",
             "matmul_tiles_subgroup.wgsl",
             "matrix.wgsl",

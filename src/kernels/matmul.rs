@@ -13,6 +13,7 @@ use super::binary::broadcast_shapes;
 use super::binary::{self, BinaryOp};
 use super::index::{self, DimMap};
 use super::matmul_gpu;
+use super::matmul_skinny;
 use super::slice::contiguous_strides;
 use super::windows;
 use super::{fast_div, DType, KernelContext, KernelInstance, TensorRef};
@@ -292,6 +293,12 @@ pub fn launch(
     let batch_count: i64 = batch.iter().product();
     let device = stream.device();
     let kernel = choose_kernel(device, out.dtype, batch_count as u64, m as u32, n as u32, k as u32);
+    if forced_kernel().is_none() {
+        let (a, b) = (Operand::new(a, transpose_a, Vec::new()), Operand::new(b, transpose_b, Vec::new()));
+        if let Some(plan) = matmul_skinny::plan(device, out.dtype, batch_count as u64, &a, &b) {
+            return matmul_skinny::launch(stream, &plan, out);
+        }
+    }
     if kernel != Kernel::Direct {
         let batch_shape: Vec<u32> = batch.iter().map(|&d| d as u32).collect();
         let a = Operand::new(a, transpose_a, batch_strides(a));

@@ -69,6 +69,7 @@ pub mod integer;
 pub mod layout;
 pub mod matmul;
 pub mod matmul_gpu;
+pub mod matmul_skinny;
 pub mod matrix;
 pub mod nn;
 pub mod random;

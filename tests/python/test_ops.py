@@ -2759,6 +2759,72 @@ def test_gpu_matmul_splits_columns_past_the_dispatch_grid():
     assert log.count("dispatch matmul gpu [65535, 1, 1]") == 2, log[-3000:]
 
 
+# Products with a small side (matmul_skinny.wgsl on the CPU profile): (m, k, n), every transpose.
+# They cover 1 to 4 rows of D (the kernel's half blocks) and several row blocks, C's rows or its
+# columns as D's rows, columns that are and are not multiples of 4 (vec4 and element access), k
+# that is not a multiple of 4, contractions in several 512-long chunks (2048, 1100), k up to 16
+# with both sides long, and a classifier head's shapes. Between them they take both entries, with
+# 4 and 8 rows, and each of the four pairings of element and vec4 access.
+SKINNY_PRODUCTS = [(1, 300, 37), (3, 7, 37), (8, 7, 8), (3, 64, 1000), (4, 2048, 1000), (7, 1100, 64), (24, 130, 257),
+                   (300, 77, 2), (257, 520, 10), (2048, 4, 1000), (130, 13, 250), (1000, 16, 999)]
+
+
+def skinny_products(rng):
+    """Pairs of (got on WGPU, exact in float64, bound) for SKINNY_PRODUCTS in every transpose."""
+    out = []
+    for (m, k, n) in SKINNY_PRODUCTS:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        # f32 sums of up to 512 products per chunk: a wrong element is off by O(1).
+        bound = 3e-5 * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+        for ta in (False, True):
+            for tb in (False, True):
+                x, y = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
+                with tf.device(GPU):
+                    got = tf.matmul(tf.identity(x), tf.identity(y), transpose_a=ta, transpose_b=tb).numpy()
+                out.append(((m, k, n, ta, tb), got, exact, bound))
+    return out
+
+
+def test_skinny_products_match_float64(strict_placement):
+    """Every SKINNY_PRODUCTS case within a 512-term f32 sum's error of the float64 product, also on
+    views at offsets that are not a multiple of 4 (split outputs: element-by-element access) and
+    as a BatchMatMul of one batch."""
+    rng = rng_for("skinny products")
+    for case, got, exact, bound in skinny_products(rng):
+        assert np.all(np.abs(got - exact) <= bound), (case, float(np.max(np.abs(got - exact) - bound)))
+    x = rng.standard_normal((3 * 5, 301)).astype(np.float32)
+    w = rng.standard_normal((301, 36)).astype(np.float32)
+    with tf.device(GPU):
+        parts = tf.split(tf.identity(x), 3)
+        got = [tf.matmul(p, tf.identity(w)).numpy() for p in parts]
+        got += [tf.matmul(tf.identity(w), p, transpose_a=True, transpose_b=True).numpy() for p in parts]
+        batched = tf.matmul(tf.identity(x[None, :5]), tf.identity(w)).numpy()
+    for i in range(3):
+        exact = x[5 * i:5 * (i + 1)].astype(np.float64) @ w
+        np.testing.assert_allclose(got[i], exact, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got[3 + i], exact.T, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(batched[0], x[:5].astype(np.float64) @ w, rtol=1e-5, atol=1e-4)
+
+
+def test_skinny_products_take_the_skinny_kernel():
+    """The products above really run matmul_skinny on the CPU profile (a classifier head's three
+    products included), and not on the GPU profile, which keeps its own kernel."""
+    script = (
+        "import numpy as np, tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    a, b, dc = tf.identity(tf.ones([4, 2048])), tf.identity(tf.ones([2048, 1000])), tf.identity(tf.ones([4, 1000]))\n"
+        "    tf.matmul(a, b).numpy(); tf.matmul(dc, b, transpose_b=True).numpy(); tf.matmul(a, dc, transpose_a=True).numpy()\n"
+    )
+    log = dispatch_log(script)
+    assert log.count("dispatch matmul skinny pack") == 3, log[-3000:]
+    assert log.count("dispatch matmul skinny [") == 4 + 2 + 1, log[-3000:]
+    assert "dispatch matmul [" not in log and "matmul tiles" not in log, log[-3000:]
+    gpu = dispatch_log(script, TF_WGPU_KERNELS="gpu")
+    assert "matmul skinny" not in gpu and "dispatch matmul gpu" in gpu, gpu[-3000:]
+
+
 def test_tiled_matmul_without_subgroups_matches_numpy():
     """The plain tiled kernel, the one for CPU adapters without subgroups (forced here with
     TF_WGPU_MATMUL=tiles-plain), still computes the right products."""
