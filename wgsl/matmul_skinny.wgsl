@@ -5,8 +5,9 @@
 // streams from its storage binding, one vec4 per load where its layout allows (a storage load is a
 // per-lane loop on llvmpipe, so a vec4 costs what a scalar does). D is C, or C transposed where
 // the small operand is B (strides pick). Each invocation computes 8 rows of D (a row block) by
-// 4 columns (`cols`) or 1 column (`dots`); `EIGHT` false skips the upper 4 rows where D has at
-// most 4. Dispatch: (ceil(q / 4 / 32) or ceil(q / 32), row blocks, 1).
+// 4 columns (`cols`; `EIGHT` false skips the upper 4 rows where D has at most 4), or `DOT_ROWS`
+// rows by 1 column (`dots`). Dispatch: (ceil(q / 4 / 32), row blocks, 1) or
+// (ceil(q / 32), ceil(p / DOT_ROWS), 1).
 
 struct Params {
     p: u32,
@@ -86,16 +87,31 @@ fn put_quad_scalar(r: u32, j: u32, v: vec4<f32>) {
     }
 }
 
-fn put_one(r: u32, j: u32, v: vec4<f32>) {
+// Rows r .. r + 4 of D's column j (those inside D): `dots`'s stores, as one vec4 where D's rows
+// are contiguous (C transposed) and p and the offsets are multiples of 4.
+fn put_rows_vec4(r: u32, j: u32, v: vec4<f32>) {
     if (r >= prm.p) {
         return;
     }
-    let at = prm.d_off + r * prm.d_rs + j * prm.d_cs;
-    var x = (v.x + v.y) + (v.z + v.w);
+    let at = (prm.d_off + r + j * prm.d_cs) / 4u;
+    var x = v;
     if (prm.accumulate != 0u) {
-        x += d[at];
+        x += d4[at];
     }
-    d[at] = x;
+    d4[at] = x;
+}
+
+fn put_rows_scalar(r: u32, j: u32, v: vec4<f32>) {
+    for (var c = 0u; c < 4u; c++) {
+        if (r + c < prm.p) {
+            let at = prm.d_off + (r + c) * prm.d_rs + j * prm.d_cs;
+            var x = v[c];
+            if (prm.accumulate != 0u) {
+                x += d[at];
+            }
+            d[at] = x;
+        }
+    }
 }
 
 @compute @workgroup_size(32)
@@ -142,12 +158,16 @@ fn cols(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
 }
 
-// S's k contiguous: each invocation reads its column of S as vec4s along k and keeps 4 partial
-// sums per row, added at the end.
+// Rows of D one `dots` invocation computes: 4, 8 or 16 (D has at most 4 rows, at most 8, more).
+override DOT_ROWS: u32 = 16u;
+
+// S's k contiguous: each invocation reads its column of S as vec4s along k, and each row's vec4 of
+// U for the same four steps; `dot` keeps one running sum per row (four FMAs, as llvmpipe lays a
+// vec4 out as four vectors of lanes), so 16 rows fit in registers.
 @compute @workgroup_size(32)
 fn dots(@builtin(global_invocation_id) gid: vec3<u32>) {
     let j = gid.x;
-    let rb = gid.y;
+    let r0 = gid.y * DOT_ROWS;
     if (j >= prm.q) {
         return;
     }
@@ -156,33 +176,37 @@ fn dots(@builtin(global_invocation_id) gid: vec3<u32>) {
     var acc1 = vec4<f32>();
     var acc2 = vec4<f32>();
     var acc3 = vec4<f32>();
-    var acc4 = vec4<f32>();
-    var acc5 = vec4<f32>();
-    var acc6 = vec4<f32>();
-    var acc7 = vec4<f32>();
     for (var k4 = 0u; k4 < prm.k / 4u; k4++) {
         let b = s4[column + k4];
-        let at = (k4 * prm.row_blocks + rb) * 8u;
-        acc0 += u[at] * b;
-        acc1 += u[at + 1u] * b;
-        acc2 += u[at + 2u] * b;
-        acc3 += u[at + 3u] * b;
-        if (EIGHT) {
-            acc4 += u[at + 4u] * b;
-            acc5 += u[at + 5u] * b;
-            acc6 += u[at + 6u] * b;
-            acc7 += u[at + 7u] * b;
+        // The packed vec4s of one step of four run through the rows in order (8 per row block).
+        let at = k4 * prm.row_blocks * 8u + r0;
+        acc0.x += dot(u[at], b);
+        acc0.y += dot(u[at + 1u], b);
+        acc0.z += dot(u[at + 2u], b);
+        acc0.w += dot(u[at + 3u], b);
+        if (DOT_ROWS > 4u) {
+            acc1.x += dot(u[at + 4u], b);
+            acc1.y += dot(u[at + 5u], b);
+            acc1.z += dot(u[at + 6u], b);
+            acc1.w += dot(u[at + 7u], b);
+        }
+        if (DOT_ROWS > 8u) {
+            acc2.x += dot(u[at + 8u], b);
+            acc2.y += dot(u[at + 9u], b);
+            acc2.z += dot(u[at + 10u], b);
+            acc2.w += dot(u[at + 11u], b);
+            acc3.x += dot(u[at + 12u], b);
+            acc3.y += dot(u[at + 13u], b);
+            acc3.z += dot(u[at + 14u], b);
+            acc3.w += dot(u[at + 15u], b);
         }
     }
-    let r0 = rb * 8u;
-    put_one(r0, j, acc0);
-    put_one(r0 + 1u, j, acc1);
-    put_one(r0 + 2u, j, acc2);
-    put_one(r0 + 3u, j, acc3);
-    if (EIGHT) {
-        put_one(r0 + 4u, j, acc4);
-        put_one(r0 + 5u, j, acc5);
-        put_one(r0 + 6u, j, acc6);
-        put_one(r0 + 7u, j, acc7);
+    put_rows(r0, j, acc0);
+    if (DOT_ROWS > 4u) {
+        put_rows(r0 + 4u, j, acc1);
+    }
+    if (DOT_ROWS > 8u) {
+        put_rows(r0 + 8u, j, acc2);
+        put_rows(r0 + 12u, j, acc3);
     }
 }

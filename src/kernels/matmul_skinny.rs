@@ -1,8 +1,9 @@
-//! Products with a small side on the CPU kernel profile (`wgsl/matmul_skinny.wgsl`): a classifier head's
-//! few rows or columns (batch 1 to 16, or 10 classes), or a short contraction (its weight
-//! gradient). The tiled product pads such a side to 128 and pays a dispatch per tile; the direct
-//! kernel gathers every operand element per lane. Here the small operand is packed once into 64 KiB
-//! uniform chunks and the other streams through vec4 loads: one pack and one dispatch per chunk.
+//! Products with a small side on the CPU kernel profile (`wgsl/matmul_skinny.wgsl`): a classifier
+//! head's few rows or columns (batch 1 to 16, or 10 classes), a short contraction (its weight
+//! gradient, a 1x1 convolution over 24 channels). The tiled product pads such a side to 128 and
+//! pays a dispatch per tile; the direct kernel gathers every operand element per lane. Here the
+//! small operand is packed once into 64 KiB uniform chunks and the other streams through vec4
+//! loads: one pack and one dispatch per chunk.
 
 use crate::error::Result;
 use crate::runtime::device::KernelProfile;
@@ -13,8 +14,8 @@ use crate::runtime::{DeviceCore, Stream};
 use super::matmul::Operand;
 use super::{DType, TensorRef};
 
-/// `matmul_skinny.wgsl` with its `cols` entry's loads of S and stores to D picked: element by
-/// element or as vec4s (`_S4`, `_D4`). `dots` is the same in each.
+/// `matmul_skinny.wgsl` with its loads of S and stores to D picked: element by element or as vec4s
+/// (`_S4`: `cols`'s loads; `_D4`: the stores of either entry).
 macro_rules! skinny_shader {
     ($name:literal, $load:literal, $store:literal) => {
         Shader {
@@ -24,6 +25,8 @@ macro_rules! skinny_shader {
                 "\nfn s_quad(kk: u32, j: u32) -> vec4<f32> { return s_quad_",
                 $load,
                 "(kk, j); }\nfn put_quad(r: u32, j: u32, v: vec4<f32>) { put_quad_",
+                $store,
+                "(r, j, v); }\nfn put_rows(r: u32, j: u32, v: vec4<f32>) { put_rows_",
                 $store,
                 "(r, j, v); }\n"
             ),
@@ -51,14 +54,14 @@ const BLOCK_ROWS: u32 = 8;
 /// Steps of k one dispatch sums before adding to D: a running f32 sum's error grows with its
 /// length (the tiled product sums 384, the direct kernel at least 512).
 const MAX_CHUNK_K: u32 = 512;
-/// More chunks (dispatches) than this, and the other kernels win.
-const MAX_CHUNKS: u32 = 16;
-/// C's side at most this long, or k at most `SHORT_K`, is small. Measured on lavapipe against the
-/// tiled product (which starts at 32 rows and 16 columns and k): 24 x 1024 x 1024 took 5.3 ms
-/// here against 33 ms, 32 x 1024 x 1024 about the same, 64 x 1024 x 1024 12.6 against 8.9; a
-/// contraction of 16 won (1024 x 16 x 1024: 4.3 ms against 7.3), one of 24 was mixed.
-const SMALL_SIDE: u32 = 24;
-const SHORT_K: u32 = 16;
+/// More chunks (dispatches, and re-reads of D) than this, and the direct kernel is not much slower
+/// (a contraction of 32K steps by 1 to 8 rows).
+const MAX_CHUNKS: u32 = 64;
+/// lavapipe's time per storage-loop iteration (`Plan::cost`) and per dispatch, on the 2-core
+/// machine of the benchmarks: 4 x 2048 x 1000 (1.3M iterations, 4 chunks) took 3.5-4 ms,
+/// 12544 x 24 x 144 (C transposed, 1.1M iterations, 1 chunk) 12 ms.
+const LOOP_ITERATION_MS: f64 = 1.2e-5;
+const DISPATCH_MS: f64 = 0.05;
 /// Invocations per workgroup (`@workgroup_size` of both product entries).
 const GROUP: u32 = 32;
 
@@ -119,30 +122,55 @@ impl Plan<'_> {
         self.s.rs == 1 && self.s.cs.is_multiple_of(4) && self.u.cols.is_multiple_of(4)
     }
 
-    /// The grid of each product dispatch: an invocation per column of D (`dots`) or per four.
-    fn groups(&self) -> [u32; 3] {
-        let columns = if self.dots() { self.s.cols } else { self.s.cols.div_ceil(4) };
-        [columns.div_ceil(GROUP), self.row_blocks, 1]
+    /// Rows of D one `dots` invocation computes (the shader's `DOT_ROWS`).
+    fn dot_rows(&self) -> u32 {
+        match self.u.rows {
+            0..=4 => 4,
+            5..=8 => 8,
+            _ => 16,
+        }
     }
 
-    /// Storage loads of S and stores of D, in per-lane loop iterations (a vec4 counts as one), with
-    /// aligned offsets: `dots` loads vec4s and stores elements; `cols` loads and stores vec4s
-    /// where S's and D's columns are contiguous.
+    /// The grid of each product dispatch: an invocation per column of D and `dot_rows` rows
+    /// (`dots`), or per four columns and 8 rows (`cols`).
+    fn groups(&self, dots: bool) -> [u32; 3] {
+        if dots {
+            [self.s.cols.div_ceil(GROUP), self.u.rows.div_ceil(self.dot_rows()), 1]
+        } else {
+            [self.s.cols.div_ceil(4).div_ceil(GROUP), self.row_blocks, 1]
+        }
+    }
+
+    /// The plan's time on lavapipe, to weigh against the tiled product's.
+    pub(super) fn estimated_ms(&self) -> f64 {
+        self.cost() as f64 * LOOP_ITERATION_MS + f64::from(self.chunks) * DISPATCH_MS
+    }
+
+    /// Storage loads of S and stores of D, and the packer's, in per-lane loop iterations (a vec4
+    /// counts as one), with
+    /// aligned offsets: `dots` loads vec4s, and stores them where D's rows are contiguous; `cols`
+    /// loads and stores vec4s where S's and D's columns are contiguous.
     fn cost(&self) -> u64 {
         let (k, q) = (u64::from(self.s.rows), u64::from(self.s.cols));
-        let (s_vec4, d_vec4) = if self.dots() {
-            (4, 1)
+        let vec4 = |contiguous: bool| if contiguous { 4 } else { 1 };
+        let (row_groups, s_vec4, d_vec4) = if self.dots() {
+            let d_vec4 = self.d_strides.0 == 1 && self.u.rows.is_multiple_of(4);
+            (self.u.rows.div_ceil(self.dot_rows()), 4, vec4(d_vec4))
         } else {
-            (if self.s.cs == 1 { 4 } else { 1 }, if self.d_strides.1 == 1 { 4 } else { 1 })
+            (self.row_blocks, vec4(self.s.cs == 1), vec4(self.d_strides.1 == 1))
         };
-        let loads = u64::from(self.row_blocks) * k * q / s_vec4;
-        let stores = u64::from(self.chunks) * u64::from(self.u.rows) * q / d_vec4;
-        loads + stores
+        let loads = u64::from(row_groups) * k * q / s_vec4;
+        // Each chunk after the first reads D back.
+        let stores = u64::from(2 * self.chunks - 1) * u64::from(self.u.rows) * q / d_vec4;
+        // The packer loads U element by element and stores vec4s of padded rows.
+        let packing = u64::from(self.u.rows) * k + u64::from(self.row_blocks * BLOCK_ROWS / 4) * k;
+        loads + stores + packing
     }
 }
 
-/// The plan for C = op(A) x op(B) on this device, where the product has a small side and its
-/// small operand packs into at most `MAX_CHUNKS` chunks; `None` where the other kernels fit better.
+/// The cheaper of the two plans for C = op(A) x op(B) on this device (C, or C transposed), where
+/// its small operand packs into at most `MAX_CHUNKS` chunks; `None` where neither does, or off the
+/// CPU kernel profile, for batches and for types other than float32.
 pub(super) fn plan<'a>(
     core: &DeviceCore,
     dtype: DType,
@@ -154,8 +182,7 @@ pub(super) fn plan<'a>(
     // The CPU kernel profile's (CPU adapters', or forced by TF_WGPU_KERNELS=cpu).
     let cpu = core.kernel_profile() == KernelProfile::Cpu;
     let uniforms_fit = core.limits.max_uniform_buffer_binding_size >= CHUNK_BYTES;
-    let small = m.min(n) <= SMALL_SIDE || k <= SHORT_K;
-    if !cpu || !uniforms_fit || dtype != DType::F32 || batches != 1 || !small {
+    if !cpu || !uniforms_fit || dtype != DType::F32 || batches != 1 {
         return None;
     }
     let op_a = View { tensor: a.tensor, rows: m, cols: k, rs: a.rs, cs: a.cs };
@@ -166,8 +193,8 @@ pub(super) fn plan<'a>(
     candidates
         .into_iter()
         .filter_map(|(u, s, d_strides)| chunked(u, s, d_strides))
-        .filter(|plan| plan.groups()[0] <= max_groups && plan.row_blocks <= max_groups)
-        .min_by_key(Plan::cost)
+        .filter(|plan| plan.groups(plan.dots()).iter().chain(&plan.groups(false)).all(|&g| g <= max_groups))
+        .min_by(|x, y| x.estimated_ms().total_cmp(&y.estimated_ms()))
 }
 
 fn chunked<'a>(u: View<'a>, s: View<'a>, d_strides: (u32, u32)) -> Option<Plan<'a>> {
@@ -194,24 +221,24 @@ pub(super) fn launch(stream: &Stream, plan: &Plan, out: &TensorRef) -> Result<()
         // `dots` reads S along k as vec4s; `cols` along q, as vec4s or element by element.
         let dots = plan.dots() && s_off.is_multiple_of(4);
         let s_vec4 = s.cs == 1 && s.rs.is_multiple_of(4) && s_off.is_multiple_of(4) && q.is_multiple_of(4);
-        let d_vec4 =
-            d_strides.1 == 1 && d_strides.0.is_multiple_of(4) && d_off.is_multiple_of(4) && q.is_multiple_of(4);
+        let d_vec4 = if dots {
+            d_strides.0 == 1 && d_strides.1.is_multiple_of(4) && d_off.is_multiple_of(4) && p.is_multiple_of(4)
+        } else {
+            d_strides.1 == 1 && d_strides.0.is_multiple_of(4) && d_off.is_multiple_of(4) && q.is_multiple_of(4)
+        };
         let packed = pack(core, encoder, u, (row_blocks, chunk_k, chunks), dots)?;
-        let eight = p > 4;
-        let flag = |on: bool| if on { 1.0 } else { 0.0 };
-        let constants = [("EIGHT", flag(eight))];
-        let (entry, shader) = match (dots, s_vec4, d_vec4) {
-            (true, ..) => ("dots", &SHADER),
-            (false, false, false) => ("cols", &SHADER),
-            (false, true, false) => ("cols", &SHADER_S4),
-            (false, false, true) => ("cols", &SHADER_D4),
-            (false, true, true) => ("cols", &SHADER_S4_D4),
+        let constants = [("EIGHT", if p > 4 { 1.0 } else { 0.0 }), ("DOT_ROWS", f64::from(plan.dot_rows()))];
+        let entry = if dots { "dots" } else { "cols" };
+        let shader = match (s_vec4 && !dots, d_vec4) {
+            (false, false) => &SHADER,
+            (true, false) => &SHADER_S4,
+            (false, true) => &SHADER_D4,
+            (true, true) => &SHADER_S4_D4,
         };
         log::trace!("tensorflow-wgpu: {} {entry}: D {p} x {q}, k {k} in {chunks} chunks", shader.name);
         let spec = PipelineSpec { entry, aliases: &[], constants: &constants };
         let pipeline = core.pipelines.get(core, shader, &spec)?;
-        // An unaligned S takes `cols`, whose grid is no wider than `dots`'s.
-        let groups = if dots { plan.groups() } else { [q.div_ceil(4).div_ceil(GROUP), row_blocks, 1] };
+        let groups = plan.groups(dots);
         for chunk in 0..chunks {
             let k0 = chunk * chunk_k;
             let params = Params {

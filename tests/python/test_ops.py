@@ -2810,16 +2810,21 @@ def test_skinny_products_match_float64(strict_placement):
 
 def test_skinny_products_take_the_skinny_kernel():
     """The products above really run matmul_skinny on the CPU profile (a classifier head's three
-    products included), and not on the GPU profile, which keeps its own kernel."""
+    products and a 1x1 convolution included), and not on the GPU profile, which keeps its own
+    kernels."""
     script = (
         "import numpy as np, tensorflow as tf\n"
         "with tf.device('/GPU:0'):\n"
         "    a, b, dc = tf.identity(tf.ones([4, 2048])), tf.identity(tf.ones([2048, 1000])), tf.identity(tf.ones([4, 1000]))\n"
         "    tf.matmul(a, b).numpy(); tf.matmul(dc, b, transpose_b=True).numpy(); tf.matmul(a, dc, transpose_a=True).numpy()\n"
+        "    x, w = tf.identity(tf.ones([4, 56, 56, 24])), tf.identity(tf.ones([1, 1, 24, 144]))\n"
+        "    tf.nn.conv2d(x, w, 1, 'VALID').numpy()\n"
     )
     log = dispatch_log(script)
-    assert log.count("dispatch matmul skinny pack") == 3, log[-3000:]
-    assert log.count("dispatch matmul skinny [") == 4 + 2 + 1, log[-3000:]
+    # The head's three products, then MobileNetV2's 1x1 expansion (12544 x 24 x 144, which the
+    # tiled product would run in 196 dispatches) in one chunk.
+    assert log.count("dispatch matmul skinny pack") == 4, log[-3000:]
+    assert log.count("dispatch matmul skinny [") == 4 + 2 + 1 + 1, log[-3000:]
     assert "dispatch matmul [" not in log and "matmul tiles" not in log, log[-3000:]
     gpu = dispatch_log(script, TF_WGPU_KERNELS="gpu")
     assert "matmul skinny" not in gpu and "dispatch matmul gpu" in gpu, gpu[-3000:]
