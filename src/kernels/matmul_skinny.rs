@@ -12,7 +12,7 @@ use crate::runtime::pipeline::{dispatch, dispatch_workgroups, storage_window, Bi
 use crate::runtime::{DeviceCore, Stream};
 
 use super::matmul::Operand;
-use super::{DType, TensorRef};
+use super::{windows, DType, TensorRef};
 
 /// `matmul_skinny.wgsl` with its loads of S and stores to D picked: element by element or as vec4s
 /// (`_S4`: `cols`'s loads; `_D4`: the stores of either entry).
@@ -117,9 +117,24 @@ pub(super) struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    /// Whether `dots` reads S (S's k contiguous, vec4s along it), offsets allowing.
-    fn dots(&self) -> bool {
-        self.s.rs == 1 && self.s.cs.is_multiple_of(4) && self.u.cols.is_multiple_of(4)
+    /// Whether `dots` reads S (S's k contiguous, vec4s along it), for S at element offset `s_off`
+    /// in its binding.
+    fn dots(&self, s_off: u32) -> bool {
+        self.s.rs == 1 && self.s.cs.is_multiple_of(4) && self.u.cols.is_multiple_of(4) && s_off.is_multiple_of(4)
+    }
+
+    /// Whether `cols` loads S as vec4s: its columns contiguous, every vec4 inside a row.
+    fn s_vec4(&self, s_off: u32) -> bool {
+        let q = self.s.cols;
+        self.s.cs == 1 && self.s.rs.is_multiple_of(4) && s_off.is_multiple_of(4) && q.is_multiple_of(4)
+    }
+
+    /// Whether the entry (`dots` or `cols`) stores D as vec4s: 4 rows of a column where D's rows
+    /// are contiguous, or 4 columns of a row where its columns are.
+    fn d_vec4(&self, dots: bool, d_off: u32) -> bool {
+        let (p, q, (rs, cs)) = (self.u.rows, self.s.cols, self.d_strides);
+        let (along, across, length) = if dots { (rs, cs, p) } else { (cs, rs, q) };
+        along == 1 && across.is_multiple_of(4) && d_off.is_multiple_of(4) && length.is_multiple_of(4)
     }
 
     /// Rows of D one `dots` invocation computes (the shader's `DOT_ROWS`).
@@ -147,21 +162,16 @@ impl Plan<'_> {
     }
 
     /// Storage loads of S and stores of D, and the packer's, in per-lane loop iterations (a vec4
-    /// counts as one), with
-    /// aligned offsets: `dots` loads vec4s, and stores them where D's rows are contiguous; `cols`
-    /// loads and stores vec4s where S's and D's columns are contiguous.
+    /// counts as one), for S and D at aligned offsets.
     fn cost(&self) -> u64 {
         let (k, q) = (u64::from(self.s.rows), u64::from(self.s.cols));
-        let vec4 = |contiguous: bool| if contiguous { 4 } else { 1 };
-        let (row_groups, s_vec4, d_vec4) = if self.dots() {
-            let d_vec4 = self.d_strides.0 == 1 && self.u.rows.is_multiple_of(4);
-            (self.u.rows.div_ceil(self.dot_rows()), 4, vec4(d_vec4))
-        } else {
-            (self.row_blocks, vec4(self.s.cs == 1), vec4(self.d_strides.1 == 1))
-        };
+        let vec4 = |on: bool| if on { 4 } else { 1 };
+        let dots = self.dots(0);
+        let (row_groups, s_vec4) =
+            if dots { (self.u.rows.div_ceil(self.dot_rows()), 4) } else { (self.row_blocks, vec4(self.s_vec4(0))) };
         let loads = u64::from(row_groups) * k * q / s_vec4;
         // Each chunk after the first reads D back.
-        let stores = u64::from(2 * self.chunks - 1) * u64::from(self.u.rows) * q / d_vec4;
+        let stores = u64::from(2 * self.chunks - 1) * u64::from(self.u.rows) * q / vec4(self.d_vec4(dots, 0));
         // The packer loads U element by element and stores vec4s of padded rows.
         let packing = u64::from(self.u.rows) * k + u64::from(self.row_blocks * BLOCK_ROWS / 4) * k;
         loads + stores + packing
@@ -193,11 +203,16 @@ pub(super) fn plan<'a>(
     candidates
         .into_iter()
         .filter_map(|(u, s, d_strides)| chunked(u, s, d_strides))
-        .filter(|plan| plan.groups(plan.dots()).iter().chain(&plan.groups(false)).all(|&g| g <= max_groups))
+        .filter(|plan| plan.groups(plan.dots(0)).iter().chain(&plan.groups(false)).all(|&g| g <= max_groups))
+        .filter(|plan| u64::from(plan.chunks) * CHUNK_BYTES <= windows::binding_limit(core))
         .min_by(|x, y| x.estimated_ms().total_cmp(&y.estimated_ms()))
 }
 
 fn chunked<'a>(u: View<'a>, s: View<'a>, d_strides: (u32, u32)) -> Option<Plan<'a>> {
+    // Past this many rows not even 4 steps of k fit a chunk.
+    if u.rows == 0 || u.rows > CHUNK_FLOATS / 4 {
+        return None;
+    }
     let row_blocks = u.rows.div_ceil(BLOCK_ROWS);
     let chunk_k = (CHUNK_FLOATS / (row_blocks * BLOCK_ROWS)).min(MAX_CHUNK_K) / 4 * 4;
     if chunk_k == 0 {
@@ -219,13 +234,8 @@ pub(super) fn launch(stream: &Stream, plan: &Plan, out: &TensorRef) -> Result<()
         let (s_bind, s_off) = storage_window(core, &s_mem, 4)?;
         let (d_bind, d_off) = storage_window(core, &d_mem, 4)?;
         // `dots` reads S along k as vec4s; `cols` along q, as vec4s or element by element.
-        let dots = plan.dots() && s_off.is_multiple_of(4);
-        let s_vec4 = s.cs == 1 && s.rs.is_multiple_of(4) && s_off.is_multiple_of(4) && q.is_multiple_of(4);
-        let d_vec4 = if dots {
-            d_strides.0 == 1 && d_strides.1.is_multiple_of(4) && d_off.is_multiple_of(4) && p.is_multiple_of(4)
-        } else {
-            d_strides.1 == 1 && d_strides.0.is_multiple_of(4) && d_off.is_multiple_of(4) && q.is_multiple_of(4)
-        };
+        let dots = plan.dots(s_off);
+        let (s_vec4, d_vec4) = (plan.s_vec4(s_off), plan.d_vec4(dots, d_off));
         let packed = pack(core, encoder, u, (row_blocks, chunk_k, chunks), dots)?;
         let constants = [("EIGHT", if p > 4 { 1.0 } else { 0.0 }), ("DOT_ROWS", f64::from(plan.dot_rows()))];
         let entry = if dots { "dots" } else { "cols" };

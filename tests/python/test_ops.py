@@ -11,6 +11,7 @@ test_rnn_ops.py (cuDNN's semantics in plain TF ops on /CPU:0) instead.
 import functools
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -2760,13 +2761,15 @@ def test_gpu_matmul_splits_columns_past_the_dispatch_grid():
 
 
 # Products with a small side (matmul_skinny.wgsl on the CPU profile): (m, k, n), every transpose.
-# They cover 1 to 4 rows of D (the kernel's half blocks) and several row blocks, C's rows or its
-# columns as D's rows, columns that are and are not multiples of 4 (vec4 and element access), k
-# that is not a multiple of 4, contractions in several 512-long chunks (2048, 1100), k up to 16
-# with both sides long, and a classifier head's shapes. Between them they take both entries, with
-# 4 and 8 rows, and each of the four pairings of element and vec4 access.
-SKINNY_PRODUCTS = [(1, 300, 37), (3, 7, 37), (8, 7, 8), (3, 64, 1000), (4, 2048, 1000), (7, 1100, 64), (24, 130, 257),
-                   (300, 77, 2), (257, 520, 10), (2048, 4, 1000), (130, 13, 250), (1000, 16, 999)]
+# They cover 1 to 4 rows of D, 5 to 8, and more (the kernel's row groups), C's rows or its columns
+# as D's rows, columns that are and are not multiples of 4 (vec4 and element access), k that is
+# not a multiple of 4, contractions in several chunks (2048, 1100, 1040: D read back, by vec4s
+# too), short contractions with both sides long, and a classifier head's shapes. Between them they
+# take both entries and each pairing of element and vec4 access that exists
+# (`test_skinny_products_take_the_skinny_kernel` checks that from the dispatch log).
+SKINNY_PRODUCTS = [(1, 300, 37), (3, 7, 37), (8, 7, 8), (3, 64, 1000), (4, 2048, 1000), (7, 1100, 64),
+                   (24, 130, 257), (300, 77, 2), (257, 520, 10), (257, 1040, 12), (2048, 4, 1000),
+                   (130, 13, 250), (1000, 8, 999)]
 
 
 def skinny_products(rng):
@@ -2789,8 +2792,9 @@ def skinny_products(rng):
 
 def test_skinny_products_match_float64(strict_placement):
     """Every SKINNY_PRODUCTS case within a 512-term f32 sum's error of the float64 product, also on
-    views at offsets that are not a multiple of 4 (split outputs: element-by-element access) and
-    as a BatchMatMul of one batch."""
+    split outputs, as a product's A and as its transposed B, and as a BatchMatMul of one batch.
+    (Split copies its outputs here: operands at element offsets that are not a multiple of 4,
+    which take element access, come only from the plugin's own windows of bigger tensors.)"""
     rng = rng_for("skinny products")
     for case, got, exact, bound in skinny_products(rng):
         assert np.all(np.abs(got - exact) <= bound), (case, float(np.max(np.abs(got - exact) - bound)))
@@ -2820,6 +2824,19 @@ def test_skinny_products_take_the_skinny_kernel():
         "    x, w = tf.identity(tf.ones([4, 56, 56, 24])), tf.identity(tf.ones([1, 1, 24, 144]))\n"
         "    tf.nn.conv2d(x, w, 1, 'VALID').numpy()\n"
     )
+    products = dispatch_log(
+        "import sys, numpy as np\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+        "import test_ops\n"
+        "test_ops.skinny_products(np.random.default_rng(0))\n"
+        "test_ops.test_skinny_products_match_float64(None)\n")
+    kernels = set(re.findall(r"(matmul_skinny\w*) (cols|dots): D (\d+) x", products))
+    used = {(shader, entry) for shader, entry, _ in kernels}
+    assert used == {("matmul_skinny", "cols"), ("matmul_skinny_s4", "cols"), ("matmul_skinny_d4", "cols"),
+                    ("matmul_skinny_s4_d4", "cols"), ("matmul_skinny", "dots"), ("matmul_skinny_d4", "dots")}, used
+    # `dots` computes 4, 8 or 16 rows of D an invocation, by D's rows.
+    dot_rows = {4 if int(p) <= 4 else 8 if int(p) <= 8 else 16 for _, entry, p in kernels if entry == "dots"}
+    assert dot_rows == {4, 8, 16}, kernels
     log = dispatch_log(script)
     # The head's three products, then MobileNetV2's 1x1 expansion (12544 x 24 x 144, which the
     # tiled product would run in 196 dispatches) in one chunk.
