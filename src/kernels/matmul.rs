@@ -238,6 +238,32 @@ pub(super) fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32,
     }
 }
 
+/// The skinny product's plan where `launch` takes it: where the direct kernel would run (24 x 1024
+/// x 1024: 5.5 ms against its 32 on lavapipe), or where it is estimated to beat the tiles; never
+/// on the GPU profile or with a kernel forced.
+fn skinny_choice<'a>(
+    device: &DeviceCore,
+    dtype: DType,
+    batches: u64,
+    a: &Operand<'a>,
+    b: &Operand<'a>,
+) -> Option<matmul_skinny::Plan<'a>> {
+    let (m, n, k) = (a.rows, b.cols, a.cols);
+    let kernel = choose_kernel(device, dtype, batches, m, n, k);
+    if forced_kernel().is_some() || kernel == Kernel::Gpu {
+        return None;
+    }
+    let plan = matmul_skinny::plan(device, dtype, batches, a, b)?;
+    (kernel == Kernel::Direct || plan.estimated_ms() < tiles_estimated_ms(m, n, k)).then_some(plan)
+}
+
+/// Whether `launch` runs the matrix product op(a) x op(b) (both 2-D) on the skinny kernel: for
+/// routes that would otherwise take a convolution kernel of their own.
+pub(super) fn takes_skinny(device: &DeviceCore, a: &TensorRef, b: &TensorRef, ta: bool, tb: bool) -> bool {
+    let (a, b) = (Operand::new(a, ta, Vec::new()), Operand::new(b, tb, Vec::new()));
+    skinny_choice(device, a.tensor.dtype, 1, &a, &b).is_some()
+}
+
 /// lavapipe's time for one tiled product (batch 1) on the 2-core machine of the benchmarks: about
 /// 0.08 ms a dispatch, and 60 GFLOP/s over C padded to 128 rows and 32 columns a tile (the square
 /// 1024 product: 49 ms; MobileNetV2's 12544 x 24 x 144 expansion, 196 dispatches: 18.5 ms).
@@ -303,15 +329,10 @@ pub fn launch(
     let device = stream.device();
     let kernel = choose_kernel(device, out.dtype, batch_count as u64, m as u32, n as u32, k as u32);
     let operands = || (Operand::new(a, transpose_a, batch_strides(a)), Operand::new(b, transpose_b, batch_strides(b)));
-    if forced_kernel().is_none() && kernel != Kernel::Gpu {
+    {
         let (a, b) = operands();
-        if let Some(plan) = matmul_skinny::plan(device, out.dtype, batch_count as u64, &a, &b) {
-            // Where the direct kernel would run (24 x 1024 x 1024: 5.5 ms against its 32 on
-            // lavapipe), or where it is estimated to beat the tiles.
-            let (m, n, k) = (m as u32, n as u32, k as u32);
-            if kernel == Kernel::Direct || plan.estimated_ms() < tiles_estimated_ms(m, n, k) {
-                return matmul_skinny::launch(stream, &plan, out);
-            }
+        if let Some(plan) = skinny_choice(device, out.dtype, batch_count as u64, &a, &b) {
+            return matmul_skinny::launch(stream, &plan, out);
         }
     }
     if kernel != Kernel::Direct {

@@ -134,8 +134,11 @@ def fixed(batch, h, w, c, oc, k, stride, padding, dilation=1, explicit=((0, 0), 
 
 # Layer shapes that take the tiled products, the columns path and their chunks: ResNet's stem (3
 # channels, 7x7 stride 2), 3x3 at strides 1 and 2, a 1x1 stride-2 shortcut, dilation, stride 3
-# with one-sided explicit padding, and channels that are not a multiple of 4.
+# with one-sided explicit padding, and channels that are not a multiple of 4; 1x1 at stride 1,
+# whose gradients are matmuls (MobileNetV2's 24 -> 144 expansion and odd channels).
 LAYERS = {
+    "1x1-expand": fixed(2, 20, 20, 24, 144, 1, 1, "VALID"),
+    "1x1-odd": fixed(3, 9, 11, 5, 7, 1, 1, "SAME"),
     "stem": fixed(2, 30, 30, 3, 32, 7, 2, "SAME"),
     "3x3": fixed(2, 24, 24, 32, 64, 3, 1, "SAME"),
     "3x3-stride2": fixed(2, 24, 24, 32, 64, 3, 2, "SAME"),

@@ -2823,6 +2823,9 @@ def test_skinny_products_take_the_skinny_kernel():
         "    tf.matmul(a, b).numpy(); tf.matmul(dc, b, transpose_b=True).numpy(); tf.matmul(a, dc, transpose_a=True).numpy()\n"
         "    x, w = tf.identity(tf.ones([4, 56, 56, 24])), tf.identity(tf.ones([1, 1, 24, 144]))\n"
         "    tf.nn.conv2d(x, w, 1, 'VALID').numpy()\n"
+        "    dy = tf.identity(tf.ones([4, 56, 56, 144]))\n"
+        "    tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=[1, 1, 24, 144], out_backprop=dy,\n"
+        "                                    strides=[1, 1, 1, 1], padding='VALID').numpy()\n"
     )
     products = dispatch_log(
         "import sys, numpy as np\n"
@@ -2839,9 +2842,11 @@ def test_skinny_products_take_the_skinny_kernel():
     assert dot_rows == {4, 8, 16}, kernels
     log = dispatch_log(script)
     # The head's three products, then MobileNetV2's 1x1 expansion (12544 x 24 x 144, which the
-    # tiled product would run in 196 dispatches) in one chunk.
-    assert log.count("dispatch matmul skinny pack") == 4, log[-3000:]
-    assert log.count("dispatch matmul skinny [") == 4 + 2 + 1 + 1, log[-3000:]
+    # tiled product would run in 196 dispatches) in one chunk, and its filter gradient (24 x 12544
+    # x 144, which took the direct kernel) in 25.
+    assert log.count("dispatch matmul skinny pack") == 5, log[-3000:]
+    assert log.count("dispatch matmul skinny [") == 4 + 2 + 1 + 1 + 25, log[-3000:]
+    assert "matmul_skinny_s4_d4 cols: D 24 x 144, k 12544 in 25 chunks" in log, log[-3000:]
     assert "dispatch matmul [" not in log and "matmul tiles" not in log, log[-3000:]
     gpu = dispatch_log(script, TF_WGPU_KERNELS="gpu")
     assert "matmul skinny" not in gpu and "dispatch matmul gpu" in gpu, gpu[-3000:]
