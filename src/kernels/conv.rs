@@ -474,15 +474,8 @@ fn grad_filter_pointwise(
     dy: &TensorRef,
     df: &TensorRef,
 ) -> Result<bool> {
-    if !pointwise(p) {
-        return Ok(false);
-    }
     let [x, df, dy] = pointwise_matrices(p, [x, df, dy]);
-    if !super::matmul::takes_skinny(ctx.stream()?.device(), &x, &dy, true, false) {
-        return Ok(false);
-    }
-    super::matmul::product(ctx, &x, &dy, &df, true, false)?;
-    Ok(true)
+    pointwise_product(ctx, p, [&x, &dy, &df], (true, false))
 }
 
 /// Conv2DBackpropInput of a `pointwise` convolution as dy filter^T, where that product takes the
@@ -494,14 +487,21 @@ fn grad_input_pointwise(
     filter: &TensorRef,
     dx: &TensorRef,
 ) -> Result<bool> {
-    if !pointwise(p) {
-        return Ok(false);
-    }
     let [dx, filter, dy] = pointwise_matrices(p, [dx, filter, dy]);
-    if !super::matmul::takes_skinny(ctx.stream()?.device(), &dy, &filter, false, true) {
+    pointwise_product(ctx, p, [&dy, &filter, &dx], (false, true))
+}
+
+/// `out` = op(a) x op(b) for a `pointwise` gradient, where the product takes the skinny kernel.
+fn pointwise_product(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    [a, b, out]: [&TensorRef; 3],
+    (ta, tb): (bool, bool),
+) -> Result<bool> {
+    if !pointwise(p) || !super::matmul::takes_skinny(ctx.stream()?.device(), a, b, ta, tb) {
         return Ok(false);
     }
-    super::matmul::product(ctx, &dy, &filter, &dx, false, true)?;
+    super::matmul::product(ctx, a, b, out, ta, tb)?;
     Ok(true)
 }
 
