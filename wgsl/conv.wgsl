@@ -896,23 +896,27 @@ fn depthwise_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @bu
 
 // Conv2DBackpropFilter of an image with few channels (a first layer's gray or RGB input) over
 // slices of the batch * oh * ceil(ow / 4) quads of four adjacent output pixels, as
-// `depthwise_grad_filter_rows`: invocation (slice s, filter row ky, input channel ci, output channel
-// quad) loads each quad's ROW columns of channel ci once for all ROW_KW taps of the row and sums the
+// `depthwise_grad_filter_rows`: invocation (slice s, filter row ky, input channel ci, OC_QUADS
+// output channel quads) loads each quad's ROW columns of channel ci once for all ROW_KW taps of the row and sums the
 // products with dy's four channels into `out[s * p.n + f]`. There the tiled product's k (the
 // pixels) is long and its output small, so it ran one dispatch per 384 pixels. Ungrouped, oc a
 // multiple of 4, dy and the output on vec4s. A tap in the padding multiplies zero by dy.
+// OC_QUADS (1, 2 or 4, dividing oc / 4): each loaded column feeds all of those quads.
+override OC_QUADS: u32 = 1u;
+const OC_QUADS_MAX: u32 = 4u;
+
 @compute @workgroup_size(256)
 fn conv2d_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);
-    let oc4 = p.oc / 4u;
-    let per_slice = p.kh * p.c * oc4;
+    let blocks = p.oc / (4u * OC_QUADS);
+    let per_slice = p.kh * p.c * blocks;
     if (i >= per_slice * p.slices) {
         return;
     }
     let slice = quot(i, per_slice);
     let r = i - slice * per_slice;
-    let o = (r % oc4) * 4u;
-    let row_channel = r / oc4;
+    let o = (r % blocks) * 4u * OC_QUADS;
+    let row_channel = r / blocks;
     let ci = row_channel % p.c;
     let ky = row_channel / p.c;
     let ow4 = (p.ow + 3u) / 4u;
@@ -920,7 +924,7 @@ fn conv2d_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @built
     let last = min(first + p.slice_len, p.batch * p.oh * ow4);
     var px = quad_of(first, ow4);
     let columns = row_columns_needed(ROW_SW);
-    var acc: array<vec4<T>, ROW_TAPS_MAX>;
+    var acc: array<vec4<T>, ROW_TAPS_MAX * OC_QUADS_MAX>;
     for (var q = first; q < last; q++) {
         let iy = i32(px.y * p.sh + ky * p.dh) - i32(p.pad_top);
         let inside = iy >= 0 && iy < i32(p.h);
@@ -938,16 +942,20 @@ fn conv2d_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @built
         let dy_at = p.f_off + dy_index(px.b, px.y, px.x, o);
         for (var j = 0u; j < 4u; j++) {
             if (px.x + j < p.ow) {
-                let dy = weights4[(dy_at + j * p.oc) / 4u];
-                for (var kx = 0u; kx < ROW_KW; kx++) {
-                    acc[kx] += cols[j * ROW_SW + kx * ROW_DW] * dy;
+                for (var u = 0u; u < OC_QUADS; u++) {
+                    let dy = weights4[(dy_at + j * p.oc) / 4u + u];
+                    for (var kx = 0u; kx < ROW_KW; kx++) {
+                        acc[u * ROW_TAPS_MAX + kx] += cols[j * ROW_SW + kx * ROW_DW] * dy;
+                    }
                 }
             }
         }
         next_quad(&px);
     }
-    for (var kx = 0u; kx < ROW_KW; kx++) {
-        out4[(p.out_off + slice * p.n + ((ky * p.kw + kx) * p.c + ci) * p.oc + o) / 4u] = acc[kx];
+    for (var u = 0u; u < OC_QUADS; u++) {
+        for (var kx = 0u; kx < ROW_KW; kx++) {
+            out4[(p.out_off + slice * p.n + ((ky * p.kw + kx) * p.c + ci) * p.oc + o) / 4u + u] = acc[u * ROW_TAPS_MAX + kx];
+        }
     }
 }
 

@@ -74,6 +74,9 @@ fn conv_pipeline(
     if entry == "depthwise_grad_input_rows" {
         constants.push(("ROW_PHASE", f64::from(p.pad_left % p.sw.max(1))));
     }
+    if entry == "conv2d_grad_filter_rows" {
+        constants.push(("OC_QUADS", f64::from(output_quads_per_invocation(p))));
+    }
     let shader = if dtype == DType::F64 { &FLOAT64_SHADER } else { &SHADER };
     device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants })
 }
@@ -1530,6 +1533,13 @@ fn grad_filter_tiles(
     Ok(true)
 }
 
+/// Output-channel quads one invocation of `conv2d_grad_filter_rows` sums (`OC_QUADS`): up to 4, each
+/// input column it loads then feeds 16 output channels, not 4. On lavapipe the loads are the cost:
+/// the ResNet50 stem's filter gradient took 112 ms with one quad, 88 with four.
+fn output_quads_per_invocation(p: &Params) -> u32 {
+    [4, 2, 1].into_iter().find(|&q| (p.oc / 4).is_multiple_of(q)).unwrap_or(1)
+}
+
 /// Conv2DBackpropFilter by `conv2d_grad_filter_rows` where `conv_grad_filter_rows_fit`.
 fn grad_filter_rows(
     ctx: &mut dyn KernelContext,
@@ -1730,7 +1740,7 @@ fn launch_grad_filter(
     // `four_channels_fit` checks the vec4 views of binding 1 (here dy) and the output.
     let (entry, per_invocation) = if conv_rows {
         // One invocation per filter row, input channel and output channel quad.
-        ("conv2d_grad_filter_rows", 4 * p.kw)
+        ("conv2d_grad_filter_rows", 4 * p.kw * output_quads_per_invocation(&p))
     } else if rows {
         // One invocation per filter row and channel quad: the row's kw taps of four channels.
         ("depthwise_grad_filter_rows", 4 * p.kw)

@@ -140,6 +140,9 @@ LAYERS = {
     "1x1-expand": fixed(2, 20, 20, 24, 144, 1, 1, "VALID"),
     "1x1-odd": fixed(3, 9, 11, 5, 7, 1, 1, "SAME"),
     "stem": fixed(2, 30, 30, 3, 32, 7, 2, "SAME"),
+    # conv2d_grad_filter_rows sums 4, 2 or 1 output channel quads per invocation (the stem: 4).
+    "rgb-oc8": fixed(2, 14, 13, 3, 8, 3, 1, "SAME"),
+    "gray-oc4": fixed(2, 12, 12, 1, 4, 5, 1, "VALID"),
     "3x3": fixed(2, 24, 24, 32, 64, 3, 1, "SAME"),
     "3x3-stride2": fixed(2, 24, 24, 32, 64, 3, 2, "SAME"),
     "5x5-valid-stride2": fixed(3, 17, 19, 16, 48, 5, 2, "VALID"),
