@@ -1,7 +1,8 @@
 // Packs a (batched, strided) matrix into 128 x 128 f32 tiles for `matmul_tiles.wgsl`: each tile is
 // 64 KiB, the size of one uniform binding, laid out row-major as 32 vec4 per row. Tiles follow each
 // other row-tile-major, batch outermost; entries past the matrix edge are zero, so the tiled kernel
-// needs no bounds checks in its inner loop. One invocation writes one vec4.
+// needs no bounds checks in its inner loop. One invocation writes one vec4 (`pack_columns_vec4`: a 4 x 4
+// block).
 // `pack_im2col` packs rows `row0..row0 + rows` of an NHWC convolution's im2col matrix instead:
 // row = (image, oy, ox), column = (ky, kx, channel), the layout of an HWIO filter seen as a matrix,
 // so a convolution is that matrix times the filter (an implicit GEMM: the im2col matrix exists only
@@ -11,8 +12,8 @@
 // the loads). `pack_im2col_window` is that again, reading the input through a 64 KiB uniform window
 // that holds the input rows of a few output rows, one dispatch per window: on llvmpipe a uniform
 // load is a gather, cheaper than a storage load (a per-lane loop).
-// Dispatch: `pack` and `pack_im2col`, batch * row_tiles * col_tiles * 4096 invocations; the per-tap
-// packers, dispatch_rows * (kh * kw + 1); a 2D grid of 256-wide workgroups.
+// Dispatch: `pack`, `pack_vec4` and `pack_im2col`, batch * row_tiles * col_tiles * 4096 invocations;
+// the per-tap packers, dispatch_rows * (kh * kw + 1); a 2D grid of 256-wide workgroups.
 
 struct Params {
     rows: u32,
@@ -200,6 +201,19 @@ fn pack_im2col_window(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     }
 }
 
+// The element offset of batch `z`'s matrix.
+fn batch_base(z: u32) -> u32 {
+    var left = z;
+    var base = p.src_off;
+    for (var d = p.batch_rank; d > 0u; d--) {
+        let next = quot(left, p.batch_shape[d - 1u]);
+        let coord = left - next * p.batch_shape[d - 1u];
+        left = next;
+        base += coord * p.batch_stride[d - 1u];
+    }
+    return base;
+}
+
 @compute @workgroup_size(256)
 fn pack(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let id = gid.x + gid.y * groups.x * 256u;
@@ -208,23 +222,65 @@ fn pack(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (at.z >= p.batches) {
         return;
     }
-    var left = at.z;
-    var base = p.src_off;
-    for (var d = p.batch_rank; d > 0u; d--) {
-        let next = quot(left, p.batch_shape[d - 1u]);
-        let coord = left - next * p.batch_shape[d - 1u];
-        left = next;
-        base += coord * p.batch_stride[d - 1u];
-    }
-    let row = at.row;
-    let col0 = at.col0;
-    // Clamped loads, then zeros selected past the edge: no divergent branch around the loads.
-    let r = min(row, p.rows - 1u);
+    // A tile's padding loads nothing (k = 24 pads 104 of a tile's 128 columns).
     var v = vec4<f32>();
-    for (var q = 0u; q < 4u; q++) {
-        let c = min(col0 + q, p.cols - 1u);
-        let x = f32(src[base + r * p.rs + c * p.cs]);
-        v[q] = select(0.0, x, row < p.rows && col0 + q < p.cols);
+    if (at.row < p.rows && at.col0 < p.cols) {
+        let base = batch_base(at.z) + at.row * p.rs;
+        // Clamped loads, then zeros selected past the last column.
+        for (var q = 0u; q < 4u; q++) {
+            let c = min(at.col0 + q, p.cols - 1u);
+            v[q] = select(0.0, f32(src[base + c * p.cs]), at.col0 + q < p.cols);
+        }
     }
     dst[id] = v;
+}
+
+// `pack` for f32 rows of contiguous vec4s (column stride 1; the row stride, every batch stride, the
+// offset and the columns multiples of 4): one vec4 load per vec4 of a tile where `pack` loads four
+// scalars. On llvmpipe each storage load is a loop over the lanes, so loads are the packer's cost.
+@compute @workgroup_size(256)
+fn pack_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let id = gid.x + gid.y * groups.x * 256u;
+    let at = slot(id);
+    if (at.z >= p.batches) {
+        return;
+    }
+    var v = vec4<f32>();
+    if (at.row < p.rows && at.col0 < p.cols) {
+        v = src4[(batch_base(at.z) + at.row * p.rs + at.col0) / 4u];
+    }
+    dst[id] = v;
+}
+
+// `pack` for f32 matrices whose columns are contiguous vec4s (a transposed operand: row stride 1;
+// the column stride, every batch stride, the offset and the rows multiples of 4): one invocation
+// per 4 x 4 block of a tile loads its four columns as vec4s and stores its four rows, 4 loads
+// where `pack` makes 16. Dispatch: tiles * 1024 invocations.
+@compute @workgroup_size(256)
+fn pack_columns_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let id = gid.x + gid.y * groups.x * 256u;
+    let tiles_per_batch = p.row_tiles * p.col_tiles;
+    let tile = id / 1024u;
+    let z = quot(tile, tiles_per_batch);
+    if (z >= p.batches) {
+        return;
+    }
+    let in_batch = tile - z * tiles_per_batch;
+    let row_tile = quot(in_batch, p.col_tiles);
+    let block = id % 1024u;
+    let row0 = row_tile * TILE + (block / 32u) * 4u;
+    let col0 = (in_batch - row_tile * p.col_tiles) * TILE + (block % 32u) * 4u;
+    var columns: array<vec4<f32>, 4>;
+    if (row0 < p.rows) {
+        let base = batch_base(z) + row0;
+        for (var q = 0u; q < 4u; q++) {
+            if (col0 + q < p.cols) {
+                columns[q] = src4[(base + (col0 + q) * p.cs) / 4u];
+            }
+        }
+    }
+    let first = tile * TILE_VEC4S + (block / 32u) * 128u + block % 32u;
+    for (var i = 0u; i < 4u; i++) {
+        dst[first + i * 32u] = vec4<f32>(columns[0][i], columns[1][i], columns[2][i], columns[3][i]);
+    }
 }

@@ -643,12 +643,33 @@ pub(super) fn encode_pack(
     dst: &wgpu::Buffer,
     tiles: u64,
 ) -> Result<()> {
-    let pipeline = pack_pipeline(core, &PACK_SHADER, entry, src.dtype, &p, (tiles, 0))?;
     let src_mem = core.memory.resolve(src.address, src.byte_len())?;
     let (src_bind, src_off) = storage_window(core, &src_mem, src.dtype.size())?;
     p.src_off = src_off;
+    let (entry, invocations) = match entry {
+        "pack" => vec4_packer(src.dtype, &p).unwrap_or(("pack", tiles * 4096)),
+        other => (other, tiles * 4096),
+    };
+    let pipeline = pack_pipeline(core, &PACK_SHADER, entry, src.dtype, &p, (tiles, 0))?;
     let dst = Binding { buffer: dst, offset: 0, size: tiles * TILE_BYTES };
-    dispatch(core, encoder, entry, &pipeline, &[src_bind, dst], bytemuck::bytes_of(&p), tiles * 4096)
+    dispatch(core, encoder, entry, &pipeline, &[src_bind, dst], bytemuck::bytes_of(&p), invocations)
+}
+
+/// The packer that reads an f32 operand as vec4s, and its invocations: `pack_vec4` where rows are
+/// contiguous vec4s, `pack_columns_vec4` where columns are (a transposed operand); None where the
+/// offset, a stride or the contiguous side is not a multiple of 4.
+fn vec4_packer(dtype: DType, p: &PackParams) -> Option<(&'static str, u64)> {
+    let tiles = u64::from(p.batches) * u64::from(p.row_tiles) * u64::from(p.col_tiles);
+    let on_vec4s = dtype == DType::F32
+        && p.src_off.is_multiple_of(4)
+        && p.batch_stride[..p.batch_rank as usize].iter().all(|s| s.is_multiple_of(4));
+    match (p.rs, p.cs) {
+        (rs, 1) if on_vec4s && rs.is_multiple_of(4) && p.cols.is_multiple_of(4) => Some(("pack_vec4", tiles * 4096)),
+        (1, cs) if on_vec4s && cs.is_multiple_of(4) && p.rows.is_multiple_of(4) => {
+            Some(("pack_columns_vec4", tiles * 1024))
+        }
+        _ => None,
+    }
 }
 
 /// The tiled product: pack both operands, then the tile products. One `encode` call for all of it:

@@ -2852,6 +2852,32 @@ def test_skinny_products_take_the_skinny_kernel():
     assert "matmul skinny" not in gpu and "dispatch matmul gpu" in gpu, gpu[-3000:]
 
 
+VEC4_PACK_SCRIPT = (
+    "import numpy as np, tensorflow as tf\n"
+    "rng = np.random.default_rng(6)\n"
+    "cases = [((130, 64), (64, 136), False, False), ((40, 132), (36, 132), False, True),\n"
+    "         ((68, 40), (68, 30), True, False), ((36, 44), (52, 36), True, True),\n"
+    "         ((3, 40, 28), (1, 28, 72), False, False), ((2, 28, 40), (2, 60, 28), True, True),\n"
+    "         ((50, 30), (30, 70), False, False), ((30, 50), (70, 30), True, True)]\n"
+    "for sa, sb, ta, tb in cases:\n"
+    "    a, b = rng.standard_normal(sa, np.float32), rng.standard_normal(sb, np.float32)\n"
+    "    with tf.device('/GPU:0'):\n"
+    "        got = tf.matmul(tf.identity(a), tf.identity(b), transpose_a=ta, transpose_b=tb).numpy()\n"
+    "    want = np.matmul(np.swapaxes(a, -1, -2) if ta else a.astype(np.float64), np.swapaxes(b, -1, -2) if tb else b)\n"
+    "    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3, err_msg=str((sa, sb, ta, tb)))\n"
+)
+
+
+def test_tiled_matmul_packs_aligned_operands_as_vec4s():
+    """The tile packer reads f32 operands whose contiguous side, strides and offset are multiples of
+    4 as vec4s: rows (`pack_vec4`), or the columns of a transposed operand as 4 x 4 blocks
+    (`pack_columns_vec4`), broadcast batches included; the others element by element (`pack`). The
+    products match float64 NumPy."""
+    log = dispatch_log(VEC4_PACK_SCRIPT, TF_WGPU_MATMUL="tiles")
+    for packer in ["pack_vec4", "pack_columns_vec4", "pack"]:
+        assert f"dispatch {packer} [" in log, (packer, log[-3000:])
+
+
 def test_tiled_matmul_without_subgroups_matches_numpy():
     """The plain tiled kernel, the one for CPU adapters without subgroups (forced here with
     TF_WGPU_MATMUL=tiles-plain), still computes the right products."""
