@@ -1472,7 +1472,7 @@ pub fn gather_into(
 }
 
 /// OneHot; past a binding, a range of the indices' leading dimension at a time where it leads the
-/// output too (the depth axis not first).
+/// output too (the depth axis not first), else the select route in windows.
 pub fn one_hot(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let leads = kernel.attrs.int("axis")? != 0 && !ctx.input(0)?.shape.is_empty();
     batch::split_batch_if(ctx, kernel, leads.then_some(&batch::INPUT_0_OUTPUT_0), one_hot_whole)
@@ -1510,7 +1510,10 @@ fn one_hot_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     shape.insert(axis, depth);
     let out = ctx.allocate_output(0, dtype, &shape)?;
     let total = shader_len(out.num_elements(), "OneHot")?;
-    if !matches!(dtype, DType::F32 | DType::F64 | DType::I64) {
+    // The select route runs in windows: an output past a binding that `one_hot` could not split by
+    // the indices' leading dimension (the depth axis first) takes it too.
+    let past_binding = out.byte_len() > binding_limit(ctx.stream()?.device());
+    if past_binding || !matches!(dtype, DType::F32 | DType::F64 | DType::I64) {
         return one_hot_by_select(ctx, &indices, depth, [outer, inner], &on, &off, &out);
     }
     let (unit, _) = element_unit(dtype);

@@ -344,6 +344,9 @@ CASES = {
     "random_truncated_normal": lambda: tf.random.stateless_truncated_normal([ROWS, ROW], seed=[3, 4]),
     # Split along the leading dimension.
     "one_hot": lambda: tf.one_hot(labels, ROW),
+    # The depth axis first: no split along the indices; the select route runs in windows.
+    "one_hot_axis0": lambda: tf.one_hot(labels, ROW, axis=0),
+    "one_hot_axis0_int64": lambda: tf.one_hot(labels, ROW, axis=0, dtype=tf.int64, on_value=7, off_value=-2),
     "gather_axis1": lambda: tf.gather(x2, cols, axis=1),
     "gather_batch_dims": lambda: tf.gather(x2, row_cols, axis=1, batch_dims=1),
     "top_k_rows": top_k_rows,
