@@ -217,6 +217,20 @@ fn top_k_take(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     idx[p.idx_off + i] = j;
 }
 
+// The last pass of TopKV2 over rows too long to sort whole (`top_k_of_long_rows`): the second round
+// gave positions among the candidates (binding `b`: each piece's top k, piece after piece, with
+// indices within the piece); they become indices in the row, the candidate's index plus its piece's
+// start (pieces of `p.step` elements).
+@compute @workgroup_size(256)
+fn top_k_row_indices(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = invocation(gid, nwg);
+    if (i >= p.rows * p.k) {
+        return;
+    }
+    let at = idx[p.idx_off + i];
+    idx[p.idx_off + i] = b[p.b_off + at] + (at / p.k) * p.step;
+}
+
 // What a chunk of in_top_k_count gives where TF-CPU cannot decide: an out-of-range target, or a
 // non-finite prediction in the row.
 const UNDECIDED: u32 = 0xffffffffu;

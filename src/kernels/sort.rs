@@ -167,12 +167,7 @@ fn top_k_whole(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<
     };
     let p = Params { rows, n: shader_len(n as u64, "TopKV2")?, k: k as u32, words, ..Params::default() };
     let target = values_wide.as_ref().unwrap_or(&values);
-    // Each element's rank is a loop over its row, until k greater ones: long rows sort instead.
-    if !loops_fit(ctx.stream()?.device(), n as u64) || n as u64 * k as u64 > RANK_WORK {
-        top_k_by_sorting(ctx, p, kind, &input, target, &indices)?;
-    } else {
-        launch_kind(ctx.stream()?, "top_k", p, [&input, &input, target, &indices], input.num_elements(), kind)?;
-    }
+    top_k_rows(ctx, p, kind, &input, target, &indices)?;
     let stream = ctx.stream()?;
     if let Some(values_wide) = &values_wide {
         cast::launch(stream, values_wide, &values)?;
@@ -183,6 +178,103 @@ fn top_k_whole(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<
 /// The comparisons per row (n * k) past which TopKV2 sorts the row rather than rank each element
 /// against it.
 const RANK_WORK: u64 = 1 << 22;
+
+/// The top `p.k` of each of `p.rows` rows of `p.n` elements of `input` into `values` and `indices`.
+fn top_k_rows(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    kind: u32,
+    input: &TensorRef,
+    values: &TensorRef,
+    indices: &TensorRef,
+) -> Result<()> {
+    let (n, k) = (u64::from(p.n), u64::from(p.k));
+    let limit = binding_limit(ctx.stream()?.device());
+    if n * input.dtype.size() > limit {
+        return top_k_of_long_rows(ctx, p, kind, input, values, indices, longest_sorted_row(limit));
+    }
+    // Each element's rank is a loop over its row, until k greater ones: long rows sort instead.
+    if !loops_fit(ctx.stream()?.device(), n) || n * k > RANK_WORK {
+        return top_k_by_sorting(ctx, p, kind, input, values, indices);
+    }
+    launch_kind(ctx.stream()?, "top_k", p, [input, input, values, indices], u64::from(p.rows) * n, kind)
+}
+
+/// The pieces of a long row that `top_k_of_long_rows` ranks where k is at most
+/// `RANKED_PIECE_K_MAX`: their candidates are then at most a sixteenth of the row.
+const RANKED_PIECE: u64 = 4096;
+const RANKED_PIECE_K_MAX: u64 = 256;
+
+/// The longest row `top_k_by_sorting` sorts within a binding of `limit` bytes: its scratch holds
+/// three words per element, padded to a power of two.
+fn longest_sorted_row(limit: u64) -> u64 {
+    1 << (limit / 12).max(2).ilog2()
+}
+
+/// `count` elements of `t` from element `first` on, as a vector.
+fn elements(t: &TensorRef, first: u64, count: u64) -> TensorRef {
+    TensorRef { address: t.address + first * t.dtype.size(), dtype: t.dtype, shape: vec![count as i64] }
+}
+
+/// TopKV2 of rows too long to sort whole (a row, or its sorting scratch, past a binding), one row
+/// at a time: the row's pieces of at most `longest` elements give their top k each, then the top k of
+/// those candidates (piece after piece, each in TopK's order) are the row's, their positions mapped
+/// back to the row (`top_k_row_indices`). Equal values keep TF's order, the lower index first: the
+/// candidates' order is the row's among equal values. Needs k at most the shortest piece and the
+/// candidates' sort within a binding (else ResourceExhausted).
+fn top_k_of_long_rows(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    kind: u32,
+    input: &TensorRef,
+    values: &TensorRef,
+    indices: &TensorRef,
+    longest: u64,
+) -> Result<()> {
+    let (n, k) = (u64::from(p.n), u64::from(p.k));
+    let limit = binding_limit(ctx.stream()?.device());
+    // A small k ranks pieces of RANKED_PIECE elements (each element's rank loop stops after k
+    // greater ones): a 9M-element row with k = 10 took 50 s in two sorted pieces.
+    let piece_max = if k <= RANKED_PIECE_K_MAX { longest.min(RANKED_PIECE) } else { longest };
+    let pieces = n.div_ceil(piece_max);
+    let piece = n.div_ceil(pieces);
+    let last = n - (pieces - 1) * piece;
+    let candidates = pieces * k;
+    if k > last || candidates.next_power_of_two() > longest {
+        return Err(Error::resource_exhausted(format!(
+            "a row of {n} elements with k = {k} needs a sort of {candidates} candidates, more than \
+             this adapter's storage binding holds ({longest} elements)"
+        )));
+    }
+    let candidate_values = ctx.allocate_temp(values.dtype, &[candidates as i64])?;
+    let candidate_indices = ctx.allocate_temp(DType::I32, &[candidates as i64])?;
+    // Whole pieces go as the rows of [group, piece] matrices that fit a binding, the last alone.
+    let group = (limit / (piece * input.dtype.size())).max(1);
+    let mut rounds: Vec<(u64, u64, u64)> =
+        (0..pieces - 1).step_by(group as usize).map(|j| (j, group.min(pieces - 1 - j), piece)).collect();
+    rounds.push((pieces - 1, 1, last));
+    for row in 0..u64::from(p.rows) {
+        for &(j, rows, len) in &rounds {
+            let q = Params { rows: rows as u32, n: len as u32, ..p };
+            top_k_rows(
+                ctx,
+                q,
+                kind,
+                &elements(input, row * n + j * piece, rows * len),
+                &elements(&candidate_values, j * k, rows * k),
+                &elements(&candidate_indices, j * k, rows * k),
+            )?;
+        }
+        let row_values = elements(values, row * k, k);
+        let row_indices = elements(indices, row * k, k);
+        let q = Params { rows: 1, n: candidates as u32, ..p };
+        top_k_rows(ctx, q, kind, &candidate_values, &row_values, &row_indices)?;
+        let q = Params { rows: 1, step: piece as u32, ..p };
+        let tensors = [&row_indices, &candidate_indices, &row_indices, &row_indices];
+        launch(ctx.stream()?, "top_k_row_indices", q, tensors, k)?;
+    }
+    Ok(())
+}
 
 /// TopKV2 of `p.rows` rows of `p.n` elements by sorting them (bitonic network): groups of rows
 /// whose scratch (three words per padded element) fits a binding, each sorted whole, then the first
@@ -199,11 +291,7 @@ fn top_k_by_sorting(
     let row_scratch = 3 * padded * 4;
     let limit = binding_limit(ctx.stream()?.device());
     if row_scratch > limit {
-        return Err(Error::resource_exhausted(format!(
-            "TopKV2 on WGPU: a row of {} elements needs {row_scratch} bytes of sorting scratch, more than \
-             this adapter's storage binding holds ({limit})",
-            p.n
-        )));
+        return top_k_of_long_rows(ctx, p, kind, input, values, indices, longest_sorted_row(limit));
     }
     let group = (limit / row_scratch).min(u64::from(p.rows));
     let scratch = ctx.allocate_temp(DType::U32, &[(3 * padded * group) as i64])?;

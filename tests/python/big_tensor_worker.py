@@ -145,6 +145,15 @@ def top_k_rows():
     return tf.concat([values, tf.cast(indices, tf.float32)], 1)
 
 
+def top_k_long_row(k, rounded):
+    """TopKV2 of one row longer than a sort fits a binding (pieces, then the top of their tops);
+    rounded, many values tie and the indices must come lowest first, as TF-CPU's."""
+    row = tf.reshape(x2, [-1])
+    row = tf.round(row * 2.0) if rounded else row
+    values, indices = tf.math.top_k(row, k)
+    return tf.stack([values, tf.cast(indices, tf.float32)])
+
+
 def argmax_pool(include_batch):
     return tf.nn.max_pool_with_argmax(img, 2, 2, "VALID", include_batch_in_index=include_batch)[1]
 
@@ -350,6 +359,8 @@ CASES = {
     "gather_axis1": lambda: tf.gather(x2, cols, axis=1),
     "gather_batch_dims": lambda: tf.gather(x2, row_cols, axis=1, batch_dims=1),
     "top_k_rows": top_k_rows,
+    "top_k_long_row": lambda: top_k_long_row(5, False),
+    "top_k_long_row_ties": lambda: top_k_long_row(300, True),
     "cumsum_rows": lambda: tf.cumsum(x2, axis=1),
     "matrix_diag_part": lambda: tf.linalg.diag_part(matrices),
     "matrix_set_diag": lambda: tf.linalg.set_diag(matrices, matrices[:, :, 0] * 10),
