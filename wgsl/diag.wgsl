@@ -8,6 +8,10 @@
 //     diagonal's row has no element
 //   mode 2 (MatrixSetDiag): out [..., rows, cols] from `a` (the diagonals) on them, `b` (the
 //     matrices) elsewhere
+// Matrices past a binding go in windows of their rows (counted over all matrices), from row
+// `first_row` on: in modes 0 and 2 the output (and `b`) are the window's rows; in mode 1 `a` is,
+// and an output whose element lies in another window is left as it is (padding is written by every
+// window).
 
 struct Params {
     n: u32,
@@ -24,8 +28,8 @@ struct Params {
     a_off: u32,
     b_off: u32,
     out_off: u32,
-    _pad0: u32,
-    _pad1: u32,
+    first_row: u32,
+    window_rows: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> a: array<u32>;
@@ -59,13 +63,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         let d = p.hi - i32(r);
         let m = i32(n) - content_offset(d);
         if (m >= 0 && m < length_of(d)) {
+            // The element's row among all the matrices' rows.
+            let row = batch * p.rows + u32(m + max(0, -d));
+            if (row < p.first_row || row - p.first_row >= p.window_rows) {
+                return;
+            }
             from_a = true;
-            src = batch * p.rows * p.cols + u32(m + max(0, -d)) * p.cols + u32(m + max(0, d));
+            src = (row - p.first_row) * p.cols + u32(m + max(0, d));
         }
     } else {
-        let j = o % p.cols;
-        let i = (o / p.cols) % p.rows;
-        let batch = o / (p.rows * p.cols);
+        let element = o + p.first_row * p.cols;
+        let j = element % p.cols;
+        let i = (element / p.cols) % p.rows;
+        let batch = element / (p.rows * p.cols);
         let d = i32(j) - i32(i);
         if (d >= p.lo && d <= p.hi) {
             from_a = true;

@@ -8,7 +8,7 @@ use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
 use super::validate::{self, shape_string};
-use super::windows::elementwise_parts;
+use super::windows::{binding_limit, elementwise_parts};
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
@@ -139,7 +139,8 @@ struct DiagParams {
     a_off: u32,
     b_off: u32,
     out_off: u32,
-    _pad: [u32; 2],
+    first_row: u32,
+    window_rows: u32,
 }
 
 /// `diag.wgsl`'s modes.
@@ -426,7 +427,38 @@ fn diag_params(
     })
 }
 
+/// Launches `diag.wgsl` over `out`; matrices past a binding (the output's in modes 0 and 2, the
+/// input's in mode 1) in windows of their rows, one matrix too.
 fn launch_diag(stream: &Stream, mut p: DiagParams, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
+    let matrices = if p.mode == PART { a } else { out };
+    let limit = binding_limit(stream.device());
+    let total_rows = matrices.num_elements() / u64::from(p.cols.max(1));
+    if out.num_elements() == 0 || matrices.byte_len() <= limit {
+        p.window_rows = shader_len(total_rows, "MatrixDiag")?;
+        return launch_diag_window(stream, p, a, b, out);
+    }
+    let row_bytes = u64::from(p.cols) * matrices.dtype.size();
+    let per_window = (limit / row_bytes.max(1)).max(1);
+    let rows = |t: &TensorRef, first: u64, count: u64| TensorRef {
+        address: t.address + first * row_bytes,
+        dtype: t.dtype,
+        shape: vec![(count * u64::from(p.cols)) as i64],
+    };
+    let mut first = 0;
+    while first < total_rows {
+        let count = per_window.min(total_rows - first);
+        (p.first_row, p.window_rows) = (first as u32, count as u32);
+        match p.mode {
+            PART => launch_diag_window(stream, p, &rows(a, first, count), b, out)?,
+            SET => launch_diag_window(stream, p, a, &rows(b, first, count), &rows(out, first, count))?,
+            _ => launch_diag_window(stream, p, a, b, &rows(out, first, count))?,
+        }
+        first += count;
+    }
+    Ok(())
+}
+
+fn launch_diag_window(stream: &Stream, mut p: DiagParams, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
     if out.num_elements() == 0 {
         return Ok(());
     }
