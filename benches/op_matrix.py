@@ -3,10 +3,12 @@ EfficientNetB0 at 224x224, batch 4), a Transformer block, an LSTM, and the issue
 CNN, each op forward and backward, timed on /GPU:0 (WGPU) and /CPU:0 in one process and printed
 worst WGPU/CPU ratio first; then whole Keras training steps of the MLP and the CNN.
 
-    .venv/bin/python benches/op_matrix.py [--quick] [--only SUBSTRING] [--no-steps] [--zoo]
+    .venv/bin/python benches/op_matrix.py [--quick] [--only SUBSTRING] [--no-steps] [--zoo] [--profile]
 
 `--zoo` adds the zoo models' training steps (benches/zoo_steps.py, a subprocess per model and
-device; several minutes). Each figure is the best of the repeats after one warm-up run, ending
+device; several minutes). `--profile` also runs each WGPU row under TF's profiler and prints where
+its device time went: each kernel (dispatch label), its dispatches and GPU-timestamped time per run
+(profiling puts each dispatch in a pass of its own, so these times run above the unprofiled ones). Each figure is the best of the repeats after one warm-up run, ending
 with a one-element fetch that waits for the device. Compare rows of one run: the two devices share
 the machine's cores, one after the other.
 """
@@ -51,6 +53,39 @@ class Row:
         with tf.device(device):
             tensors = [tf.identity(a) for a in self.arrays]
             return best_time(lambda: self.op(*tensors), repeats)
+
+
+def kernel_profile(row, runs=3):
+    """(kernel, dispatches, ms) per run of `row` on WGPU, most device time first, from the plugin's
+    GPU timestamps in a TF profile."""
+    import collections
+    import glob
+    import tempfile
+
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    with tf.device(GPU):
+        tensors = [tf.identity(a) for a in row.arrays]
+        wait(row.op(*tensors))
+        logdir = tempfile.mkdtemp(prefix="op_matrix_profile_")
+        tf.profiler.experimental.start(logdir)
+        for _ in range(runs):
+            result = row.op(*tensors)
+        wait(result)
+        tf.profiler.experimental.stop()
+    space = xplane_pb2.XSpace()
+    with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
+        space.ParseFromString(f.read())
+    plane = next(p for p in space.planes if p.name == "/device:GPU:0")
+    ms, count = collections.Counter(), collections.Counter()
+    for line in plane.lines:
+        if line.name == "Submits":
+            continue
+        for event in line.events:
+            name = plane.event_metadata[event.metadata_id].name
+            ms[name] += event.duration_ps / 1e9 / runs
+            count[name] += 1 / runs
+    return [(name, count[name], t) for name, t in ms.most_common()]
 
 
 def same_out(size, stride):
@@ -259,6 +294,7 @@ def main():
     parser.add_argument("--only", default="", help="rows whose model or op contains this")
     parser.add_argument("--no-steps", action="store_true", help="skip the Keras training steps")
     parser.add_argument("--zoo", action="store_true", help="add the zoo models' training steps")
+    parser.add_argument("--profile", action="store_true", help="print each row's device time by kernel")
     args = parser.parse_args()
     repeats = 1 if args.quick else 3
     results = []
@@ -273,6 +309,9 @@ def main():
         results.append((row.model, row.name, wgpu, cpu))
         print(f"{row.model:14s} {row.name:58s} {wgpu * 1e3:9.2f} ms {cpu * 1e3:9.2f} ms {wgpu / cpu:7.1f}x",
               flush=True)
+        if args.profile:
+            for kernel, dispatches, ms in kernel_profile(row)[:6]:
+                print(f"{'':16s}{ms:8.2f} ms  {dispatches:6.1f} x  {kernel}", flush=True)
     steps = []
     if not args.no_steps:
         for name, build in small_models().items():
