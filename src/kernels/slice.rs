@@ -483,13 +483,22 @@ struct ReverseSequenceParams {
 /// ReverseSequence (elements of whole 32-bit words; `seq_lengths` in host memory, checked as
 /// TF-CPU checks them).
 pub fn reverse_sequence(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let seq_dim = kernel.attrs.int("seq_dim")?;
+    if seq_dim == 0 && input.shape.len() >= 2 && input.byte_len() > binding_limit(ctx.stream()?.device()) {
+        return reverse_sequence_time_major(ctx, kernel);
+    }
     // Past a binding, a range of the leading dimension at a time unless the sequences run along it.
-    let leading_is_other = kernel.attrs.int("seq_dim")? != 0 && !ctx.input(0)?.shape.is_empty();
+    let leading_is_other = seq_dim != 0 && !input.shape.is_empty();
     batch::split_batch_if(ctx, kernel, leading_is_other.then_some(&batch::INPUT_0_OUTPUT_0), reverse_sequence_whole)
 }
 
-fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let input = ctx.input(0)?;
+/// The checked lengths, sequence and batch dimensions of a ReverseSequence of `input`.
+fn reverse_sequence_args(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    input: &TensorRef,
+) -> Result<(Vec<u32>, usize, usize)> {
     let (mut lengths, mut lengths_shape) = ctx.host_input_values(1)?;
     // A range of a batch along dimension 0 takes its own sequences' lengths.
     if kernel.attrs.int("batch_dim")? == 0 && lengths_shape.len() == 1 && !input.shape.is_empty() {
@@ -532,7 +541,63 @@ fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
             len => Ok(len as u32),
         })
         .collect::<Result<Vec<u32>>>()?;
+    Ok((lengths, seq_dim, batch_dim))
+}
+
+fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (lengths, seq_dim, batch_dim) = reverse_sequence_args(ctx, kernel, &input)?;
     let out = ctx.allocate_output(0, input.dtype, &input.shape)?;
+    launch_reverse_sequence(ctx, &input, &lengths, seq_dim, batch_dim, &out)
+}
+
+/// ReverseSequence along dimension 0 of a tensor past a binding, where ranges of the leading
+/// dimension cannot split it: dimensions 0 and 1 swapped (a windowed transpose), the sequences
+/// reversed along dimension 1 a range of the new leading dimension at a time, and swapped back.
+fn reverse_sequence_time_major(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let input = ctx.input(0)?;
+    let (lengths, _, batch_dim) = reverse_sequence_args(ctx, kernel, &input)?;
+    let out = ctx.allocate_output(0, input.dtype, &input.shape)?;
+    if input.num_elements() == 0 {
+        return Ok(());
+    }
+    let mut perm: Vec<usize> = (0..input.shape.len()).collect();
+    perm.swap(0, 1);
+    let swapped_shape = super::index::permuted_shape(&input.shape, &perm);
+    let swapped = ctx.allocate_temp(input.dtype, &swapped_shape)?;
+    let reversed = ctx.allocate_temp(input.dtype, &swapped_shape)?;
+    super::index::permute_any_size(ctx, &input, &swapped, &perm)?;
+    let batch_dim = perm.iter().position(|&d| d == batch_dim).unwrap_or(batch_dim);
+    let (leading, row) = (swapped_shape[0], input.num_elements() as i64 / swapped_shape[0]);
+    let row_bytes = row as u64 * input.dtype.size();
+    let per_part = (binding_limit(ctx.stream()?.device()) / row_bytes.max(1)).max(1) as i64;
+    let mut start = 0;
+    while start < leading {
+        let count = per_part.min(leading - start);
+        let part = |t: &TensorRef| TensorRef {
+            address: t.address + start as u64 * row_bytes,
+            dtype: t.dtype,
+            shape: [&[count], &swapped_shape[1..]].concat(),
+        };
+        // A range of the batch (now leading) takes its sequences' lengths.
+        let part_lengths =
+            if batch_dim == 0 { &lengths[start as usize..(start + count) as usize] } else { &lengths[..] };
+        launch_reverse_sequence(ctx, &part(&swapped), part_lengths, 1, batch_dim, &part(&reversed))?;
+        start += count;
+    }
+    super::index::permute_any_size(ctx, &reversed, &out, &perm)
+}
+
+/// `out` = `input` with the first `lengths[b]` elements along `seq_dim` of each batch element `b`
+/// (along `batch_dim`) reversed.
+fn launch_reverse_sequence(
+    ctx: &mut dyn KernelContext,
+    input: &TensorRef,
+    lengths: &[u32],
+    seq_dim: usize,
+    batch_dim: usize,
+    out: &TensorRef,
+) -> Result<()> {
     let count = input.num_elements();
     if count == 0 {
         return Ok(());
@@ -541,10 +606,10 @@ fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
     let words = super::shader_len(count * unit, "ReverseSequence")?;
     let lens = ctx.allocate_temp(super::DType::I32, &[lengths.len() as i64])?;
     let stream = ctx.stream()?;
-    stream.memcpy_htod(lens.address, bytemuck::cast_slice(&lengths))?;
+    stream.memcpy_htod(lens.address, bytemuck::cast_slice(lengths))?;
     let strides = contiguous_strides(&input.shape);
     let device = stream.device();
-    let mems = [&input, &out, &lens].map(|t| device.memory.resolve(t.address, t.byte_len()));
+    let mems = [input, out, &lens].map(|t| device.memory.resolve(t.address, t.byte_len()));
     let [in_mem, out_mem, lens_mem] = mems;
     let (in_mem, out_mem, lens_mem) = (in_mem?, out_mem?, lens_mem?);
     let pipeline = device.pipelines.get(
@@ -560,7 +625,7 @@ fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
             n: words,
             unit: unit as u32,
             seq_stride: strides[seq_dim] as u32,
-            seq_size: seq_size as u32,
+            seq_size: input.shape[seq_dim] as u32,
             batch_stride: strides[batch_dim] as u32,
             batch_size: input.shape[batch_dim] as u32,
             src_off,

@@ -39,6 +39,7 @@ ROW = 256
 ROWS = E // ROW
 x2 = normal(ROWS, ROW)
 x3 = normal(4, ROWS // 4, ROW)
+time_lengths = tf.constant(np.random.default_rng(12).integers(0, 5, ROWS // 4), tf.int64)
 img = normal(8, S, S, 8)
 img_nchw = tf.transpose(img, [0, 3, 1, 2])
 filt = normal(3, 3, 8, 4)
@@ -380,6 +381,11 @@ CASES = {
     "matrix_diag_part_one_matrix": lambda: tf.linalg.diag_part(square, k=(-3, 2), padding_value=-1.0),
     "diag_part_one_matrix": lambda: tf.linalg.tensor_diag_part(square),
     "reverse_sequence": lambda: tf.reverse_sequence(x2, lengths, seq_axis=1, batch_axis=0),
+    # Along dimension 0 (time-major): dimensions 0 and 1 swapped around it.
+    "reverse_sequence_time_major": lambda: tf.reverse_sequence(
+        x3, time_lengths, seq_axis=0, batch_axis=1),
+    "reverse_sequence_time_major_batch2": lambda: tf.reverse_sequence(
+        x3, tf.constant(np.arange(ROW) % 5, tf.int32), seq_axis=0, batch_axis=2),
     "conv3d": lambda: tf.nn.conv3d(vol, filt3, [1] * 5, "SAME"),
     "conv3d_backprop_input": lambda: tf.raw_ops.Conv3DBackpropInputV2(
         input_sizes=vol.shape, filter=filt3, out_backprop=VOL_DY, strides=[1] * 5, padding="SAME"),
