@@ -484,6 +484,8 @@ struct ReverseSequenceParams {
 /// TF-CPU checks them).
 pub fn reverse_sequence(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
+    // Checked whole first: a range of the batch then takes its own lengths.
+    reverse_sequence_args(ctx, kernel, &input, false)?;
     let seq_dim = kernel.attrs.int("seq_dim")?;
     if seq_dim == 0 && input.shape.len() >= 2 && input.byte_len() > binding_limit(ctx.stream()?.device()) {
         return reverse_sequence_time_major(ctx, kernel);
@@ -493,15 +495,16 @@ pub fn reverse_sequence(ctx: &mut dyn KernelContext, kernel: &KernelInstance) ->
     batch::split_batch_if(ctx, kernel, leading_is_other.then_some(&batch::INPUT_0_OUTPUT_0), reverse_sequence_whole)
 }
 
-/// The checked lengths, sequence and batch dimensions of a ReverseSequence of `input`.
+/// The checked lengths, sequence and batch dimensions of a ReverseSequence of `input`, a range of
+/// the node's batch along dimension 0 where `batch_range` (its own sequences' lengths then).
 fn reverse_sequence_args(
     ctx: &mut dyn KernelContext,
     kernel: &KernelInstance,
     input: &TensorRef,
+    batch_range: bool,
 ) -> Result<(Vec<u32>, usize, usize)> {
     let (mut lengths, mut lengths_shape) = ctx.host_input_values(1)?;
-    // A range of a batch along dimension 0 takes its own sequences' lengths.
-    if kernel.attrs.int("batch_dim")? == 0 && lengths_shape.len() == 1 && !input.shape.is_empty() {
+    if batch_range && kernel.attrs.int("batch_dim")? == 0 && lengths_shape.len() == 1 && !input.shape.is_empty() {
         let (start, count) = (ctx.batch_start(), input.shape[0]);
         if start > 0 || count < lengths_shape[0] {
             lengths = lengths.get(start as usize..(start + count) as usize).unwrap_or_default().to_vec();
@@ -546,7 +549,7 @@ fn reverse_sequence_args(
 
 fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
-    let (lengths, seq_dim, batch_dim) = reverse_sequence_args(ctx, kernel, &input)?;
+    let (lengths, seq_dim, batch_dim) = reverse_sequence_args(ctx, kernel, &input, true)?;
     let out = ctx.allocate_output(0, input.dtype, &input.shape)?;
     launch_reverse_sequence(ctx, &input, &lengths, seq_dim, batch_dim, &out)
 }
@@ -556,7 +559,7 @@ fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
 /// reversed along dimension 1 a range of the new leading dimension at a time, and swapped back.
 fn reverse_sequence_time_major(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
-    let (lengths, _, batch_dim) = reverse_sequence_args(ctx, kernel, &input)?;
+    let (lengths, _, batch_dim) = reverse_sequence_args(ctx, kernel, &input, false)?;
     let out = ctx.allocate_output(0, input.dtype, &input.shape)?;
     if input.num_elements() == 0 {
         return Ok(());

@@ -53,6 +53,11 @@ CASES = {
     # Split sizes that sum right with a negative entry read past the input before.
     "split_v_negative_entry": ("tf.split(tf.ones([3]), [5, -2])", "InvalidArgumentError"),
     "split_v_two_unknowns": ("tf.split(tf.ones([3]), [-1, -1, 3])", "InvalidArgumentError"),
+    # More sequence lengths than the batch along dimension 0: the kernel's own range-of-the-batch
+    # slicing cut the lengths to fit and reversed (fuzz, ReverseSequence rows, 1,500 cases).
+    "reverse_sequence_too_many_lengths": (
+        "tf.reverse_sequence(tf.ones([3, 5]), tf.constant([4, 1, 4, 0], tf.int64), seq_axis=1, batch_axis=0)",
+        "InvalidArgumentError"),
     # Scalars where a rank is needed: these panicked.
     "gather_scalar_params": ("tf.gather(tf.constant(1.), [0])", "InvalidArgumentError"),
     "concat_scalars": ("tf.raw_ops.ConcatV2(values=[tf.constant(1.), tf.constant(2.)], axis=0)",
