@@ -9,9 +9,9 @@
 //   mode 2 (MatrixSetDiag): out [..., rows, cols] from `a` (the diagonals) on them, `b` (the
 //     matrices) elsewhere
 // Matrices past a binding go in windows of their rows (counted over all matrices), from row
-// `first_row` on: in modes 0 and 2 the output (and `b`) are the window's rows; in mode 1 `a` is,
-// and an output whose element lies in another window is left as it is (padding is written by every
-// window).
+// `first_row` on: in modes 0 and 2 the output (and in mode 2 `b`) are the window's rows; in mode 1
+// `a` is, and an output whose element lies in another window is left as it is (padding is written
+// by every window).
 
 struct Params {
     n: u32,
@@ -72,10 +72,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             src = (row - p.first_row) * p.cols + u32(m + max(0, d));
         }
     } else {
-        let element = o + p.first_row * p.cols;
-        let j = element % p.cols;
-        let i = (element / p.cols) % p.rows;
-        let batch = element / (p.rows * p.cols);
+        // The output's row among all the matrices' rows (element indices could pass 2^32).
+        let row = p.first_row + o / p.cols;
+        let j = o % p.cols;
+        let i = row % p.rows;
+        let batch = row / p.rows;
         let d = i32(j) - i32(i);
         if (d >= p.lo && d <= p.hi) {
             from_a = true;

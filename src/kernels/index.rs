@@ -1510,9 +1510,10 @@ fn one_hot_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     shape.insert(axis, depth);
     let out = ctx.allocate_output(0, dtype, &shape)?;
     let total = shader_len(out.num_elements(), "OneHot")?;
-    // The select route runs in windows: an output past a binding that `one_hot` could not split by
-    // the indices' leading dimension (the depth axis first) takes it too.
-    let past_binding = out.byte_len() > binding_limit(ctx.stream()?.device());
+    // The select route runs in windows: an output past a binding that `one_hot` cannot split by the
+    // indices' leading dimension (the depth axis first, or scalar indices) takes it too.
+    let unsplittable = axis == 0 || rank == 0;
+    let past_binding = unsplittable && out.byte_len() > binding_limit(ctx.stream()?.device());
     if past_binding || !matches!(dtype, DType::F32 | DType::F64 | DType::I64) {
         return one_hot_by_select(ctx, &indices, depth, [outer, inner], &on, &off, &out);
     }

@@ -633,7 +633,7 @@ pub(super) fn pack_pipeline(
 }
 
 /// Encodes packer `entry` reading `src` into the first `tiles` tiles of `dst` (one invocation per
-/// vec4 of a tile).
+/// vec4 of a tile; `pack` becomes `vec4_packer`'s choice where that applies).
 pub(super) fn encode_pack(
     core: &DeviceCore,
     encoder: &mut Encoder,

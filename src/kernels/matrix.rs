@@ -8,7 +8,7 @@ use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
 use super::validate::{self, shape_string};
-use super::windows::{binding_limit, elementwise_parts};
+use super::windows::{self, binding_limit, elementwise_parts};
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
@@ -432,22 +432,22 @@ fn diag_params(
 fn launch_diag(stream: &Stream, mut p: DiagParams, a: &TensorRef, b: &TensorRef, out: &TensorRef) -> Result<()> {
     let matrices = if p.mode == PART { a } else { out };
     let limit = binding_limit(stream.device());
-    let total_rows = matrices.num_elements() / u64::from(p.cols.max(1));
+    let total_rows = shader_len(matrices.num_elements() / u64::from(p.cols.max(1)), "MatrixDiag")?;
     if out.num_elements() == 0 || matrices.byte_len() <= limit {
-        p.window_rows = shader_len(total_rows, "MatrixDiag")?;
+        p.window_rows = total_rows;
         return launch_diag_window(stream, p, a, b, out);
     }
     let row_bytes = u64::from(p.cols) * matrices.dtype.size();
-    let per_window = (limit / row_bytes.max(1)).max(1);
-    let rows = |t: &TensorRef, first: u64, count: u64| TensorRef {
-        address: t.address + first * row_bytes,
-        dtype: t.dtype,
-        shape: vec![(count * u64::from(p.cols)) as i64],
+    let per_window = (limit / row_bytes.max(1)).max(1) as u32;
+    // The matrices as [total_rows, cols]: a window is a range of those rows.
+    let rows = |t: &TensorRef, first: u32, count: u32| {
+        let matrix_rows = TensorRef { shape: vec![i64::from(total_rows), i64::from(p.cols)], ..t.clone() };
+        windows::rows(&matrix_rows, i64::from(first), i64::from(count))
     };
     let mut first = 0;
     while first < total_rows {
         let count = per_window.min(total_rows - first);
-        (p.first_row, p.window_rows) = (first as u32, count as u32);
+        (p.first_row, p.window_rows) = (first, count);
         match p.mode {
             PART => launch_diag_window(stream, p, &rows(a, first, count), b, out)?,
             SET => launch_diag_window(stream, p, a, &rows(b, first, count), &rows(out, first, count))?,

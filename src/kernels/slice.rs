@@ -5,7 +5,7 @@ use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::batch;
-use super::windows::binding_limit;
+use super::windows::{self, binding_limit};
 use super::{validate, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader =
@@ -485,10 +485,9 @@ struct ReverseSequenceParams {
 pub fn reverse_sequence(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     // Checked whole first: a range of the batch then takes its own lengths.
-    reverse_sequence_args(ctx, kernel, &input, false)?;
-    let seq_dim = kernel.attrs.int("seq_dim")?;
-    if seq_dim == 0 && input.shape.len() >= 2 && input.byte_len() > binding_limit(ctx.stream()?.device()) {
-        return reverse_sequence_time_major(ctx, kernel);
+    let (lengths, seq_dim, batch_dim) = reverse_sequence_args(ctx, kernel, &input, false)?;
+    if seq_dim == 0 && input.byte_len() > binding_limit(ctx.stream()?.device()) {
+        return reverse_sequence_time_major(ctx, &input, &lengths, batch_dim);
     }
     // Past a binding, a range of the leading dimension at a time unless the sequences run along it.
     let leading_is_other = seq_dim != 0 && !input.shape.is_empty();
@@ -557,9 +556,12 @@ fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
 /// ReverseSequence along dimension 0 of a tensor past a binding, where ranges of the leading
 /// dimension cannot split it: dimensions 0 and 1 swapped (a windowed transpose), the sequences
 /// reversed along dimension 1 a range of the new leading dimension at a time, and swapped back.
-fn reverse_sequence_time_major(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let input = ctx.input(0)?;
-    let (lengths, _, batch_dim) = reverse_sequence_args(ctx, kernel, &input, false)?;
+fn reverse_sequence_time_major(
+    ctx: &mut dyn KernelContext,
+    input: &TensorRef,
+    lengths: &[u32],
+    batch_dim: usize,
+) -> Result<()> {
     let out = ctx.allocate_output(0, input.dtype, &input.shape)?;
     if input.num_elements() == 0 {
         return Ok(());
@@ -569,7 +571,7 @@ fn reverse_sequence_time_major(ctx: &mut dyn KernelContext, kernel: &KernelInsta
     let swapped_shape = super::index::permuted_shape(&input.shape, &perm);
     let swapped = ctx.allocate_temp(input.dtype, &swapped_shape)?;
     let reversed = ctx.allocate_temp(input.dtype, &swapped_shape)?;
-    super::index::permute_any_size(ctx, &input, &swapped, &perm)?;
+    super::index::permute_any_size(ctx, input, &swapped, &perm)?;
     let batch_dim = perm.iter().position(|&d| d == batch_dim).unwrap_or(batch_dim);
     let (leading, row) = (swapped_shape[0], input.num_elements() as i64 / swapped_shape[0]);
     let row_bytes = row as u64 * input.dtype.size();
@@ -577,14 +579,9 @@ fn reverse_sequence_time_major(ctx: &mut dyn KernelContext, kernel: &KernelInsta
     let mut start = 0;
     while start < leading {
         let count = per_part.min(leading - start);
-        let part = |t: &TensorRef| TensorRef {
-            address: t.address + start as u64 * row_bytes,
-            dtype: t.dtype,
-            shape: [&[count], &swapped_shape[1..]].concat(),
-        };
+        let part = |t: &TensorRef| windows::rows(t, start, count);
         // A range of the batch (now leading) takes its sequences' lengths.
-        let part_lengths =
-            if batch_dim == 0 { &lengths[start as usize..(start + count) as usize] } else { &lengths[..] };
+        let part_lengths = if batch_dim == 0 { &lengths[start as usize..(start + count) as usize] } else { lengths };
         launch_reverse_sequence(ctx, &part(&swapped), part_lengths, 1, batch_dim, &part(&reversed))?;
         start += count;
     }

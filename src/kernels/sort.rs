@@ -12,7 +12,7 @@ use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
 use super::validate::{self, shape_string};
-use super::windows::{binding_limit, elementwise_parts};
+use super::windows::{binding_limit, elementwise_parts, rows};
 use super::{cast, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -213,7 +213,7 @@ fn longest_sorted_row(limit: u64) -> u64 {
 
 /// `count` elements of `t` from element `first` on, as a vector.
 fn elements(t: &TensorRef, first: u64, count: u64) -> TensorRef {
-    TensorRef { address: t.address + first * t.dtype.size(), dtype: t.dtype, shape: vec![count as i64] }
+    rows(&TensorRef { shape: vec![t.num_elements() as i64], ..t.clone() }, first as i64, count as i64)
 }
 
 /// TopKV2 of rows too long to sort whole (a row, or its sorting scratch, past a binding), one row
@@ -236,11 +236,22 @@ fn top_k_of_long_rows(
     // A small k ranks pieces of RANKED_PIECE elements (each element's rank loop stops after k
     // greater ones): a 9M-element row with k = 10 took 50 s in two sorted pieces.
     let piece_max = if k <= RANKED_PIECE_K_MAX { longest.min(RANKED_PIECE) } else { longest };
-    let pieces = n.div_ceil(piece_max);
-    let piece = n.div_ceil(pieces);
+    let piece = n.div_ceil(n.div_ceil(piece_max));
+    // A last piece shorter than k joins the one before it (its sort then splits it again if it
+    // must): every piece gives k candidates.
+    let mut pieces = n.div_ceil(piece);
+    if pieces > 1 && n - (pieces - 1) * piece < k {
+        pieces -= 1;
+    }
     let last = n - (pieces - 1) * piece;
     let candidates = pieces * k;
-    if k > last || candidates.next_power_of_two() > longest {
+    if k > piece.min(last) {
+        return Err(Error::resource_exhausted(format!(
+            "k = {k} is more than a piece of {piece} elements of a row of {n}, the longest this adapter's \
+             storage binding sorts"
+        )));
+    }
+    if candidates.next_power_of_two() > longest {
         return Err(Error::resource_exhausted(format!(
             "a row of {n} elements with k = {k} needs a sort of {candidates} candidates, more than \
              this adapter's storage binding holds ({longest} elements)"

@@ -136,8 +136,8 @@ filt3 = normal(3, 3, 3, 4, 2)
 diagonals = normal(max(2, 2 * ELEMENTS // 4096), 64)
 # A square matrix of about ELEMENTS elements, one matrix past a binding.
 SIDE = int(ELEMENTS ** 0.5)
-flat = tf.reshape(x2, [-1])
-square = tf.reshape(flat[:SIDE * SIDE], [SIDE, SIDE])
+vector = tf.reshape(x2, [-1])
+square = tf.reshape(vector[:SIDE * SIDE], [SIDE, SIDE])
 
 
 def vol_dy():
@@ -371,13 +371,13 @@ CASES = {
     "matrix_set_diag": lambda: tf.linalg.set_diag(matrices, matrices[:, :, 0] * 10),
     "matrix_diag": lambda: tf.linalg.diag(diagonals),
     # One matrix past a binding: windows of its rows.
-    "matrix_diag_one_matrix": lambda: tf.linalg.diag(flat[:SIDE]),
+    "matrix_diag_one_matrix": lambda: tf.linalg.diag(vector[:SIDE]),
     "matrix_diag_v3_one_matrix": lambda: tf.linalg.diag(
-        tf.reshape(flat[:3 * SIDE], [3, SIDE]), k=(-1, 1), num_rows=SIDE, num_cols=SIDE + 3,
+        tf.reshape(vector[:3 * SIDE], [3, SIDE]), k=(-1, 1), num_rows=SIDE, num_cols=SIDE + 3,
         padding_value=0.5, align="RIGHT_LEFT"),
-    "diag_one_matrix": lambda: tf.linalg.tensor_diag(flat[:SIDE]),
+    "diag_one_matrix": lambda: tf.linalg.tensor_diag(vector[:SIDE]),
     "matrix_set_diag_one_matrix": lambda: tf.linalg.set_diag(
-        square, tf.reshape(flat[:4 * SIDE], [4, SIDE]), k=(-2, 1), align="LEFT_RIGHT"),
+        square, tf.reshape(vector[:4 * SIDE], [4, SIDE]), k=(-2, 1), align="LEFT_RIGHT"),
     "matrix_diag_part_one_matrix": lambda: tf.linalg.diag_part(square, k=(-3, 2), padding_value=-1.0),
     "diag_part_one_matrix": lambda: tf.linalg.tensor_diag_part(square),
     "reverse_sequence": lambda: tf.reverse_sequence(x2, lengths, seq_axis=1, batch_axis=0),
