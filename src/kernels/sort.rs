@@ -308,11 +308,7 @@ fn top_k_by_sorting(
     let scratch = ctx.allocate_temp(DType::U32, &[(3 * padded * group) as i64])?;
     let stream = ctx.stream()?;
     let (n, k, total_rows) = (u64::from(p.n), u64::from(p.k), u64::from(p.rows));
-    let part = |t: &TensorRef, first: u64, count: u64, row: u64| TensorRef {
-        address: t.address + first * row * t.dtype.size(),
-        dtype: t.dtype,
-        shape: vec![(count * row) as i64],
-    };
+    let part = |t: &TensorRef, first: u64, count: u64, row: u64| elements(t, first * row, count * row);
     p.m = padded as u32;
     let mut first = 0;
     while first < total_rows {
