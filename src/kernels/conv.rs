@@ -808,7 +808,7 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
         launch_pool(stream, entry, rows_pooled, &input, &temp)?;
         return launch_pool(stream, entry, columns_pooled, &temp, &out);
     }
-    let limit = super::windows::binding_limit(ctx.stream()?.device());
+    let limit = binding_limit(ctx.stream()?.device());
     if p.batch == 1 && input.byte_len().max(out.byte_len()) > limit {
         return pool_in_bands(ctx.stream()?, entry, p, &input, &out, limit);
     }
@@ -849,7 +849,7 @@ fn band_span((first, end): (i64, i64), (stride, top, reach): (i64, i64, i64), h:
 }
 
 /// A pool of one image past a binding: bands of output rows, each over the input rows its windows
-/// read, with the top padding shifted so that the band's input rows count from its first.
+/// read.
 fn pool_in_bands(
     stream: &Stream,
     entry: &'static str,
@@ -858,10 +858,31 @@ fn pool_in_bands(
     out: &TensorRef,
     limit: u64,
 ) -> Result<()> {
-    let size = input.dtype.size();
-    let (in_row, out_row) = (u64::from(p.w) * u64::from(p.c) * size, u64::from(p.ow) * u64::from(p.c) * size);
+    let rows = row_bytes(&p, input.dtype.size());
+    in_output_bands(p, limit, rows, "a pool", |band, (lo, count), (first, out_count)| {
+        launch_pool(stream, entry, band, &image_rows(input, lo, count), &image_rows(out, first, out_count))
+    })
+}
+
+/// The bytes of one input row and of one output row of the windowed op `p`, in `size`-byte elements.
+fn row_bytes(p: &Params, size: u64) -> (u64, u64) {
+    (u64::from(p.w) * u64::from(p.c) * size, u64::from(p.ow) * u64::from(p.c) * size)
+}
+
+/// A windowed op of one image past a binding whose output rows each read a window of input rows
+/// (a pool, MaxPoolGradGrad, MaxPoolWithArgmax, a gradient of windows that do not overlap): bands
+/// of output rows, each over the input rows its windows read. `launch_band` gets the band's
+/// parameters (the top padding shifted so that its input rows count from the first), its input
+/// rows (first, count) and its output rows (first, count).
+fn in_output_bands(
+    p: Params,
+    limit: u64,
+    (in_row, out_row): (u64, u64),
+    what: &str,
+    mut launch_band: impl FnMut(Params, (i64, i64), (i64, i64)) -> Result<()>,
+) -> Result<()> {
     let (sh, kh, top, h) = (i64::from(p.sh), i64::from(p.kh), i64::from(p.pad_top), i64::from(p.h));
-    let rows = band_rows(limit, (in_row, out_row), (kh, sh), "a pool")?;
+    let rows = band_rows(limit, (in_row, out_row), (kh, sh), what)?;
     let oh = i64::from(p.oh);
     let mut first = 0;
     while first < oh {
@@ -870,9 +891,76 @@ fn pool_in_bands(
         let (lo, hi) = band_span((first, end), (sh, top, kh), h);
         let band =
             Params { h: (hi - lo + 1) as u32, oh: (end - first) as u32, pad_top: (top + lo - first * sh) as u32, ..p };
-        let source = image_rows(input, lo, hi - lo + 1);
-        launch_pool(stream, entry, band, &source, &image_rows(out, first, end - first))?;
+        launch_band(band, (lo, hi - lo + 1), (first, end - first))?;
         first = end;
+    }
+    Ok(())
+}
+
+/// The pool gradients that gather, for each input element, from the windows covering it
+/// (AvgPoolGrad; MaxPoolGrad of overlapping windows, whose `argmax` scratch, as grad's shape, holds
+/// each window's maximum), on one image past a binding: bands of dx's rows, the last band first.
+///
+/// A band's rows `first..end` are covered by windows `oa..ob`, which start at input row `s <= first`
+/// (or in the padding, for the first): the band's frame counts rows from `s`, so that no window it
+/// reads is cut at its top, and every window keeps its count of elements inside the image (the
+/// frame runs to the image's end) and its argmax. The band writes dx's rows `s..end`: rows
+/// `s..first` take only some of their windows, and the band above, run after it, writes them whole.
+fn pool_grad_in_bands(
+    stream: &Stream,
+    p: Params,
+    (x, argmax): (Option<&TensorRef>, Option<&TensorRef>),
+    grad: &TensorRef,
+    dx: &TensorRef,
+    limit: u64,
+) -> Result<()> {
+    let (in_row, mut out_row) = row_bytes(&p, dx.dtype.size());
+    if argmax.is_some() {
+        out_row = out_row.max(u64::from(p.ow) * u64::from(p.c) * 4);
+    }
+    let (sh, kh, top, h, oh) =
+        (i64::from(p.sh), i64::from(p.kh), i64::from(p.pad_top), i64::from(p.h), i64::from(p.oh));
+    // A band of `rows` dx rows reads at most rows + 2 * kh input rows and rows + kh windows.
+    let rows = (limit / in_row.max(out_row).max(1)) as i64 - 2 * kh;
+    if rows < 1 {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the rows of \
+             one row of a pool gradient",
+            (2 * kh + 1) as u64 * in_row.max(out_row)
+        )));
+    }
+    let firsts: Vec<i64> = (0..h).step_by(rows as usize).collect();
+    for &first in firsts.iter().rev() {
+        let end = (first + rows).min(h);
+        // The first window whose last row reaches `first`.
+        let reach_first = first + top - kh + 1;
+        let oa = if reach_first <= 0 { 0 } else { (reach_first + sh - 1) / sh };
+        let ob = ((end - 1 + top).div_euclid(sh) + 1).min(oh);
+        if oa >= ob {
+            // No window reads these rows.
+            let rows = image_rows(dx, first, end - first);
+            stream.fill(rows.address, rows.byte_len(), 0)?;
+            continue;
+        }
+        let s = (oa * sh - top).max(0);
+        let windows = image_rows(grad, oa, ob - oa);
+        let band = Params { oh: (ob - oa) as u32, pad_top: (top + s - oa * sh) as u32, ..p };
+        let written = image_rows(dx, s, end - s);
+        match (x, argmax) {
+            (Some(x), Some(argmax)) => {
+                let e = ((ob - 1) * sh - top + kh).max(end).min(h);
+                let band = Params { h: (e - s) as u32, ..band };
+                let (frame, argmax) = (image_rows(x, s, e - s), image_rows(argmax, oa, ob - oa));
+                let tensors = [&frame, &windows, &argmax];
+                let windows_count = Some(argmax.num_elements());
+                launch_with(stream, "max_pool_grad_argmax", band, &tensors, &image_rows(dx, s, e - s), windows_count)?;
+                launch(stream, "max_pool_grad_routed", band, &tensors, &written)?;
+            }
+            _ => {
+                let band = Params { h: (h - s) as u32, ..band };
+                launch(stream, "avg_pool_grad", band, &[&windows, &windows], &written)?;
+            }
+        }
     }
     Ok(())
 }
@@ -909,7 +997,30 @@ fn max_pool_with_argmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstan
     let shape = pooled_shape(&p);
     let out = ctx.allocate_output(0, input.dtype, &shape)?;
     let argmax = ctx.allocate_output(1, DType::I64, &shape)?;
-    launch(ctx.stream()?, "max_pool_argmax", p, &[&input, &input, &argmax], &out)?;
+    let limit = binding_limit(ctx.stream()?.device());
+    if p.batch == 1 && [&input, &out, &argmax].iter().any(|t| t.byte_len() > limit) {
+        // Bands of output rows: each band's indices count from its first input row, then move to
+        // the image's.
+        let (in_row, out_row) = row_bytes(&p, input.dtype.size());
+        let row_elements = i64::from(p.w) * i64::from(p.c);
+        in_output_bands(
+            p,
+            limit,
+            (in_row, out_row.max(out_row / input.dtype.size() * 8)),
+            "a pool",
+            |band, (lo, count), (first, rows)| {
+                let (x, out, indices) =
+                    (image_rows(&input, lo, count), image_rows(&out, first, rows), image_rows(&argmax, first, rows));
+                launch(ctx.stream()?, "max_pool_argmax", band, &[&x, &x, &indices], &out)?;
+                if lo > 0 {
+                    add_to_indices(ctx, &indices, lo * row_elements, &indices)?;
+                }
+                Ok(())
+            },
+        )?;
+    } else {
+        launch(ctx.stream()?, "max_pool_argmax", p, &[&input, &input, &argmax], &out)?;
+    }
     // A later range of the batch counts its indices from its own first image: from the batch's.
     let start = ctx.batch_start();
     if p.fc == 1 && start > 0 {
@@ -1005,7 +1116,17 @@ fn max_pool_grad_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance
         )));
     }
     let out = ctx.allocate_output(0, grad.dtype, &pooled)?;
-    launch(ctx.stream()?, "max_pool_grad_grad", p, &[&x, &grad, &y], &out)
+    let stream = ctx.stream()?;
+    let limit = binding_limit(stream.device());
+    if p.batch == 1 && [&x, &y, &grad, &out].iter().any(|t| t.byte_len() > limit) {
+        let rows = row_bytes(&p, x.dtype.size());
+        return in_output_bands(p, limit, rows, "a pool gradient", |band, (lo, count), (first, out_count)| {
+            let (x, grad) = (image_rows(&x, lo, count), image_rows(&grad, lo, count));
+            let (y, out) = (image_rows(&y, first, out_count), image_rows(&out, first, out_count));
+            launch(stream, "max_pool_grad_grad", band, &[&x, &grad, &y], &out)
+        });
+    }
+    launch(stream, "max_pool_grad_grad", p, &[&x, &grad, &y], &out)
 }
 
 /// MaxPoolV2, MaxPoolGradV2 and MaxPoolGradGradV2: their V1 kernels, with `ksize` and `strides`
@@ -1070,6 +1191,36 @@ fn pool_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let overlapping = max && (p.sh < p.kh || p.sw < p.kw);
     let argmax = if overlapping { Some(ctx.allocate_temp(DType::I32, &grad.shape)?) } else { None };
     let stream = ctx.stream()?;
+    let limit = binding_limit(stream.device());
+    let tensors = [input.as_ref(), Some(&grad), argmax.as_ref(), Some(&dx)];
+    if p.batch == 1 && tensors.iter().flatten().any(|t| t.byte_len() > limit) {
+        return match (&input, &argmax) {
+            (Some(x), None) => {
+                // Windows that do not overlap write disjoint input rows.
+                stream.fill(dx.address, dx.byte_len(), 0)?;
+                let (in_row, out_row) = row_bytes(&p, dx.dtype.size());
+                in_output_bands(
+                    p,
+                    limit,
+                    (in_row, out_row),
+                    "a pool gradient",
+                    |band, (lo, count), (first, windows)| {
+                        let (x, grad) = (image_rows(x, lo, count), image_rows(&grad, first, windows));
+                        let elements = Some(grad.num_elements());
+                        launch_with(
+                            stream,
+                            "max_pool_grad_windows",
+                            band,
+                            &[&x, &grad],
+                            &image_rows(&dx, lo, count),
+                            elements,
+                        )
+                    },
+                )
+            }
+            _ => pool_grad_in_bands(stream, p, (input.as_ref(), argmax.as_ref()), &grad, &dx, limit),
+        };
+    }
     match (&input, &argmax) {
         // Windows that do not overlap: zero dx, then one invocation per window.
         (Some(x), None) => {

@@ -749,9 +749,93 @@ fn nearest_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
 }
 
 /// Runs `out[o, d, i] = sum over sources (s, w) of d of w * input[o, s, i]` (float32), the
-/// tensors viewed as [outer, axis, inner], in launches of at most the adapter's loop budget of
-/// sources each.
+/// tensors viewed as [outer, axis, inner]. Tensors past a binding run in windows: ranges of
+/// `outer`, or where one [axis, inner] slice passes it, bands of destinations `d` over the sources
+/// they read (as the forward resizes' bands of rows).
 pub(super) fn axis_sum(
+    ctx: &mut dyn KernelContext,
+    input: &TensorRef,
+    out: &TensorRef,
+    (outer, axis_in, inner): (i64, i64, i64),
+    sources: &Sources,
+) -> Result<()> {
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
+    if input.byte_len() <= limit && out.byte_len() <= limit {
+        return launch_axis_sum(ctx, input, out, (outer, axis_in, inner), sources);
+    }
+    let axis_out = sources.offsets.len() as i64 - 1;
+    let (in_size, out_size) = (input.dtype.size(), out.dtype.size());
+    let (in_slice, out_slice) = ((axis_in * inner) as u64 * in_size, (axis_out * inner) as u64 * out_size);
+    // Elements `first..first + count` of `t`, flat.
+    let view = |t: &TensorRef, first: i64, count: i64| TensorRef {
+        address: t.address + first as u64 * t.dtype.size(),
+        dtype: t.dtype,
+        shape: vec![count],
+    };
+    if in_slice <= limit && out_slice <= limit {
+        let per_launch = (limit / in_slice.max(out_slice).max(1)) as i64;
+        let mut o = 0;
+        while o < outer {
+            let count = per_launch.min(outer - o);
+            let (part_in, part_out) = (
+                view(input, o * axis_in * inner, count * axis_in * inner),
+                view(out, o * axis_out * inner, count * axis_out * inner),
+            );
+            launch_axis_sum(ctx, &part_in, &part_out, (count, axis_in, inner), sources)?;
+            o += count;
+        }
+        return Ok(());
+    }
+    let (in_row, out_row) = (inner as u64 * in_size, inner as u64 * out_size);
+    let span_of = |d: usize| {
+        sources.pairs[sources.offsets[d] as usize..sources.offsets[d + 1] as usize]
+            .iter()
+            .map(|pair| i64::from(pair[0]))
+    };
+    for o in 0..outer {
+        let mut first = 0;
+        while first < axis_out {
+            // The longest band of destinations from `first` whose rows and source rows fit.
+            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+            let mut end = first;
+            while end < axis_out {
+                let (band_lo, band_hi) = span_of(end as usize).fold((lo, hi), |(l, h), s| (l.min(s), h.max(s)));
+                let source_rows = if band_hi < band_lo { 0 } else { band_hi - band_lo + 1 };
+                if (end + 1 - first) as u64 * out_row > limit || source_rows as u64 * in_row > limit {
+                    break;
+                }
+                (lo, hi, end) = (band_lo, band_hi, end + 1);
+            }
+            if end == first {
+                return Err(Error::unimplemented(format!(
+                    "{} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one row of a resize \
+                     or its source rows",
+                    crate::runtime::pipeline::BINDING_LIMIT_ERROR,
+                    out_row.max(in_row)
+                )));
+            }
+            let target = view(out, (o * axis_out + first) * inner, (end - first) * inner);
+            if hi < lo {
+                // No sources: zeros.
+                ctx.stream()?.fill(target.address, target.byte_len(), 0)?;
+            } else {
+                let (from, to) = (sources.offsets[first as usize], sources.offsets[end as usize]);
+                let band = Sources {
+                    offsets: sources.offsets[first as usize..=end as usize].iter().map(|&k| k - from).collect(),
+                    pairs: sources.pairs[from as usize..to as usize].iter().map(|&[s, w]| [s - lo as u32, w]).collect(),
+                };
+                let source = view(input, (o * axis_in + lo) * inner, (hi - lo + 1) * inner);
+                launch_axis_sum(ctx, &source, &target, (1, hi - lo + 1, inner), &band)?;
+            }
+            first = end;
+        }
+    }
+    Ok(())
+}
+
+/// `axis_sum` of tensors that each fit a binding, in launches of at most the adapter's loop budget
+/// of sources each.
+fn launch_axis_sum(
     ctx: &mut dyn KernelContext,
     input: &TensorRef,
     out: &TensorRef,

@@ -170,6 +170,47 @@ def argmax_pool_grad(include_batch):
                                             include_batch_in_index=include_batch)
 
 
+@functools.cache
+def gradient_of_shape(*shape):
+    """A fixed gradient (the same on both devices) for an output of `shape`."""
+    with tf.device("/CPU:0"):
+        return normal(*shape)
+
+
+def tall(t):
+    """The 8 images of `t` stacked into one tall image past the binding (its batch cannot split)."""
+    return tf.reshape(t, [1, -1, t.shape[2], t.shape[3]])
+
+
+def pool_grad_one_image(max_pool, ksize, strides, padding):
+    """MaxPoolGrad or AvgPoolGrad of one image past the binding (bands of its rows)."""
+    x = tall(img)
+    pooled = tf.nn.max_pool2d(x, ksize, strides, padding)
+    dy = gradient_of_shape(*pooled.shape)
+    k, s = [1, *ksize, 1], [1, *strides, 1]
+    if max_pool:
+        return tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=pooled, grad=dy, ksize=k, strides=s, padding=padding)
+    return tf.raw_ops.AvgPoolGrad(orig_input_shape=x.shape, grad=dy, ksize=k, strides=s, padding=padding)
+
+
+def max_pool_grad_grad_one_image():
+    x = tall(img)
+    pooled = tf.nn.max_pool2d(x, 3, 2, "SAME")
+    return tf.raw_ops.MaxPoolGradGrad(orig_input=x, orig_output=pooled, grad=x * 0.5 + 1, ksize=[1, 3, 3, 1],
+                                      strides=[1, 2, 2, 1], padding="SAME")
+
+
+def resize_grad_one_image(method, size, **flags):
+    """The gradient of a resize of one image past the binding into `size` (bands of its rows)."""
+    x = tall(img)
+    dy = gradient_of_shape(1, *size, 8)
+    if method == "bilinear":
+        return tf.raw_ops.ResizeBilinearGrad(grads=dy, original_image=x, **flags)
+    if method == "bicubic":
+        return tf.raw_ops.ResizeBicubicGrad(grads=dy, original_image=x, **flags)
+    return tf.raw_ops.ResizeNearestNeighborGrad(grads=dy, size=x.shape[1:3], **flags)
+
+
 def conv_dy():
     with tf.device("/CPU:0"):
         return normal(*tf.nn.conv2d(img, filt, 1, "SAME").shape)
@@ -437,6 +478,35 @@ CASES = {
         out_backprop=tf.concat([tf.reshape(DY, [1, 8 * S, S, 4])] * 4, 3), strides=[1, 1, 1, 1], padding="SAME"),
     "max_pool_one_image": lambda: tf.nn.max_pool2d(tf.reshape(img, [1, 8 * S, S, 8]), 3, 2, "SAME"),
     "avg_pool_one_image": lambda: tf.nn.avg_pool2d(tf.reshape(img, [1, 8 * S, S, 8]), [5, 2], [1, 2], "VALID"),
+    # One image past the binding in the pools' gradients, argmax pools and resizes (bands of rows).
+    "max_pool_grad_one_image": lambda: pool_grad_one_image(True, [3, 3], [2, 2], "SAME"),
+    "max_pool_grad_one_image_windows": lambda: pool_grad_one_image(True, [2, 3], [2, 3], "VALID"),
+    "avg_pool_grad_one_image": lambda: pool_grad_one_image(False, [3, 3], [2, 2], "SAME"),
+    "avg_pool_grad_one_image_tall": lambda: pool_grad_one_image(False, [5, 2], [1, 2], "SAME"),
+    "max_pool_grad_grad_one_image": max_pool_grad_grad_one_image,
+    "max_pool_argmax_one_image": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.nn.max_pool_with_argmax(
+        tall(img), 3, 2, "SAME")], 3),
+    "max_pool_argmax_two_images_batch_index": lambda: tf.nn.max_pool_with_argmax(
+        tf.reshape(tf.concat([img, img * 0.5], 0), [2, -1, S, 8]), 3, 2, "SAME", include_batch_in_index=True)[1],
+    "max_pool_grad_two_images": lambda: tf.raw_ops.MaxPoolGrad(
+        orig_input=tf.reshape(tf.concat([img, img], 0), [2, -1, S, 8]),
+        orig_output=tf.nn.max_pool2d(tf.reshape(tf.concat([img, img], 0), [2, -1, S, 8]), 3, 2, "SAME"),
+        grad=gradient_of_shape(2, 8 * S // 2, (S + 1) // 2, 8), ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1],
+        padding="SAME"),
+    "resize_bilinear_grad_one_image": lambda: resize_grad_one_image("bilinear", [5 * S, 3 * S // 2]),
+    "resize_bilinear_grad_one_image_down": lambda: resize_grad_one_image(
+        "bilinear", [7, S // 2], align_corners=True),
+    "resize_nearest_grad_one_image": lambda: resize_grad_one_image("nearest", [3 * S, 2 * S],
+                                                                   half_pixel_centers=True),
+    "resize_bicubic_one_image": lambda: tf.image.resize(tall(img), [5 * S, 3 * S // 2], method="bicubic"),
+    "resize_bicubic_grad_one_image": lambda: resize_grad_one_image("bicubic", [5 * S, 3 * S // 2],
+                                                                   half_pixel_centers=True),
+    "scale_and_translate_one_image": lambda: tf.raw_ops.ScaleAndTranslate(
+        images=tall(img), size=[5 * S, 3 * S // 2], scale=[5 / 8, 1.5], translation=[0.5, -1.0],
+        kernel_type="lanczos3"),
+    "scale_and_translate_grad_one_image": lambda: tf.raw_ops.ScaleAndTranslateGrad(
+        grads=gradient_of_shape(1, 5 * S, 3 * S // 2, 8), original_image=tall(img), scale=[5 / 8, 1.5],
+        translation=[0.5, -1.0], kernel_type="keyscubic", antialias=False),
     # Scans down a dimension past the binding: windows with carries.
     "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
     "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
