@@ -943,6 +943,11 @@ fn pool_grad_in_bands(
             continue;
         }
         let s = (oa * sh - top).max(0);
+        if s > first {
+            // Strides past the window leave rows no window reads.
+            let gap = image_rows(dx, first, s - first);
+            stream.fill(gap.address, gap.byte_len(), 0)?;
+        }
         let windows = image_rows(grad, oa, ob - oa);
         let band = Params { oh: (ob - oa) as u32, pad_top: (top + s - oa * sh) as u32, ..p };
         let written = image_rows(dx, s, end - s);

@@ -5,7 +5,9 @@
 //! `half::via_f32`; float64 convolutions in f64.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{check_loop_iterations, dispatch, loops_fit, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{
+    check_loop_iterations, dispatch, loops_fit, storage_window, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
+};
 use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
@@ -299,6 +301,69 @@ fn column_chunk_bytes(ctx: &mut dyn KernelContext) -> Result<u64> {
     Ok(COLUMN_CHUNK_BYTES.min(windows::binding_limit(ctx.stream()?.device())))
 }
 
+/// Planes `first..first + count` (along the depth) of the NDHWC tensor `t` of one volume.
+fn planes(t: &TensorRef, first: i64, count: i64) -> TensorRef {
+    let plane = t.byte_len() / t.shape[1].max(1) as u64;
+    let mut shape = t.shape.clone();
+    shape[1] = count;
+    TensorRef { address: t.address + first as u64 * plane, dtype: t.dtype, shape }
+}
+
+/// Whether a 3-D window op runs in bands of planes: one volume, with a tensor past a binding.
+fn needs_bands(stream: &Stream, batch: i64, tensors: &[&TensorRef]) -> bool {
+    let limit = windows::binding_limit(stream.device());
+    batch == 1 && tensors.iter().any(|t| t.byte_len() > limit)
+}
+
+/// The output planes `first..first + count` of the 3-D window op `p` (one volume) as an op of its
+/// own: its parameters, whose depth padding (an i32, so it may turn negative) counts from the
+/// first input plane its windows read, and those input planes (first, count); None where they all
+/// lie in the padding.
+fn output_band(p: &Params, first: i64, count: i64) -> Option<(Params, (i64, i64))> {
+    let [sd, kd, dd, lhs, d] = [p.sd, p.kd, p.dd, p.lhs_d, p.d].map(i64::from);
+    let pd = i64::from(p.pd);
+    // The windows' first and last taps, on the input dilated by `lhs`.
+    let (start, last) = (first * sd - pd, (first + count - 1) * sd - pd + (kd - 1) * dd);
+    let lo = if start <= 0 { 0 } else { (start + lhs - 1) / lhs };
+    let hi = last.div_euclid(lhs).min(d - 1);
+    if hi < lo {
+        return None;
+    }
+    let band = Params { d: (hi - lo + 1) as u32, od: count as u32, pd: (pd + lo * lhs - first * sd) as i32, ..*p };
+    Some((band, (lo, hi - lo + 1)))
+}
+
+/// Bands of output planes of the 3-D window op `p` on one volume, each with the input planes it
+/// reads, such that both fit `limit` (`in_plane` and `out_plane` bytes a plane): calls
+/// `f(ctx, band, input planes, output planes)`, in order, with None for a band of padding only.
+fn for_output_bands(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    (in_plane, out_plane): (u64, u64),
+    mut f: impl FnMut(&mut dyn KernelContext, Option<(Params, (i64, i64))>, (i64, i64)) -> Result<()>,
+) -> Result<()> {
+    let limit = windows::binding_limit(ctx.stream()?.device());
+    let [sd, kd, dd, lhs, od] = [p.sd, p.kd, p.dd, p.lhs_d, p.od].map(i64::from);
+    // `count` output planes read at most ((count - 1) * sd + (kd - 1) * dd) / lhs + 2 input planes.
+    let in_planes = (limit / in_plane.max(1)) as i64;
+    let by_input = ((in_planes - 2).saturating_mul(lhs) - (kd - 1).saturating_mul(dd)).div_euclid(sd) + 1;
+    let count = by_input.min((limit / out_plane.max(1)) as i64);
+    if count < 1 {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one output \
+             plane of a 3-D window op and the input planes it reads",
+            out_plane + in_plane * ((kd - 1) * dd / lhs + 2) as u64
+        )));
+    }
+    let mut first = 0;
+    while first < od {
+        let planes = count.min(od - first);
+        f(ctx, output_band(p, first, planes), (first, planes))?;
+        first += planes;
+    }
+    Ok(())
+}
+
 /// `out` [rows, oc] = the column matrix of `input` under `p` times `filter` [taps, oc].
 fn convolve(
     ctx: &mut dyn KernelContext,
@@ -336,7 +401,30 @@ fn conv3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
     }
     let flat_filter = TensorRef { shape: vec![taps, oc], ..filter };
     let flat_out = TensorRef { shape: vec![g.rows(), oc], ..out };
-    convolve(ctx, g.params()?, &input, &flat_filter, &flat_out)
+    convolve_volume(ctx, g.params()?, &input, &flat_filter, (&out, &flat_out))
+}
+
+/// `convolve`, in bands of output planes where one volume passes a binding: `out` is the output
+/// as a volume and as rows.
+fn convolve_volume(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    input: &TensorRef,
+    filter: &TensorRef,
+    (out, flat_out): (&TensorRef, &TensorRef),
+) -> Result<()> {
+    if !needs_bands(ctx.stream()?, input.shape[0], &[input, out]) {
+        return convolve(ctx, p, input, filter, flat_out);
+    }
+    let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
+    let pixels = i64::from(p.oh) * i64::from(p.ow);
+    for_output_bands(ctx, &p, (plane_bytes(input), plane_bytes(out)), |ctx, band, (first, count)| {
+        let rows = windows::rows(flat_out, first * pixels, count * pixels);
+        match band {
+            Some((band, (lo, planes_read))) => convolve(ctx, band, &planes(input, lo, planes_read), filter, &rows),
+            None => ctx.stream()?.fill(rows.address, rows.byte_len(), 0),
+        }
+    })
 }
 
 /// The forward geometry of a 3-D convolution, with TF's checks of the input and filter.
@@ -405,8 +493,8 @@ fn conv3d_grad_input_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance)
     let [sd, sh, sw] = g.strides.map(|s| s as u32);
     (p.lhs_d, p.lhs_h, p.lhs_w) = (sd, sh, sw);
     let flat_filter = TensorRef { shape: vec![taps, c], ..flipped };
-    let flat_dx = TensorRef { shape: vec![g.batch * g.input.iter().product::<i64>(), c], ..dx };
-    convolve(ctx, p, &dy, &flat_filter, &flat_dx)
+    let flat_dx = TensorRef { shape: vec![g.batch * g.input.iter().product::<i64>(), c], ..dx.clone() };
+    convolve_volume(ctx, p, &dy, &flat_filter, (&dx, &flat_dx))
 }
 
 /// Conv3DBackpropFilterV2 (input, filter_sizes, out_backprop): the column matrix of the input,
@@ -438,19 +526,47 @@ fn conv3d_grad_filter_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance
     let taps = sizes[..4].iter().product::<i64>();
     let flat_df = TensorRef { shape: vec![taps, oc], ..df };
     let flat_dy = TensorRef { shape: vec![rows, oc], ..dy };
-    let partial = if rows * taps * dy.dtype.size() as i64 > column_chunk_bytes(ctx)? as i64 {
+    let banded = needs_bands(ctx.stream()?, g.batch, &[&input, &dy]);
+    let partial = if banded || rows * taps * dy.dtype.size() as i64 > column_chunk_bytes(ctx)? as i64 {
         Some(ctx.allocate_temp(dy.dtype, &[taps, oc])?)
     } else {
         None
     };
-    for_column_chunks(ctx, g.params()?, &input, rows, |ctx, columns, start, count| {
-        let dy_rows = windows::rows(&flat_dy, start, count);
-        match &partial {
-            Some(sum) if start > 0 => {
+    let p = g.params()?;
+    if !banded {
+        return sum_grad_filter(ctx, p, &input, &flat_dy, &flat_df, partial.as_ref(), false);
+    }
+    // One volume past a binding: the sum over bands of dy's planes, each over the input planes
+    // its windows read.
+    ctx.stream()?.fill(df.address, df.byte_len(), 0)?;
+    let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
+    let pixels = i64::from(p.oh) * i64::from(p.ow);
+    for_output_bands(ctx, &p, (plane_bytes(&input), plane_bytes(&dy)), |ctx, band, (first, count)| {
+        let Some((band, (lo, planes_read))) = band else { return Ok(()) };
+        let dy_rows = windows::rows(&flat_dy, first * pixels, count * pixels);
+        sum_grad_filter(ctx, band, &planes(&input, lo, planes_read), &dy_rows, &flat_df, partial.as_ref(), true)
+    })
+}
+
+/// `df` (+)= the column matrix of `input` under `p`, transposed, times `dy` [rows, oc]: chunks of
+/// rows after the first (or every chunk, with `accumulate`) add through `partial`.
+fn sum_grad_filter(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    input: &TensorRef,
+    dy: &TensorRef,
+    df: &TensorRef,
+    partial: Option<&TensorRef>,
+    accumulate: bool,
+) -> Result<()> {
+    for_column_chunks(ctx, p, input, dy.shape[0], |ctx, columns, start, count| {
+        let dy_rows = windows::rows(dy, start, count);
+        match partial {
+            Some(sum) if start > 0 || accumulate => {
                 matmul::product(ctx, columns, &dy_rows, sum, true, false)?;
-                binary::launch(ctx.stream()?, BinaryOp::Add, &flat_df, sum, &flat_df)
+                binary::launch(ctx.stream()?, BinaryOp::Add, df, sum, df)
             }
-            _ => matmul::product(ctx, columns, &dy_rows, &flat_df, true, false),
+            _ => matmul::product(ctx, columns, &dy_rows, df, true, false),
         }
     })
 }
@@ -512,6 +628,20 @@ fn pool3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
         }
         return Ok(());
     }
+    if needs_bands(ctx.stream()?, g.batch, &[&input, &out]) {
+        let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
+        return for_output_bands(
+            ctx,
+            &g.params()?,
+            (plane_bytes(&input), plane_bytes(&out)),
+            |ctx, band, (first, count)| {
+                // Not None: a pool's padding is smaller than its window.
+                let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
+                let out = planes(&out, first, count);
+                launch(ctx.stream()?, entry, band, &[&planes(&input, lo, planes_read), &out], out.num_elements())
+            },
+        );
+    }
     launch(ctx.stream()?, entry, g.params()?, &[&input, &out], out.num_elements())
 }
 
@@ -546,6 +676,9 @@ fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
         let g = geometry(kernel, &shape, ksize, false)?;
         check_gradient(&dy, &g.output_shape(g.c))?;
         let dx = ctx.allocate_output(0, dy.dtype, &shape)?;
+        if needs_bands(ctx.stream()?, g.batch, &[&dy, &dx]) {
+            return pool_grad_in_bands(ctx.stream()?, g.params()?, (None, &dy, None), &dx);
+        }
         return launch(ctx.stream()?, "avg_pool_grad", g.params()?, &[&dy, &dx], dx.num_elements());
     }
     let x = ctx.input(0)?;
@@ -566,6 +699,9 @@ fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     if op == "MaxPool3DGrad" {
         check_gradient(&grad, &pooled)?;
         let dx = ctx.allocate_output(0, grad.dtype, &x.shape)?;
+        if needs_bands(ctx.stream()?, g.batch, &[&x, &y, &grad, &dx]) {
+            return pool_grad_in_bands(ctx.stream()?, g.params()?, (Some(&x), &grad, Some(&y)), &dx);
+        }
         return launch(ctx.stream()?, "max_pool_grad", g.params()?, &[&x, &dx, &grad, &y], dx.num_elements());
     }
     // TF's kernels read the first element of each; an empty one is refused.
@@ -582,5 +718,76 @@ fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
         )));
     }
     let out = ctx.allocate_output(0, grad.dtype, &pooled)?;
+    if needs_bands(ctx.stream()?, g.batch, &[&x, &y, &grad, &out]) {
+        let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
+        return for_output_bands(
+            ctx,
+            &g.params()?,
+            (plane_bytes(&x), plane_bytes(&out)),
+            |ctx, band, (first, count)| {
+                let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
+                let (x, grad) = (planes(&x, lo, planes_read), planes(&grad, lo, planes_read));
+                let (y, out) = (planes(&y, first, count), planes(&out, first, count));
+                launch(ctx.stream()?, "max_pool_grad_grad", band, &[&x, &out, &grad, &y], out.num_elements())
+            },
+        );
+    }
     launch(ctx.stream()?, "max_pool_grad_grad", g.params()?, &[&x, &out, &grad, &y], out.num_elements())
+}
+
+/// MaxPool3DGrad (`x` and the pool's output `y` given) or AvgPool3DGrad of one volume past a
+/// binding: bands of dx's planes, the last band first. Each element gathers from the windows that
+/// cover it, so a band's planes `first..end` read windows `oa..ob`, which start at input plane
+/// `s <= first` (or in the padding): the band counts planes from `s`, so that every window keeps
+/// its count of elements inside the volume, and writes dx's planes `s..end`. Planes `s..first`
+/// take only some of their windows; the band above, run after it, writes them whole.
+fn pool_grad_in_bands(
+    stream: &Stream,
+    p: Params,
+    (x, grad, y): (Option<&TensorRef>, &TensorRef, Option<&TensorRef>),
+    dx: &TensorRef,
+) -> Result<()> {
+    let limit = windows::binding_limit(stream.device());
+    let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
+    let [sd, kd, d, od] = [p.sd, p.kd, p.d, p.od].map(i64::from);
+    let pd = i64::from(p.pd);
+    // A band of `planes` dx planes spans at most planes + kd frame planes and planes + kd windows.
+    let planes_per_band = (limit / plane_bytes(dx).max(plane_bytes(grad)).max(1)) as i64 - kd;
+    if planes_per_band < 1 {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the planes \
+             of one plane of a 3-D pool gradient",
+            (kd + 1) as u64 * plane_bytes(dx).max(plane_bytes(grad))
+        )));
+    }
+    let firsts: Vec<i64> = (0..d).step_by(planes_per_band as usize).collect();
+    for &first in firsts.iter().rev() {
+        let end = (first + planes_per_band).min(d);
+        // The first window whose last plane reaches `first`, and one past the last that starts by `end`.
+        let reach_first = first + pd - kd + 1;
+        let oa = if reach_first <= 0 { 0 } else { (reach_first + sd - 1) / sd };
+        let ob = ((end - 1 + pd).div_euclid(sd) + 1).min(od);
+        if oa >= ob {
+            let rows = planes(dx, first, end - first);
+            stream.fill(rows.address, rows.byte_len(), 0)?;
+            continue;
+        }
+        let s = (oa * sd - pd).max(0);
+        if s > first {
+            // Strides past the window leave planes no window reads.
+            let gap = planes(dx, first, s - first);
+            stream.fill(gap.address, gap.byte_len(), 0)?;
+        }
+        let band = Params { d: (d - s) as u32, od: (ob - oa) as u32, pd: (pd + s - oa * sd) as i32, ..p };
+        let written = planes(dx, s, end - s);
+        let windows = planes(grad, oa, ob - oa);
+        match (x, y) {
+            (Some(x), Some(y)) => {
+                let tensors = [&planes(x, s, end - s), &written, &windows, &planes(y, oa, ob - oa)];
+                launch(stream, "max_pool_grad", band, &tensors, written.num_elements())?;
+            }
+            _ => launch(stream, "avg_pool_grad", band, &[&windows, &written], written.num_elements())?,
+        }
+    }
+    Ok(())
 }

@@ -211,6 +211,33 @@ def resize_grad_one_image(method, size, **flags):
     return tf.raw_ops.ResizeNearestNeighborGrad(grads=dy, size=x.shape[1:3], **flags)
 
 
+def deep(t):
+    """The 8 volumes of `t` stacked into one deep volume past the binding (its batch cannot split)."""
+    return tf.reshape(t, [1, -1, *t.shape[2:]])
+
+
+def conv3d_grad_one_volume(for_filter, strides, padding):
+    """A Conv3D gradient of one volume past the binding (bands of planes)."""
+    x = deep(vol)
+    s = [1, *strides, 1]
+    dy = gradient_of_shape(*tf.nn.conv3d(x, filt3, s, padding).shape)
+    if for_filter:
+        return tf.raw_ops.Conv3DBackpropFilterV2(input=x, filter_sizes=filt3.shape, out_backprop=dy, strides=s,
+                                                 padding=padding)
+    return tf.raw_ops.Conv3DBackpropInputV2(input_sizes=x.shape, filter=filt3, out_backprop=dy, strides=s,
+                                            padding=padding)
+
+
+def pool3d_grad_one_volume(max_pool, ksize, strides, padding):
+    x = deep(vol)
+    k, s = [1, *ksize, 1], [1, *strides, 1]
+    pooled = tf.nn.max_pool3d(x, k, s, padding)
+    dy = gradient_of_shape(*pooled.shape)
+    if max_pool:
+        return tf.raw_ops.MaxPool3DGrad(orig_input=x, orig_output=pooled, grad=dy, ksize=k, strides=s, padding=padding)
+    return tf.raw_ops.AvgPool3DGrad(orig_input_shape=x.shape, grad=dy, ksize=k, strides=s, padding=padding)
+
+
 def conv_dy():
     with tf.device("/CPU:0"):
         return normal(*tf.nn.conv2d(img, filt, 1, "SAME").shape)
@@ -483,6 +510,7 @@ CASES = {
     "max_pool_grad_one_image_windows": lambda: pool_grad_one_image(True, [2, 3], [2, 3], "VALID"),
     "avg_pool_grad_one_image": lambda: pool_grad_one_image(False, [3, 3], [2, 2], "SAME"),
     "avg_pool_grad_one_image_tall": lambda: pool_grad_one_image(False, [5, 2], [1, 2], "SAME"),
+    "avg_pool_grad_one_image_gaps": lambda: pool_grad_one_image(False, [2, 2], [3, 3], "VALID"),
     "max_pool_grad_grad_one_image": max_pool_grad_grad_one_image,
     "max_pool_argmax_one_image": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.nn.max_pool_with_argmax(
         tall(img), 3, 2, "SAME")], 3),
@@ -507,6 +535,20 @@ CASES = {
     "scale_and_translate_grad_one_image": lambda: tf.raw_ops.ScaleAndTranslateGrad(
         grads=gradient_of_shape(1, 5 * S, 3 * S // 2, 8), original_image=tall(img), scale=[5 / 8, 1.5],
         translation=[0.5, -1.0], kernel_type="keyscubic", antialias=False),
+    # One volume past the binding in the 3-D convolutions and pools (bands of planes).
+    "conv3d_one_volume": lambda: tf.nn.conv3d(deep(vol), filt3, [1, 2, 1, 2, 1], "SAME"),
+    "conv3d_one_volume_dilated": lambda: tf.nn.conv3d(deep(vol), filt3, [1] * 5, "VALID", dilations=[1, 3, 2, 1, 1]),
+    "conv3d_backprop_input_one_volume": lambda: conv3d_grad_one_volume(False, [2, 1, 2], "SAME"),
+    "conv3d_backprop_input_one_volume_valid": lambda: conv3d_grad_one_volume(False, [3, 2, 1], "VALID"),
+    "conv3d_backprop_filter_one_volume": lambda: conv3d_grad_one_volume(True, [2, 2, 1], "SAME"),
+    "max_pool3d_one_volume": lambda: tf.nn.max_pool3d(deep(vol), 3, 2, "SAME"),
+    "avg_pool3d_one_volume": lambda: tf.nn.avg_pool3d(deep(vol), [3, 2, 2], [1, 2, 2], "SAME"),
+    "max_pool3d_grad_one_volume": lambda: pool3d_grad_one_volume(True, [3, 3, 3], [2, 2, 2], "SAME"),
+    "avg_pool3d_grad_one_volume": lambda: pool3d_grad_one_volume(False, [3, 2, 2], [2, 1, 2], "SAME"),
+    "avg_pool3d_grad_one_volume_valid": lambda: pool3d_grad_one_volume(False, [2, 2, 2], [3, 2, 2], "VALID"),
+    "max_pool3d_grad_grad_one_volume": lambda: tf.raw_ops.MaxPool3DGradGrad(
+        orig_input=deep(vol), orig_output=tf.nn.max_pool3d(deep(vol), 3, 2, "SAME"), grad=deep(vol) * 0.5 + 1,
+        ksize=[1, 3, 3, 3, 1], strides=[1, 2, 2, 2, 1], padding="SAME"),
     # Scans down a dimension past the binding: windows with carries.
     "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
     "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
@@ -527,9 +569,21 @@ CASES = {
     "keras_train_step": train_step,
 }
 
-# TF-CPU has no NCHW Conv2D: its reference is the NHWC convolution, transposed; batch-norm
-# gradients compare with the exact result.
-CPU_TWIN = {"conv2d_nchw": lambda: tf.transpose(tf.nn.conv2d(img, filt, 1, "SAME"), [0, 3, 1, 2]),
+
+
+def dilated_filter3(rates):
+    """filt3 with rates - 1 zeros between its taps: the undilated filter of a dilated Conv3D."""
+    f = filt3.numpy()
+    out = np.zeros([(k - 1) * r + 1 for k, r in zip(f.shape[:3], rates)] + list(f.shape[3:]), np.float32)
+    out[::rates[0], ::rates[1], ::rates[2]] = f
+    return tf.constant(out)
+
+
+# TF-CPU has no dilated Conv3D: its reference is the convolution by the filter dilated with zeros.
+# Nor has it an NCHW Conv2D: its reference is the NHWC convolution, transposed. Batch-norm gradients
+# compare with the exact result.
+CPU_TWIN = {"conv3d_one_volume_dilated": lambda: tf.nn.conv3d(deep(vol), dilated_filter3([3, 2, 1]), [1] * 5, "VALID"),
+            "conv2d_nchw": lambda: tf.transpose(tf.nn.conv2d(img, filt, 1, "SAME"), [0, 3, 1, 2]),
             "batch_norm_grad": lambda: tf.constant(batch_norm_grad_exact()[0]),
             "batch_norm_grad_sums": lambda: tf.constant(np.stack(batch_norm_grad_exact()[2:0:-1]))}
 
@@ -546,7 +600,9 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "conv2d_one_image": 1e-4, "conv2d_one_image_explicit": 1e-4, "depthwise_one_image": 1e-4,
              "depthwise_dilated_one_image": 1e-4,
              "conv_backprop_input_one_image": 1e-4, "conv_backprop_filter_one_image": 1e-4,
-             "conv_backprop_input_one_image_strided": 1e-4, "depthwise_backprop_filter_one_image": 1e-4}
+             "conv_backprop_input_one_image_strided": 1e-4, "depthwise_backprop_filter_one_image": 1e-4,
+             "conv3d_one_volume": 1e-4, "conv3d_one_volume_dilated": 1e-4, "conv3d_backprop_input_one_volume": 1e-4,
+             "conv3d_backprop_input_one_volume_valid": 1e-4, "conv3d_backprop_filter_one_volume": 1e-4}
 
 
 def compare(got, want, tol):
