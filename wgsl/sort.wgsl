@@ -36,6 +36,12 @@ struct Params {
     // chunk, `m` chunks to a row.
     stage: u32,
     step: u32,
+    // in_top_k_count on a window of one row past a binding (`window_of_row` 1): the target's
+    // prediction (bits), which the host has read and checked; `a` holds the window's classes.
+    target_prediction: u32,
+    window_of_row: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> a: array<u32>;
@@ -239,18 +245,21 @@ const UNDECIDED: u32 = 0xffffffffu;
 // row's target, or UNDECIDED.
 fn greater_in_chunk(row: u32, chunk: u32) -> u32 {
     let start = p.a_off + row * p.n;
-    let low = b[p.b_off + row * p.target_words];
-    var high = select(0u, 0xffffffffu, (low & 0x80000000u) != 0u);
-    if (p.target_words == 2u) {
-        high = b[p.b_off + row * 2u + 1u];
-    }
-    // In range: 0 <= target < n, as a 64-bit signed value.
-    if (high != 0u || low >= p.n) {
-        return UNDECIDED;
-    }
-    let predicted = bitcast<f32>(a[start + low]);
-    if (math_is_nan(predicted) || math_is_inf(predicted)) {
-        return UNDECIDED;
+    var predicted = bitcast<f32>(p.target_prediction);
+    if (p.window_of_row == 0u) {
+        let low = b[p.b_off + row * p.target_words];
+        var high = select(0u, 0xffffffffu, (low & 0x80000000u) != 0u);
+        if (p.target_words == 2u) {
+            high = b[p.b_off + row * 2u + 1u];
+        }
+        // In range: 0 <= target < n, as a 64-bit signed value.
+        if (high != 0u || low >= p.n) {
+            return UNDECIDED;
+        }
+        predicted = bitcast<f32>(a[start + low]);
+        if (math_is_nan(predicted) || math_is_inf(predicted)) {
+            return UNDECIDED;
+        }
     }
     var greater = 0u;
     let end = min(chunk * p.step + p.step, p.n);

@@ -37,6 +37,9 @@ struct Params {
     words: u32,
     stage: u32,
     step: u32,
+    target_prediction: u32,
+    window_of_row: u32,
+    _pad: [u32; 2],
 }
 
 /// Encodes `entry` over `invocations`, binding `a`, `b`, `out` and `idx` (offsets in words).
@@ -376,6 +379,30 @@ fn in_top_k_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
     if rows == 0 {
         return Ok(());
     }
+    // The shader writes four results a word: a later range of the batch that starts mid-word
+    // writes a temporary, copied into place.
+    if out.address % 4 != 0 {
+        let aligned = ctx.allocate_temp(DType::Bool, &targets.shape)?;
+        in_top_k_into(ctx, kernel, k, (predictions, targets), &aligned)?;
+        return ctx.stream()?.memcpy_dtod(out.address, aligned.address, out.byte_len());
+    }
+    in_top_k_into(ctx, kernel, k, (predictions, targets), &out)
+}
+
+/// InTopK's results into `out`, which starts on a word.
+fn in_top_k_into(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    k: i64,
+    (predictions, targets): (TensorRef, TensorRef),
+    out: &TensorRef,
+) -> Result<()> {
+    let rows = shader_len(targets.shape[0] as u64, "InTopKV2")?;
+    let limit = binding_limit(ctx.stream()?.device());
+    if predictions.shape[0] == 1 && predictions.byte_len() > limit {
+        // One row past a binding (where more rows pass it, the batch splits into ranges first).
+        return in_top_k_long_row(ctx, &predictions, &targets, k, out, limit);
+    }
     let classes = shader_len(predictions.shape[1] as u64, "InTopKV2")?;
     // No classes: every target is out of range; the shader still needs a predictions binding.
     let predictions = if classes == 0 { ctx.allocate_temp(DType::F32, &[1])? } else { predictions };
@@ -395,9 +422,70 @@ fn in_top_k_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
         ..Params::default()
     };
     let stream = ctx.stream()?;
-    let tensors = [&predictions, &targets, &counts, &out];
+    let tensors = [&predictions, &targets, &counts, out];
     launch(stream, "in_top_k_count", p, tensors, u64::from(rows) * chunks)?;
     launch(stream, "in_top_k", p, tensors, u64::from(rows.div_ceil(4)))
+}
+
+/// InTopK of one row past a binding: the host reads the target and its prediction (TF-CPU's
+/// checks: a target in range, a finite prediction), then the row's windows count their greater
+/// predictions in chunks, and one pass adds up the chunks.
+fn in_top_k_long_row(
+    ctx: &mut dyn KernelContext,
+    predictions: &TensorRef,
+    targets: &TensorRef,
+    k: i64,
+    out: &TensorRef,
+    limit: u64,
+) -> Result<()> {
+    let classes = predictions.shape[1] as u64;
+    let stream = ctx.stream()?;
+    let target_bytes = stream.read_now(targets.address, targets.dtype.size())?;
+    let target = match target_bytes[..] {
+        [a, b, c, d] => i64::from(i32::from_le_bytes([a, b, c, d])),
+        [a, b, c, d, e, f, g, h] => i64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => return Err(Error::internal("InTopK: targets of neither 4 nor 8 bytes")),
+    };
+    let prediction = if (0..classes as i64).contains(&target) {
+        let bytes = stream.read_now(predictions.address + 4 * target as u64, 4)?;
+        Some(f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])).filter(|v| v.is_finite())
+    } else {
+        None
+    };
+    let Some(prediction) = prediction else {
+        // Out of range or not finite: false, as TF-CPU answers.
+        return stream.fill(out.address, out.byte_len(), 0);
+    };
+    let chunk = IN_TOP_K_CHUNK.min(loop_budget(stream.device(), 0)).min(limit / 4);
+    let window = (limit / 4 / chunk).max(1) * chunk;
+    let chunks = classes.div_ceil(chunk);
+    check_loop_iterations(stream.device(), 4 * chunks, "InTopKV2")?;
+    let counts = ctx.allocate_temp(DType::U32, &[chunks as i64])?;
+    let stream = ctx.stream()?;
+    let p = Params {
+        rows: 1,
+        k: (k.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32) as u32,
+        step: chunk as u32,
+        target_prediction: prediction.to_bits(),
+        window_of_row: 1,
+        ..Params::default()
+    };
+    let mut first = 0;
+    while first < classes {
+        let len = window.min(classes - first);
+        let part =
+            TensorRef { address: predictions.address + 4 * first, dtype: predictions.dtype, shape: vec![len as i64] };
+        let part_counts = TensorRef {
+            address: counts.address + 4 * (first / chunk),
+            dtype: DType::U32,
+            shape: vec![len.div_ceil(chunk) as i64],
+        };
+        let window_params = Params { n: len as u32, m: len.div_ceil(chunk) as u32, ..p };
+        launch(stream, "in_top_k_count", window_params, [&part, targets, &part_counts, out], len.div_ceil(chunk))?;
+        first += len;
+    }
+    // The predictions are not read again (`counts` stands in for them).
+    launch(stream, "in_top_k", Params { m: chunks as u32, window_of_row: 0, ..p }, [&counts, targets, &counts, out], 1)
 }
 
 /// The classes one invocation of InTopK's count compares with a row's target.
