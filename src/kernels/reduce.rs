@@ -15,7 +15,7 @@ use super::binary::{self, BinaryOp};
 use super::complex;
 use super::index::{self, DimMap};
 use super::integer;
-use super::slice::contiguous_strides;
+use super::slice::{self, contiguous_strides, StridedView};
 use super::windows::{self, binding_limit};
 use super::{fast_div, rank_constant, shader_len, validate, DType, KernelContext, KernelInstance, TensorRef};
 
@@ -1191,6 +1191,40 @@ fn slice_length(count: u64, outputs: u32, per_thread: u64) -> u64 {
     }
 }
 
+/// ArgMax/ArgMin over the leading axis of `input` [count, inner] whose windows of whole rows would
+/// each keep more candidates than a binding holds (few, very long rows): ranges of columns, each
+/// copied into a contiguous [count, columns] temporary of at most `bytes`, reduced on its own.
+fn arg_by_columns(
+    ctx: &mut dyn KernelContext,
+    op: u32,
+    out_words: u32,
+    (count, inner): (u64, u64),
+    input: &TensorRef,
+    out: &TensorRef,
+    bytes: u64,
+) -> Result<()> {
+    let width = (bytes / (count * input.dtype.size())).clamp(1, inner);
+    let block = ctx.allocate_temp(input.dtype, &[count as i64, width as i64])?;
+    let mut first = 0;
+    while first < inner {
+        let columns = width.min(inner - first);
+        let part = TensorRef { shape: vec![count as i64, columns as i64], ..block.clone() };
+        let view = StridedView { base: first as i64, shape: part.shape.clone(), strides: vec![inner as i64, 1] };
+        let whole = TensorRef { shape: vec![count as i64, inner as i64], ..input.clone() };
+        slice::launch(ctx.stream()?, &whole, &view, &part)?;
+        let split = Split { kept: vec![(columns as i64, 1)], reduced: vec![(count as i64, columns as i64)] };
+        let p = Params { out_words, ..params_for(&split)? };
+        let results = TensorRef {
+            address: out.address + first * out.dtype.size(),
+            dtype: out.dtype,
+            shape: vec![columns as i64],
+        };
+        launch_arg(ctx, op, p, 0, &part, &results)?;
+        first += columns;
+    }
+    Ok(())
+}
+
 /// ArgMax/ArgMin (`arg_f32`, `arg_f64`): one workgroup per output, or, over a long axis, one per
 /// slice of it (under the adapter's loop limit, and over several workgroups where the outputs are
 /// few), the slices' candidates reduced by `arg_*_merge`. An input past a storage binding goes in
@@ -1238,6 +1272,10 @@ fn launch_arg(
         let rows_fit = limit / (inner.max(1) * element);
         // (Every window keeps a candidate per output and slice, bound whole.)
         let candidates_fit = rows_fit > 0 && outputs * count.div_ceil(rows_fit.min(slice_len)) * 16 <= limit;
+        let columns_fit = count * element <= limit / 2;
+        if !candidates_fit && columns_fit {
+            return arg_by_columns(ctx, op, p.out_words, (count, inner), input, out, limit / 2);
+        }
         if !candidates_fit {
             return Err(Error::unimplemented(format!(
                 "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: ArgMax/ArgMin \

@@ -86,11 +86,23 @@ fn int_output(ctx: &mut dyn KernelContext, index: usize, shape: &[i64]) -> Resul
     Ok((temp, Some(out)))
 }
 
-fn finish_int_output(stream: &Stream, written: &TensorRef, cast_to: Option<TensorRef>) -> Result<()> {
+fn finish_int_output(ctx: &mut dyn KernelContext, written: &TensorRef, cast_to: Option<TensorRef>) -> Result<()> {
     match cast_to {
-        Some(out) => cast::launch(stream, written, &out),
+        Some(out) => cast_into(ctx, written, &out),
         None => Ok(()),
     }
+}
+
+/// `out` = `from` cast to `out`'s type. Packed 8- and 16-bit outputs are written a word at a time:
+/// one that starts mid-word (a later range of a split batch) is cast into a temporary, then copied.
+fn cast_into(ctx: &mut dyn KernelContext, from: &TensorRef, out: &TensorRef) -> Result<()> {
+    if out.dtype.size() < 4 && out.address % 4 != 0 {
+        let aligned = ctx.allocate_temp(out.dtype, &out.shape)?;
+        let stream = ctx.stream()?;
+        cast::launch(stream, from, &aligned)?;
+        return stream.memcpy_dtod(out.address, aligned.address, out.byte_len());
+    }
+    cast::launch(ctx.stream()?, from, out)
 }
 
 /// The element types `key_kind` orders: TopKV2's and the searches' registrations.
@@ -171,11 +183,10 @@ fn top_k_whole(ctx: &mut dyn KernelContext, _kernel: &KernelInstance) -> Result<
     let p = Params { rows, n: shader_len(n as u64, "TopKV2")?, k: k as u32, words, ..Params::default() };
     let target = values_wide.as_ref().unwrap_or(&values);
     top_k_rows(ctx, p, kind, &input, target, &indices)?;
-    let stream = ctx.stream()?;
     if let Some(values_wide) = &values_wide {
-        cast::launch(stream, values_wide, &values)?;
+        cast_into(ctx, values_wide, &values)?;
     }
-    finish_int_output(stream, &indices, cast_to)
+    finish_int_output(ctx, &indices, cast_to)
 }
 
 /// The comparisons per row (n * k) past which TopKV2 sorts the row rather than rank each element
@@ -526,9 +537,8 @@ pub fn search_sorted(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
         words,
         ..Params::default()
     };
-    let stream = ctx.stream()?;
-    launch_kind(stream, entry, p, [&sorted, &values, &out, &out], values.num_elements(), kind)?;
-    finish_int_output(stream, &out, cast_to)
+    launch_kind(ctx.stream()?, entry, p, [&sorted, &values, &out, &out], values.num_elements(), kind)?;
+    finish_int_output(ctx, &out, cast_to)
 }
 
 /// Bucketize(input; boundaries): the number of boundaries at or below each value (int32), the

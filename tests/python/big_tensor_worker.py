@@ -466,6 +466,19 @@ CASES = {
     "max_pool_argmax_batch_index": lambda: argmax_pool(True),
     "max_pool_grad_argmax": lambda: argmax_pool_grad(False),
     "max_pool_grad_argmax_batch_index": lambda: argmax_pool_grad(True),
+    # ArgMax/ArgMin down a few rows each longer than a binding holds candidates for: column blocks.
+    "argmax_leading_two_rows": lambda: tf.argmax(tf.reshape(x2, [2, -1]), axis=0),
+    "argmin_leading_three_rows_int32": lambda: tf.argmin(
+        tf.reshape(tf.reshape(x2, [-1])[:3 * (E // 3)], [3, -1]), axis=0, output_type=tf.int32),
+    "argmax_leading_two_rows_int64": lambda: tf.argmax(tf.cast(tf.reshape(x2 * 50, [2, -1]), tf.int64), axis=0),
+    "argmax_leading_two_rows_float64": lambda: tf.argmax(tf.cast(tf.reshape(x2, [2, -1]), tf.float64), axis=0),
+    # Eleven rows of int8 (and of int16 indices): ranges of five rows, whose packed results start
+    # mid-word.
+    "top_k_int8_odd_ranges": lambda: tf.cast(tf.math.top_k(tf.cast(tf.reshape(
+        tf.reshape(big_bools(), [-1])[:11 * (4 * E // 11)], [11, -1]), tf.int8) * tf.cast(tf.reshape(
+        tf.reshape(x2 * 50, [-1]), [1, -1])[:, :4 * E // 11], tf.int8), 3).values, tf.float32),
+    "top_k_int16_indices_odd_ranges": lambda: tf.cast(tf.raw_ops.TopKV2(
+        input=tf.reshape(tf.reshape(x2, [-1])[:11 * (E // 11)], [11, -1]), k=3, index_type=tf.int16)[1], tf.float32),
     "in_top_k_rows": lambda: tf.math.in_top_k(labels, x2, 3),
     # Eleven rows: the batch splits into ranges of five, whose bool results start mid-word.
     "in_top_k_odd_ranges": lambda: tf.math.in_top_k(
