@@ -96,7 +96,7 @@ fn finish_int_output(ctx: &mut dyn KernelContext, written: &TensorRef, cast_to: 
 /// `out` = `from` cast to `out`'s type. Packed 8- and 16-bit outputs are written a word at a time:
 /// one that starts mid-word (a later range of a split batch) is cast into a temporary, then copied.
 fn cast_into(ctx: &mut dyn KernelContext, from: &TensorRef, out: &TensorRef) -> Result<()> {
-    if out.dtype.size() < 4 && out.address % 4 != 0 {
+    if out.dtype.size() < 4 && !out.address.is_multiple_of(4) {
         let aligned = ctx.allocate_temp(out.dtype, &out.shape)?;
         let stream = ctx.stream()?;
         cast::launch(stream, from, &aligned)?;
@@ -392,7 +392,7 @@ fn in_top_k_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
     }
     // The shader writes four results a word: a later range of the batch that starts mid-word
     // writes a temporary, copied into place.
-    if out.address % 4 != 0 {
+    if !out.address.is_multiple_of(4) {
         let aligned = ctx.allocate_temp(DType::Bool, &targets.shape)?;
         in_top_k_into(ctx, kernel, k, (predictions, targets), &aligned)?;
         return ctx.stream()?.memcpy_dtod(out.address, aligned.address, out.byte_len());
