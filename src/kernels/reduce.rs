@@ -968,12 +968,146 @@ fn integer_parts(
 /// ArgMax and ArgMin of an integer tensor over `dimension`: (value, index) records, combined in
 /// chunks as `compute_integer`'s partial results, until the last launch writes the index.
 pub fn compute_integer_arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    let (input, out, p, _) = arg_plan(ctx, kernel)?;
+    let (input, out, p, axis) = arg_plan(ctx, kernel)?;
     if out.num_elements() == 0 {
         return Ok(());
     }
     let code = if kernel.def.op == "ArgMin" { INTEGER_ARG_MIN } else { INTEGER_ARG_MAX };
+    let limit = binding_limit(ctx.stream()?.device());
+    if input.byte_len() > limit {
+        let outer = input.shape[..axis].iter().product::<i64>();
+        let inner = input.shape[axis + 1..].iter().product::<i64>();
+        return integer_arg_in_windows(ctx, code, (outer, input.shape[axis], inner), &input, &out, limit);
+    }
     integer_passes(ctx, code, p, &input, &out)
+}
+
+/// Integer ArgMax/ArgMin of `input` viewed as [outer, count, inner] (reduced along `count`) past a
+/// binding, into `out` [outer, inner]:
+/// - slabs [count, inner] that fit a binding, several to a launch;
+/// - otherwise blocks of columns, copied into a contiguous [count, columns] temporary;
+/// - otherwise (a column longer than half a binding) windows of rows, each giving its first
+///   extreme's index and value per column, merged on the host: the first window holding the
+///   extreme value has its first occurrence.
+fn integer_arg_in_windows(
+    ctx: &mut dyn KernelContext,
+    code: u32,
+    (outer, count, inner): (i64, i64, i64),
+    input: &TensorRef,
+    out: &TensorRef,
+    limit: u64,
+) -> Result<()> {
+    let element = input.dtype.size() as i64;
+    let out_size = out.dtype.size() as i64;
+    let slab = count * inner * element;
+    // Elements `first..first + len` of `t`, as `shape`.
+    let view = |t: &TensorRef, first: i64, shape: Vec<i64>| TensorRef {
+        address: t.address + (first * t.dtype.size() as i64) as u64,
+        dtype: t.dtype,
+        shape,
+    };
+    let arg_params = |slabs: i64, count: i64, inner: i64| {
+        params_for(&Split { kept: vec![(slabs, count * inner), (inner, 1)], reduced: vec![(count, inner)] })
+    };
+    if slab <= limit as i64 {
+        let per_launch = (limit as i64 / slab.max(1)).max(1);
+        let mut o = 0;
+        while o < outer {
+            let slabs = per_launch.min(outer - o);
+            let part = view(input, o * count * inner, vec![slabs, count, inner]);
+            let results = view(out, o * inner, vec![slabs, inner]);
+            integer_passes(ctx, code, arg_params(slabs, count, inner)?, &part, &results)?;
+            o += slabs;
+        }
+        return Ok(());
+    }
+    if count * element <= limit as i64 / 2 {
+        let width = (limit as i64 / 2 / (count * element)).clamp(1, inner);
+        let block = ctx.allocate_temp(input.dtype, &[count, width])?;
+        for o in 0..outer {
+            let slab = view(input, o * count * inner, vec![count, inner]);
+            let mut first = 0;
+            while first < inner {
+                let columns = width.min(inner - first);
+                let part = TensorRef { shape: vec![count, columns], ..block.clone() };
+                let strided = StridedView { base: first, shape: part.shape.clone(), strides: vec![inner, 1] };
+                slice::launch(ctx.stream()?, &slab, &strided, &part)?;
+                let results = view(out, o * inner + first, vec![1, columns]);
+                integer_passes(ctx, code, arg_params(1, count, columns)?, &part, &results)?;
+                first += columns;
+            }
+        }
+        return Ok(());
+    }
+    let rows_per_window = limit as i64 / (inner * element);
+    if rows_per_window < 1 {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one row \
+             of an ArgMax/ArgMin",
+            inner * element
+        )));
+    }
+    let extreme = if code == INTEGER_ARG_MIN { 3 } else { 2 };
+    let windows = (count + rows_per_window - 1) / rows_per_window;
+    let indices = ctx.allocate_temp(DType::I64, &[windows, inner])?;
+    // The extremes in 64 bits (packed narrow ones would share words between windows).
+    let signed = matches!(input.dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64);
+    let values = ctx.allocate_temp(if signed { DType::I64 } else { DType::U64 }, &[windows, inner])?;
+    let mut answers = vec![0i64; (outer * inner) as usize];
+    for o in 0..outer {
+        for w in 0..windows {
+            let rows = rows_per_window.min(count - w * rows_per_window);
+            let part = view(input, (o * count + w * rows_per_window) * inner, vec![1, rows, inner]);
+            let p = arg_params(1, rows, inner)?;
+            integer_passes(ctx, code, p, &part, &view(&indices, w * inner, vec![1, inner]))?;
+            integer_passes(ctx, extreme, p, &part, &view(&values, w * inner, vec![1, inner]))?;
+        }
+        let stream = ctx.stream()?;
+        let index_bytes = stream.read_now(indices.address, indices.byte_len())?;
+        let value_bytes = stream.read_now(values.address, values.byte_len())?;
+        for c in 0..inner as usize {
+            let mut best: Option<(i128, i64)> = None;
+            for w in 0..windows as usize {
+                let slot = w * inner as usize + c;
+                let value = integer_value(&value_bytes[slot * 8..][..8], values.dtype);
+                let better = match best {
+                    None => true,
+                    Some((b, _)) => {
+                        if code == INTEGER_ARG_MIN {
+                            value < b
+                        } else {
+                            value > b
+                        }
+                    }
+                };
+                if better {
+                    let index = i64::from_le_bytes(index_bytes[slot * 8..][..8].try_into().unwrap_or([0; 8]));
+                    best = Some((value, w as i64 * rows_per_window + index));
+                }
+            }
+            answers[o as usize * inner as usize + c] = best.map_or(0, |(_, index)| index);
+        }
+    }
+    let bytes: Vec<u8> = if out_size == 8 {
+        answers.iter().flat_map(|i| i.to_le_bytes()).collect()
+    } else {
+        answers.iter().flat_map(|&i| (i as i32).to_le_bytes()).collect()
+    };
+    ctx.stream()?.memcpy_htod(out.address, &bytes)
+}
+
+/// A little-endian integer element of `dtype`.
+fn integer_value(bytes: &[u8], dtype: DType) -> i128 {
+    let mut wide = [0u8; 16];
+    wide[..bytes.len()].copy_from_slice(bytes);
+    let unsigned = u128::from_le_bytes(wide);
+    let bits = 8 * bytes.len() as u32;
+    let signed = matches!(dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64);
+    if signed && bits < 128 && unsigned >> (bits - 1) & 1 == 1 {
+        (unsigned as i128) - (1i128 << bits)
+    } else {
+        unsigned as i128
+    }
 }
 
 /// `OP` of `integer_reduce.wgsl` for ArgMax and ArgMin.

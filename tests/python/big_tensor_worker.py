@@ -470,6 +470,15 @@ CASES = {
     "argmax_leading_two_rows": lambda: tf.argmax(tf.reshape(x2, [2, -1]), axis=0),
     "argmin_leading_three_rows_int32": lambda: tf.argmin(
         tf.reshape(tf.reshape(x2, [-1])[:3 * (E // 3)], [3, -1]), axis=0, output_type=tf.int32),
+    # Integer ArgMax/ArgMin: slabs, blocks of columns, windows of one long column.
+    "argmax_int64_rows": lambda: tf.argmax(tf.cast(x2 * 50, tf.int64), axis=1),
+    "argmin_int16_middle": lambda: tf.argmin(
+        tf.cast(tf.concat([x3] * 2, 0) * 30, tf.int16), axis=1, output_type=tf.int32),
+    # (Many ties at 250: the first occurrence across windows.)
+    "argmax_uint8_flat": lambda: tf.argmax(
+        tf.cast(tf.minimum(tf.abs(tf.reshape(tf.concat([x2] * 4, 0), [-1])) * 60, 250), tf.uint8)),
+    "argmin_int64_flat": lambda: tf.argmin(tf.reshape(tf.cast(x2 * 1000, tf.int64), [-1])),
+    "argmax_uint32_column_pairs": lambda: tf.argmax(tf.reshape(tf.cast(tf.abs(x2) * 1000, tf.uint32), [-1, 2]), axis=0),
     "argmax_leading_two_rows_int64": lambda: tf.argmax(tf.cast(tf.reshape(x2 * 50, [2, -1]), tf.int64), axis=0),
     "argmax_leading_two_rows_float64": lambda: tf.argmax(tf.cast(tf.reshape(x2, [2, -1]), tf.float64), axis=0),
     # Eleven rows of int8 (and of int16 indices): ranges of five rows, whose packed results start
