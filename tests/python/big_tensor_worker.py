@@ -493,10 +493,9 @@ CASES = {
     "in_top_k_odd_ranges": lambda: tf.math.in_top_k(
         tf.constant(np.arange(11) * 7), tf.reshape(tf.reshape(x2, [-1])[:11 * (E // 11)], [11, -1]), 50),
     # One row past the binding: its windows count in chunks, then one pass adds them up.
-    "in_top_k_one_row": lambda: tf.stack([tf.math.in_top_k(t, flat, k) for t, k in [
-        (tf.constant([7]), 1), (tf.constant([int(np.argmax(flat.numpy()))]), 1),
-        (tf.constant([int(np.argsort(flat.numpy()[0])[-40])]), 40), (tf.constant([int(np.argsort(flat.numpy()[0])[-40])]), 39),
-        (tf.constant([ELEMENTS - 1]), ELEMENTS), (tf.constant([ELEMENTS]), 3), (tf.constant([-1]), 3)]]),
+    "in_top_k_one_row": lambda: tf.stack([tf.math.in_top_k(tf.constant([t]), flat, k) for t, k in [
+        (7, 1), (int(np.argmax(flat.numpy())), 1), (int(np.argsort(flat.numpy()[0])[-40]), 40),
+        (int(np.argsort(flat.numpy()[0])[-40]), 39), (ELEMENTS - 1, ELEMENTS), (ELEMENTS, 3), (-1, 3)]]),
     "in_top_k_one_row_int64_nan": lambda: tf.stack([tf.math.in_top_k(tf.constant([t], tf.int64), row, 5) for t, row in [
         (3, flat), (3, tf.tensor_scatter_nd_update(flat, [[0, 9]], [np.nan])),
         (9, tf.tensor_scatter_nd_update(flat, [[0, 9]], [np.inf]))]]),
