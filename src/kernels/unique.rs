@@ -10,9 +10,11 @@
 //! (every NaN is its own unique value, and is never in `y`). float16 and bfloat16 compare bits, as
 //! TF-CPU's hash maps of them do.
 //!
-//! Limits: `x`, `y` and `idx` must each fit one storage binding (`binding_limit`, 128 MiB on
-//! lavapipe): larger ones are refused with `resource_exhausted`. A hash table larger than one
-//! binding is split into parts by the hash's top bits, one launch each.
+//! Past a binding: the hash table's probes read `x` at any element, so an `x`, `y` or `idx` larger
+//! than one storage binding (`binding_limit`, 128 MiB on lavapipe) is read back and hashed on the
+//! host with the same equality, and the results written back (`unique_on_host`,
+//! `list_diff_on_host`). A hash table larger than one binding is split into parts by the hash's top
+//! bits, one launch each.
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{check_loop_iterations, dispatch, storage_window, PipelineSpec, Shader};
@@ -155,16 +157,93 @@ fn launch(stream: &Stream, entry: &'static str, mut params: Params, binds: Binds
     })
 }
 
-/// Refuses a tensor larger than one storage binding.
-fn fits(core: &DeviceCore, op: &str, what: &str, bytes: u64) -> Result<()> {
+/// Whether every tensor of `bytes` fits one storage binding.
+fn all_fit(core: &DeviceCore, bytes: &[u64]) -> bool {
     let limit = binding_limit(core);
-    if bytes > limit {
-        return Err(Error::resource_exhausted(format!(
-            "{op}: {what} of {bytes} bytes exceeds one storage binding ({limit} bytes), which this kernel \
-             needs it to fit"
-        )));
+    bytes.iter().all(|&b| b <= limit)
+}
+
+/// An element's identity under TF-CPU's equality (see the module's notes): its bits, with float
+/// zeros and subnormals one value; None for a NaN, equal to nothing.
+fn host_key(bytes: &[u8], dtype: DType) -> Option<u64> {
+    let mut word = [0u8; 8];
+    word[..bytes.len()].copy_from_slice(bytes);
+    let bits = u64::from_le_bytes(word);
+    let (exponent, mantissa) = match dtype {
+        DType::F32 => (0x7f80_0000, 0x007f_ffff),
+        DType::F64 => (0x7ff0_0000_0000_0000, 0x000f_ffff_ffff_ffff),
+        _ => return Some(bits),
+    };
+    match bits & exponent {
+        0 => Some(0),
+        e if e == exponent && bits & mantissa != 0 => None,
+        _ => Some(bits),
+    }
+}
+
+/// Index values as `dtype` (int32 or int64) bytes.
+fn index_bytes(values: &[u64], dtype: DType) -> Vec<u8> {
+    if dtype == DType::I64 {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    } else {
+        values.iter().flat_map(|&v| (v as u32).to_le_bytes()).collect()
+    }
+}
+
+/// Unique and UniqueWithCounts of an `x` past a binding, on the host.
+fn unique_on_host(ctx: &mut dyn KernelContext, x: &TensorRef, index: DType, with_count: bool) -> Result<()> {
+    let size = x.dtype.size() as usize;
+    let bytes = ctx.stream()?.read_now(x.address, x.byte_len())?;
+    let mut first_of: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let (mut y, mut idx, mut counts) = (Vec::new(), Vec::with_capacity(x.num_elements() as usize), Vec::new());
+    for element in bytes.chunks_exact(size) {
+        let slot = match host_key(element, x.dtype) {
+            Some(key) => *first_of.entry(key).or_insert_with(|| {
+                y.extend_from_slice(element);
+                counts.push(0);
+                counts.len() as u64 - 1
+            }),
+            None => {
+                y.extend_from_slice(element);
+                counts.push(0);
+                counts.len() as u64 - 1
+            }
+        };
+        counts[slot as usize] += 1;
+        idx.push(slot);
+    }
+    let total = counts.len() as i64;
+    let out = ctx.allocate_output(0, x.dtype, &[total])?;
+    let positions = ctx.allocate_output(1, index, &[idx.len() as i64])?;
+    let count = if with_count { Some(ctx.allocate_output(2, index, &[total])?) } else { None };
+    let stream = ctx.stream()?;
+    stream.memcpy_htod(out.address, &y)?;
+    stream.memcpy_htod(positions.address, &index_bytes(&idx, index))?;
+    if let Some(count) = count {
+        stream.memcpy_htod(count.address, &index_bytes(&counts, index))?;
     }
     Ok(())
+}
+
+/// ListDiff of an `x` or `y` past a binding, on the host.
+fn list_diff_on_host(ctx: &mut dyn KernelContext, x: &TensorRef, y: &TensorRef, index: DType) -> Result<()> {
+    let size = x.dtype.size() as usize;
+    let stream = ctx.stream()?;
+    let xs = stream.read_now(x.address, x.byte_len())?;
+    let ys = if y.num_elements() > 0 { stream.read_now(y.address, y.byte_len())? } else { Vec::new() };
+    let in_y: std::collections::HashSet<u64> = ys.chunks_exact(size).filter_map(|e| host_key(e, y.dtype)).collect();
+    let (mut out, mut idx) = (Vec::new(), Vec::new());
+    for (i, element) in xs.chunks_exact(size).enumerate() {
+        if !host_key(element, x.dtype).is_some_and(|key| in_y.contains(&key)) {
+            out.extend_from_slice(element);
+            idx.push(i as u64);
+        }
+    }
+    let kept = ctx.allocate_output(0, x.dtype, &[idx.len() as i64])?;
+    let positions = ctx.allocate_output(1, index, &[idx.len() as i64])?;
+    let stream = ctx.stream()?;
+    stream.memcpy_htod(kept.address, &out)?;
+    stream.memcpy_htod(positions.address, &index_bytes(&idx, index))
 }
 
 /// The hash table for `len` elements of `dtype`: at least twice as many slots as distinct values
@@ -291,8 +370,9 @@ pub fn unique(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let n32 = shader_len(n, op)?;
     {
         let core: &DeviceCore = ctx.stream()?.device();
-        fits(core, op, "x", input.byte_len())?;
-        fits(core, op, "idx", n * index.size())?;
+        if !all_fit(core, &[input.byte_len(), n * index.size(), 4 * n]) {
+            return unique_on_host(ctx, &input, index, with_count);
+        }
         check_loop_iterations(core, n.div_ceil(CHUNK).div_ceil(WORKGROUP), op)?;
     }
     let x = Region::of(&input);
@@ -355,9 +435,9 @@ pub fn list_diff(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let (nx32, ny32) = (shader_len(nx, op)?, shader_len(ny, op)?);
     {
         let core: &DeviceCore = ctx.stream()?.device();
-        fits(core, op, "x", x.byte_len())?;
-        fits(core, op, "y", y.byte_len())?;
-        fits(core, op, "idx", nx * index.size())?;
+        if !all_fit(core, &[x.byte_len(), y.byte_len(), nx * index.size(), 4 * nx]) {
+            return list_diff_on_host(ctx, &x, &y, index);
+        }
         check_loop_iterations(core, nx.div_ceil(CHUNK).div_ceil(WORKGROUP), op)?;
     }
     let xr = Region::of(&x);

@@ -177,6 +177,16 @@ def gradient_of_shape(*shape):
         return normal(*shape)
 
 
+@functools.cache
+def special_floats():
+    """x2's values rounded to halves, flat, with signed zeros, subnormals and NaNs among them."""
+    row = np.round(x2.numpy().reshape(-1) * 2) / 2
+    row[::7] = -0.0
+    row[3::11] = np.float32(1e-40)
+    row[5::13] = np.nan
+    return tf.constant(row.astype(np.float32))
+
+
 def tall(t):
     """The 8 images of `t` stacked into one tall image past the binding (its batch cannot split)."""
     return tf.reshape(t, [1, -1, t.shape[2], t.shape[3]])
@@ -488,6 +498,17 @@ CASES = {
         tf.reshape(x2 * 50, [-1]), [1, -1])[:, :4 * E // 11], tf.int8), 3).values, tf.float32),
     "top_k_int16_indices_odd_ranges": lambda: tf.cast(tf.raw_ops.TopKV2(
         input=tf.reshape(tf.reshape(x2, [-1])[:11 * (E // 11)], [11, -1]), k=3, index_type=tf.int16)[1], tf.float32),
+    # Unique, UniqueWithCounts and ListDiff past the binding: hashed on the host (TF-CPU's equality:
+    # zeros and subnormals one value, every NaN its own).
+    "unique_int32": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.unique(
+        tf.reshape(tf.cast(x2 * 300, tf.int32), [-1]))], 0),
+    "unique_with_counts_float": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.unique_with_counts(
+        special_floats(), out_idx=tf.int64)], 0),
+    "list_diff_int64": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.raw_ops.ListDiff(
+        x=tf.reshape(tf.cast(x2 * 300, tf.int64), [-1]), y=tf.reshape(tf.cast(x2[:ROWS // 2] * 200, tf.int64), [-1]),
+        out_idx=tf.int32)], 0),
+    "list_diff_float": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.raw_ops.ListDiff(
+        x=special_floats(), y=tf.constant([0.0, np.nan, 1.5, -2.0]), out_idx=tf.int64)], 0),
     "in_top_k_rows": lambda: tf.math.in_top_k(labels, x2, 3),
     # Eleven rows: the batch splits into ranges of five, whose bool results start mid-word.
     "in_top_k_odd_ranges": lambda: tf.math.in_top_k(
