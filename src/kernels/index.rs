@@ -289,6 +289,9 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
     let modulo_window = dim.mode == DimMode::Modulo && !fits(&part.input) && rows_in_order && dim.in_dim > 0;
     let windowable = (matches!(dim.mode, DimMode::Direct | DimMode::ConstantPad | DimMode::Reverse) && rows_in_order)
         || modulo_window;
+    if matches!(dim.mode, DimMode::Reflect | DimMode::Symmetric) && !fits(&part.input) && rows_in_order {
+        return split_mirrored(limit, part, d, parts);
+    }
     let mut per_part = (limit / out_row_bytes.max(1)) as i64;
     if !fits(&part.input) {
         per_part = if windowable { per_part.min((limit / (dim.in_stride as u64 * size)) as i64) } else { 0 };
@@ -362,6 +365,40 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
             }
         };
         split_map(limit, sub, d + 1, parts)?;
+    }
+    Ok(())
+}
+
+/// `split_map` of a mirror-padded dimension `d` (MirrorPad's REFLECT or SYMMETRIC) over an input
+/// past the binding: the output rows before the input's, its own and those after each read the
+/// input's rows in one order (reversed, direct, reversed), so each range is split as a `Reverse`
+/// or `Direct` dimension of its own.
+fn split_mirrored(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> Result<()> {
+    let dim = part.dims[d];
+    let (n, offset) = (dim.in_dim, dim.offset);
+    // SYMMETRIC repeats the edge row; REFLECT does not.
+    let edge = i64::from(dim.mode == DimMode::Symmetric);
+    let out_row = part.out.num_elements() as i64 / dim.out.max(1);
+    let size = part.out.dtype.size();
+    let ranges = [(0, offset), (offset, offset + n), (offset + n, dim.out)];
+    for (k, (first, end)) in ranges.into_iter().enumerate() {
+        let (first, end) = (first.clamp(0, dim.out), end.clamp(0, dim.out));
+        if first >= end {
+            continue;
+        }
+        // Output row first + o reads input row `in_dim - 1 - o` (Reverse) or `o - offset` (Direct).
+        let (mode, in_dim, range_offset) = match k {
+            0 => (DimMode::Reverse, offset - first - edge + 1, 0),
+            1 => (DimMode::Direct, n, offset - first),
+            _ => (DimMode::Reverse, 2 * n - 1 + edge - (first - offset), 0),
+        };
+        let mut sub = MapPart {
+            input: part.input.clone(),
+            out: row_range(&part.out, (first * out_row) as u64 * size, (end - first) * out_row),
+            dims: part.dims.clone(),
+        };
+        sub.dims[d] = DimMap { out: end - first, in_dim, offset: range_offset, mode, ..dim };
+        split_map(limit, sub, d, parts)?;
     }
     Ok(())
 }

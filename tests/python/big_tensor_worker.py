@@ -524,6 +524,11 @@ CASES = {
                                                             ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID"),
     "mirror_pad_grad": lambda: tf.raw_ops.MirrorPadGrad(input=img, paddings=[[0, 0], [1, 1], [2, 1], [0, 0]],
                                                         mode="REFLECT"),
+    # Mirror padding of both dimensions of a tensor past the binding with more than 4096 rows:
+    # the rows before, within and after the input's each read its rows in one order.
+    "mirror_pad_many_rows_reflect": lambda: tf.pad(tf.reshape(x2, [-1, 4]), [[3, 2], [1, 2]], "REFLECT"),
+    "mirror_pad_many_rows_symmetric": lambda: tf.pad(tf.reshape(x2, [-1, 2, 2]), [[4, 1], [0, 1], [2, 2]],
+                                                     "SYMMETRIC"),
     "bucketize": lambda: tf.raw_ops.Bucketize(input=x2, boundaries=[-1.0, 0.0, 0.5, 2.0]),
     # Integer reductions: parts combined in the element type; Mean's 64-bit sums; outputs whose
     # 64-bit partial results pass the binding.
