@@ -5,6 +5,7 @@ use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
 use super::batch;
+use super::index::{DimMap, DimMode};
 use super::windows::{self, binding_limit};
 use super::{validate, DType, KernelContext, KernelInstance, TensorRef};
 
@@ -554,8 +555,7 @@ fn reverse_sequence_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
 }
 
 /// ReverseSequence along dimension 0 of a tensor past a binding, where ranges of the leading
-/// dimension cannot split it: dimensions 0 and 1 swapped (a windowed transpose), the sequences
-/// reversed along dimension 1 a range of the new leading dimension at a time, and swapped back.
+/// dimension cannot split it (`reverse_time_major_into`).
 fn reverse_sequence_time_major(
     ctx: &mut dyn KernelContext,
     input: &TensorRef,
@@ -566,6 +566,21 @@ fn reverse_sequence_time_major(
     if input.num_elements() == 0 {
         return Ok(());
     }
+    reverse_time_major_into(ctx, input, lengths, batch_dim, &out)
+}
+
+/// ReverseSequence along dimension 0 of `input` into `out`: dimensions 0 and 1 swapped (a windowed
+/// transpose), the sequences reversed along dimension 1 a range of the new leading dimension at a
+/// time, and swapped back. A row of the swapped tensor past a binding is one sequence (the batch
+/// leads: its first `length` rows reversed by a windowed index map, the rest copied) or, where the
+/// batch lies deeper, itself a time-major ReverseSequence of one rank less.
+fn reverse_time_major_into(
+    ctx: &mut dyn KernelContext,
+    input: &TensorRef,
+    lengths: &[u32],
+    batch_dim: usize,
+    out: &TensorRef,
+) -> Result<()> {
     let mut perm: Vec<usize> = (0..input.shape.len()).collect();
     perm.swap(0, 1);
     let swapped_shape = super::index::permuted_shape(&input.shape, &perm);
@@ -575,17 +590,47 @@ fn reverse_sequence_time_major(
     let batch_dim = perm.iter().position(|&d| d == batch_dim).unwrap_or(batch_dim);
     let (leading, row) = (swapped_shape[0], input.num_elements() as i64 / swapped_shape[0]);
     let row_bytes = row as u64 * input.dtype.size();
-    let per_part = (binding_limit(ctx.stream()?.device()) / row_bytes.max(1)).max(1) as i64;
+    let limit = binding_limit(ctx.stream()?.device());
+    let per_part = (limit / row_bytes.max(1)).max(1) as i64;
     let mut start = 0;
     while start < leading {
         let count = per_part.min(leading - start);
         let part = |t: &TensorRef| windows::rows(t, start, count);
         // A range of the batch (now leading) takes its sequences' lengths.
         let part_lengths = if batch_dim == 0 { &lengths[start as usize..(start + count) as usize] } else { lengths };
-        launch_reverse_sequence(ctx, &part(&swapped), part_lengths, 1, batch_dim, &part(&reversed))?;
+        if row_bytes <= limit {
+            launch_reverse_sequence(ctx, &part(&swapped), part_lengths, 1, batch_dim, &part(&reversed))?;
+        } else {
+            let one_row = |t: &TensorRef| {
+                let mut row = windows::rows(t, start, 1);
+                row.shape.remove(0);
+                row
+            };
+            let (from, to) = (one_row(&swapped), one_row(&reversed));
+            if batch_dim == 0 {
+                reverse_prefix(ctx.stream()?, &from, i64::from(part_lengths[0]), &to)?;
+            } else {
+                reverse_time_major_into(ctx, &from, part_lengths, batch_dim - 1, &to)?;
+            }
+        }
         start += count;
     }
-    super::index::permute_any_size(ctx, &reversed, &out, &perm)
+    super::index::permute_any_size(ctx, &reversed, out, &perm)
+}
+
+/// `out` = `input` with its first `length` rows (along dimension 0) in reverse order.
+fn reverse_prefix(stream: &Stream, input: &TensorRef, length: i64, out: &TensorRef) -> Result<()> {
+    let rows = input.shape[0].max(1);
+    let inner = input.num_elements() as i64 / rows;
+    let row_bytes = inner as u64 * input.dtype.size();
+    let reversed = [
+        DimMap { out: length, in_dim: length, in_stride: inner, offset: 0, mode: DimMode::Reverse },
+        DimMap { out: inner, in_dim: inner, in_stride: 1, offset: 0, mode: DimMode::Direct },
+    ];
+    let head = |t: &TensorRef| windows::rows(t, 0, length);
+    super::index::map(stream, &head(input), &head(out), &reversed, None)?;
+    let tail = length as u64 * row_bytes;
+    stream.memcpy_dtod(out.address + tail, input.address + tail, input.byte_len() - tail)
 }
 
 /// `out` = `input` with the first `lengths[b]` elements along `seq_dim` of each batch element `b`

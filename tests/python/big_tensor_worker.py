@@ -464,6 +464,14 @@ CASES = {
         x3, time_lengths, seq_axis=0, batch_axis=1),
     "reverse_sequence_time_major_batch2": lambda: tf.reverse_sequence(
         x3, tf.constant(np.arange(ROW) % 5, tf.int32), seq_axis=0, batch_axis=2),
+    # ... where one swapped row is itself past the binding: one sequence (the batch on dimension 1)
+    # reversed by a windowed index map, or (the batch deeper) a time-major reversal of one rank less.
+    "reverse_sequence_time_major_long_rows": lambda: tf.reverse_sequence(
+        tf.reshape(tf.concat([x2, x2 * 0.5], 0), [-1, 2]), tf.constant([E // 3, E - 5], tf.int64), seq_axis=0,
+        batch_axis=1),
+    "reverse_sequence_time_major_long_rows_batch2": lambda: tf.reverse_sequence(
+        tf.reshape(tf.concat([x2, x2 * 0.5], 0), [-1, 2, 2]), tf.constant([7, E // 2 - 1]), seq_axis=0,
+        batch_axis=2),
     "conv3d": lambda: tf.nn.conv3d(vol, filt3, [1] * 5, "SAME"),
     "conv3d_backprop_input": lambda: tf.raw_ops.Conv3DBackpropInputV2(
         input_sizes=vol.shape, filter=filt3, out_backprop=VOL_DY, strides=[1] * 5, padding="SAME"),
