@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
 use crate::runtime::Stream;
 
+use super::slice::StridedView;
 use super::{matmul, reduce, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -660,8 +661,246 @@ impl Call {
     }
 }
 
+type Compute = fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>;
+
+/// Runs the forward pass or the backprop (`compute`) whole, or, where a tensor that grows with the
+/// batch passes a storage binding (the input, the output, the reserve space, the per-step
+/// temporaries), a range of the batch at a time: each range's slices of the batch-carrying inputs
+/// (copied out where the batch is not the leading dimension), its own outputs (copied into place
+/// after), its block of the reserve space (which grows linearly with the batch, so a range's block
+/// starts at `start` times one batch element's share, the same in both passes) and, for the
+/// backprop, its params gradient added to the others.
+fn in_batch_ranges(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    forward: bool,
+    compute: Compute,
+) -> Result<()> {
+    let call = Call::read(ctx, kernel, forward)?;
+    let model = &call.model;
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
+    let one = Model { batch: 1, ..model.clone() };
+    let (_, _, reserve_one) = one.layout();
+    // Elements of the largest tensor a batch element adds to, and its share of the reserve.
+    let widest = [
+        model.steps * model.input_size,
+        model.steps * model.dirs * model.hidden,
+        reserve_one,
+        model.steps * model.gate_units(),
+        model.steps * model.input_size.max(model.dirs * model.hidden),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    let per_element = widest as u64 * call.params.dtype.size();
+    if model.batch <= 1 || per_element * model.batch as u64 <= limit {
+        return compute(ctx, kernel);
+    }
+    let count = (limit / per_element.max(1)).max(1) as i64;
+    let first = call.version.forward_inputs();
+    let (sliced_inputs, reserve_input): (Vec<usize>, Option<usize>) =
+        if forward { (vec![0, 1, 2], None) } else { ((0..3).chain(first..first + 6).collect(), Some(first + 6)) };
+    let mut shared = Shared::default();
+    let mut start = 0;
+    while start < model.batch {
+        let mut range = BatchRange {
+            inner: &mut *ctx,
+            start,
+            count: count.min(model.batch - start),
+            batch: model.batch,
+            axis: if model.time_major { 1 } else { 0 },
+            sliced_inputs: &sliced_inputs,
+            reserve: (reserve_input, forward.then_some(3), reserve_one),
+            lengths_input: (call.version == Version::V3).then_some(4),
+            summed_output: (!forward).then_some(3),
+            shared: &mut shared,
+            inputs: Vec::new(),
+            scatters: Vec::new(),
+            sums: Vec::new(),
+        };
+        compute(&mut range, kernel)?;
+        range.finish()?;
+        start += count;
+    }
+    Ok(())
+}
+
+/// What the ranges of one node share: its outputs, allocated once, and whether its host output
+/// was written.
+#[derive(Default)]
+struct Shared {
+    outputs: Vec<(usize, TensorRef)>,
+    host_output_written: bool,
+}
+
+/// One range of the batch, `start..start + count` of `batch`, as the kernel context the forward
+/// pass or the backprop runs in (see `in_batch_ranges`).
+struct BatchRange<'a> {
+    inner: &'a mut dyn KernelContext,
+    start: i64,
+    count: i64,
+    batch: i64,
+    /// The batch's dimension in the 3-D inputs and outputs (1 time-major, else 0).
+    axis: usize,
+    sliced_inputs: &'a [usize],
+    /// The reserve space's input (backprop) and output (forward) indices, and its elements per
+    /// batch element.
+    reserve: (Option<usize>, Option<usize>, i64),
+    lengths_input: Option<usize>,
+    summed_output: Option<usize>,
+    shared: &'a mut Shared,
+    /// This range's inputs, sliced on first use.
+    inputs: Vec<(usize, TensorRef)>,
+    /// Outputs written to a temporary, then copied into the range's slice of the node's.
+    scatters: Vec<(TensorRef, TensorRef)>,
+    /// params gradients of later ranges, added to the first's.
+    sums: Vec<(TensorRef, TensorRef)>,
+}
+
+impl BatchRange<'_> {
+    /// Whether `t` carries the batch along `axis` (3-D; a GRU's `input_c` need not).
+    fn batched(&self, shape: &[i64], range: bool) -> bool {
+        shape.len() == 3 && shape[self.axis] == if range { self.count } else { self.batch }
+    }
+
+    /// The view of this range's slice of the whole 3-D `t`.
+    fn slice_view(&self, shape: &[i64]) -> StridedView {
+        let strides = super::slice::contiguous_strides(shape);
+        let mut sliced = shape.to_vec();
+        sliced[self.axis] = self.count;
+        StridedView { base: self.start * strides[self.axis], shape: sliced, strides }
+    }
+
+    /// The node's output `index` of `shape`, allocated by the first range that asks.
+    fn whole_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        if let Some((_, t)) = self.shared.outputs.iter().find(|(i, _)| *i == index) {
+            return Ok(t.clone());
+        }
+        let t = self.inner.allocate_output(index, dtype, shape)?;
+        self.shared.outputs.push((index, t.clone()));
+        Ok(t)
+    }
+
+    fn finish(self) -> Result<()> {
+        let views: Vec<StridedView> = self.scatters.iter().map(|(_, whole)| self.slice_view(&whole.shape)).collect();
+        let stream = self.inner.stream()?;
+        for ((part, whole), view) in self.scatters.iter().zip(&views) {
+            super::slice::launch_scatter(stream, part, view, whole)?;
+        }
+        for (part, total) in &self.sums {
+            super::binary::launch(stream, super::binary::BinaryOp::Add, total, part, total)?;
+        }
+        Ok(())
+    }
+}
+
+impl KernelContext for BatchRange<'_> {
+    fn num_inputs(&self) -> usize {
+        self.inner.num_inputs()
+    }
+
+    fn num_outputs(&self) -> usize {
+        self.inner.num_outputs()
+    }
+
+    fn expected_output_dtype(&self, index: usize) -> Result<DType> {
+        self.inner.expected_output_dtype(index)
+    }
+
+    fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        self.inner.allocate_temp(dtype, shape)
+    }
+
+    fn stream(&mut self) -> Result<&Stream> {
+        self.inner.stream()
+    }
+
+    fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
+        self.inner.host_input_floats(index)
+    }
+
+    fn input(&mut self, index: usize) -> Result<TensorRef> {
+        if let Some((_, t)) = self.inputs.iter().find(|(i, _)| *i == index) {
+            return Ok(t.clone());
+        }
+        let whole = self.inner.input(index)?;
+        let (reserve_input, _, reserve_one) = self.reserve;
+        let t = if reserve_input == Some(index) {
+            let element = whole.dtype.size();
+            let address = whole.address + (self.start * reserve_one) as u64 * element;
+            TensorRef { address, dtype: whole.dtype, shape: vec![self.count * reserve_one] }
+        } else if self.sliced_inputs.contains(&index) && self.batched(&whole.shape, false) {
+            let view = self.slice_view(&whole.shape);
+            let part = self.inner.allocate_temp(whole.dtype, &view.shape)?;
+            super::slice::launch(self.inner.stream()?, &whole, &view, &part)?;
+            part
+        } else {
+            whole
+        };
+        self.inputs.push((index, t.clone()));
+        Ok(t)
+    }
+
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+        let (values, shape) = self.inner.host_input_values(index)?;
+        if self.lengths_input == Some(index) && shape == [self.batch] {
+            let range = values[self.start as usize..(self.start + self.count) as usize].to_vec();
+            return Ok((range, vec![self.count]));
+        }
+        Ok((values, shape))
+    }
+
+    fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        let (_, reserve_output, reserve_one) = self.reserve;
+        if reserve_output == Some(index) && shape.len() == 1 {
+            let whole = self.whole_output(index, dtype, &[self.batch * reserve_one])?;
+            let address = whole.address + (self.start * reserve_one) as u64 * dtype.size();
+            return Ok(TensorRef { address, dtype, shape: shape.to_vec() });
+        }
+        if index < 3 && self.batched(shape, true) {
+            let mut whole_shape = shape.to_vec();
+            whole_shape[self.axis] = self.batch;
+            let whole = self.whole_output(index, dtype, &whole_shape)?;
+            let part = self.inner.allocate_temp(dtype, shape)?;
+            self.scatters.push((part.clone(), whole));
+            return Ok(part);
+        }
+        if self.start == 0 {
+            return self.whole_output(index, dtype, shape);
+        }
+        let part = self.inner.allocate_temp(dtype, shape)?;
+        if self.summed_output == Some(index) {
+            let total = self.whole_output(index, dtype, shape)?;
+            self.sums.push((part.clone(), total));
+        }
+        Ok(part)
+    }
+
+    fn forward_input_or_allocate_output(
+        &mut self,
+        _candidates: &[usize],
+        index: usize,
+        dtype: DType,
+        shape: &[i64],
+    ) -> Result<TensorRef> {
+        self.allocate_output(index, dtype, shape)
+    }
+
+    fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
+        if self.shared.host_output_written {
+            return Ok(());
+        }
+        self.shared.host_output_written = true;
+        self.inner.write_host_output(index, dtype, shape, bytes)
+    }
+}
+
 /// CudnnRNN, CudnnRNNV2, CudnnRNNV3.
 pub fn forward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    in_batch_ranges(ctx, kernel, true, forward_whole)
+}
+
+fn forward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let Call { op, version, config, input, input_h, input_c, params, model, pseudo, reserve_len, lengths } =
         Call::read(ctx, kernel, true)?;
     // float32 (float16 through half::via_f32) or float64, in every tensor and temporary.
@@ -801,6 +1040,10 @@ pub fn forward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
 
 /// CudnnRNNBackprop, CudnnRNNBackpropV2, CudnnRNNBackpropV3.
 pub fn backward(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    in_batch_ranges(ctx, kernel, false, backward_whole)
+}
+
+fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let Call { op, version, config, input, input_h, input_c, params, model, pseudo, reserve_len, lengths } =
         Call::read(ctx, kernel, false)?;
     let dtype = params.dtype;

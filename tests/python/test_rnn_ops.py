@@ -607,3 +607,28 @@ def test_reference_matches_keras(mode, rng):
     np.testing.assert_allclose(output_h.numpy(), np.stack(hs, axis=1), rtol=1e-5, atol=1e-5)
     if mode == "lstm":
         np.testing.assert_allclose(output_c.numpy(), np.stack(cs, axis=1), rtol=1e-5, atol=1e-5)
+
+
+# A batch of 64 (rnn_tanh: 192) whose reserve space, outputs and per-step temporaries pass a 64 KiB binding: the
+# forward pass and the backprop run in ranges of the batch (each range its block of the reserve
+# space; the params gradient summed over them). Run in a process of its own with that binding.
+RANGES = [(mode, time_major, "V3", 0) for mode in ["lstm", "gru", "rnn_tanh"] for time_major in [True, False]] + \
+    [("lstm", True, "V2", 0), ("gru", True, "V1", 0), ("lstm", False, "V3", 3)]
+SMALL_BINDING = "65536"
+
+
+@pytest.mark.skipif(os.environ.get("TF_WGPU_MAX_BINDING_BYTES") != SMALL_BINDING,
+                    reason="run by test_batch_ranges_past_the_binding, in a process with a 64 KiB binding")
+@pytest.mark.parametrize("mode,time_major,version,num_proj", RANGES, ids=ids(RANGES, "", "time_major=", "", "proj="))
+def test_batch_range_case(mode, time_major, version, num_proj, rng, strict_placement):
+    case = Case(rng, mode, dirs=2, layers=2, time_major=time_major, batch=64 if mode != "rnn_tanh" else 192,
+                units=5 if num_proj else 4,
+                num_proj=num_proj, lengths="random" if version == "V3" else "full")
+    check(case, version=version)
+
+
+def test_batch_ranges_past_the_binding():
+    env = dict(os.environ, TF_WGPU_MAX_BINDING_BYTES=SMALL_BINDING, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                           "test_batch_range_case"], env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0 and f"{len(RANGES)} passed" in proc.stdout, proc.stdout[-4000:]
