@@ -797,6 +797,14 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let p = pool_params(kernel, &input.shape)?;
     let out = ctx.allocate_output(0, input.dtype, &pooled_shape(&p))?;
     let entry = if kernel.def.op.starts_with("MaxPool") { "max_pool" } else { "avg_pool" };
+    let limit = binding_limit(ctx.stream()?.device());
+    // One image past a binding: bands of output rows.
+    let pool_any_size = |stream: &Stream, p: Params, input: &TensorRef, out: &TensorRef| {
+        if p.batch == 1 && input.byte_len().max(out.byte_len()) > limit {
+            return pool_in_bands(stream, entry, p, input, out, limit);
+        }
+        launch_pool(stream, entry, p, input, out)
+    };
     if !window_fits(ctx.stream()?, entry, &p) {
         // A window past the loop cap: pools are separable (a maximum of maxima; an average of
         // averages, as the count of a window's elements inside the image is a product), so the
@@ -805,14 +813,10 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
         let columns_pooled = Params { h: p.oh, kh: 1, sh: 1, pad_top: 0, ..p };
         let temp = ctx.allocate_temp(input.dtype, &pooled_shape(&rows_pooled))?;
         let stream = ctx.stream()?;
-        launch_pool(stream, entry, rows_pooled, &input, &temp)?;
-        return launch_pool(stream, entry, columns_pooled, &temp, &out);
+        pool_any_size(stream, rows_pooled, &input, &temp)?;
+        return pool_any_size(stream, columns_pooled, &temp, &out);
     }
-    let limit = binding_limit(ctx.stream()?.device());
-    if p.batch == 1 && input.byte_len().max(out.byte_len()) > limit {
-        return pool_in_bands(ctx.stream()?, entry, p, &input, &out, limit);
-    }
-    launch_pool(ctx.stream()?, entry, p, &input, &out)
+    pool_any_size(ctx.stream()?, p, &input, &out)
 }
 
 /// MaxPool or AvgPool (`entry`): four channels per invocation (`max_pool_c4`, `avg_pool_c4`) where

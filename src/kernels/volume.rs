@@ -620,7 +620,7 @@ fn pool3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
                 (g.out[axis], g.k[axis], g.strides[axis], g.pads[axis]);
             let pooled =
                 if axis == 2 { out.clone() } else { ctx.allocate_temp(input.dtype, &along.output_shape(g.c))? };
-            launch(ctx.stream()?, entry, along.params()?, &[&source, &pooled], pooled.num_elements())?;
+            pool3d_any_size(ctx, entry, along.params()?, &source, &pooled)?;
             // The next axis pools this one's output.
             along.input[axis] = g.out[axis];
             (along.k[axis], along.strides[axis], along.pads[axis]) = (1, 1, 0);
@@ -628,21 +628,28 @@ fn pool3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
         }
         return Ok(());
     }
-    if needs_bands(ctx.stream()?, g.batch, &[&input, &out]) {
+    pool3d_any_size(ctx, entry, g.params()?, &input, &out)
+}
+
+/// MaxPool3D or AvgPool3D (`entry`) of `p` from `input` into `out`; one volume past a binding in
+/// bands of output planes.
+fn pool3d_any_size(
+    ctx: &mut dyn KernelContext,
+    entry: &'static str,
+    p: Params,
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    if needs_bands(ctx.stream()?, i64::from(p.batch), &[input, out]) {
         let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
-        return for_output_bands(
-            ctx,
-            &g.params()?,
-            (plane_bytes(&input), plane_bytes(&out)),
-            |ctx, band, (first, count)| {
-                // Not None: a pool's padding is smaller than its window.
-                let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
-                let out = planes(&out, first, count);
-                launch(ctx.stream()?, entry, band, &[&planes(&input, lo, planes_read), &out], out.num_elements())
-            },
-        );
+        return for_output_bands(ctx, &p, (plane_bytes(input), plane_bytes(out)), |ctx, band, (first, count)| {
+            // Not None: a pool's padding is smaller than its window.
+            let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
+            let out = planes(out, first, count);
+            launch(ctx.stream()?, entry, band, &[&planes(input, lo, planes_read), &out], out.num_elements())
+        });
     }
-    launch(ctx.stream()?, entry, g.params()?, &[&input, &out], out.num_elements())
+    launch(ctx.stream()?, entry, p, &[input, out], out.num_elements())
 }
 
 /// MaxPool3DGrad (orig_input, orig_output, grad), AvgPool3DGrad (orig_input_shape, grad) and

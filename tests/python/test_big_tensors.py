@@ -83,3 +83,17 @@ def test_real_size_tensors_on_lavapipe():
 
 def test_the_case_list_is_read():
     assert len(CASE_NAMES) > 40 and "keras_train_step" in CASE_NAMES
+
+
+@pytest.mark.skipif(not HEAVY, reason="heavy suite: TF 2.21 only (TF_WGPU_HEAVY=1 runs it anywhere)")
+def test_pool_of_one_image_with_a_window_past_the_loop_cap():
+    """A 269 MB image pooled with windows of 600 x 600 (past llvmpipe's loop cap: pooled rows
+    first, then columns) in bands of rows, against TF-CPU."""
+    x = tf.random.stateless_normal([1, 8200, 8200, 1], seed=[1, 2])
+    for pool in (lambda: tf.nn.max_pool2d(x, 600, 500, "SAME"),
+                 lambda: tf.nn.avg_pool2d(x, [600, 300], [400, 500], "VALID")):
+        with tf.device("/GPU:0"):
+            got = pool().numpy()
+        with tf.device("/CPU:0"):
+            want = pool().numpy()
+        assert abs(got - want).max() <= 1e-6, abs(got - want).max()
