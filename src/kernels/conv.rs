@@ -905,10 +905,11 @@ fn in_output_bands(
 /// (AvgPoolGrad; MaxPoolGrad of overlapping windows, whose `argmax` scratch, as grad's shape, holds
 /// each window's maximum), on one image past a binding: bands of dx's rows, the last band first.
 ///
-/// A band's rows `first..end` are covered by windows `oa..ob`, which start at input row `s <= first`
-/// (or in the padding, for the first): the band's frame counts rows from `s`, so that no window it
-/// reads is cut at its top, and every window keeps its count of elements inside the image (the
-/// frame runs to the image's end) and its argmax. The band writes dx's rows `s..end`: rows
+/// A band's rows `first..end` are covered by windows `oa..ob` (`windows::gather_bands`), which
+/// start at input row `s <= first` (or in the padding, for the first): the band's frame counts rows
+/// from `s`, so that no window it reads is cut at its top. AvgPoolGrad's frame runs to the image's
+/// end, so every window keeps its count of elements inside the image; MaxPoolGrad's runs to the
+/// last window's end, so every window keeps its argmax. The band writes dx's rows `s..end`: rows
 /// `s..first` take only some of their windows, and the band above, run after it, writes them whole.
 fn pool_grad_in_bands(
     stream: &Stream,
@@ -933,25 +934,13 @@ fn pool_grad_in_bands(
             (2 * kh + 1) as u64 * in_row.max(out_row)
         )));
     }
-    let firsts: Vec<i64> = (0..h).step_by(rows as usize).collect();
-    for &first in firsts.iter().rev() {
-        let end = (first + rows).min(h);
-        // The first window whose last row reaches `first`.
-        let reach_first = first + top - kh + 1;
-        let oa = if reach_first <= 0 { 0 } else { (reach_first + sh - 1) / sh };
-        let ob = ((end - 1 + top).div_euclid(sh) + 1).min(oh);
-        if oa >= ob {
-            // No window reads these rows.
-            let rows = image_rows(dx, first, end - first);
-            stream.fill(rows.address, rows.byte_len(), 0)?;
-            continue;
+    for band in windows::gather_bands(h, rows, (kh, sh, top, oh)) {
+        if let Some((first, count)) = band.zeros {
+            let zeros = image_rows(dx, first, count);
+            stream.fill(zeros.address, zeros.byte_len(), 0)?;
         }
-        let s = (oa * sh - top).max(0);
-        if s > first {
-            // Strides past the window leave rows no window reads.
-            let gap = image_rows(dx, first, s - first);
-            stream.fill(gap.address, gap.byte_len(), 0)?;
-        }
+        let Some((oa, ob, s)) = band.windows else { continue };
+        let end = band.end;
         let windows = image_rows(grad, oa, ob - oa);
         let band = Params { oh: (ob - oa) as u32, pad_top: (top + s - oa * sh) as u32, ..p };
         let written = image_rows(dx, s, end - s);

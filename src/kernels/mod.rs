@@ -3,9 +3,17 @@
 //! kernel touches an FFI struct. Adding an op is a table line plus a WGSL function.
 
 /// The `KernelContext` methods an adapter context (`layout`, `batch`, `half`) passes straight to
-/// the context it wraps, `self.inner`; `variables` adds the resource-variable ones.
+/// the context it wraps, `self.inner`; `variables` adds the resource-variable ones, and
+/// `all_but_host_output` leaves out `write_host_output` (`rnn`'s batch ranges write it once).
 macro_rules! pass_through_to_inner {
     () => {
+        pass_through_to_inner!(all_but_host_output);
+
+        fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
+            self.inner.write_host_output(index, dtype, shape, bytes)
+        }
+    };
+    (all_but_host_output) => {
         fn num_inputs(&self) -> usize {
             self.inner.num_inputs()
         }
@@ -16,10 +24,6 @@ macro_rules! pass_through_to_inner {
 
         fn expected_output_dtype(&self, index: usize) -> Result<DType> {
             self.inner.expected_output_dtype(index)
-        }
-
-        fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
-            self.inner.write_host_output(index, dtype, shape, bytes)
         }
 
         fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {

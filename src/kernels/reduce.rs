@@ -974,7 +974,7 @@ pub fn compute_integer_arg(ctx: &mut dyn KernelContext, kernel: &KernelInstance)
     }
     let code = if kernel.def.op == "ArgMin" { INTEGER_ARG_MIN } else { INTEGER_ARG_MAX };
     let limit = binding_limit(ctx.stream()?.device());
-    if input.byte_len() > limit {
+    if input.byte_len().max(out.byte_len()) > limit {
         let outer = input.shape[..axis].iter().product::<i64>();
         let inner = input.shape[axis + 1..].iter().product::<i64>();
         return integer_arg_in_windows(ctx, code, (outer, input.shape[axis], inner), &input, &out, limit);
@@ -999,7 +999,8 @@ fn integer_arg_in_windows(
 ) -> Result<()> {
     let element = input.dtype.size() as i64;
     let out_size = out.dtype.size() as i64;
-    let slab = count * inner * element;
+    // A slab's input, or its results (int64 ones may outgrow a narrow input).
+    let slab = (count * inner * element).max(inner * out_size);
     // Elements `first..first + len` of `t`, as `shape`.
     let view = |t: &TensorRef, first: i64, shape: Vec<i64>| TensorRef {
         address: t.address + (first * t.dtype.size() as i64) as u64,
@@ -1022,7 +1023,8 @@ fn integer_arg_in_windows(
         return Ok(());
     }
     if count * element <= limit as i64 / 2 {
-        let width = (limit as i64 / 2 / (count * element)).clamp(1, inner);
+        // A block's input and its results each within half a binding.
+        let width = (limit as i64 / 2 / (count * element).max(out_size)).clamp(1, inner);
         let block = ctx.allocate_temp(input.dtype, &[count, width])?;
         for o in 0..outer {
             let slab = view(input, o * count * inner, vec![count, inner]);
@@ -1039,7 +1041,8 @@ fn integer_arg_in_windows(
         }
         return Ok(());
     }
-    let rows_per_window = limit as i64 / (inner * element);
+    // (Each window's results, [inner] int64 indices and extremes, must fit too.)
+    let rows_per_window = if inner * 8 > limit as i64 { 0 } else { limit as i64 / (inner * element) };
     if rows_per_window < 1 {
         return Err(Error::unimplemented(format!(
             "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one row \

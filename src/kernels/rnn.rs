@@ -698,8 +698,29 @@ fn in_batch_ranges(
     }
     let count = (limit / per_element.max(1)).max(1) as i64;
     let first = call.version.forward_inputs();
-    let (sliced_inputs, reserve_input): (Vec<usize>, Option<usize>) =
-        if forward { (vec![0, 1, 2], None) } else { ((0..3).chain(first..first + 6).collect(), Some(first + 6)) };
+    if !forward {
+        // Checked whole here: each range sees only its block of it.
+        let reserve = ctx.input(first + 6)?;
+        if reserve.num_elements() as i64 != call.reserve_len {
+            return Err(Error::invalid_argument(format!(
+                "reserve_space has {} elements; a training {} forward pass of these shapes makes {}",
+                reserve.num_elements(),
+                call.op,
+                call.reserve_len
+            )));
+        }
+    }
+    // The tensors that carry the batch: input, input_h and input_c (a cell state only for lstm);
+    // the backprop's output, output_h, output_c and their gradients too.
+    let lstm = model.mode == Mode::Lstm;
+    let forward_batched = [0, 1].into_iter().chain(lstm.then_some(2));
+    let (sliced_inputs, reserve_input): (Vec<usize>, Option<usize>) = if forward {
+        (forward_batched.collect(), None)
+    } else {
+        let backprop = [0, 1, 3, 4].into_iter().chain(if lstm { vec![2, 5] } else { vec![] }).map(|k| first + k);
+        (forward_batched.chain(backprop).collect(), Some(first + 6))
+    };
+    let sliced_outputs: Vec<usize> = [0, 1].into_iter().chain(lstm.then_some(2)).collect();
     let mut shared = Shared::default();
     let mut start = 0;
     while start < model.batch {
@@ -710,6 +731,7 @@ fn in_batch_ranges(
             batch: model.batch,
             axis: if model.time_major { 1 } else { 0 },
             sliced_inputs: &sliced_inputs,
+            sliced_outputs: &sliced_outputs,
             reserve: (reserve_input, forward.then_some(3), reserve_one),
             lengths_input: (call.version == Version::V3).then_some(4),
             summed_output: (!forward).then_some(3),
@@ -743,6 +765,7 @@ struct BatchRange<'a> {
     /// The batch's dimension in the 3-D inputs and outputs (1 time-major, else 0).
     axis: usize,
     sliced_inputs: &'a [usize],
+    sliced_outputs: &'a [usize],
     /// The reserve space's input (backprop) and output (forward) indices, and its elements per
     /// batch element.
     reserve: (Option<usize>, Option<usize>, i64),
@@ -795,29 +818,7 @@ impl BatchRange<'_> {
 }
 
 impl KernelContext for BatchRange<'_> {
-    fn num_inputs(&self) -> usize {
-        self.inner.num_inputs()
-    }
-
-    fn num_outputs(&self) -> usize {
-        self.inner.num_outputs()
-    }
-
-    fn expected_output_dtype(&self, index: usize) -> Result<DType> {
-        self.inner.expected_output_dtype(index)
-    }
-
-    fn allocate_temp(&mut self, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
-        self.inner.allocate_temp(dtype, shape)
-    }
-
-    fn stream(&mut self) -> Result<&Stream> {
-        self.inner.stream()
-    }
-
-    fn host_input_floats(&mut self, index: usize) -> Result<Vec<f64>> {
-        self.inner.host_input_floats(index)
-    }
+    pass_through_to_inner!(all_but_host_output);
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         if let Some((_, t)) = self.inputs.iter().find(|(i, _)| *i == index) {
@@ -857,7 +858,7 @@ impl KernelContext for BatchRange<'_> {
             let address = whole.address + (self.start * reserve_one) as u64 * dtype.size();
             return Ok(TensorRef { address, dtype, shape: shape.to_vec() });
         }
-        if index < 3 && self.batched(shape, true) {
+        if self.sliced_outputs.contains(&index) && self.batched(shape, true) {
             let mut whole_shape = shape.to_vec();
             whole_shape[self.axis] = self.batch;
             let whole = self.whole_output(index, dtype, &whole_shape)?;

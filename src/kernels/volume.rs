@@ -16,6 +16,7 @@ use super::conv::{window, BATCHED_IMAGE, IMAGE_IN_OUT};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
 use super::validate::shape_string;
+use super::windows::image_rows;
 use super::{matmul, shader_len, validate, windows, DType, KernelContext, KernelInstance, TensorRef};
 
 pub const SHADER: Shader = Shader {
@@ -273,17 +274,23 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&Tenso
 }
 
 /// For each chunk of the column matrix of `input` under `p` (rows `[start, start + count)`),
-/// calls `f(ctx, columns, start, count)`.
+/// calls `f(ctx, columns, start, count)`. The chunks' buffer is `buffer`'s, made on first use:
+/// the bands of one volume share it (a kernel's temporaries live until it ends).
 fn for_column_chunks(
     ctx: &mut dyn KernelContext,
     p: Params,
     input: &TensorRef,
     rows: i64,
+    buffer: &mut Option<TensorRef>,
     mut f: impl FnMut(&mut dyn KernelContext, &TensorRef, i64, i64) -> Result<()>,
 ) -> Result<()> {
     let taps = i64::from(p.kd) * i64::from(p.kh) * i64::from(p.kw) * i64::from(p.c);
     let chunk = (column_chunk_bytes(ctx)? as i64 / (input.dtype.size() as i64 * taps.max(1))).clamp(1, rows.max(1));
-    let columns = ctx.allocate_temp(input.dtype, &[chunk, taps])?;
+    let columns = match buffer {
+        Some(columns) if columns.shape[0] >= chunk => columns.clone(),
+        _ => buffer.insert(ctx.allocate_temp(input.dtype, &[chunk, taps])?).clone(),
+    };
+    let chunk = chunk.min(columns.shape[0]);
     let mut start = 0;
     while start < rows {
         let count = chunk.min(rows - start);
@@ -301,14 +308,6 @@ fn column_chunk_bytes(ctx: &mut dyn KernelContext) -> Result<u64> {
     Ok(COLUMN_CHUNK_BYTES.min(windows::binding_limit(ctx.stream()?.device())))
 }
 
-/// Planes `first..first + count` (along the depth) of the NDHWC tensor `t` of one volume.
-fn planes(t: &TensorRef, first: i64, count: i64) -> TensorRef {
-    let plane = t.byte_len() / t.shape[1].max(1) as u64;
-    let mut shape = t.shape.clone();
-    shape[1] = count;
-    TensorRef { address: t.address + first as u64 * plane, dtype: t.dtype, shape }
-}
-
 /// Whether a 3-D window op runs in bands of planes: one volume, with a tensor past a binding.
 fn needs_bands(stream: &Stream, batch: i64, tensors: &[&TensorRef]) -> bool {
     let limit = windows::binding_limit(stream.device());
@@ -316,9 +315,8 @@ fn needs_bands(stream: &Stream, batch: i64, tensors: &[&TensorRef]) -> bool {
 }
 
 /// The output planes `first..first + count` of the 3-D window op `p` (one volume) as an op of its
-/// own: its parameters, whose depth padding (an i32, so it may turn negative) counts from the
-/// first input plane its windows read, and those input planes (first, count); None where they all
-/// lie in the padding.
+/// own: its parameters, whose depth padding counts from the first input plane its windows read,
+/// and those input planes (first, count); None where they all lie in the padding.
 fn output_band(p: &Params, first: i64, count: i64) -> Option<(Params, (i64, i64))> {
     let [sd, kd, dd, lhs, d] = [p.sd, p.kd, p.dd, p.lhs_d, p.d].map(i64::from);
     let pd = i64::from(p.pd);
@@ -371,9 +369,10 @@ fn convolve(
     input: &TensorRef,
     filter: &TensorRef,
     out: &TensorRef,
+    buffer: &mut Option<TensorRef>,
 ) -> Result<()> {
     let rows = out.shape[0];
-    for_column_chunks(ctx, p, input, rows, |ctx, columns, start, count| {
+    for_column_chunks(ctx, p, input, rows, buffer, |ctx, columns, start, count| {
         matmul::product(ctx, columns, filter, &windows::rows(out, start, count), false, false)
     })
 }
@@ -413,18 +412,25 @@ fn convolve_volume(
     filter: &TensorRef,
     (out, flat_out): (&TensorRef, &TensorRef),
 ) -> Result<()> {
+    let mut columns = None;
     if !needs_bands(ctx.stream()?, input.shape[0], &[input, out]) {
-        return convolve(ctx, p, input, filter, flat_out);
+        return convolve(ctx, p, input, filter, flat_out, &mut columns);
     }
-    let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
     let pixels = i64::from(p.oh) * i64::from(p.ow);
     for_output_bands(ctx, &p, (plane_bytes(input), plane_bytes(out)), |ctx, band, (first, count)| {
         let rows = windows::rows(flat_out, first * pixels, count * pixels);
         match band {
-            Some((band, (lo, planes_read))) => convolve(ctx, band, &planes(input, lo, planes_read), filter, &rows),
+            Some((band, (lo, planes_read))) => {
+                convolve(ctx, band, &image_rows(input, lo, planes_read), filter, &rows, &mut columns)
+            }
             None => ctx.stream()?.fill(rows.address, rows.byte_len(), 0),
         }
     })
+}
+
+/// The bytes of one plane (along dimension 1) of `t`.
+fn plane_bytes(t: &TensorRef) -> u64 {
+    t.byte_len() / t.shape[1].max(1) as u64
 }
 
 /// The forward geometry of a 3-D convolution, with TF's checks of the input and filter.
@@ -532,36 +538,43 @@ fn conv3d_grad_filter_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance
     } else {
         None
     };
+    let mut scratch = GradFilterScratch { partial, columns: None };
     let p = g.params()?;
     if !banded {
-        return sum_grad_filter(ctx, p, &input, &flat_dy, &flat_df, partial.as_ref(), false);
+        return sum_grad_filter(ctx, p, (&input, &flat_dy), &flat_df, &mut scratch, false);
     }
     // One volume past a binding: the sum over bands of dy's planes, each over the input planes
     // its windows read.
     ctx.stream()?.fill(df.address, df.byte_len(), 0)?;
-    let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
     let pixels = i64::from(p.oh) * i64::from(p.ow);
     for_output_bands(ctx, &p, (plane_bytes(&input), plane_bytes(&dy)), |ctx, band, (first, count)| {
         let Some((band, (lo, planes_read))) = band else { return Ok(()) };
         let dy_rows = windows::rows(&flat_dy, first * pixels, count * pixels);
-        sum_grad_filter(ctx, band, &planes(&input, lo, planes_read), &dy_rows, &flat_df, partial.as_ref(), true)
+        sum_grad_filter(ctx, band, (&image_rows(&input, lo, planes_read), &dy_rows), &flat_df, &mut scratch, true)
     })
 }
 
+/// The filter gradient's temporaries: the partial product added to `df` where there are several,
+/// and the column matrix's chunk (`for_column_chunks`).
+struct GradFilterScratch {
+    partial: Option<TensorRef>,
+    columns: Option<TensorRef>,
+}
+
 /// `df` (+)= the column matrix of `input` under `p`, transposed, times `dy` [rows, oc]: chunks of
-/// rows after the first (or every chunk, with `accumulate`) add through `partial`.
+/// rows after the first (or every chunk, with `accumulate`) add through the scratch's partial.
 fn sum_grad_filter(
     ctx: &mut dyn KernelContext,
     p: Params,
-    input: &TensorRef,
-    dy: &TensorRef,
+    (input, dy): (&TensorRef, &TensorRef),
     df: &TensorRef,
-    partial: Option<&TensorRef>,
+    scratch: &mut GradFilterScratch,
     accumulate: bool,
 ) -> Result<()> {
-    for_column_chunks(ctx, p, input, dy.shape[0], |ctx, columns, start, count| {
+    let partial = scratch.partial.clone();
+    for_column_chunks(ctx, p, input, dy.shape[0], &mut scratch.columns, |ctx, columns, start, count| {
         let dy_rows = windows::rows(dy, start, count);
-        match partial {
+        match &partial {
             Some(sum) if start > 0 || accumulate => {
                 matmul::product(ctx, columns, &dy_rows, sum, true, false)?;
                 binary::launch(ctx.stream()?, BinaryOp::Add, df, sum, df)
@@ -641,12 +654,11 @@ fn pool3d_any_size(
     out: &TensorRef,
 ) -> Result<()> {
     if needs_bands(ctx.stream()?, i64::from(p.batch), &[input, out]) {
-        let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
         return for_output_bands(ctx, &p, (plane_bytes(input), plane_bytes(out)), |ctx, band, (first, count)| {
             // Not None: a pool's padding is smaller than its window.
             let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
-            let out = planes(out, first, count);
-            launch(ctx.stream()?, entry, band, &[&planes(input, lo, planes_read), &out], out.num_elements())
+            let out = image_rows(out, first, count);
+            launch(ctx.stream()?, entry, band, &[&image_rows(input, lo, planes_read), &out], out.num_elements())
         });
     }
     launch(ctx.stream()?, entry, p, &[input, out], out.num_elements())
@@ -726,15 +738,14 @@ fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     }
     let out = ctx.allocate_output(0, grad.dtype, &pooled)?;
     if needs_bands(ctx.stream()?, g.batch, &[&x, &y, &grad, &out]) {
-        let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
         return for_output_bands(
             ctx,
             &g.params()?,
             (plane_bytes(&x), plane_bytes(&out)),
             |ctx, band, (first, count)| {
                 let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
-                let (x, grad) = (planes(&x, lo, planes_read), planes(&grad, lo, planes_read));
-                let (y, out) = (planes(&y, first, count), planes(&out, first, count));
+                let (x, grad) = (image_rows(&x, lo, planes_read), image_rows(&grad, lo, planes_read));
+                let (y, out) = (image_rows(&y, first, count), image_rows(&out, first, count));
                 launch(ctx.stream()?, "max_pool_grad_grad", band, &[&x, &out, &grad, &y], out.num_elements())
             },
         );
@@ -755,7 +766,6 @@ fn pool_grad_in_bands(
     dx: &TensorRef,
 ) -> Result<()> {
     let limit = windows::binding_limit(stream.device());
-    let plane_bytes = |t: &TensorRef| t.byte_len() / t.shape[1].max(1) as u64;
     let [sd, kd, d, od] = [p.sd, p.kd, p.d, p.od].map(i64::from);
     let pd = i64::from(p.pd);
     // A band of `planes` dx planes spans at most planes + kd frame planes and planes + kd windows.
@@ -767,33 +777,22 @@ fn pool_grad_in_bands(
             (kd + 1) as u64 * plane_bytes(dx).max(plane_bytes(grad))
         )));
     }
-    let firsts: Vec<i64> = (0..d).step_by(planes_per_band as usize).collect();
-    for &first in firsts.iter().rev() {
-        let end = (first + planes_per_band).min(d);
-        // The first window whose last plane reaches `first`, and one past the last that starts by `end`.
-        let reach_first = first + pd - kd + 1;
-        let oa = if reach_first <= 0 { 0 } else { (reach_first + sd - 1) / sd };
-        let ob = ((end - 1 + pd).div_euclid(sd) + 1).min(od);
-        if oa >= ob {
-            let rows = planes(dx, first, end - first);
-            stream.fill(rows.address, rows.byte_len(), 0)?;
-            continue;
+    for band in windows::gather_bands(d, planes_per_band, (kd, sd, pd, od)) {
+        if let Some((first, count)) = band.zeros {
+            let zeros = image_rows(dx, first, count);
+            stream.fill(zeros.address, zeros.byte_len(), 0)?;
         }
-        let s = (oa * sd - pd).max(0);
-        if s > first {
-            // Strides past the window leave planes no window reads.
-            let gap = planes(dx, first, s - first);
-            stream.fill(gap.address, gap.byte_len(), 0)?;
-        }
+        let Some((oa, ob, s)) = band.windows else { continue };
+        let end = band.end;
         let band = Params { d: (d - s) as u32, od: (ob - oa) as u32, pd: (pd + s - oa * sd) as i32, ..p };
-        let written = planes(dx, s, end - s);
-        let windows = planes(grad, oa, ob - oa);
+        let written = image_rows(dx, s, end - s);
+        let covering = image_rows(grad, oa, ob - oa);
         match (x, y) {
             (Some(x), Some(y)) => {
-                let tensors = [&planes(x, s, end - s), &written, &windows, &planes(y, oa, ob - oa)];
+                let tensors = [&image_rows(x, s, end - s), &written, &covering, &image_rows(y, oa, ob - oa)];
                 launch(stream, "max_pool_grad", band, &tensors, written.num_elements())?;
             }
-            _ => launch(stream, "avg_pool_grad", band, &[&windows, &written], written.num_elements())?,
+            _ => launch(stream, "avg_pool_grad", band, &[&covering, &written], written.num_elements())?,
         }
     }
     Ok(())

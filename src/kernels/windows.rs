@@ -62,15 +62,49 @@ pub fn rows(t: &TensorRef, start: i64, count: i64) -> TensorRef {
     TensorRef { address: t.address + start as u64 * row_bytes, dtype: t.dtype, shape }
 }
 
-/// Rows `first..first + count` of the one image of `t` ([1, h, w, c], NHWC), as an image of
-/// `count` rows: a band of a convolution, pool or resize.
+/// Rows `first..first + count` of the one image of `t` ([1, h, w, c], NHWC; or planes of a volume
+/// [1, d, h, w, c]), as an image of `count` rows: a band of a convolution, pool or resize.
 pub fn image_rows(t: &TensorRef, first: i64, count: i64) -> TensorRef {
     let row_bytes = t.byte_len() / t.shape[1].max(1) as u64;
-    TensorRef {
-        address: t.address + first as u64 * row_bytes,
-        dtype: t.dtype,
-        shape: vec![1, count, t.shape[2], t.shape[3]],
-    }
+    let mut shape = t.shape.clone();
+    shape[1] = count;
+    TensorRef { address: t.address + first as u64 * row_bytes, dtype: t.dtype, shape }
+}
+
+/// A band of input rows `first..end` of a gradient that gathers, for each input element, over the
+/// windows covering it: `zeros`, rows no window reads (first, count), and `windows` (first, end)
+/// covering the band, the first of which starts at input row `start` (0 where it starts in the
+/// padding; at most `first` unless strides pass the window).
+pub struct GatherBand {
+    pub first: i64,
+    pub end: i64,
+    pub zeros: Option<(i64, i64)>,
+    pub windows: Option<(i64, i64, i64)>,
+}
+
+/// The bands of `rows` rows of an input of `size` rows under `out` windows of `k` rows, `stride`
+/// apart, the first starting `pad` rows before the input: the last band first (a band writes the
+/// rows from its first window's start, which its own first rows' band, run after it, rewrites).
+pub fn gather_bands(size: i64, rows: i64, (k, stride, pad, out): (i64, i64, i64, i64)) -> Vec<GatherBand> {
+    let firsts: Vec<i64> = (0..size).step_by(rows.max(1) as usize).collect();
+    firsts
+        .into_iter()
+        .rev()
+        .map(|first| {
+            let end = (first + rows).min(size);
+            // The first window whose last row reaches `first`, and one past the last that starts
+            // by `end`.
+            let reach_first = first + pad - k + 1;
+            let first_window = if reach_first <= 0 { 0 } else { (reach_first + stride - 1) / stride };
+            let end_window = ((end - 1 + pad).div_euclid(stride) + 1).min(out);
+            if first_window >= end_window {
+                return GatherBand { first, end, zeros: Some((first, end - first)), windows: None };
+            }
+            let start = (first_window * stride - pad).max(0);
+            let zeros = (start > first).then_some((first, start - first));
+            GatherBand { first, end, zeros, windows: Some((first_window, end_window, start)) }
+        })
+        .collect()
 }
 
 /// `t` without its first dimension, row `index` of it (or the only row, where it broadcasts).

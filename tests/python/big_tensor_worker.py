@@ -497,6 +497,11 @@ CASES = {
         tf.cast(tf.minimum(tf.abs(tf.reshape(tf.concat([x2] * 4, 0), [-1])) * 60, 250), tf.uint8)),
     "argmin_int64_flat": lambda: tf.argmin(tf.reshape(tf.cast(x2 * 1000, tf.int64), [-1])),
     "argmax_uint32_column_pairs": lambda: tf.argmax(tf.reshape(tf.cast(tf.abs(x2) * 1000, tf.uint32), [-1, 2]), axis=0),
+    # uint8 in, int64 out: the results pass the binding before the input does.
+    "argmax_uint8_narrow_rows": lambda: tf.argmax(
+        tf.cast(tf.minimum(tf.abs(tf.reshape(tf.concat([x2, -x2], 0)[:, :255], [-1, 3])) * 60, 250), tf.uint8), 1),
+    "argmin_uint8_three_long_rows": lambda: tf.argmin(tf.cast(tf.minimum(
+        tf.abs(tf.reshape(tf.reshape(tf.concat([x2, -x2], 0), [-1])[:6 * (E // 3)], [3, -1])) * 60, 250), tf.uint8), 0),
     "argmax_leading_two_rows_int64": lambda: tf.argmax(tf.cast(tf.reshape(x2 * 50, [2, -1]), tf.int64), axis=0),
     "argmax_leading_two_rows_float64": lambda: tf.argmax(tf.cast(tf.reshape(x2, [2, -1]), tf.float64), axis=0),
     # Eleven rows of int8 (and of int16 indices): ranges of five rows, whose packed results start
