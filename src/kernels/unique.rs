@@ -169,13 +169,17 @@ fn host_key(bytes: &[u8], dtype: DType) -> Option<u64> {
     let mut word = [0u8; 8];
     word[..bytes.len()].copy_from_slice(bytes);
     let bits = u64::from_le_bytes(word);
-    let (exponent, mantissa) = match dtype {
-        DType::F32 => (0x7f80_0000, 0x007f_ffff),
-        DType::F64 => (0x7ff0_0000_0000_0000, 0x000f_ffff_ffff_ffff),
+    // (exponent bits, mantissa bits, whether zeros and subnormals merge): the shader's `is_nan`
+    // and `key_of`.
+    let (exponent, mantissa, merge_zeros) = match dtype {
+        DType::F16 => (0x7c00, 0x03ff, false),
+        DType::BF16 => (0x7f80, 0x007f, false),
+        DType::F32 => (0x7f80_0000, 0x007f_ffff, true),
+        DType::F64 => (0x7ff0_0000_0000_0000, 0x000f_ffff_ffff_ffff, true),
         _ => return Some(bits),
     };
     match bits & exponent {
-        0 => Some(0),
+        0 if merge_zeros => Some(0),
         e if e == exponent && bits & mantissa != 0 => None,
         _ => Some(bits),
     }

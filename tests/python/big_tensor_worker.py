@@ -520,6 +520,10 @@ CASES = {
     "list_diff_int64": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.raw_ops.ListDiff(
         x=tf.reshape(tf.cast(x2 * 300, tf.int64), [-1]), y=tf.reshape(tf.cast(x2[:ROWS // 2] * 200, tf.int64), [-1]),
         out_idx=tf.int32)], 0),
+    "unique_half_nans": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.unique(
+        tf.cast(special_floats(), tf.bfloat16))], 0),
+    "list_diff_half_nans": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.raw_ops.ListDiff(
+        x=tf.cast(special_floats(), tf.float16), y=tf.constant([0.0, np.nan, 1.5], tf.float16), out_idx=tf.int32)], 0),
     "list_diff_float": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.raw_ops.ListDiff(
         x=special_floats(), y=tf.constant([0.0, np.nan, 1.5, -2.0]), out_idx=tf.int64)], 0),
     "in_top_k_rows": lambda: tf.math.in_top_k(labels, x2, 3),

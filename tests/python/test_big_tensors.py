@@ -48,8 +48,10 @@ def cases():
     try:
         source = open(os.path.join(HERE, "big_tensor_worker.py")).read()
         start = source.index("CASES = {")
-        return [line.split('"')[1] for line in source[start:].splitlines()[1:]
-                if line.strip().startswith('"') and '": ' in line]
+        # The dict's keys, up to its closing brace (not the TOLERANCE dict's after it).
+        block = source[start:source.index("\n}\n", start)]
+        return [line.split('"')[1] for line in block.splitlines()[1:]
+                if line.startswith('    "') and '": ' in line]
     finally:
         sys.argv = argv
 
