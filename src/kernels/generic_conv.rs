@@ -108,15 +108,7 @@ impl KernelContext for MergedBatch<'_> {
         Ok(TensorRef { shape: shape.to_vec(), ..out })
     }
 
-    fn forward_input_or_allocate_output(
-        &mut self,
-        _candidates: &[usize],
-        index: usize,
-        dtype: DType,
-        shape: &[i64],
-    ) -> Result<TensorRef> {
-        self.allocate_output(index, dtype, shape)
-    }
+    pass_through_to_inner!(no_forwarding);
 
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
         self.inner.host_input_values(index)

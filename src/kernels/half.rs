@@ -83,16 +83,7 @@ impl KernelContext for F32View<'_> {
         Ok(wide)
     }
 
-    fn forward_input_or_allocate_output(
-        &mut self,
-        _candidates: &[usize],
-        index: usize,
-        dtype: DType,
-        shape: &[i64],
-    ) -> Result<TensorRef> {
-        // The kernel's inputs are temporaries here, so there is nothing of TF's to forward.
-        self.allocate_output(index, dtype, shape)
-    }
+    pass_through_to_inner!(no_forwarding);
 
     fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
         self.inner.host_input_values(index)

@@ -4,7 +4,8 @@
 
 /// The `KernelContext` methods an adapter context (`layout`, `batch`, `half`) passes straight to
 /// the context it wraps, `self.inner`; `variables` adds the resource-variable ones, and
-/// `all_but_host_output` leaves out `write_host_output` (`rnn`'s batch ranges write it once).
+/// `all_but_host_output` leaves out `write_host_output` (`rnn`'s batch ranges write it once), and
+/// `no_forwarding` allocates every output.
 macro_rules! pass_through_to_inner {
     () => {
         pass_through_to_inner!(all_but_host_output);
@@ -36,6 +37,19 @@ macro_rules! pass_through_to_inner {
 
         fn stream(&mut self) -> Result<&Stream> {
             self.inner.stream()
+        }
+    };
+    (no_forwarding) => {
+        // The inputs this context hands out are its own temporaries or slices, so there is
+        // nothing of TF's to forward: every output is allocated.
+        fn forward_input_or_allocate_output(
+            &mut self,
+            _candidates: &[usize],
+            index: usize,
+            dtype: DType,
+            shape: &[i64],
+        ) -> Result<TensorRef> {
+            self.allocate_output(index, dtype, shape)
         }
     };
     (batch_start) => {

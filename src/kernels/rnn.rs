@@ -877,15 +877,7 @@ impl KernelContext for BatchRange<'_> {
         Ok(part)
     }
 
-    fn forward_input_or_allocate_output(
-        &mut self,
-        _candidates: &[usize],
-        index: usize,
-        dtype: DType,
-        shape: &[i64],
-    ) -> Result<TensorRef> {
-        self.allocate_output(index, dtype, shape)
-    }
+    pass_through_to_inner!(no_forwarding);
 
     fn write_host_output(&mut self, index: usize, dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<()> {
         if self.shared.host_output_written {
