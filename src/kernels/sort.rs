@@ -234,8 +234,9 @@ fn elements(t: &TensorRef, first: u64, count: u64) -> TensorRef {
 /// at a time: the row's pieces of at most `longest` elements give their top k each, then the top k of
 /// those candidates (piece after piece, each in TopK's order) are the row's, their positions mapped
 /// back to the row (`top_k_row_indices`). Equal values keep TF's order, the lower index first: the
-/// candidates' order is the row's among equal values. Needs k at most the shortest piece and the
-/// candidates' sort within a binding (else ResourceExhausted).
+/// candidates' order is the row's among equal values. Where k passes the shortest piece or the
+/// candidates pass a sort (`tf.sort` of a long vector is TopKV2 with k = n), the rows are ranked
+/// on the host instead (`top_k_on_host`).
 fn top_k_of_long_rows(
     ctx: &mut dyn KernelContext,
     p: Params,
@@ -259,17 +260,8 @@ fn top_k_of_long_rows(
     }
     let last = n - (pieces - 1) * piece;
     let candidates = pieces * k;
-    if k > piece.min(last) {
-        return Err(Error::resource_exhausted(format!(
-            "k = {k} is more than a piece of {piece} elements of a row of {n}, the longest this adapter's \
-             storage binding sorts"
-        )));
-    }
-    if candidates.next_power_of_two() > longest {
-        return Err(Error::resource_exhausted(format!(
-            "a row of {n} elements with k = {k} needs a sort of {candidates} candidates, more than \
-             this adapter's storage binding holds ({longest} elements)"
-        )));
+    if k > piece.min(last) || candidates.next_power_of_two() > longest {
+        return top_k_on_host(ctx, p, kind, input, values, indices);
     }
     let candidate_values = ctx.allocate_temp(values.dtype, &[candidates as i64])?;
     let candidate_indices = ctx.allocate_temp(DType::I32, &[candidates as i64])?;
@@ -297,6 +289,71 @@ fn top_k_of_long_rows(
         let q = Params { rows: 1, step: piece as u32, ..p };
         let tensors = [&row_indices, &candidate_indices, &row_indices, &row_indices];
         launch(ctx.stream()?, "top_k_row_indices", q, tensors, k)?;
+    }
+    Ok(())
+}
+
+/// An element's key in `sort.wgsl`'s total order for `kind` (its `element_key`): greater keys
+/// first, -0 equal to +0, NaN past the infinities in its sign's order. `bits` holds the element's
+/// `words` 32-bit words, low word first.
+fn host_order_key(bits: u64, kind: u32, words: u32) -> u64 {
+    let wide = words == 2;
+    let sign: u64 = if wide { 1 << 63 } else { 1 << 31 };
+    let key = match kind {
+        // float32 and float64: zeros as +0, negative values below the positive ones, reversed.
+        0 | 3 if bits & !sign == 0 => sign,
+        0 | 3 if bits & sign != 0 => !bits & if wide { u64::MAX } else { u64::from(u32::MAX) },
+        0 | 3 => bits | sign,
+        1 => bits ^ sign,
+        _ => bits,
+    };
+    if wide {
+        key
+    } else {
+        key << 32
+    }
+}
+
+/// TopKV2 of rows whose top k the device cannot sort within a binding, ranked on the host: each
+/// row is read back, its top k chosen in TF's order (greater first, ties by lower index), and the
+/// values and int32 indices written back. One sync per row.
+fn top_k_on_host(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    kind: u32,
+    input: &TensorRef,
+    values: &TensorRef,
+    indices: &TensorRef,
+) -> Result<()> {
+    let (n, k) = (u64::from(p.n), u64::from(p.k));
+    let size = input.dtype.size();
+    let stream = ctx.stream()?;
+    for row in 0..u64::from(p.rows) {
+        let bytes = stream.read_now(input.address + row * n * size, n * size)?;
+        let element = |i: u32| {
+            let at = i as usize * size as usize;
+            let mut word = [0u8; 8];
+            word[..size as usize].copy_from_slice(&bytes[at..at + size as usize]);
+            u64::from_le_bytes(word)
+        };
+        // Sorting (key descending, index ascending) pairs puts the row in TopK's order.
+        let mut order: Vec<(u64, u32)> =
+            (0..n as u32).map(|i| (!host_order_key(element(i), kind, p.words), i)).collect();
+        if k < n {
+            order.select_nth_unstable(k as usize);
+            order.truncate(k as usize);
+        }
+        order.sort_unstable();
+        let top_values: Vec<u8> = order
+            .iter()
+            .flat_map(|&(_, i)| {
+                let at = i as usize * size as usize;
+                bytes[at..at + size as usize].iter().copied()
+            })
+            .collect();
+        let top_indices: Vec<u8> = order.iter().flat_map(|&(_, i)| i.to_le_bytes()).collect();
+        stream.memcpy_htod(values.address + row * k * size, &top_values)?;
+        stream.memcpy_htod(indices.address + row * k * 4, &top_indices)?;
     }
     Ok(())
 }

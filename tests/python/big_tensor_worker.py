@@ -159,6 +159,12 @@ def top_k_long_row(k, rounded):
     return tf.stack([values, tf.cast(indices, tf.float32)])
 
 
+def signed_zeros(x):
+    """x with its small values replaced by -0.0 (negative ones) and +0.0 (the others)."""
+    zeros = tf.where(x < 0, tf.constant(-0.0, x.dtype), tf.constant(0.0, x.dtype))
+    return tf.where(tf.abs(x) < 0.05, zeros, x)
+
+
 def argmax_pool(include_batch):
     return tf.nn.max_pool_with_argmax(img, 2, 2, "VALID", include_batch_in_index=include_batch)[1]
 
@@ -444,6 +450,15 @@ CASES = {
     "top_k_rows": top_k_rows,
     "top_k_long_row": lambda: top_k_long_row(5, False),
     "top_k_long_row_ties": lambda: top_k_long_row(300, True),
+    # k past a piece of the row: tf.sort and tf.argsort are TopKV2 with k = n (ranked on the host).
+    "top_k_long_row_half_k": lambda: top_k_long_row(ELEMENTS // 2, True),
+    "sort_long_row": lambda: tf.sort(tf.reshape(x2, [-1]), direction="DESCENDING"),
+    "sort_long_row_ascending": lambda: tf.sort(tf.reshape(x2, [-1])),
+    "argsort_long_row_ties": lambda: tf.argsort(tf.round(tf.reshape(x2, [-1]) * 2.0), stable=True),
+    "sort_int64_long_row": lambda: tf.sort(tf.cast(tf.reshape(x2, [-1]) * 1e6, tf.int64), direction="DESCENDING"),
+    # Signed zeros tie (their indices in order); TF-CPU's order of NaNs is arbitrary, so none here.
+    "argsort_float64_long_row_signed_zeros": lambda: tf.argsort(signed_zeros(tf.cast(tf.reshape(x2, [-1]), tf.float64)),
+                                                                direction="DESCENDING", stable=True),
     "cumsum_rows": lambda: tf.cumsum(x2, axis=1),
     "matrix_diag_part": lambda: tf.linalg.diag_part(matrices),
     "matrix_set_diag": lambda: tf.linalg.set_diag(matrices, matrices[:, :, 0] * 10),
