@@ -166,16 +166,15 @@ pub fn map(
     }
     let limit = binding_limit(stream.device());
     if input.byte_len() > limit || out.byte_len() > limit {
-        let mut parts = Vec::new();
         let whole = MapPart { input: input.clone(), out: out.clone(), dims: dims.to_vec() };
-        split_map(limit, whole, 0, &mut parts)?;
-        return parts.iter().try_for_each(|p| map_launch(stream, &p.input, &p.out, &p.dims, fill));
+        // Each part launches as it is found: however many there are, none is held for long.
+        return split_map(limit, whole, 0, &mut |p| map_launch(stream, &p.input, &p.out, &p.dims, fill));
     }
     map_launch(stream, input, out, dims, fill)
 }
 
-/// `map` past the shader's rank: one map per index of the outermost dimension (each of one rank
-/// less), as many as `MAX_MAP_PARTS` in all.
+/// `map` past the shader's rank: one map per index of the outermost dimensions beyond it (each of
+/// one rank less).
 fn map_by_rows(
     stream: &Stream,
     input: &TensorRef,
@@ -183,13 +182,6 @@ fn map_by_rows(
     dims: &[DimMap],
     fill: Option<&TensorRef>,
 ) -> Result<()> {
-    let rows_needed: i64 = dims[..dims.len() - MAX_RANK].iter().map(|d| d.out).product();
-    if rows_needed as usize > MAX_MAP_PARTS {
-        return Err(Error::unimplemented(format!(
-            "index map of {} dimensions after merging, beyond {MAX_RANK}, in more than {MAX_MAP_PARTS} parts",
-            dims.len()
-        )));
-    }
     let size = input.dtype.size();
     let dim = dims[0];
     let out_row = out.num_elements() / dim.out.max(1) as u64;
@@ -251,7 +243,8 @@ fn simplified(dims: &[DimMap]) -> Vec<DimMap> {
     out
 }
 
-/// Most parts one index map splits into (each a dispatch) before it refuses the work.
+/// Most parts a permutation's index map splits into (each a dispatch) before `permute_any_size`
+/// takes windows of a transpose instead.
 const MAX_MAP_PARTS: usize = 4096;
 
 /// A part of an index map over tensors larger than a storage binding: the output rows it writes
@@ -264,18 +257,16 @@ struct MapPart {
 
 /// Splits `part` along dimension `d` (the dimensions before it already narrowed to one index)
 /// into parts whose tensors fit `limit` bytes: ranges of output rows where that keeps the input
-/// window small enough, else one row at a time, splitting the next dimension.
-fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> Result<()> {
+/// window small enough, else one row at a time, splitting the next dimension. Each part goes to
+/// `emit` as it is found.
+fn split_map(limit: u64, part: MapPart, d: usize, emit: &mut dyn FnMut(MapPart) -> Result<()>) -> Result<()> {
     let fits = |t: &TensorRef| t.byte_len() <= limit;
     if fits(&part.input) && fits(&part.out) {
-        if parts.len() >= MAX_MAP_PARTS {
-            return Err(too_many_parts(limit, &part));
-        }
-        parts.push(part);
-        return Ok(());
+        return emit(part);
     }
-    if d >= part.dims.len() || parts.len() >= MAX_MAP_PARTS {
-        return Err(too_many_parts(limit, &part));
+    if d >= part.dims.len() {
+        // Unreachable: one index of every dimension is one element in and out.
+        return Err(Error::internal(format!("index map of {:?}: a part past the binding", part.out.shape)));
     }
     let size = part.input.dtype.size();
     let dim = part.dims[d];
@@ -290,7 +281,7 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
     let windowable = (matches!(dim.mode, DimMode::Direct | DimMode::ConstantPad | DimMode::Reverse) && rows_in_order)
         || modulo_window;
     if matches!(dim.mode, DimMode::Reflect | DimMode::Symmetric) && !fits(&part.input) && rows_in_order {
-        return split_mirrored(limit, part, d, parts);
+        return split_mirrored(limit, part, d, emit);
     }
     let mut per_part = (limit / out_row_bytes.max(1)) as i64;
     if !fits(&part.input) {
@@ -339,10 +330,7 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
                 sub.dims[d].in_dim = hi - lo;
                 sub.dims[d].offset = dim.offset - start + lo;
             }
-            if parts.len() >= MAX_MAP_PARTS {
-                return Err(too_many_parts(limit, &part));
-            }
-            parts.push(sub);
+            emit(sub)?;
             start += count;
         }
         return Ok(());
@@ -364,7 +352,7 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
                 DimMap { out: 1, in_dim: 1, in_stride: 0, offset: 0, mode: DimMode::Direct }
             }
         };
-        split_map(limit, sub, d + 1, parts)?;
+        split_map(limit, sub, d + 1, emit)?;
     }
     Ok(())
 }
@@ -373,7 +361,7 @@ fn split_map(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> R
 /// past the binding: the output rows before the input's, its own and those after each read the
 /// input's rows in one order (reversed, direct, reversed), so each range is split as a `Reverse`
 /// or `Direct` dimension of its own.
-fn split_mirrored(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>) -> Result<()> {
+fn split_mirrored(limit: u64, part: MapPart, d: usize, emit: &mut dyn FnMut(MapPart) -> Result<()>) -> Result<()> {
     let dim = part.dims[d];
     let (n, offset) = (dim.in_dim, dim.offset);
     // SYMMETRIC repeats the edge row; REFLECT does not.
@@ -398,14 +386,14 @@ fn split_mirrored(limit: u64, part: MapPart, d: usize, parts: &mut Vec<MapPart>)
             dims: part.dims.clone(),
         };
         sub.dims[d] = DimMap { out: end - first, in_dim, offset: range_offset, mode, ..dim };
-        split_map(limit, sub, d, parts)?;
+        split_map(limit, sub, d, emit)?;
     }
     Ok(())
 }
 
 fn too_many_parts(limit: u64, part: &MapPart) -> Error {
     Error::unimplemented(format!(
-        "index map of {:?} from {} bytes: its parts would exceed the {limit}-byte storage binding or number more \
+        "index map of {:?} from {} bytes: its parts within the {limit}-byte storage binding would number more \
          than {MAX_MAP_PARTS}",
         part.out.shape,
         part.input.byte_len()
@@ -651,7 +639,14 @@ fn map_permutation(
     }
     let mut parts = Vec::new();
     let whole = MapPart { input: input.clone(), out: out.clone(), dims: dims.clone() };
-    if split_map(limit, whole, 0, &mut parts).is_ok() {
+    let mut collect = |part: MapPart| {
+        if parts.len() >= MAX_MAP_PARTS {
+            return Err(too_many_parts(limit, &part));
+        }
+        parts.push(part);
+        Ok(())
+    };
+    if split_map(limit, whole, 0, &mut collect).is_ok() {
         return parts.iter().try_for_each(|p| map_launch(stream, &p.input, &p.out, &p.dims, None));
     }
     permute_in_windows(ctx, input, out, &dims, depth, temps)

@@ -2196,6 +2196,19 @@ def test_pad_past_eight_dimensions_matches_numpy(mode, strict_placement):
                                                              "SYMMETRIC": "symmetric"}[mode]))
 
 
+@pytest.mark.parametrize("op", ["transpose", "reverse"])
+def test_index_maps_of_many_rows_past_eight_dimensions(op, strict_placement):
+    """21 dimensions that do not merge: 2^13 rows of one rank less each, more than the 4096 parts
+    the index map once stopped at (Unimplemented). NumPy is the reference."""
+    x = np.arange(2**21, dtype=np.float32).reshape((2,) * 21)
+    reversed_axes = list(range(21))[::-1]
+    run = {"transpose": (lambda t: tf.transpose(t, reversed_axes), lambda a: np.transpose(a, reversed_axes)),
+           "reverse": (lambda t: tf.reverse(t, list(range(0, 21, 2))), lambda a: np.flip(a, list(range(0, 21, 2))))}[op]
+    with tf.device("/GPU:0"):
+        got = run[0](tf.constant(x)).numpy()
+    np.testing.assert_array_equal(got, run[1](x))
+
+
 def test_every_registered_op_is_exercised():
     missing = sorted({op for op, _ in KERNELS if op not in CASES})
     assert not missing, f"registered ops without a test case: {missing}"
