@@ -67,7 +67,9 @@ struct Params {
     m_off: u32,
     keep_scale_mid: f32,
     keep_scale_low: f32,
-    _pad2: u32,
+    // dropout_forward / dropout_backward: the first element of this dispatch (a layer's output
+    // past a storage binding goes in ranges; the random bits follow the element, not the range).
+    first: u32,
     // Where each binding's tensor starts inside its (aligned) window, in elements: a, hr, wts,
     // lens; res, out, dgr, carry.
     base0: vec4<u32>,
@@ -357,25 +359,26 @@ fn hash4(v: vec4<u32>) -> u32 {
 }
 
 // Dropout of a layer's output before the next layer reads it (training, several layers): each
-// element is kept with probability 1 - p and scaled by 1 / (1 - p); the mask is kept (dst) for
-// the backprop. `seeds` = (seed, seed2, the call's counter, the layer).
+// element is kept with probability 1 - p and scaled by 1 / (1 - p); the mask is kept (dst, in
+// `res`) for the backprop, the output scaled in place (src, in `out`: both are the reserve space,
+// bound as two windows). `seeds` = (seed, seed2, the call's counter, the layer).
 @compute @workgroup_size(256)
 fn dropout_forward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = invocation(gid, nwg);
+    let i = p.first + invocation(gid, nwg);
     if (i >= p.rows * p.cols) {
         return;
     }
     let bits = hash4(vec4<u32>(p.seeds.x ^ i, p.seeds.y, p.seeds.z, p.seeds.w * 0x85ebca6bu + i));
     let mask = select(0.0, keep_scale(), bits >= p.keep_threshold);
     res[p.base1.x + p.dst_off + i] = mask;
-    res[p.base1.x + p.src_off + i] *= mask;
+    out[p.base1.y + p.src_off + i] *= mask;
 }
 
 // The backprop of dropout: dst *= mask (read as kept or not: a float16 reserve space rounds the
 // stored scale, and the forward pass used the exact one).
 @compute @workgroup_size(256)
 fn dropout_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = invocation(gid, nwg);
+    let i = p.first + invocation(gid, nwg);
     if (i >= p.rows * p.cols) {
         return;
     }

@@ -1674,11 +1674,11 @@ fn grad_filter_tiles(
     }
     let taps = i64::from(p.kh) * i64::from(p.kw) * i64::from(p.c);
     let transposed = ctx.allocate_temp(df.dtype, &[i64::from(p.oc), taps])?;
-    let stream = ctx.stream()?;
-    if !im2col::launch_grad_filter_tiles(stream, &geometry(p), x, dy, &transposed)? {
+    if !im2col::launch_grad_filter_tiles(ctx.stream()?, &geometry(p), x, dy, &transposed)? {
         return Ok(false);
     }
-    index::permute(stream, &transposed, &TensorRef { shape: vec![taps, i64::from(p.oc)], ..df.clone() }, &[1, 0])?;
+    let out = TensorRef { shape: vec![taps, i64::from(p.oc)], ..df.clone() };
+    index::permute_any_size(ctx, &transposed, &out, &[1, 0])?;
     Ok(true)
 }
 

@@ -593,11 +593,6 @@ pub fn permuted_shape(shape: &[i64], perm: &[usize]) -> Vec<i64> {
     perm.iter().map(|&p| shape[p]).collect()
 }
 
-/// Writes `input` transposed by `perm` into `out` (of `permuted_shape(input.shape, perm)`).
-pub fn permute(stream: &Stream, input: &TensorRef, out: &TensorRef, perm: &[usize]) -> Result<()> {
-    map(stream, input, out, &permutation_dims(input, perm), None)
-}
-
 /// The index map of `input` transposed by `perm`.
 fn permutation_dims(input: &TensorRef, perm: &[usize]) -> Vec<DimMap> {
     let strides = contiguous_strides(&input.shape);

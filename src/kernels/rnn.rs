@@ -16,7 +16,7 @@
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader};
+use crate::runtime::pipeline::{dispatch, storage_window, PipelineSpec, Shader, BINDING_LIMIT_ERROR};
 use crate::runtime::Stream;
 
 use super::slice::StridedView;
@@ -470,7 +470,7 @@ struct Params {
     m_off: u32,
     keep_scale_mid: f32,
     keep_scale_low: f32,
-    _pad: u32,
+    first: u32,
     base: [u32; 8],
 }
 
@@ -481,8 +481,15 @@ const ADD_DST: u32 = 2;
 /// The shader's eight bindings: a, hr, wts, lens, res, out, dgr, carry.
 type Bindings<'a> = [&'a TensorRef; 8];
 
+/// The elements `start..end` of a binding's tensor that one dispatch touches, or None for all of
+/// them.
+type Span = Option<(i64, i64)>;
+
 /// One dispatch of `entry` over `invocations` threads, in the elements' type (`a`'s: float32, or
-/// float64).
+/// float64). A tensor past a storage binding binds only the span of it the dispatch touches
+/// (a time step's rows of a long sequence): the shader's offsets stay the tensor's, and the
+/// binding's base (where the tensor starts inside the window) wraps below the window's start, as
+/// the shader's u32 index arithmetic does. Tensors within a binding are bound whole.
 fn launch(
     stream: &Stream,
     model: &Model,
@@ -490,17 +497,26 @@ fn launch(
     tensors: Bindings,
     mut params: Params,
     invocations: i64,
+    spans: [Span; 8],
 ) -> Result<()> {
     if invocations <= 0 {
         return Ok(());
     }
     let device = stream.device();
+    let limit = super::windows::binding_limit(device);
     let element = tensors[0].dtype.size();
     let unit = |binding: usize| if binding == LENGTHS_BINDING { 4 } else { element };
     let slices = tensors
         .iter()
+        .zip(spans)
         .enumerate()
-        .map(|(i, t)| device.memory.resolve(t.address, t.byte_len().max(unit(i))))
+        .map(|(i, (t, span))| match span {
+            Some((start, end)) if t.byte_len() > limit => {
+                let len = (end - start).max(1) as u64 * unit(i);
+                Ok((device.memory.resolve(t.address + start as u64 * unit(i), len)?, start as u32))
+            }
+            _ => Ok((device.memory.resolve(t.address, t.byte_len().max(unit(i)))?, 0)),
+        })
         .collect::<Result<Vec<_>>>()?;
     let constants = model.constants();
     let shader = if tensors[0].dtype == DType::F64 { &FLOAT64_SHADER } else { &SHADER };
@@ -508,13 +524,35 @@ fn launch(
         device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
     stream.encode(|core, encoder| {
         let mut bindings = Vec::with_capacity(8);
-        for (i, slice) in slices.iter().enumerate() {
+        for (i, (slice, start)) in slices.iter().enumerate() {
             let (binding, first) = storage_window(core, slice, unit(i))?;
-            params.base[i] = first;
+            params.base[i] = first.wrapping_sub(*start);
             bindings.push(binding);
         }
         dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&params), invocations as u64)
     })
+}
+
+/// The span of rows `start..end` of a strided matrix from element `offset` on, `cols` wide.
+fn rows_span(offset: u32, stride: u32, cols: i64, (start, end): (i64, i64)) -> Span {
+    let (offset, stride) = (i64::from(offset), i64::from(stride));
+    Some((offset + start * stride, offset + (end - 1).max(start) * stride + cols))
+}
+
+/// Ranges of `rows` rows (`cols` wide, at most `widest_stride` apart in any tensor) whose spans fit
+/// `limit` elements: one range where every tensor fits a binding (`whole_fits`).
+fn row_ranges(rows: i64, widest_stride: i64, cols: i64, limit: i64, whole_fits: bool) -> Result<Vec<(i64, i64)>> {
+    if whole_fits || rows <= 1 {
+        return Ok(vec![(0, rows)]);
+    }
+    if cols > limit {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {cols} elements exceeds this adapter's max_storage_buffer_binding_size: one row \
+             of an RNN's tensors"
+        )));
+    }
+    let per = ((limit - cols) / widest_stride.max(1) + 1).max(1);
+    Ok((0..rows).step_by(per as usize).map(|r| (r, (r + per).min(rows))).collect())
 }
 
 /// `tensor[offset..]` (in elements) viewed as a matrix of `shape`.
@@ -540,19 +578,32 @@ fn copy_rows(
 ) -> Result<()> {
     let (src2_tensor, src2_off, src2_stride) = src2.unwrap_or((src, 0, 0));
     let flags = if src2.is_some() { ADD_SRC2 } else { 0 } | if accumulate { ADD_DST } else { 0 };
-    let params = Params {
-        rows: rows as u32,
-        cols: cols as u32,
-        src_off,
-        src_stride,
-        src2_off,
-        src2_stride,
-        dst_off,
-        dst_stride,
-        flags,
-        ..Default::default()
-    };
-    launch(stream, model, "copy_rows", [src, src2_tensor, src, src, src, dst, src, src], params, rows * cols)
+    let limit = super::windows::binding_limit(stream.device());
+    let whole_fits = [src, src2_tensor, dst].iter().all(|t| t.byte_len() <= limit);
+    let widest = i64::from(src_stride.max(src2_stride).max(dst_stride));
+    let limit_elements = (limit / src.dtype.size()) as i64;
+    for (first, end) in row_ranges(rows, widest, cols, limit_elements, whole_fits)? {
+        let at = |offset: u32, stride: u32| offset + first as u32 * stride;
+        let params = Params {
+            rows: (end - first) as u32,
+            cols: cols as u32,
+            src_off: at(src_off, src_stride),
+            src_stride,
+            src2_off: at(src2_off, src2_stride),
+            src2_stride,
+            dst_off: at(dst_off, dst_stride),
+            dst_stride,
+            flags,
+            ..Default::default()
+        };
+        let span = |offset, stride| rows_span(offset, stride, cols, (0, end - first));
+        let mut spans = [span(params.src_off, src_stride); 8];
+        spans[1] = span(params.src2_off, src2_stride);
+        spans[5] = span(params.dst_off, dst_stride);
+        let tensors = [src, src2_tensor, src, src, src, dst, src, src];
+        launch(stream, model, "copy_rows", tensors, params, (end - first) * cols, spans)?;
+    }
+    Ok(())
 }
 
 /// The `sequence_lengths` host input (V3), checked; None for V1/V2, whose sequences are all full.
@@ -929,12 +980,13 @@ fn forward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         return Ok(());
     }
     stream.fill(reserve.address, reserve.byte_len(), 0)?;
+    let host_lengths = lengths.clone().unwrap_or_else(|| vec![t as u32; b as usize]);
     let lengths = upload_lengths(ctx, &model, lengths)?;
     let gh = model.gate_units();
     let xw = ctx.allocate_temp(dtype, &[model.rows().max(1), gh])?;
     let hr = ctx.allocate_temp(dtype, &[b, gh])?;
     let projected = ctx.allocate_temp(dtype, &[b, hh])?;
-    let stream = ctx.stream()?;
+    let staged = StepStates::new(ctx, &model, &reserve)?;
     let (h_elems, c_elems) = (b * hh, b * h);
     for p in &pseudo {
         let index = p.layer * model.dirs + p.dir;
@@ -945,6 +997,18 @@ fn forward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         } else {
             (&reserve, model.inner_output(p.layer, reserve_len))
         };
+        // The input projection of every step at once (any size), or the input itself (skip_input).
+        let (xw_tensor, xw_off, xw_row, xw_gate) = match p.w {
+            Some(w) if t > 0 => {
+                let x = view(layer_in, layer_in_off, &[model.rows(), p.input_size]);
+                let out = view(&xw, 0, &[model.rows(), gh]);
+                matmul::product(ctx, &x, &view(&params, w, &[gh, p.input_size]), &out, false, true)?;
+                (&xw, 0, gh as u32, h as u32)
+            }
+            Some(_) => (&xw, 0, gh as u32, h as u32),
+            None => (layer_in, layer_in_off as u32, p.input_size as u32, 0),
+        };
+        let stream = ctx.stream()?;
         let (h_off, h_stride) = model.state_block(index, hh);
         let (c_off, c_stride) = model.state_block(index, h);
         copy_rows(stream, &model, (&input_h, h_off, h_stride), None, (&reserve, p.hs as u32, hh as u32), b, hh, false)?;
@@ -960,29 +1024,19 @@ fn forward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
                 false,
             )?;
         }
-        // The input projection of every step at once, or the input itself (skip_input).
-        let (xw_tensor, xw_off, xw_row, xw_gate) = match p.w {
-            Some(w) if t > 0 => {
-                let x = view(layer_in, layer_in_off, &[model.rows(), p.input_size]);
-                let out = view(&xw, 0, &[model.rows(), gh]);
-                matmul::launch(stream, &x, &view(&params, w, &[gh, p.input_size]), &out, false, true)?;
-                (&xw, 0, gh as u32, h as u32)
-            }
-            Some(_) => (&xw, 0, gh as u32, h as u32),
-            None => (layer_in, layer_in_off as u32, p.input_size as u32, 0),
-        };
+        let y_row = (model.dirs * hh) as u32;
         for step in 0..t {
-            let h_prev = p.hs + step * h_elems;
-            matmul::launch(
-                stream,
-                &view(&reserve, h_prev, &[b, hh]),
-                &view(&params, p.r, &[gh, hh]),
-                &hr,
-                false,
-                true,
-            )?;
-            let c_prev = p.cs + step * c_elems;
-            let m_off = p.ms + step * c_elems;
+            let at = model.step_slices(p, step);
+            let recurrent = view(&params, p.r, &[gh, hh]);
+            matmul::product(ctx, &view(&reserve, at.h_prev, &[b, hh]), &recurrent, &hr, false, true)?;
+            let stream = ctx.stream()?;
+            // A reserve space past a binding: the step's slices in and out of a buffer of their
+            // own (all of them in: a sequence past its end leaves its gates and m as the reserve
+            // space has them, zero).
+            let (res, slot) = match &staged {
+                Some(states) => (&states.buffer, states.load(stream, &model, &reserve, &at)?),
+                None => (&reserve, at),
+            };
             let block = Params {
                 batch: b as u32,
                 units: h as u32,
@@ -995,27 +1049,39 @@ fn forward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
                 xw_gate,
                 bias_w_off: p.bias_w as u32,
                 bias_r_off: p.bias_r as u32,
-                h_prev_off: h_prev as u32,
-                h_next_off: (h_prev + h_elems) as u32,
-                c_prev_off: c_prev as u32,
-                c_next_off: (c_prev + c_elems) as u32,
-                gates_off: (p.gates + step * b * model.mode.slots() * h) as u32,
+                h_prev_off: slot.h_prev as u32,
+                h_next_off: slot.h_next as u32,
+                c_prev_off: slot.c_prev as u32,
+                c_next_off: slot.c_next as u32,
+                gates_off: slot.gates as u32,
                 gate_slots: model.mode.slots() as u32,
                 y_off: layer_out_off as u32,
-                y_row: (model.dirs * hh) as u32,
+                y_row,
                 y_col: (p.dir * hh) as u32,
-                m_off: m_off as u32,
+                m_off: slot.m as u32,
                 ..Default::default()
             };
-            let bindings = [xw_tensor, &hr, &params, &lengths, &reserve, layer_out, &hr, &hr];
-            launch(stream, &model, "forward_step", bindings, block, b * h)?;
+            // The step's rows of the input projection and of the output, and the biases.
+            let rows = step_rows(&model, &host_lengths, step, p.dir == 1);
+            let mut spans = [None; 8];
+            spans[0] = row_span(xw_off, xw_row, rows);
+            spans[2] = Some((p.bias_w, p.bias_r + gh));
+            spans[5] = row_span(layer_out_off as u32, y_row, rows);
+            let bindings = [xw_tensor, &hr, &params, &lengths, res, layer_out, &hr, &hr];
+            launch(stream, &model, "forward_step", bindings, block, b * h, spans)?;
             if model.proj {
-                let m = view(&reserve, m_off, &[b, h]);
-                matmul::launch(stream, &m, &view(&params, p.wp, &[hh, h]), &projected, false, true)?;
-                let bindings = [&projected, &projected, &params, &lengths, &reserve, layer_out, &hr, &hr];
-                launch(stream, &model, "project_step", bindings, Params { units: hh as u32, ..block }, b * hh)?;
+                let m = view(res, slot.m, &[b, h]);
+                matmul::product(ctx, &m, &view(&params, p.wp, &[hh, h]), &projected, false, true)?;
+                let stream = ctx.stream()?;
+                let bindings = [&projected, &projected, &params, &lengths, res, layer_out, &hr, &hr];
+                let block = Params { units: hh as u32, ..block };
+                launch(stream, &model, "project_step", bindings, block, b * hh, spans)?;
+            }
+            if let Some(states) = &staged {
+                states.store(ctx.stream()?, &model, &reserve, &at)?;
             }
         }
+        let stream = ctx.stream()?;
         let last = (p.hs + t * h_elems) as u32;
         copy_rows(stream, &model, (&reserve, last, hh as u32), None, (&output_h, h_off, h_stride), b, hh, false)?;
         if model.mode == Mode::Lstm {
@@ -1024,9 +1090,185 @@ fn forward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         }
         if let (Some(call), true) = (dropout_call, p.dir == model.dirs - 1 && p.layer < model.layers - 1) {
             let block = dropout_params(&model, &config, p.layer, reserve_len, call);
-            let bindings = [&reserve, &reserve, &reserve, &reserve, &reserve, &reserve, &reserve, &reserve];
-            launch(stream, &model, "dropout_forward", bindings, block, model.inner_len())?;
+            dropout(stream, &model, "dropout_forward", block, &reserve, &reserve)?;
         }
+    }
+    Ok(())
+}
+
+/// Where one time step of one pseudo-layer keeps its states and gate values, in elements of the
+/// reserve space (or of a `StepStates` buffer).
+#[derive(Clone, Copy, Debug)]
+struct StepSlices {
+    h_prev: i64,
+    h_next: i64,
+    c_prev: i64,
+    c_next: i64,
+    gates: i64,
+    m: i64,
+}
+
+impl Model {
+    /// Step `step`'s slices of pseudo-layer `p`'s block of the reserve space.
+    fn step_slices(&self, p: &Pseudo, step: i64) -> StepSlices {
+        let (h_elems, c_elems) = (self.batch * self.hidden, self.batch * self.units);
+        let (h_prev, c_prev) = (p.hs + step * h_elems, p.cs + step * c_elems);
+        StepSlices {
+            h_prev,
+            h_next: h_prev + h_elems,
+            c_prev,
+            c_next: c_prev + c_elems,
+            gates: p.gates + step * self.batch * self.mode.slots() * self.units,
+            m: p.ms + step * c_elems,
+        }
+    }
+}
+
+/// A buffer for one time step's states and gates where the reserve space passes a storage
+/// binding (a long sequence of one batch element): each step's slices are copied in, the step's
+/// kernels bind this buffer in the reserve space's place, and what they wrote is copied back.
+struct StepStates {
+    buffer: TensorRef,
+    slices: StepSlices,
+}
+
+impl StepStates {
+    fn new(ctx: &mut dyn KernelContext, model: &Model, reserve: &TensorRef) -> Result<Option<StepStates>> {
+        if reserve.byte_len() <= super::windows::binding_limit(ctx.stream()?.device()) {
+            return Ok(None);
+        }
+        let (h_elems, c_elems) = (model.batch * model.hidden, model.batch * model.units);
+        let gates = 2 * (h_elems + c_elems);
+        let m = gates + model.batch * model.mode.slots() * model.units;
+        let slices =
+            StepSlices { h_prev: 0, h_next: h_elems, c_prev: 2 * h_elems, c_next: 2 * h_elems + c_elems, gates, m };
+        let buffer = ctx.allocate_temp(reserve.dtype, &[m + c_elems])?;
+        Ok(Some(StepStates { buffer, slices }))
+    }
+
+    /// The (state, length) pairs of a step that `at` names in the reserve space, with their places
+    /// in this buffer: what the forward pass reads (`h_prev`, `c_prev`), then what it writes.
+    fn pairs(&self, model: &Model, at: &StepSlices) -> [(i64, i64, i64); 6] {
+        let (h_elems, c_elems) = (model.batch * model.hidden, model.batch * model.units);
+        let lstm = if model.mode == Mode::Lstm { c_elems } else { 0 };
+        let gates = model.batch * model.mode.slots() * model.units;
+        let m = if model.proj { c_elems } else { 0 };
+        let s = &self.slices;
+        [
+            (at.h_prev, s.h_prev, h_elems),
+            (at.c_prev, s.c_prev, lstm),
+            (at.h_next, s.h_next, h_elems),
+            (at.c_next, s.c_next, lstm),
+            (at.gates, s.gates, gates),
+            (at.m, s.m, m),
+        ]
+    }
+
+    /// Copies step `at`'s slices in; returns where they are in this buffer.
+    fn load(&self, stream: &Stream, model: &Model, reserve: &TensorRef, at: &StepSlices) -> Result<StepSlices> {
+        let size = reserve.dtype.size();
+        for &(from, to, len) in &self.pairs(model, at) {
+            stream.memcpy_dtod(
+                self.buffer.address + to as u64 * size,
+                reserve.address + from as u64 * size,
+                len as u64 * size,
+            )?;
+        }
+        Ok(self.slices)
+    }
+
+    /// Copies what a forward step wrote (next states, gates, m) back to its slices `at`.
+    fn store(&self, stream: &Stream, model: &Model, reserve: &TensorRef, at: &StepSlices) -> Result<()> {
+        let size = reserve.dtype.size();
+        for &(to, from, len) in &self.pairs(model, at)[2..] {
+            stream.memcpy_dtod(
+                reserve.address + to as u64 * size,
+                self.buffer.address + from as u64 * size,
+                len as u64 * size,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The first and last rows of the sequence layout that step `step` (of the reverse direction,
+/// `reverse`) reaches over the batch, as the shader's `row_of(time_of(b), b)`; None where every
+/// sequence has ended.
+fn step_rows(model: &Model, lengths: &[u32], step: i64, reverse: bool) -> Option<(i64, i64)> {
+    let rows = lengths.iter().enumerate().filter(|&(_, &len)| step < i64::from(len)).map(|(b, &len)| {
+        let t = if reverse { i64::from(len) - 1 - step } else { step };
+        if model.time_major {
+            t * model.batch + b as i64
+        } else {
+            b as i64 * model.steps + t
+        }
+    });
+    rows.fold(None, |range, row| Some(range.map_or((row, row), |(lo, hi): (i64, i64)| (lo.min(row), hi.max(row)))))
+}
+
+/// The span of `rows` (first and last) of a matrix of rows `row` wide from element `offset`; one
+/// element where there are none.
+fn row_span(offset: u32, row: u32, rows: Option<(i64, i64)>) -> Span {
+    match rows {
+        Some((first, last)) => rows_span(offset, row, i64::from(row), (first, last + 1)),
+        None => Some((i64::from(offset), i64::from(offset) + 1)),
+    }
+}
+
+/// `dropout_forward` or `dropout_backward` over a layer's output (`block`'s rows x cols): in
+/// ranges of elements that fit a binding where the tensors do not, the mask (`res`, from
+/// `src_off` or `dst_off`) and the output (`out`) each bound as the range's window.
+fn dropout(
+    stream: &Stream,
+    model: &Model,
+    entry: &'static str,
+    block: Params,
+    res: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let total = i64::from(block.rows) * i64::from(block.cols);
+    let limit = super::windows::binding_limit(stream.device());
+    let range =
+        if res.byte_len() <= limit && out.byte_len() <= limit { total } else { (limit / res.dtype.size()) as i64 };
+    // forward: the mask at dst_off (res), the output at src_off (out); backward the other way.
+    let (mask_off, out_off) =
+        if entry == "dropout_forward" { (block.dst_off, block.src_off) } else { (block.src_off, block.dst_off) };
+    let mut first = 0;
+    while first < total {
+        let count = range.min(total - first);
+        // (The other bindings read nothing: an element each.)
+        let mut spans = [Some((0, 1)); 8];
+        spans[4] = Some((i64::from(mask_off) + first, i64::from(mask_off) + first + count));
+        spans[5] = Some((i64::from(out_off) + first, i64::from(out_off) + first + count));
+        let bindings = [res, res, res, res, res, out, res, res];
+        let block = Params { first: first as u32, ..block };
+        launch(stream, model, entry, bindings, block, count, spans)?;
+        first += count;
+    }
+    Ok(())
+}
+
+/// `out` = the column sums of `grads` [rows, cols], over ranges of rows that fit a binding where
+/// `grads` does not: the first range into `out`, each later one into `partial`, then added.
+fn sum_columns_in_ranges(stream: &Stream, grads: &TensorRef, out: &TensorRef, partial: &TensorRef) -> Result<()> {
+    let (rows, cols) = (grads.shape[0], grads.shape[1]);
+    let limit = super::windows::binding_limit(stream.device());
+    let per = if grads.byte_len() <= limit {
+        rows
+    } else {
+        (limit / (cols.max(1) as u64 * grads.dtype.size())).max(1) as i64
+    };
+    let mut first = 0;
+    while first < rows.max(1) {
+        let count = per.min(rows - first);
+        let part = view(grads, first * cols, &[count, cols]);
+        if first == 0 {
+            reduce::sum_columns(stream, &part, out)?;
+        } else {
+            reduce::sum_columns(stream, &part, partial)?;
+            super::binary::launch(stream, super::binary::BinaryOp::Add, out, partial, out)?;
+        }
+        first += count.max(1);
     }
     Ok(())
 }
@@ -1094,6 +1336,7 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
         }
         return Ok(());
     }
+    let host_lengths = lengths.clone().unwrap_or_else(|| vec![t as u32; b as usize]);
     let lengths = upload_lengths(ctx, &model, lengths)?;
     let gh = model.gate_units();
     let rows = model.rows();
@@ -1113,10 +1356,12 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
     // The gradient of each inner layer's output, filled by the layer above (two, alternating).
     let inner_grads = (0..inner).map(|_| ctx.allocate_temp(dtype, &[rows.max(1), wide])).collect::<Result<Vec<_>>>()?;
     let dx_part = ctx.allocate_temp(dtype, &[rows.max(1), model.input_size.max(wide)])?;
-    let stream = ctx.stream()?;
-    let (h_elems, c_elems) = (b * hh, b * h);
+    let staged = StepStates::new(ctx, &model, &reserve)?;
+    let bias_partial = ctx.allocate_temp(dtype, &[gh])?;
+    let h_elems = b * hh;
     let dc_off = h_elems as u32;
     for p in pseudo.iter().rev() {
+        let stream = ctx.stream()?;
         let index = p.layer * model.dirs + p.dir;
         let layer_dy = if p.layer == model.layers - 1 { &dy } else { &inner_grads[(p.layer % 2) as usize] };
         let (layer_in, layer_in_off) =
@@ -1132,8 +1377,13 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
             copy_rows(stream, &model, (&dc_last, c_off, c_stride), None, (&carry, dc_off, h as u32), b, h, false)?;
         }
         for step in (0..t).rev() {
-            let h_prev = p.hs + step * h_elems;
-            let c_prev = p.cs + step * c_elems;
+            let stream = ctx.stream()?;
+            let at = model.step_slices(p, step);
+            // A reserve space past a binding: the step's states and gates in a buffer of their own.
+            let (res, slot) = match &staged {
+                Some(states) => (&states.buffer, states.load(stream, &model, &reserve, &at)?),
+                None => (&reserve, at),
+            };
             let dgr_off = step * b * gh;
             let block = Params {
                 batch: b as u32,
@@ -1142,11 +1392,11 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
                 step: step as u32,
                 reverse: p.dir as u32,
                 time_major: model.time_major as u32,
-                h_prev_off: h_prev as u32,
-                h_next_off: (h_prev + h_elems) as u32,
-                c_prev_off: c_prev as u32,
-                c_next_off: (c_prev + c_elems) as u32,
-                gates_off: (p.gates + step * b * model.mode.slots() * h) as u32,
+                h_prev_off: slot.h_prev as u32,
+                h_next_off: slot.h_next as u32,
+                c_prev_off: slot.c_prev as u32,
+                c_next_off: slot.c_next as u32,
+                gates_off: slot.gates as u32,
                 gate_slots: model.mode.slots() as u32,
                 y_off: 0,
                 y_row: wide as u32,
@@ -1155,29 +1405,34 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
                 dc_off,
                 ..Default::default()
             };
+            // The step's rows of the output gradient and of the gate gradients by input row, and
+            // its block of the gate gradients by step (the weights are not read).
+            let reached = step_rows(&model, &host_lengths, step, p.dir == 1);
+            let mut spans = [None; 8];
+            spans[0] = row_span(0, wide as u32, reached);
+            spans[2] = Some((p.bias_w, p.bias_w + 1));
+            spans[5] = row_span(0, gh as u32, reached);
+            spans[6] = Some((dgr_off, dgr_off + b * gh));
             let step_dh = if model.proj {
                 // dh of this step, then dm = dh Wp for the cell.
                 let dhs_off = step * h_elems;
                 let proj_block = Params { units: hh as u32, dgr_off: dhs_off as u32, ..block };
-                let bindings = [layer_dy, &dh_rec, &params, &lengths, &reserve, &dgi, &dhs, &carry];
-                launch(stream, &model, "proj_back", bindings, proj_block, b * hh)?;
-                matmul::launch(
-                    stream,
-                    &view(&dhs, dhs_off, &[b, hh]),
-                    &view(&params, p.wp, &[hh, h]),
-                    &dm,
-                    false,
-                    false,
-                )?;
+                let bindings = [layer_dy, &dh_rec, &params, &lengths, res, &dgi, &dhs, &carry];
+                let proj_spans =
+                    [spans[0], None, spans[2], None, None, Some((0, 1)), Some((dhs_off, dhs_off + h_elems)), None];
+                launch(stream, &model, "proj_back", bindings, proj_block, b * hh, proj_spans)?;
+                let projection = view(&params, p.wp, &[hh, h]);
+                matmul::product(ctx, &view(&dhs, dhs_off, &[b, hh]), &projection, &dm, false, false)?;
                 &dm
             } else {
                 &dh_rec
             };
-            let bindings = [layer_dy, step_dh, &params, &lengths, &reserve, &dgi, &dgr, &carry];
-            launch(stream, &model, "backward_step", bindings, block, b * h)?;
+            let bindings = [layer_dy, step_dh, &params, &lengths, res, &dgi, &dgr, &carry];
+            launch(ctx.stream()?, &model, "backward_step", bindings, block, b * h, spans)?;
             let recurrent = view(&params, p.r, &[gh, hh]);
-            matmul::launch(stream, &view(&dgr, dgr_off, &[b, gh]), &recurrent, &dh_rec, false, false)?;
+            matmul::product(ctx, &view(&dgr, dgr_off, &[b, gh]), &recurrent, &dh_rec, false, false)?;
         }
+        let stream = ctx.stream()?;
         let sum = Some((&dh_rec, 0, hh as u32));
         copy_rows(stream, &model, (&carry, 0, hh as u32), sum, (&dh0, h_off, h_stride), b, hh, false)?;
         if model.mode == Mode::Lstm {
@@ -1186,45 +1441,62 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
         if t == 0 {
             continue;
         }
-        // Weight and bias gradients.
+        // Weight and bias gradients (products of any size).
         let hs_prev = view(&reserve, p.hs, &[rows, hh]);
         let (dgi_m, dgr_m) = (view(&dgi, 0, &[rows, gh]), view(&dgr, 0, &[rows, gh]));
-        matmul::launch(stream, &dgr_m, &hs_prev, &view(&dparams, p.r, &[gh, hh]), true, false)?;
+        matmul::product(ctx, &dgr_m, &hs_prev, &view(&dparams, p.r, &[gh, hh]), true, false)?;
         if model.proj {
             let ms = view(&reserve, p.ms, &[rows, h]);
-            matmul::launch(stream, &view(&dhs, 0, &[rows, hh]), &ms, &view(&dparams, p.wp, &[hh, h]), true, false)?;
+            matmul::product(ctx, &view(&dhs, 0, &[rows, hh]), &ms, &view(&dparams, p.wp, &[hh, h]), true, false)?;
         }
         // Bias gradients: column sums (compensated, and split over slices of rows so that no
-        // invocation loops past the adapter's limit).
+        // invocation loops past the adapter's limit), over ranges of rows that fit a binding.
         for (grads, bias) in [(&dgi, p.bias_w), (&dgr, p.bias_r)] {
-            reduce::sum_columns(stream, &view(grads, 0, &[rows, gh]), &view(&dparams, bias, &[gh]))?;
+            sum_columns_in_ranges(
+                ctx.stream()?,
+                &view(grads, 0, &[rows, gh]),
+                &view(&dparams, bias, &[gh]),
+                &bias_partial,
+            )?;
         }
         // The input gradient, summed over the directions (the last direction runs first and writes).
         let accumulate = p.dir < model.dirs - 1;
         match p.w {
             Some(w) => {
                 let x = view(layer_in, layer_in_off, &[rows, p.input_size]);
-                matmul::launch(stream, &dgi_m, &x, &view(&dparams, w, &[gh, p.input_size]), true, false)?;
+                matmul::product(ctx, &dgi_m, &x, &view(&dparams, w, &[gh, p.input_size]), true, false)?;
                 let weights = view(&params, w, &[gh, p.input_size]);
                 if accumulate {
-                    matmul::launch(stream, &dgi_m, &weights, &view(&dx_part, 0, &[rows, p.input_size]), false, false)?;
+                    matmul::product(ctx, &dgi_m, &weights, &view(&dx_part, 0, &[rows, p.input_size]), false, false)?;
                     let (cols, stride) = (p.input_size, p.input_size as u32);
+                    let stream = ctx.stream()?;
                     copy_rows(stream, &model, (&dx_part, 0, stride), None, (layer_dx, 0, stride), rows, cols, true)?;
                 } else {
-                    matmul::launch(stream, &dgi_m, &weights, &view(layer_dx, 0, &[rows, p.input_size]), false, false)?;
+                    matmul::product(ctx, &dgi_m, &weights, &view(layer_dx, 0, &[rows, p.input_size]), false, false)?;
                 }
             }
             None => {
-                let sums = Params {
-                    rows: rows as u32,
-                    units: h as u32,
-                    src_stride: gh as u32,
-                    dst_stride: p.input_size as u32,
-                    flags: if accumulate { ADD_DST } else { 0 },
-                    ..Default::default()
-                };
-                let bindings = [&dgi, &dgi, &dgi, &dgi, &dgi, layer_dx, &dgi, &dgi];
-                launch(stream, &model, "gate_sums", bindings, sums, rows * h)?;
+                let stream = ctx.stream()?;
+                let limit = super::windows::binding_limit(stream.device());
+                let whole_fits = dgi.byte_len() <= limit && layer_dx.byte_len() <= limit;
+                let stride = p.input_size.max(gh);
+                for (first, end) in row_ranges(rows, stride, stride, (limit / dtype.size()) as i64, whole_fits)? {
+                    let sums = Params {
+                        rows: (end - first) as u32,
+                        units: h as u32,
+                        src_off: (first * gh) as u32,
+                        src_stride: gh as u32,
+                        dst_off: (first * p.input_size) as u32,
+                        dst_stride: p.input_size as u32,
+                        flags: if accumulate { ADD_DST } else { 0 },
+                        ..Default::default()
+                    };
+                    let mut spans = [Some((0, 1)); 8];
+                    spans[0] = rows_span(sums.src_off, gh as u32, gh, (0, end - first));
+                    spans[5] = rows_span(sums.dst_off, p.input_size as u32, p.input_size, (0, end - first));
+                    let bindings = [&dgi, &dgi, &dgi, &dgi, &dgi, layer_dx, &dgi, &dgi];
+                    launch(stream, &model, "gate_sums", bindings, sums, (end - first) * h, spans)?;
+                }
             }
         }
         // The layer below's output went through dropout before this layer read it.
@@ -1232,8 +1504,7 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
             let mask = model.dropout_mask(p.layer - 1, reserve_len) as u32;
             let block =
                 Params { src_off: mask, dst_off: 0, ..dropout_params(&model, &config, p.layer - 1, reserve_len, 0) };
-            let bindings = [&reserve, &reserve, &reserve, &reserve, &reserve, layer_dx, &reserve, &reserve];
-            launch(stream, &model, "dropout_backward", bindings, block, rows * wide)?;
+            dropout(ctx.stream()?, &model, "dropout_backward", block, &reserve, layer_dx)?;
         }
     }
     Ok(())

@@ -492,9 +492,14 @@ def test_dropout_between_layers(mode, dirs, time_major, dtype, rng, strict_place
     """Training with dropout drops each inner layer's output (kept elements scaled by 1 / (1 - p))
     with a new mask per call; the forward pass and its gradient equal the reference given the
     masks the call drew; inference ignores dropout. float64 to float64 rounding."""
-    rate = 0.4
     tol, grad_tol = (1e-12, 1e-11) if dtype == np.float64 else (1e-5, 2e-5)
-    case = Case(rng, mode, dirs=dirs, layers=3, time_major=time_major, steps=6, batch=5, units=6)
+    check_dropout(Case(rng, mode, dirs=dirs, layers=3, time_major=time_major, steps=6, batch=5, units=6), dtype,
+                  tol, grad_tol)
+
+
+def check_dropout(case, dtype, tol, grad_tol, rate=0.4):
+    """`test_dropout_between_layers`'s checks of `case`."""
+    mode = case.mode
     with tf.device(GPU):
         args = case.inputs(dtype)
         with tf.GradientTape() as tape:
@@ -627,8 +632,40 @@ def test_batch_range_case(mode, time_major, version, num_proj, rng, strict_place
     check(case, version=version)
 
 
+# Sequences so long that one batch element's share of the reserve space, the input projection, the
+# output and the gate gradients passes the 64 KiB binding (300 steps): each step binds its rows of
+# those, and its states and gates pass through a buffer of their own.
+LONG = [("lstm", False, "V3", 0, "linear_input"), ("gru", True, "V3", 0, "linear_input"),
+        ("rnn_tanh", True, "V2", 0, "linear_input"), ("lstm", False, "V3", 3, "linear_input"),
+        ("gru", True, "V1", 0, "skip_input")]
+
+
+@pytest.mark.skipif(os.environ.get("TF_WGPU_MAX_BINDING_BYTES") != SMALL_BINDING,
+                    reason="run by test_batch_ranges_past_the_binding, in a process with a 64 KiB binding")
+@pytest.mark.parametrize("mode,time_major,version,num_proj,input_mode", LONG,
+                         ids=ids(LONG, "", "time_major=", "", "proj=", ""))
+def test_long_sequence_case(mode, time_major, version, num_proj, input_mode, rng, strict_placement):
+    skip = input_mode == "skip_input"
+    case = Case(rng, mode, dirs=2, layers=2, time_major=time_major, steps=300, batch=2,
+                units=5 if num_proj else 32, input_size=32 if skip else 3, num_proj=num_proj, input_mode=input_mode,
+                lengths="random" if version == "V3" else "full")
+    # Smaller weights keep 300 steps of rnn_tanh from chaos, where rounding differences would grow.
+    case.params = case.params * np.float32(0.5)
+    check(case, version=version, tol=1e-4, grad_tol=1e-4)
+
+
+@pytest.mark.skipif(os.environ.get("TF_WGPU_MAX_BINDING_BYTES") != SMALL_BINDING,
+                    reason="run by test_batch_ranges_past_the_binding, in a process with a 64 KiB binding")
+def test_long_sequence_dropout_case(rng, strict_placement):
+    """Dropout between three layers of one long sequence: the inner outputs and their masks pass the
+    binding and go in ranges of elements."""
+    check_dropout(Case(rng, "lstm", dirs=2, layers=3, time_major=False, steps=300, batch=1, units=32), np.float32,
+                  1e-4, 1e-4)
+
+
 def test_batch_ranges_past_the_binding():
     env = dict(os.environ, TF_WGPU_MAX_BINDING_BYTES=SMALL_BINDING, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-                           "test_batch_range_case"], env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0 and f"{len(RANGES)} passed" in proc.stdout, proc.stdout[-4000:]
+                           "test_batch_range_case or test_long_sequence"], env=env, capture_output=True, text=True,
+                          timeout=1500)
+    assert proc.returncode == 0 and f"{len(RANGES) + len(LONG) + 1} passed" in proc.stdout, proc.stdout[-4000:]
