@@ -987,6 +987,7 @@ fn forward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     let hr = ctx.allocate_temp(dtype, &[b, gh])?;
     let projected = ctx.allocate_temp(dtype, &[b, hh])?;
     let staged = StepStates::new(ctx, &model, &reserve)?;
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
     let (h_elems, c_elems) = (b * hh, b * h);
     for p in &pseudo {
         let index = p.layer * model.dirs + p.dir;
@@ -1025,6 +1026,9 @@ fn forward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
             )?;
         }
         let y_row = (model.dirs * hh) as u32;
+        // Only a tensor past a binding needs its step's rows (spans of tensors within one are
+        // ignored): the host skips working them out otherwise.
+        let windowed = [xw_tensor, layer_out].iter().any(|t| t.byte_len() > limit);
         for step in 0..t {
             let at = model.step_slices(p, step);
             let recurrent = view(&params, p.r, &[gh, hh]);
@@ -1062,7 +1066,7 @@ fn forward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
                 ..Default::default()
             };
             // The step's rows of the input projection and of the output, and the biases.
-            let rows = step_rows(&model, &host_lengths, step, p.dir == 1);
+            let rows = if windowed { step_rows(&model, &host_lengths, step, p.dir == 1) } else { None };
             let mut spans = [None; 8];
             spans[0] = row_span(xw_off, xw_row, rows);
             spans[2] = Some((p.bias_w, p.bias_r + gh));
@@ -1146,8 +1150,8 @@ impl StepStates {
         Ok(Some(StepStates { buffer, slices }))
     }
 
-    /// The (state, length) pairs of a step that `at` names in the reserve space, with their places
-    /// in this buffer: what the forward pass reads (`h_prev`, `c_prev`), then what it writes.
+    /// The slices of a step that `at` names in the reserve space, with their places in this buffer
+    /// and their lengths: what the forward pass reads (`h_prev`, `c_prev`), then what it writes.
     fn pairs(&self, model: &Model, at: &StepSlices) -> [(i64, i64, i64); 6] {
         let (h_elems, c_elems) = (model.batch * model.hidden, model.batch * model.units);
         let lstm = if model.mode == Mode::Lstm { c_elems } else { 0 };
@@ -1358,6 +1362,7 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
     let dx_part = ctx.allocate_temp(dtype, &[rows.max(1), model.input_size.max(wide)])?;
     let staged = StepStates::new(ctx, &model, &reserve)?;
     let bias_partial = ctx.allocate_temp(dtype, &[gh])?;
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
     let h_elems = b * hh;
     let dc_off = h_elems as u32;
     for p in pseudo.iter().rev() {
@@ -1376,6 +1381,8 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
         if model.mode == Mode::Lstm {
             copy_rows(stream, &model, (&dc_last, c_off, c_stride), None, (&carry, dc_off, h as u32), b, h, false)?;
         }
+        // As in the forward pass: the step's rows only where a tensor passes a binding.
+        let windowed = [layer_dy, &dgi].iter().any(|t| t.byte_len() > limit);
         for step in (0..t).rev() {
             let stream = ctx.stream()?;
             let at = model.step_slices(p, step);
@@ -1407,7 +1414,7 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
             };
             // The step's rows of the output gradient and of the gate gradients by input row, and
             // its block of the gate gradients by step (the weights are not read).
-            let reached = step_rows(&model, &host_lengths, step, p.dir == 1);
+            let reached = if windowed { step_rows(&model, &host_lengths, step, p.dir == 1) } else { None };
             let mut spans = [None; 8];
             spans[0] = row_span(0, wide as u32, reached);
             spans[2] = Some((p.bias_w, p.bias_w + 1));
@@ -1477,7 +1484,6 @@ fn backward_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
             }
             None => {
                 let stream = ctx.stream()?;
-                let limit = super::windows::binding_limit(stream.device());
                 let whole_fits = dgi.byte_len() <= limit && layer_dx.byte_len() <= limit;
                 let stride = p.input_size.max(gh);
                 for (first, end) in row_ranges(rows, stride, stride, (limit / dtype.size()) as i64, whole_fits)? {
