@@ -13,6 +13,7 @@ use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{self, BatchArgs};
 use super::binary::BinaryOp;
+use super::column_tiles::{self, ColumnTile, Side};
 use super::im2col::{self, Im2col};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
@@ -637,7 +638,10 @@ pub fn convolve(
     let out_row = u64::from(p.ow) * u64::from(p.oc) * size;
     let (sh, top, h) = (i64::from(p.sh), i64::from(p.pad_top), i64::from(p.h));
     let reach = (i64::from(p.kh) - 1) * i64::from(p.dh) + 1;
-    let rows = band_rows(limit, (in_row, out_row), (reach, sh), "a convolution")?;
+    let rows = fitting_rows(limit, (in_row, out_row), (reach, sh));
+    if rows < 1 {
+        return convolve_in_columns(ctx, plan, input, filter, out, limit);
+    }
     let oh = i64::from(p.oh);
     let mut first = 0;
     while first < oh {
@@ -660,6 +664,41 @@ pub fn convolve(
         first = end;
     }
     Ok(())
+}
+
+/// `convolve` of an image whose one output row, with the input rows its windows read, passes a
+/// binding (a Conv1D over a long signal): tiles of output columns, whose rows then fit.
+fn convolve_in_columns(
+    ctx: &mut dyn KernelContext,
+    plan: &ConvPlan,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+    limit: u64,
+) -> Result<()> {
+    let p = plan.params;
+    let size = input.dtype.size();
+    let (reach_h, reach_w) = reaches(&p);
+    // One input column of a window's rows, channels padded to a multiple of 4 as the padded route copies them.
+    let in_column = reach_h as u64 * u64::from(p.c.next_multiple_of(4)) * size;
+    let per_tile = tile_columns(limit, (in_column, u64::from(p.oc) * size), (reach_w, p.sw.into()), "a convolution")?;
+    let tiles = column_tiles::by_windows(p.ow.into(), per_tile, (p.sw.into(), p.pad_left.into(), reach_w), p.w.into());
+    column_tiles::run(ctx, &tiles, &[(input, Side::Image)], Some((out, Side::Windows)), |ctx, tile, tensors, target| {
+        let target = target.ok_or_else(|| Error::internal("a convolution tile without its output"))?;
+        let params = tile_params(&p, tile);
+        let tile_plan = ConvPlan { out_shape: target.shape.clone(), params, ..plan.clone() };
+        convolve(ctx, &tile_plan, &tensors[0], filter, target)
+    })
+}
+
+/// The rows and columns one window reaches, dilated.
+fn reaches(p: &Params) -> (i64, i64) {
+    ((i64::from(p.kh) - 1) * i64::from(p.dh) + 1, (i64::from(p.kw) - 1) * i64::from(p.dw) + 1)
+}
+
+/// `p` for the narrower image of `tile`: its columns, its windows, its left padding.
+fn tile_params(p: &Params, tile: &ColumnTile) -> Params {
+    Params { w: tile.image.1 as u32, ow: tile.windows.1 as u32, pad_left: tile.pad_left as u32, ..*p }
 }
 
 /// An ungrouped convolution whose input channels are not a multiple of 4 (RGB images: 3), run with
@@ -797,14 +836,6 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     let p = pool_params(kernel, &input.shape)?;
     let out = ctx.allocate_output(0, input.dtype, &pooled_shape(&p))?;
     let entry = if kernel.def.op.starts_with("MaxPool") { "max_pool" } else { "avg_pool" };
-    let limit = binding_limit(ctx.stream()?.device());
-    // One image past a binding: bands of output rows.
-    let pool_any_size = |stream: &Stream, p: Params, input: &TensorRef, out: &TensorRef| {
-        if p.batch == 1 && input.byte_len().max(out.byte_len()) > limit {
-            return pool_in_bands(stream, entry, p, input, out, limit);
-        }
-        launch_pool(stream, entry, p, input, out)
-    };
     if !window_fits(ctx.stream()?, entry, &p) {
         // A window past the loop cap: pools are separable (a maximum of maxima; an average of
         // averages, as the count of a window's elements inside the image is a product), so the
@@ -812,11 +843,37 @@ fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
         let rows_pooled = Params { kw: 1, sw: 1, pad_left: 0, ow: p.w, ..p };
         let columns_pooled = Params { h: p.oh, kh: 1, sh: 1, pad_top: 0, ..p };
         let temp = ctx.allocate_temp(input.dtype, &pooled_shape(&rows_pooled))?;
-        let stream = ctx.stream()?;
-        pool_any_size(stream, rows_pooled, &input, &temp)?;
-        return pool_any_size(stream, columns_pooled, &temp, &out);
+        pool_any_size(ctx, entry, rows_pooled, &input, &temp)?;
+        return pool_any_size(ctx, entry, columns_pooled, &temp, &out);
     }
-    pool_any_size(ctx.stream()?, p, &input, &out)
+    pool_any_size(ctx, entry, p, &input, &out)
+}
+
+/// `launch_pool`, for one image past a binding in bands of output rows, or in tiles of output
+/// columns where one output row's input rows pass it.
+fn pool_any_size(
+    ctx: &mut dyn KernelContext,
+    entry: &'static str,
+    p: Params,
+    input: &TensorRef,
+    out: &TensorRef,
+) -> Result<()> {
+    let limit = binding_limit(ctx.stream()?.device());
+    if p.batch != 1 || input.byte_len().max(out.byte_len()) <= limit {
+        return launch_pool(ctx.stream()?, entry, p, input, out);
+    }
+    let size = input.dtype.size();
+    if fitting_rows(limit, row_bytes(&p, size), (p.kh.into(), p.sh.into())) >= 1 {
+        return pool_in_bands(ctx.stream()?, entry, p, input, out, limit);
+    }
+    let column = u64::from(p.c) * size;
+    let per_tile = tile_columns(limit, (u64::from(p.kh) * column, column), (p.kw.into(), p.sw.into()), "a pool")?;
+    let tiles =
+        column_tiles::by_windows(p.ow.into(), per_tile, (p.sw.into(), p.pad_left.into(), p.kw.into()), p.w.into());
+    column_tiles::run(ctx, &tiles, &[(input, Side::Image)], Some((out, Side::Windows)), |ctx, tile, tensors, target| {
+        let target = target.ok_or_else(|| Error::internal("a pool tile without its output"))?;
+        pool_any_size(ctx, entry, tile_params(&p, tile), &tensors[0], target)
+    })
 }
 
 /// MaxPool or AvgPool (`entry`): four channels per invocation (`max_pool_c4`, `avg_pool_c4`) where
@@ -834,8 +891,7 @@ fn launch_pool(stream: &Stream, entry: &'static str, p: Params, input: &TensorRe
 /// (rows - 1) x `stride` + `reach` input rows of `in_row` bytes that its windows read must each fit
 /// `limit`.
 fn band_rows(limit: u64, (in_row, out_row): (u64, u64), (reach, stride): (i64, i64), what: &str) -> Result<i64> {
-    let by_input = ((limit / in_row.max(1)) as i64 - reach).div_euclid(stride) + 1;
-    let rows = by_input.min((limit / out_row.max(1)) as i64);
+    let rows = fitting_rows(limit, (in_row, out_row), (reach, stride));
     if rows < 1 {
         return Err(Error::unimplemented(format!(
             "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the input rows \
@@ -844,6 +900,32 @@ fn band_rows(limit: u64, (in_row, out_row): (u64, u64), (reach, stride): (i64, i
         )));
     }
     Ok(rows)
+}
+
+/// `band_rows` where less than one row fits: then 0 or less.
+fn fitting_rows(limit: u64, (in_row, out_row): (u64, u64), (reach, stride): (i64, i64)) -> i64 {
+    let by_input = ((limit / in_row.max(1)) as i64 - reach).div_euclid(stride) + 1;
+    by_input.min((limit / out_row.max(1)) as i64)
+}
+
+/// Output columns per tile of a windowed op whose one row passes a binding
+/// (`column_tiles::by_windows`): the input of a tile's output row, a window's `reach_h` rows of
+/// `in_column`-byte columns, and its `out_column`-byte output columns each fit `limit`.
+fn tile_columns(
+    limit: u64,
+    (in_column, out_column): (u64, u64),
+    (reach_w, stride): (i64, i64),
+    what: &str,
+) -> Result<i64> {
+    let columns = fitting_rows(limit, (in_column, out_column), (reach_w, stride));
+    if columns < 1 {
+        return Err(Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the input of \
+             one window of {what}",
+            reach_w as u64 * in_column
+        )));
+    }
+    Ok(columns)
 }
 
 /// The input rows (clamped to the image's `h`) that output rows `first..end` read, windows of
@@ -995,30 +1077,7 @@ fn max_pool_with_argmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstan
     let shape = pooled_shape(&p);
     let out = ctx.allocate_output(0, input.dtype, &shape)?;
     let argmax = ctx.allocate_output(1, DType::I64, &shape)?;
-    let limit = binding_limit(ctx.stream()?.device());
-    if p.batch == 1 && [&input, &out, &argmax].iter().any(|t| t.byte_len() > limit) {
-        // Bands of output rows: each band's indices count from its first input row, then move to
-        // the image's.
-        let (in_row, out_row) = row_bytes(&p, input.dtype.size());
-        let row_elements = i64::from(p.w) * i64::from(p.c);
-        in_output_bands(
-            p,
-            limit,
-            (in_row, out_row.max(out_row / input.dtype.size() * 8)),
-            "a pool",
-            |band, (lo, count), (first, rows)| {
-                let (x, out, indices) =
-                    (image_rows(&input, lo, count), image_rows(&out, first, rows), image_rows(&argmax, first, rows));
-                launch(ctx.stream()?, "max_pool_argmax", band, &[&x, &x, &indices], &out)?;
-                if lo > 0 {
-                    add_to_indices(ctx, &indices, lo * row_elements, &indices)?;
-                }
-                Ok(())
-            },
-        )?;
-    } else {
-        launch(ctx.stream()?, "max_pool_argmax", p, &[&input, &input, &argmax], &out)?;
-    }
+    max_pool_argmax_any_size(ctx, p, &input, (&out, &argmax))?;
     // A later range of the batch counts its indices from its own first image: from the batch's.
     let start = ctx.batch_start();
     if p.fc == 1 && start > 0 {
@@ -1028,12 +1087,97 @@ fn max_pool_with_argmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstan
     Ok(())
 }
 
+/// MaxPoolWithArgmax of one image (or a batch) into `out` and `argmax`, the indices counted within
+/// `input`'s own image; one image past a binding in bands of output rows, or in tiles of output
+/// columns where one output row's input rows pass it.
+fn max_pool_argmax_any_size(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    input: &TensorRef,
+    (out, argmax): (&TensorRef, &TensorRef),
+) -> Result<()> {
+    let limit = binding_limit(ctx.stream()?.device());
+    if p.batch != 1 || [input, out, argmax].iter().all(|t| t.byte_len() <= limit) {
+        return launch(ctx.stream()?, "max_pool_argmax", p, &[input, input, argmax], out);
+    }
+    let size = input.dtype.size();
+    let (in_row, out_row) = row_bytes(&p, size);
+    // The int64 indices' rows are the widest output rows.
+    let out_row = out_row.max(out_row / size * 8);
+    if fitting_rows(limit, (in_row, out_row), (p.kh.into(), p.sh.into())) < 1 {
+        return max_pool_argmax_in_columns(ctx, p, input, (out, argmax), limit);
+    }
+    // Bands of output rows: each band's indices count from its first input row, then move to the
+    // image's.
+    let row_elements = i64::from(p.w) * i64::from(p.c);
+    in_output_bands(p, limit, (in_row, out_row), "a pool", |band, (lo, count), (first, rows)| {
+        let (x, out, indices) =
+            (image_rows(input, lo, count), image_rows(out, first, rows), image_rows(argmax, first, rows));
+        launch(ctx.stream()?, "max_pool_argmax", band, &[&x, &x, &indices], &out)?;
+        if lo > 0 {
+            add_to_indices(ctx, &indices, lo * row_elements, &indices)?;
+        }
+        Ok(())
+    })
+}
+
+/// `max_pool_argmax_any_size` in tiles of output columns. A tile's indices count its own image,
+/// (row * tile_width + column) * c + channel; the image's are (row * w + first + column) * c +
+/// channel: index + (index / (tile_width * c)) * (w - tile_width) * c + first * c.
+fn max_pool_argmax_in_columns(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    input: &TensorRef,
+    (out, argmax): (&TensorRef, &TensorRef),
+    limit: u64,
+) -> Result<()> {
+    let column = u64::from(p.c) * input.dtype.size();
+    let index_column = u64::from(p.c) * 8;
+    let per_tile = tile_columns(
+        limit,
+        (u64::from(p.kh) * column, column.max(index_column)),
+        (p.kw.into(), p.sw.into()),
+        "a pool",
+    )?;
+    let geometry = (p.sw.into(), p.pad_left.into(), p.kw.into());
+    let tiles = column_tiles::by_windows(p.ow.into(), per_tile, geometry, p.w.into());
+    let widest = tiles.iter().map(|t| t.windows.1).max().unwrap_or(1).max(1);
+    let pooled = ctx.allocate_temp(out.dtype, &column_tiles::narrowed(out, widest).shape)?;
+    let indices = ctx.allocate_temp(DType::I64, &column_tiles::narrowed(argmax, widest).shape)?;
+    let rows = ctx.allocate_temp(DType::I64, &indices.shape)?;
+    let (w, c) = (i64::from(p.w), i64::from(p.c));
+    column_tiles::run(ctx, &tiles, &[(input, Side::Image)], None, |ctx, tile, tensors, _| {
+        let count = tile.windows.1;
+        let (pooled, indices, rows) = (
+            column_tiles::narrowed(&pooled, count),
+            column_tiles::narrowed(&indices, count),
+            column_tiles::narrowed(&rows, count),
+        );
+        max_pool_argmax_any_size(ctx, tile_params(&p, tile), &tensors[0], (&pooled, &indices))?;
+        let (first, tile_width) = tile.image;
+        let tile_row = int64_scalar(ctx, tile_width * c)?;
+        let row_gap = int64_scalar(ctx, (w - tile_width) * c)?;
+        let stream = ctx.stream()?;
+        super::integer::launch(stream, super::integer::TRUNCATE_DIV, &indices, &tile_row, &rows)?;
+        super::integer::launch(stream, super::integer::MUL, &rows, &row_gap, &rows)?;
+        super::integer::launch(stream, super::integer::ADD, &indices, &rows, &indices)?;
+        add_to_indices(ctx, &indices, first * c, &indices)?;
+        column_tiles::copy_columns(ctx, (&pooled, 0), (out, tile.windows.0), count)?;
+        column_tiles::copy_columns(ctx, (&indices, 0), (argmax, tile.windows.0), count)
+    })
+}
+
+/// An int64 scalar on the device.
+fn int64_scalar(ctx: &mut dyn KernelContext, value: i64) -> Result<TensorRef> {
+    let scalar = ctx.allocate_temp(DType::I64, &[])?;
+    ctx.stream()?.memcpy_htod(scalar.address, &value.to_le_bytes())?;
+    Ok(scalar)
+}
+
 /// `out` = the int64 `indices` + `offset`.
 fn add_to_indices(ctx: &mut dyn KernelContext, indices: &TensorRef, offset: i64, out: &TensorRef) -> Result<()> {
-    let shift = ctx.allocate_temp(DType::I64, &[])?;
-    let stream = ctx.stream()?;
-    stream.memcpy_htod(shift.address, &offset.to_le_bytes())?;
-    super::integer::launch(stream, super::integer::ADD, indices, &shift, out)
+    let shift = int64_scalar(ctx, offset)?;
+    super::integer::launch(ctx.stream()?, super::integer::ADD, indices, &shift, out)
 }
 
 /// MaxPoolGradWithArgmax: each gradient element added to the input element its argmax names
@@ -1114,17 +1258,41 @@ fn max_pool_grad_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance
         )));
     }
     let out = ctx.allocate_output(0, grad.dtype, &pooled)?;
-    let stream = ctx.stream()?;
-    let limit = binding_limit(stream.device());
-    if p.batch == 1 && [&x, &y, &grad, &out].iter().any(|t| t.byte_len() > limit) {
-        let rows = row_bytes(&p, x.dtype.size());
-        return in_output_bands(p, limit, rows, "a pool gradient", |band, (lo, count), (first, out_count)| {
-            let (x, grad) = (image_rows(&x, lo, count), image_rows(&grad, lo, count));
-            let (y, out) = (image_rows(&y, first, out_count), image_rows(&out, first, out_count));
-            launch(stream, "max_pool_grad_grad", band, &[&x, &grad, &y], &out)
+    max_pool_grad_grad_any_size(ctx, p, (&x, &y, &grad), &out)
+}
+
+/// MaxPoolGradGrad of (x, y, grad) into `out`; one image past a binding in bands of output rows,
+/// or in tiles of output columns where one output row's input rows pass it.
+fn max_pool_grad_grad_any_size(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    (x, y, grad): (&TensorRef, &TensorRef, &TensorRef),
+    out: &TensorRef,
+) -> Result<()> {
+    let limit = binding_limit(ctx.stream()?.device());
+    if p.batch != 1 || [x, y, grad, out].iter().all(|t| t.byte_len() <= limit) {
+        return launch(ctx.stream()?, "max_pool_grad_grad", p, &[x, grad, y], out);
+    }
+    let size = x.dtype.size();
+    let rows = row_bytes(&p, size);
+    if fitting_rows(limit, rows, (p.kh.into(), p.sh.into())) < 1 {
+        let column = u64::from(p.c) * size;
+        let per_tile =
+            tile_columns(limit, (u64::from(p.kh) * column, column), (p.kw.into(), p.sw.into()), "a pool gradient")?;
+        let geometry = (p.sw.into(), p.pad_left.into(), p.kw.into());
+        let tiles = column_tiles::by_windows(p.ow.into(), per_tile, geometry, p.w.into());
+        let inputs = [(x, Side::Image), (y, Side::Windows), (grad, Side::Image)];
+        return column_tiles::run(ctx, &tiles, &inputs, Some((out, Side::Windows)), |ctx, tile, t, target| {
+            let target = target.ok_or_else(|| Error::internal("a pool gradient tile without its output"))?;
+            max_pool_grad_grad_any_size(ctx, tile_params(&p, tile), (&t[0], &t[1], &t[2]), target)
         });
     }
-    launch(stream, "max_pool_grad_grad", p, &[&x, &grad, &y], &out)
+    let stream = ctx.stream()?;
+    in_output_bands(p, limit, rows, "a pool gradient", |band, (lo, count), (first, out_count)| {
+        let (x, grad) = (image_rows(x, lo, count), image_rows(grad, lo, count));
+        let (y, out) = (image_rows(y, first, out_count), image_rows(out, first, out_count));
+        launch(stream, "max_pool_grad_grad", band, &[&x, &grad, &y], &out)
+    })
 }
 
 /// MaxPoolV2, MaxPoolGradV2 and MaxPoolGradGradV2: their V1 kernels, with `ksize` and `strides`
@@ -1186,13 +1354,33 @@ fn pool_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
     let p = pool_params(kernel, &shape)?;
     check_gradient_shape(op, &grad, &pooled_shape(&p))?;
     let dx = ctx.allocate_output(0, grad.dtype, &shape)?;
-    let overlapping = max && (p.sh < p.kh || p.sw < p.kw);
+    pool_grad_any_size(ctx, p, input.as_ref(), &grad, &dx)
+}
+
+/// MaxPoolGrad (`input`: the forward op's) or AvgPoolGrad (None) of `grad` into `dx`; one image
+/// past a binding in bands of dx's rows, or in tiles of its columns where one row's windows pass it.
+fn pool_grad_any_size(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    input: Option<&TensorRef>,
+    grad: &TensorRef,
+    dx: &TensorRef,
+) -> Result<()> {
+    let limit = binding_limit(ctx.stream()?.device());
+    if p.batch == 1 && [input, Some(grad), Some(dx)].iter().flatten().any(|t| t.byte_len() > limit) {
+        // The most a band of one row holds: 2 * kh + 1 rows of the image or of the windows (argmax
+        // words included).
+        let widest = u64::from(p.w.max(p.ow)) * u64::from(p.c) * dx.dtype.size().max(4);
+        if (2 * u64::from(p.kh) + 1) * widest > limit {
+            return pool_grad_in_columns(ctx, p, input, grad, dx, limit);
+        }
+    }
+    let overlapping = input.is_some() && (p.sh < p.kh || p.sw < p.kw);
     let argmax = if overlapping { Some(ctx.allocate_temp(DType::I32, &grad.shape)?) } else { None };
     let stream = ctx.stream()?;
-    let limit = binding_limit(stream.device());
-    let tensors = [input.as_ref(), Some(&grad), argmax.as_ref(), Some(&dx)];
+    let tensors = [input, Some(grad), argmax.as_ref(), Some(dx)];
     if p.batch == 1 && tensors.iter().flatten().any(|t| t.byte_len() > limit) {
-        return match (&input, &argmax) {
+        return match (input, &argmax) {
             (Some(x), None) => {
                 // Windows that do not overlap write disjoint input rows.
                 stream.fill(dx.address, dx.byte_len(), 0)?;
@@ -1203,35 +1391,70 @@ fn pool_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
                     (in_row, out_row),
                     "a pool gradient",
                     |band, (lo, count), (first, windows)| {
-                        let (x, grad) = (image_rows(x, lo, count), image_rows(&grad, first, windows));
+                        let (x, grad) = (image_rows(x, lo, count), image_rows(grad, first, windows));
                         let elements = Some(grad.num_elements());
                         launch_with(
                             stream,
                             "max_pool_grad_windows",
                             band,
                             &[&x, &grad],
-                            &image_rows(&dx, lo, count),
+                            &image_rows(dx, lo, count),
                             elements,
                         )
                     },
                 )
             }
-            _ => pool_grad_in_bands(stream, p, (input.as_ref(), argmax.as_ref()), &grad, &dx, limit),
+            _ => pool_grad_in_bands(stream, p, (input, argmax.as_ref()), grad, dx, limit),
         };
     }
-    match (&input, &argmax) {
+    match (input, &argmax) {
         // Windows that do not overlap: zero dx, then one invocation per window.
         (Some(x), None) => {
             stream.fill(dx.address, dx.byte_len(), 0)?;
-            launch_with(stream, "max_pool_grad_windows", p, &[x, &grad], &dx, Some(grad.num_elements()))
+            launch_with(stream, "max_pool_grad_windows", p, &[x, grad], dx, Some(grad.num_elements()))
         }
         // Overlapping windows: each window's argmax once, then each element's covering windows.
         (Some(x), Some(argmax)) => {
-            launch_with(stream, "max_pool_grad_argmax", p, &[x, &grad, argmax], &dx, Some(grad.num_elements()))?;
-            launch(stream, "max_pool_grad_routed", p, &[x, &grad, argmax], &dx)
+            launch_with(stream, "max_pool_grad_argmax", p, &[x, grad, argmax], dx, Some(grad.num_elements()))?;
+            launch(stream, "max_pool_grad_routed", p, &[x, grad, argmax], dx)
         }
-        (None, _) => launch(stream, "avg_pool_grad", p, &[&grad, &grad], &dx),
+        (None, _) => launch(stream, "avg_pool_grad", p, &[grad, grad], dx),
     }
+}
+
+/// A pool gradient of an image whose one row of windows passes a binding: tiles of dx's columns,
+/// each over every column of the windows reaching into it (`column_tiles::by_image` with whole
+/// windows, which an argmax and a count inside the image need), writing its own. dx starts as
+/// zeros for the columns no window covers (strides past the window).
+fn pool_grad_in_columns(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    input: Option<&TensorRef>,
+    grad: &TensorRef,
+    dx: &TensorRef,
+    limit: u64,
+) -> Result<()> {
+    let column = u64::from(p.c) * dx.dtype.size().max(4) * (2 * u64::from(p.kh) + 1);
+    let geometry = (i64::from(p.sw), i64::from(p.pad_left), i64::from(p.kw));
+    let tiles = column_tiles::widest_fitting(
+        p.w.into(),
+        |per_tile| column_tiles::by_image(p.w.into(), per_tile, geometry, p.ow.into(), true),
+        |tile| tile.image.1.max(tile.windows.1).max(0) as u64 * column <= limit,
+    )
+    .ok_or_else(|| {
+        Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the rows of \
+             one window of a pool gradient",
+            u64::from(p.kw) * column
+        ))
+    })?;
+    ctx.stream()?.fill(dx.address, dx.byte_len(), 0)?;
+    let mut inputs = vec![(grad, Side::Windows)];
+    inputs.extend(input.map(|x| (x, Side::Image)));
+    column_tiles::run(ctx, &tiles, &inputs, Some((dx, Side::Image)), |ctx, tile, tensors, target| {
+        let target = target.ok_or_else(|| Error::internal("a pool gradient tile without its output"))?;
+        pool_grad_any_size(ctx, tile_params(&p, tile), tensors.get(1), &tensors[0], target)
+    })
 }
 
 /// Conv2DBackpropInput, Conv2DBackpropFilter and their DepthwiseConv2dNative twins. The sizes of
@@ -1295,15 +1518,104 @@ fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resu
         // A gradient summed over no terms.
         return ctx.stream()?.fill(out.address, out.byte_len(), 0);
     }
-    let p = plan.params;
+    grad_any_size(ctx, &plan.params, depthwise, for_filter, (&known, &dy, &out))
+}
+
+/// `grad_of`, in bands of rows (or tiles of columns) where one image passes a binding.
+fn grad_any_size(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    depthwise: bool,
+    for_filter: bool,
+    (known, dy, out): (&TensorRef, &TensorRef, &TensorRef),
+) -> Result<()> {
     let limit = super::windows::binding_limit(ctx.stream()?.device());
     // The image side (x, or dx) as the channel-padding routes may copy it: channels to a multiple of 4.
     let image_bytes = if for_filter { known.byte_len() } else { out.byte_len() };
     let padded = image_bytes / u64::from(p.c.max(1)) * u64::from(p.c.next_multiple_of(4));
     if p.batch == 1 && padded.max(known.byte_len()).max(dy.byte_len()).max(out.byte_len()) > limit {
-        return grad_in_bands(ctx, &p, depthwise, for_filter, (&known, &dy, &out), limit);
+        return grad_in_bands(ctx, p, depthwise, for_filter, (known, dy, out), limit);
     }
-    grad_of(ctx, &p, depthwise, for_filter, (&known, &dy, &out))
+    grad_of(ctx, p, depthwise, for_filter, (known, dy, out))
+}
+
+/// The filter gradient of an image whose one dy row, with the input rows its windows read, passes
+/// a binding: tiles of dy's columns (and the input columns their windows read), each tile's
+/// gradient added up.
+fn grad_filter_in_columns(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    depthwise: bool,
+    (x, dy, out): (&TensorRef, &TensorRef, &TensorRef),
+    limit: u64,
+) -> Result<()> {
+    let size = dy.dtype.size();
+    let (reach_h, reach_w) = reaches(p);
+    let in_column = reach_h as u64 * u64::from(p.c.next_multiple_of(4)) * size;
+    let per_tile =
+        tile_columns(limit, (in_column, u64::from(p.oc) * size), (reach_w, p.sw.into()), "a filter gradient")?;
+    let tiles = column_tiles::by_windows(p.ow.into(), per_tile, (p.sw.into(), p.pad_left.into(), reach_w), p.w.into());
+    let mut partial: Option<TensorRef> = None;
+    let mut summed = false;
+    column_tiles::run(ctx, &tiles, &[(x, Side::Image), (dy, Side::Windows)], None, |ctx, tile, tensors, _| {
+        let target = match (&partial, summed) {
+            (_, false) => out.clone(),
+            (Some(t), true) => t.clone(),
+            (None, true) => partial.insert(ctx.allocate_temp(out.dtype, &out.shape)?).clone(),
+        };
+        grad_any_size(ctx, &tile_params(p, tile), depthwise, true, (&tensors[0], &tensors[1], &target))?;
+        if summed {
+            super::binary::launch(ctx.stream()?, BinaryOp::Add, out, &target, out)?;
+        }
+        summed = true;
+        Ok(())
+    })?;
+    if !summed {
+        ctx.stream()?.fill(out.address, out.byte_len(), 0)?;
+    }
+    Ok(())
+}
+
+/// dx rows a band of a convolution's input gradient may hold: its dy rows (those whose windows
+/// reach its rows), its dx rows and its input rows (channels padded) each fit `limit`.
+fn input_gradient_rows(limit: u64, (dy_row, out_row, in_row): (u64, u64, u64), (reach, stride): (i64, i64)) -> i64 {
+    let by_dy = (((limit / dy_row.max(1)) as i64 - 1) * stride - reach + 2).max(0);
+    by_dy.min((limit / out_row.max(1)) as i64).min((limit / in_row.max(1)) as i64)
+}
+
+/// The input gradient of an image whose one dx row, with the dy rows reaching it, passes a
+/// binding: tiles of dx's columns, each from the dy columns whose windows reach into it.
+fn grad_input_in_columns(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    depthwise: bool,
+    (filter, dy, dx): (&TensorRef, &TensorRef, &TensorRef),
+    limit: u64,
+) -> Result<()> {
+    let size = dy.dtype.size();
+    let (reach_h, reach_w) = reaches(p);
+    let geometry = (i64::from(p.sw), i64::from(p.pad_left), reach_w);
+    let tiles = column_tiles::widest_fitting(
+        p.w.into(),
+        |per_tile| column_tiles::by_image(p.w.into(), per_tile, geometry, p.ow.into(), false),
+        |tile| {
+            let (columns, windows) = (tile.image.1.max(0) as u64, tile.windows.1.max(0) as u64);
+            let pixel = |channels: u32| u64::from(channels) * size;
+            let rows = (windows * pixel(p.oc), columns * pixel(p.c), columns * pixel(p.c.next_multiple_of(4)));
+            input_gradient_rows(limit, rows, (reach_h, p.sh.into())) >= 1
+        },
+    )
+    .ok_or_else(|| {
+        Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the dy of \
+             one column of an input gradient",
+            (reach_h * reach_w) as u64 * u64::from(p.oc) * size
+        ))
+    })?;
+    column_tiles::run(ctx, &tiles, &[(dy, Side::Windows)], Some((dx, Side::Image)), |ctx, tile, tensors, target| {
+        let target = target.ok_or_else(|| Error::internal("an input gradient tile without its output"))?;
+        grad_any_size(ctx, &tile_params(p, tile), depthwise, false, (filter, &tensors[0], target))
+    })
 }
 
 /// A convolution gradient of one image past a binding, in bands. The filter's: bands of dy's rows
@@ -1326,7 +1638,10 @@ fn grad_in_bands(
     let dy_row = u64::from(p.ow) * u64::from(p.oc) * size;
     if for_filter {
         let x = known;
-        let rows = band_rows(limit, (in_row, dy_row), (reach, sh), "a filter gradient")?;
+        let rows = fitting_rows(limit, (in_row, dy_row), (reach, sh));
+        if rows < 1 {
+            return grad_filter_in_columns(ctx, p, depthwise, (x, dy, out), limit);
+        }
         let mut partial: Option<TensorRef> = None;
         let mut first = 0;
         while first < oh {
@@ -1359,14 +1674,9 @@ fn grad_in_bands(
     }
     // dx rows x0..x1 take dy rows o0..=o1: those whose windows (rows o * stride - top .. + reach) meet them.
     let out_row = u64::from(p.w) * u64::from(p.c) * size;
-    let by_dy = (((limit / dy_row.max(1)) as i64 - 1) * sh - reach + 2).max(0);
-    let rows = by_dy.min((limit / out_row.max(1)) as i64).min((limit / in_row.max(1)) as i64);
+    let rows = input_gradient_rows(limit, (dy_row, out_row, in_row), (reach, sh));
     if rows < 1 {
-        return Err(Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the rows one \
-             row of an input gradient needs",
-            dy_row + out_row
-        )));
+        return grad_input_in_columns(ctx, p, depthwise, (known, dy, out), limit);
     }
     let mut x0 = 0;
     while x0 < h {

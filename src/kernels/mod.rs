@@ -74,6 +74,7 @@ pub mod batch;
 pub mod batch_norm;
 pub mod binary;
 pub mod cast;
+pub mod column_tiles;
 pub mod compact;
 pub mod complex;
 pub mod conv;

@@ -227,6 +227,42 @@ def resize_grad_one_image(method, size, **flags):
     return tf.raw_ops.ResizeNearestNeighborGrad(grads=dy, size=x.shape[1:3], **flags)
 
 
+def wide(t, rows):
+    """The 8 images of `t` laid side by side as one image of `rows` rows, each row (with the rows a
+    3-row window reads) past the binding: bands of rows cannot serve it, tiles of columns do."""
+    return tf.reshape(t, [1, rows, -1, t.shape[3]])
+
+
+def conv_grad_wide(op, rows, filter_, strides, padding, **kw):
+    """A convolution gradient (`op`: Conv2DBackpropInput/Filter, DepthwiseConv2dNativeBackprop*) of
+    the wide image of `rows` rows (tiles of columns)."""
+    x = wide(img, rows)
+    forward = tf.nn.depthwise_conv2d if op.startswith("Depthwise") else tf.nn.conv2d
+    with tf.device("/CPU:0"):  # only the gradient runs on the device under test
+        dy = gradient_of_shape(*forward(x, filter_, strides, padding, **kw).shape)
+    args = dict(strides=strides, padding=padding, out_backprop=dy, **kw)
+    if op.endswith("Filter"):
+        return getattr(tf.raw_ops, op)(input=x, filter_sizes=filter_.shape, **args)
+    return getattr(tf.raw_ops, op)(input_sizes=x.shape, filter=filter_, **args)
+
+
+def pooled_on_cpu(x, ksize, strides, padding):
+    """A max pool computed on TF-CPU, the forward input of a gradient under test."""
+    with tf.device("/CPU:0"):
+        return tf.nn.max_pool2d(x, ksize, strides, padding)
+
+
+def pool_grad_wide(max_pool, rows, ksize, strides, padding):
+    """MaxPoolGrad or AvgPoolGrad of the wide image of `rows` rows (tiles of columns)."""
+    x = wide(img, rows)
+    pooled = pooled_on_cpu(x, ksize, strides, padding)
+    dy = gradient_of_shape(*pooled.shape)
+    k, s = [1, *ksize, 1], [1, *strides, 1]
+    if max_pool:
+        return tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=pooled, grad=dy, ksize=k, strides=s, padding=padding)
+    return tf.raw_ops.AvgPoolGrad(orig_input_shape=x.shape, grad=dy, ksize=k, strides=s, padding=padding)
+
+
 def deep(t):
     """The 8 volumes of `t` stacked into one deep volume past the binding (its batch cannot split)."""
     return tf.reshape(t, [1, -1, *t.shape[2:]])
@@ -625,6 +661,32 @@ CASES = {
     "scale_and_translate_grad_one_image": lambda: tf.raw_ops.ScaleAndTranslateGrad(
         grads=gradient_of_shape(1, 5 * S, 3 * S // 2, 8), original_image=tall(img), scale=[5 / 8, 1.5],
         translation=[0.5, -1.0], kernel_type="keyscubic", antialias=False),
+    # One image whose rows pass the binding (a Conv1D over a long signal): tiles of columns.
+    "conv1d_long_signal": lambda: tf.nn.conv1d(tf.reshape(img, [1, -1, 8]), filt[1], 2, "SAME", dilations=1),
+    "conv1d_long_signal_dilated": lambda: tf.nn.conv1d(tf.reshape(img, [1, -1, 8]), filt[1], 1, "VALID", dilations=3),
+    "conv2d_wide_image": lambda: tf.nn.conv2d(wide(img, 2), filt, 1, "SAME"),
+    "conv2d_wide_image_explicit": lambda: tf.nn.conv2d(wide(img, 4), filt, 2, [[0, 0], [1, 2], [2, 1], [0, 0]]),
+    "depthwise_wide_image": lambda: tf.nn.depthwise_conv2d(wide(img, 4), dw, [1, 1, 1, 1], "SAME"),
+    "conv_backprop_input_wide": lambda: conv_grad_wide("Conv2DBackpropInput", 2, filt, [1, 1, 1, 1], "SAME"),
+    "conv_backprop_input_wide_strided": lambda: conv_grad_wide("Conv2DBackpropInput", 1, filt, [1, 1, 3, 1], "SAME"),
+    "conv_backprop_filter_wide": lambda: conv_grad_wide("Conv2DBackpropFilter", 2, filt, [1, 1, 2, 1], "SAME"),
+    "depthwise_backprop_input_wide": lambda: conv_grad_wide(
+        "DepthwiseConv2dNativeBackpropInput", 4, dw, [1, 1, 1, 1], "SAME"),
+    "depthwise_backprop_filter_wide": lambda: conv_grad_wide(
+        "DepthwiseConv2dNativeBackpropFilter", 4, dw, [1, 1, 1, 1], "SAME"),
+    "max_pool_wide_image": lambda: tf.nn.max_pool2d(wide(img, 2), 3, 2, "SAME"),
+    "avg_pool_wide_image": lambda: tf.nn.avg_pool2d(wide(img, 2), [2, 5], [1, 2], "VALID"),
+    "max_pool1d_long_signal": lambda: tf.nn.max_pool1d(tf.reshape(img, [1, -1, 8]), 3, 2, "SAME"),
+    "max_pool_grad_wide": lambda: pool_grad_wide(True, 2, [3, 3], [2, 2], "SAME"),
+    "max_pool_grad_wide_windows": lambda: pool_grad_wide(True, 2, [2, 3], [2, 3], "VALID"),
+    "avg_pool_grad_wide": lambda: pool_grad_wide(False, 4, [3, 3], [2, 2], "SAME"),
+    "avg_pool_grad_wide_gaps": lambda: pool_grad_wide(False, 2, [2, 2], [3, 3], "VALID"),
+    "max_pool_grad_grad_wide": lambda: tf.raw_ops.MaxPoolGradGrad(
+        orig_input=wide(img, 2), orig_output=pooled_on_cpu(wide(img, 2), 3, 2, "SAME"), grad=wide(img, 2) * 0.5 + 1,
+        ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
+    "max_pool_argmax_wide": lambda: tf.concat([tf.cast(v, tf.float32) for v in tf.nn.max_pool_with_argmax(
+        wide(img, 2), 3, 2, "SAME")], 3),
+    "max_pool_argmax_wide_valid": lambda: tf.nn.max_pool_with_argmax(wide(img, 4), [3, 2], [1, 3], "VALID")[1],
     # One volume past the binding in the 3-D convolutions and pools (bands of planes).
     "conv3d_one_volume": lambda: tf.nn.conv3d(deep(vol), filt3, [1, 2, 1, 2, 1], "SAME"),
     "conv3d_one_volume_dilated": lambda: tf.nn.conv3d(deep(vol), filt3, [1] * 5, "VALID", dilations=[1, 3, 2, 1, 1]),
@@ -691,6 +753,10 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "depthwise_dilated_one_image": 1e-4,
              "conv_backprop_input_one_image": 1e-4, "conv_backprop_filter_one_image": 1e-4,
              "conv_backprop_input_one_image_strided": 1e-4, "depthwise_backprop_filter_one_image": 1e-4,
+             "conv1d_long_signal": 1e-4, "conv1d_long_signal_dilated": 1e-4, "conv2d_wide_image": 1e-4,
+             "conv2d_wide_image_explicit": 1e-4, "depthwise_wide_image": 1e-4, "conv_backprop_input_wide": 1e-4,
+             "conv_backprop_input_wide_strided": 1e-4, "conv_backprop_filter_wide": 1e-4,
+             "depthwise_backprop_input_wide": 1e-4, "depthwise_backprop_filter_wide": 1e-4,
              "conv3d_one_volume": 1e-4, "conv3d_one_volume_dilated": 1e-4, "conv3d_backprop_input_one_volume": 1e-4,
              "conv3d_backprop_input_one_volume_valid": 1e-4, "conv3d_backprop_filter_one_volume": 1e-4}
 
