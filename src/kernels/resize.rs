@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSpec, Shader};
 
 use super::batch::split_batch_on_overflow;
+use super::column_tiles::{self, ColumnTile, Side};
 use super::conv::BATCHED_IMAGE;
 use super::validate::shape_string;
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
@@ -462,7 +463,8 @@ fn launch(
 }
 
 /// How one output row's entries sit in a row table: `words` a row, the first `rows` of them source
-/// rows (bilinear: top, bottom, weight; nearest: the source row).
+/// rows (bilinear: top, bottom, weight; nearest: the source row). Column tables alike.
+#[derive(Clone, Copy)]
 struct RowTable<'a> {
     entries: &'a [u32],
     words: usize,
@@ -472,13 +474,14 @@ struct RowTable<'a> {
 /// A resize of one image whose input or output passes a storage binding: bands of output rows,
 /// each launched on the band of input rows its sources span, with its rows of the table shifted to
 /// that band (`xs`, the column table, follows them). `per_row`: output elements a row (times the
-/// invocations an element takes).
+/// invocations an element takes). Where one output row with its source rows passes the binding:
+/// tiles of output columns, each over the input columns its sources span.
 fn launch_in_bands(
     ctx: &mut dyn KernelContext,
     entry: &'static str,
     (image, out): (&TensorRef, &TensorRef),
     ys: RowTable,
-    xs: &[u32],
+    xs: RowTable,
     params: Params,
 ) -> Result<()> {
     let limit = super::windows::binding_limit(ctx.stream()?.device());
@@ -499,20 +502,15 @@ fn launch_in_bands(
             (lo, hi, end) = (row_lo, row_hi, end + 1);
         }
         if end == first {
-            return Err(Error::unimplemented(format!(
-                "{} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one output row of a resize \
-                 and its source rows",
-                crate::runtime::pipeline::BINDING_LIMIT_ERROR,
-                out_row + in_row
-            )));
+            return launch_in_columns(ctx, entry, (image, out), ys, xs, params);
         }
         let band = end - first;
-        let mut words: Vec<u32> = Vec::with_capacity(band as usize * ys.words + xs.len());
+        let mut words: Vec<u32> = Vec::with_capacity(band as usize * ys.words + xs.entries.len());
         for y in first..end {
             let entry = &ys.entries[y as usize * ys.words..][..ys.words];
             words.extend(entry.iter().enumerate().map(|(k, &w)| if k < ys.rows { w - lo as u32 } else { w }));
         }
-        words.extend_from_slice(xs);
+        words.extend_from_slice(xs.entries);
         let table = upload(ctx, &words)?;
         let source = super::windows::image_rows(image, lo, hi - lo + 1);
         let target = super::windows::image_rows(out, first, band);
@@ -529,6 +527,71 @@ fn launch_in_bands(
         first = end;
     }
     Ok(())
+}
+
+/// `launch_in_bands` in tiles of output columns, each over the input columns its sources span
+/// (copied out, their entries in the column table shifted to them), in bands of rows there.
+fn launch_in_columns(
+    ctx: &mut dyn KernelContext,
+    entry: &'static str,
+    (image, out): (&TensorRef, &TensorRef),
+    ys: RowTable,
+    xs: RowTable,
+    params: Params,
+) -> Result<()> {
+    let limit = super::windows::binding_limit(ctx.stream()?.device());
+    let (in_w, out_w) = (image.shape[2], out.shape[2]);
+    let in_column = image.byte_len() / in_w.max(1) as u64 / image.shape[1].max(1) as u64;
+    let out_column = out.byte_len() / out_w.max(1) as u64;
+    // The most input rows one output row reads.
+    let row_span = (0..out.shape[1] as usize)
+        .map(|y| {
+            let rows = ys.entries[y * ys.words..][..ys.rows].iter().map(|&r| i64::from(r));
+            rows.clone().max().unwrap_or(0) - rows.min().unwrap_or(0) + 1
+        })
+        .max()
+        .unwrap_or(1) as u64;
+    let columns_of = |x: i64| xs.entries[x as usize * xs.words..][..xs.rows].iter().map(|&c| i64::from(c));
+    let mut tiles = Vec::new();
+    let mut first = 0;
+    while first < out_w {
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+        let mut end = first;
+        while end < out_w {
+            let (l, h) = columns_of(end).fold((lo, hi), |(l, h), c| (l.min(c), h.max(c)));
+            if (end + 1 - first) as u64 * out_column > limit || (h - l + 1) as u64 * in_column * row_span > limit {
+                break;
+            }
+            (lo, hi, end) = (l, h, end + 1);
+        }
+        if end == first {
+            return Err(Error::unimplemented(format!(
+                "{} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the source rows of one output \
+                 element of a resize",
+                crate::runtime::pipeline::BINDING_LIMIT_ERROR,
+                row_span * in_column
+            )));
+        }
+        let width = hi - lo + 1;
+        tiles.push(ColumnTile { image: (lo, width), windows: (first, end - first), written: (0, width), pad_left: 0 });
+        first = end;
+    }
+    let per_column = u64::from(params.n) / out_w as u64;
+    column_tiles::run(ctx, &tiles, &[(image, Side::Image)], Some((out, Side::Windows)), |ctx, tile, tensors, target| {
+        let target = target.ok_or_else(|| Error::internal("a resize tile without its output"))?;
+        let ((lo, width), (first, count)) = (tile.image, tile.windows);
+        let entries: Vec<u32> = xs.entries[first as usize * xs.words..(first + count) as usize * xs.words]
+            .chunks(xs.words)
+            .flat_map(|entry| entry.iter().enumerate().map(|(k, &w)| if k < xs.rows { w - lo as u32 } else { w }))
+            .collect();
+        let p = Params {
+            n: shader_len(per_column * count as u64, "resize")?,
+            out_w: count as u32,
+            in_w: width as u32,
+            ..params
+        };
+        launch_in_bands(ctx, entry, (&tensors[0], target), ys, RowTable { entries: &entries, ..xs }, p)
+    })
 }
 
 /// Whether a resize of `image` into `out` runs in bands: one image, past a binding.
@@ -576,7 +639,14 @@ fn bilinear_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
             Params { n, channels: channels as u32, out_w: out_w as u32, in_w: in_w as u32, ..Params::default() };
         let (ys, xs): (Vec<u32>, Vec<u32>) = (ys.concat(), xs.concat());
         let rows = RowTable { entries: &ys, words: 3, rows: 2 };
-        return launch_in_bands(ctx, "bilinear", (&image, &out), rows, &xs, params);
+        return launch_in_bands(
+            ctx,
+            "bilinear",
+            (&image, &out),
+            rows,
+            RowTable { entries: &xs, words: 3, rows: 2 },
+            params,
+        );
     }
     let words: Vec<u32> = ys.iter().chain(&xs).flatten().copied().collect();
     let table = upload(ctx, &words)?;
@@ -730,7 +800,9 @@ fn nearest_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
             in_w: in_w as u32,
             ..Params::default()
         };
-        return launch_in_bands(ctx, entry, (&image, &out), RowTable { entries: &ys, words: 1, rows: 1 }, &xs, params);
+        let (rows, columns) =
+            (RowTable { entries: &ys, words: 1, rows: 1 }, RowTable { entries: &xs, words: 1, rows: 1 });
+        return launch_in_bands(ctx, entry, (&image, &out), rows, columns, params);
     }
     let words: Vec<u32> = ys.iter().chain(&xs).copied().collect();
     let table = upload(ctx, &words)?;
@@ -760,10 +832,16 @@ pub(super) fn axis_sum(
     sources: &Sources,
 ) -> Result<()> {
     let limit = super::windows::binding_limit(ctx.stream()?.device());
-    if input.byte_len() <= limit && out.byte_len() <= limit {
+    let axis_out = sources.offsets.len() as i64 - 1;
+    // The bytes of the table of destinations `from..to` (their offsets, then their pairs).
+    let table_bytes = |from: i64, to: i64| {
+        let pairs = sources.offsets[to as usize] - sources.offsets[from as usize];
+        (to - from + 1) as u64 * 4 + u64::from(pairs) * 8
+    };
+    let table_fits = table_bytes(0, axis_out) <= limit;
+    if input.byte_len() <= limit && out.byte_len() <= limit && table_fits {
         return launch_axis_sum(ctx, input, out, (outer, axis_in, inner), sources);
     }
-    let axis_out = sources.offsets.len() as i64 - 1;
     let (in_size, out_size) = (input.dtype.size(), out.dtype.size());
     let (in_slice, out_slice) = ((axis_in * inner) as u64 * in_size, (axis_out * inner) as u64 * out_size);
     // Elements `first..first + count` of `t`, flat.
@@ -772,7 +850,7 @@ pub(super) fn axis_sum(
         dtype: t.dtype,
         shape: vec![count],
     };
-    if in_slice <= limit && out_slice <= limit {
+    if in_slice <= limit && out_slice <= limit && table_fits {
         let per_launch = (limit / in_slice.max(out_slice).max(1)) as i64;
         let mut o = 0;
         while o < outer {
@@ -792,6 +870,43 @@ pub(super) fn axis_sum(
             .iter()
             .map(|pair| i64::from(pair[0]))
     };
+    // The most source rows one destination reads.
+    let widest = (0..axis_out as usize)
+        .filter_map(|d| {
+            span_of(d)
+                .fold(None, |span: Option<(i64, i64)>, s| Some(span.map_or((s, s), |(l, h)| (l.min(s), h.max(s)))))
+        })
+        .map(|(lo, hi)| hi - lo + 1)
+        .max()
+        .unwrap_or(1);
+    if widest as u64 * in_row > limit || out_row > limit {
+        // One destination row with its sources passes a binding (the pass down the height of an
+        // image whose rows pass it): ranges of the inner elements, each copied out and back.
+        let chunk = (limit / (widest as u64 * in_size).max(out_size)) as i64;
+        if chunk < 1 {
+            return Err(Error::unimplemented(format!(
+                "{} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the sources of one element of a \
+                 resize",
+                crate::runtime::pipeline::BINDING_LIMIT_ERROR,
+                widest as u64 * in_size
+            )));
+        }
+        let as_columns = |t: &TensorRef, rows: i64, inner: i64| TensorRef { shape: vec![rows, inner, 1], ..t.clone() };
+        let (input, out) = (as_columns(input, outer * axis_in, inner), as_columns(out, outer * axis_out, inner));
+        let part_in = ctx.allocate_temp(input.dtype, &[outer * axis_in, chunk.min(inner), 1])?;
+        let part_out = ctx.allocate_temp(out.dtype, &[outer * axis_out, chunk.min(inner), 1])?;
+        let mut first = 0;
+        while first < inner {
+            let count = chunk.min(inner - first);
+            let (part_in, part_out) =
+                (as_columns(&part_in, outer * axis_in, count), as_columns(&part_out, outer * axis_out, count));
+            super::column_tiles::copy_columns(ctx, (&input, first), (&part_in, 0), count)?;
+            axis_sum(ctx, &part_in, &part_out, (outer, axis_in, count), sources)?;
+            super::column_tiles::copy_columns(ctx, (&part_out, 0), (&out, first), count)?;
+            first += count;
+        }
+        return Ok(());
+    }
     for o in 0..outer {
         let mut first = 0;
         while first < axis_out {
@@ -801,7 +916,8 @@ pub(super) fn axis_sum(
             while end < axis_out {
                 let (band_lo, band_hi) = span_of(end as usize).fold((lo, hi), |(l, h), s| (l.min(s), h.max(s)));
                 let source_rows = if band_hi < band_lo { 0 } else { band_hi - band_lo + 1 };
-                if (end + 1 - first) as u64 * out_row > limit || source_rows as u64 * in_row > limit {
+                let too_big = (end + 1 - first) as u64 * out_row > limit || source_rows as u64 * in_row > limit;
+                if too_big || table_bytes(first, end + 1) > limit {
                     break;
                 }
                 (lo, hi, end) = (band_lo, band_hi, end + 1);

@@ -216,9 +216,9 @@ def max_pool_grad_grad_one_image():
                                       strides=[1, 2, 2, 1], padding="SAME")
 
 
-def resize_grad_one_image(method, size, **flags):
+def resize_grad_one_image(method, size, image=None, **flags):
     """The gradient of a resize of one image past the binding into `size` (bands of its rows)."""
-    x = tall(img)
+    x = tall(img) if image is None else image
     dy = gradient_of_shape(1, *size, 8)
     if method == "bilinear":
         return tf.raw_ops.ResizeBilinearGrad(grads=dy, original_image=x, **flags)
@@ -681,6 +681,19 @@ CASES = {
     "max_pool_grad_wide_windows": lambda: pool_grad_wide(True, 2, [2, 3], [2, 3], "VALID"),
     "avg_pool_grad_wide": lambda: pool_grad_wide(False, 4, [3, 3], [2, 2], "SAME"),
     "avg_pool_grad_wide_gaps": lambda: pool_grad_wide(False, 2, [2, 2], [3, 3], "VALID"),
+    "resize_bilinear_wide": lambda: tf.image.resize(wide(img, 2), [3, 2000]),
+    "resize_bilinear_wide_align_corners": lambda: tf.compat.v1.image.resize_bilinear(
+        wide(img, 2), [5, 700], align_corners=True),
+    "resize_nearest_wide_half": lambda: tf.image.resize(
+        tf.cast(wide(tf.concat([img, img], 0), 1), tf.float16), [2, 3001], method="nearest"),
+    "resize_bicubic_wide": lambda: tf.image.resize(wide(img, 2), [3, 1500], method="bicubic"),
+    "resize_bilinear_grad_wide": lambda: resize_grad_one_image("bilinear", [3, 2000], wide(img, 2)),
+    "resize_bicubic_grad_wide": lambda: resize_grad_one_image("bicubic", [5, 1000], wide(img, 2),
+                                                              half_pixel_centers=True),
+    "resize_nearest_grad_wide": lambda: resize_grad_one_image("nearest", [3, 1700], wide(img, 2)),
+    "scale_and_translate_wide": lambda: tf.raw_ops.ScaleAndTranslate(
+        images=wide(img, 2), size=[3, 1500], scale=[1.5, 1500 / 1444], translation=[0.5, -1.0],
+        kernel_type="lanczos3"),
     "max_pool_grad_grad_wide": lambda: tf.raw_ops.MaxPoolGradGrad(
         orig_input=wide(img, 2), orig_output=pooled_on_cpu(wide(img, 2), 3, 2, "SAME"), grad=wide(img, 2) * 0.5 + 1,
         ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding="SAME"),
