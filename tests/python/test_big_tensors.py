@@ -25,7 +25,8 @@ HEAVY = tf.__version__.startswith("2.21.") or os.environ.get("TF_WGPU_HEAVY") ==
 HEAVY_CASES = ["add_bias", "transpose_batch_leading", "slice", "gather_table", "scatter_add_table",
                "variable_scatter_add", "sum_all", "sum_leading", "argmax_flat", "transpose_wide",
                "transpose_planes_reversed",
-               "matmul", "softmax", "conv2d", "conv_backprop_filter", "batch_norm_training", "batch_norm_grad"]
+               "matmul", "softmax", "conv2d", "conv_backprop_filter", "batch_norm_training", "batch_norm_grad",
+               "conv1d_long_signal"]
 
 
 def run_worker(elements, cases=(), limit=None):
