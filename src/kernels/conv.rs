@@ -637,7 +637,7 @@ pub fn convolve(
     let in_row = u64::from(p.w) * u64::from(p.c.next_multiple_of(4)) * size;
     let out_row = u64::from(p.ow) * u64::from(p.oc) * size;
     let (sh, top, h) = (i64::from(p.sh), i64::from(p.pad_top), i64::from(p.h));
-    let reach = (i64::from(p.kh) - 1) * i64::from(p.dh) + 1;
+    let reach = reaches(&p).0;
     let rows = fitting_rows(limit, (in_row, out_row), (reach, sh));
     if rows < 1 {
         return convolve_in_columns(ctx, plan, input, filter, out, limit);
@@ -678,11 +678,9 @@ fn convolve_in_columns(
 ) -> Result<()> {
     let p = plan.params;
     let size = input.dtype.size();
-    let (reach_h, reach_w) = reaches(&p);
     // One input column of a window's rows, channels padded to a multiple of 4 as the padded route copies them.
-    let in_column = reach_h as u64 * u64::from(p.c.next_multiple_of(4)) * size;
-    let per_tile = tile_columns(limit, (in_column, u64::from(p.oc) * size), (reach_w, p.sw.into()), "a convolution")?;
-    let tiles = column_tiles::by_windows(p.ow.into(), per_tile, (p.sw.into(), p.pad_left.into(), reach_w), p.w.into());
+    let in_column = reaches(&p).0 as u64 * u64::from(p.c.next_multiple_of(4)) * size;
+    let tiles = window_tiles(&p, limit, (in_column, u64::from(p.oc) * size), "a convolution")?;
     column_tiles::run(ctx, &tiles, &[(input, Side::Image)], Some((out, Side::Windows)), |ctx, tile, tensors, target| {
         let target = target.ok_or_else(|| Error::internal("a convolution tile without its output"))?;
         let params = tile_params(&p, tile);
@@ -867,9 +865,7 @@ fn pool_any_size(
         return pool_in_bands(ctx.stream()?, entry, p, input, out, limit);
     }
     let column = u64::from(p.c) * size;
-    let per_tile = tile_columns(limit, (u64::from(p.kh) * column, column), (p.kw.into(), p.sw.into()), "a pool")?;
-    let tiles =
-        column_tiles::by_windows(p.ow.into(), per_tile, (p.sw.into(), p.pad_left.into(), p.kw.into()), p.w.into());
+    let tiles = window_tiles(&p, limit, (u64::from(p.kh) * column, column), "a pool")?;
     column_tiles::run(ctx, &tiles, &[(input, Side::Image)], Some((out, Side::Windows)), |ctx, tile, tensors, target| {
         let target = target.ok_or_else(|| Error::internal("a pool tile without its output"))?;
         pool_any_size(ctx, entry, tile_params(&p, tile), &tensors[0], target)
@@ -908,24 +904,20 @@ fn fitting_rows(limit: u64, (in_row, out_row): (u64, u64), (reach, stride): (i64
     by_input.min((limit / out_row.max(1)) as i64)
 }
 
-/// Output columns per tile of a windowed op whose one row passes a binding
-/// (`column_tiles::by_windows`): the input of a tile's output row, a window's `reach_h` rows of
-/// `in_column`-byte columns, and its `out_column`-byte output columns each fit `limit`.
-fn tile_columns(
-    limit: u64,
-    (in_column, out_column): (u64, u64),
-    (reach_w, stride): (i64, i64),
-    what: &str,
-) -> Result<i64> {
-    let columns = fitting_rows(limit, (in_column, out_column), (reach_w, stride));
-    if columns < 1 {
+/// The tiles of output columns (`column_tiles::by_windows`) of a windowed op whose one row passes
+/// a binding: each tile's output row, with its input columns of `in_column` bytes (a window's rows
+/// of one column) and its output columns of `out_column` bytes, fits `limit`.
+fn window_tiles(p: &Params, limit: u64, (in_column, out_column): (u64, u64), what: &str) -> Result<Vec<ColumnTile>> {
+    let reach_w = reaches(p).1;
+    let per_tile = fitting_rows(limit, (in_column, out_column), (reach_w, p.sw.into()));
+    if per_tile < 1 {
         return Err(Error::unimplemented(format!(
             "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the input of \
              one window of {what}",
             reach_w as u64 * in_column
         )));
     }
-    Ok(columns)
+    Ok(column_tiles::by_windows(p.ow.into(), per_tile, (p.sw.into(), p.pad_left.into(), reach_w), p.w.into()))
 }
 
 /// The input rows (clamped to the image's `h`) that output rows `first..end` read, windows of
@@ -1133,14 +1125,7 @@ fn max_pool_argmax_in_columns(
 ) -> Result<()> {
     let column = u64::from(p.c) * input.dtype.size();
     let index_column = u64::from(p.c) * 8;
-    let per_tile = tile_columns(
-        limit,
-        (u64::from(p.kh) * column, column.max(index_column)),
-        (p.kw.into(), p.sw.into()),
-        "a pool",
-    )?;
-    let geometry = (p.sw.into(), p.pad_left.into(), p.kw.into());
-    let tiles = column_tiles::by_windows(p.ow.into(), per_tile, geometry, p.w.into());
+    let tiles = window_tiles(&p, limit, (u64::from(p.kh) * column, column.max(index_column)), "a pool")?;
     let widest = tiles.iter().map(|t| t.windows.1).max().unwrap_or(1).max(1);
     let pooled = ctx.allocate_temp(out.dtype, &column_tiles::narrowed(out, widest).shape)?;
     let indices = ctx.allocate_temp(DType::I64, &column_tiles::narrowed(argmax, widest).shape)?;
@@ -1277,10 +1262,7 @@ fn max_pool_grad_grad_any_size(
     let rows = row_bytes(&p, size);
     if fitting_rows(limit, rows, (p.kh.into(), p.sh.into())) < 1 {
         let column = u64::from(p.c) * size;
-        let per_tile =
-            tile_columns(limit, (u64::from(p.kh) * column, column), (p.kw.into(), p.sw.into()), "a pool gradient")?;
-        let geometry = (p.sw.into(), p.pad_left.into(), p.kw.into());
-        let tiles = column_tiles::by_windows(p.ow.into(), per_tile, geometry, p.w.into());
+        let tiles = window_tiles(&p, limit, (u64::from(p.kh) * column, column), "a pool gradient")?;
         let inputs = [(x, Side::Image), (y, Side::Windows), (grad, Side::Image)];
         return column_tiles::run(ctx, &tiles, &inputs, Some((out, Side::Windows)), |ctx, tile, t, target| {
             let target = target.ok_or_else(|| Error::internal("a pool gradient tile without its output"))?;
@@ -1550,11 +1532,8 @@ fn grad_filter_in_columns(
     limit: u64,
 ) -> Result<()> {
     let size = dy.dtype.size();
-    let (reach_h, reach_w) = reaches(p);
-    let in_column = reach_h as u64 * u64::from(p.c.next_multiple_of(4)) * size;
-    let per_tile =
-        tile_columns(limit, (in_column, u64::from(p.oc) * size), (reach_w, p.sw.into()), "a filter gradient")?;
-    let tiles = column_tiles::by_windows(p.ow.into(), per_tile, (p.sw.into(), p.pad_left.into(), reach_w), p.w.into());
+    let in_column = reaches(p).0 as u64 * u64::from(p.c.next_multiple_of(4)) * size;
+    let tiles = window_tiles(p, limit, (in_column, u64::from(p.oc) * size), "a filter gradient")?;
     let mut partial: Option<TensorRef> = None;
     let mut summed = false;
     column_tiles::run(ctx, &tiles, &[(x, Side::Image), (dy, Side::Windows)], None, |ctx, tile, tensors, _| {
@@ -1632,7 +1611,7 @@ fn grad_in_bands(
 ) -> Result<()> {
     let size = dy.dtype.size();
     let (sh, top, h, oh) = (i64::from(p.sh), i64::from(p.pad_top), i64::from(p.h), i64::from(p.oh));
-    let reach = (i64::from(p.kh) - 1) * i64::from(p.dh) + 1;
+    let reach = reaches(p).0;
     // The input side with its channels padded to a multiple of 4 (the padded routes copy it).
     let in_row = u64::from(p.w) * u64::from(p.c.next_multiple_of(4)) * size;
     let dy_row = u64::from(p.ow) * u64::from(p.oc) * size;

@@ -471,6 +471,28 @@ struct RowTable<'a> {
     rows: usize,
 }
 
+impl RowTable<'_> {
+    /// The source rows (columns) of output row (column) `i`.
+    fn sources(&self, i: i64) -> impl Iterator<Item = i64> + '_ {
+        self.entries[i as usize * self.words..][..self.rows].iter().map(|&r| i64::from(r))
+    }
+
+    /// The entries of outputs `first..end`, their sources counted from source `lo`.
+    fn shifted(&self, (first, end): (i64, i64), lo: i64) -> impl Iterator<Item = u32> + '_ {
+        self.entries[first as usize * self.words..end as usize * self.words].chunks(self.words).flat_map(move |entry| {
+            entry.iter().enumerate().map(move |(k, &w)| if k < self.rows { w - lo as u32 } else { w })
+        })
+    }
+
+    /// The most sources one output's span: the rows (columns) from its first source to its last.
+    fn widest_span(&self, outputs: i64) -> u64 {
+        (0..outputs)
+            .map(|i| self.sources(i).max().unwrap_or(0) - self.sources(i).min().unwrap_or(0) + 1)
+            .max()
+            .unwrap_or(1) as u64
+    }
+}
+
 /// A resize of one image whose input or output passes a storage binding: bands of output rows,
 /// each launched on the band of input rows its sources span, with its rows of the table shifted to
 /// that band (`xs`, the column table, follows them). `per_row`: output elements a row (times the
@@ -488,13 +510,17 @@ fn launch_in_bands(
     let (in_h, out_h) = (image.shape[1], out.shape[1]);
     let in_row = image.byte_len() / in_h.max(1) as u64;
     let out_row = out.byte_len() / out_h.max(1) as u64;
-    let rows_of = |y: i64| ys.entries[y as usize * ys.words..][..ys.rows].iter().map(|&r| i64::from(r));
+    if out_row > limit || ys.widest_span(out_h) * in_row > limit {
+        // Some output row with its source rows passes the binding (checked before any band runs,
+        // so that no band is computed twice).
+        return launch_in_columns(ctx, entry, (image, out), ys, xs, params);
+    }
     let mut first = 0;
     while first < out_h {
         let (mut lo, mut hi) = (i64::MAX, i64::MIN);
         let mut end = first;
         while end < out_h {
-            let (row_lo, row_hi) = rows_of(end).fold((lo, hi), |(l, h), r| (l.min(r), h.max(r)));
+            let (row_lo, row_hi) = ys.sources(end).fold((lo, hi), |(l, h), r| (l.min(r), h.max(r)));
             let fits = (end + 1 - first) as u64 * out_row <= limit && (row_hi - row_lo + 1) as u64 * in_row <= limit;
             if !fits {
                 break;
@@ -502,14 +528,11 @@ fn launch_in_bands(
             (lo, hi, end) = (row_lo, row_hi, end + 1);
         }
         if end == first {
-            return launch_in_columns(ctx, entry, (image, out), ys, xs, params);
+            return Err(Error::internal("a resize band of no rows, though every row fits"));
         }
         let band = end - first;
         let mut words: Vec<u32> = Vec::with_capacity(band as usize * ys.words + xs.entries.len());
-        for y in first..end {
-            let entry = &ys.entries[y as usize * ys.words..][..ys.words];
-            words.extend(entry.iter().enumerate().map(|(k, &w)| if k < ys.rows { w - lo as u32 } else { w }));
-        }
+        words.extend(ys.shifted((first, end), lo));
         words.extend_from_slice(xs.entries);
         let table = upload(ctx, &words)?;
         let source = super::windows::image_rows(image, lo, hi - lo + 1);
@@ -544,21 +567,14 @@ fn launch_in_columns(
     let in_column = image.byte_len() / in_w.max(1) as u64 / image.shape[1].max(1) as u64;
     let out_column = out.byte_len() / out_w.max(1) as u64;
     // The most input rows one output row reads.
-    let row_span = (0..out.shape[1] as usize)
-        .map(|y| {
-            let rows = ys.entries[y * ys.words..][..ys.rows].iter().map(|&r| i64::from(r));
-            rows.clone().max().unwrap_or(0) - rows.min().unwrap_or(0) + 1
-        })
-        .max()
-        .unwrap_or(1) as u64;
-    let columns_of = |x: i64| xs.entries[x as usize * xs.words..][..xs.rows].iter().map(|&c| i64::from(c));
+    let row_span = ys.widest_span(out.shape[1]);
     let mut tiles = Vec::new();
     let mut first = 0;
     while first < out_w {
         let (mut lo, mut hi) = (i64::MAX, i64::MIN);
         let mut end = first;
         while end < out_w {
-            let (l, h) = columns_of(end).fold((lo, hi), |(l, h), c| (l.min(c), h.max(c)));
+            let (l, h) = xs.sources(end).fold((lo, hi), |(l, h), c| (l.min(c), h.max(c)));
             if (end + 1 - first) as u64 * out_column > limit || (h - l + 1) as u64 * in_column * row_span > limit {
                 break;
             }
@@ -580,10 +596,7 @@ fn launch_in_columns(
     column_tiles::run(ctx, &tiles, &[(image, Side::Image)], Some((out, Side::Windows)), |ctx, tile, tensors, target| {
         let target = target.ok_or_else(|| Error::internal("a resize tile without its output"))?;
         let ((lo, width), (first, count)) = (tile.image, tile.windows);
-        let entries: Vec<u32> = xs.entries[first as usize * xs.words..(first + count) as usize * xs.words]
-            .chunks(xs.words)
-            .flat_map(|entry| entry.iter().enumerate().map(|(k, &w)| if k < xs.rows { w - lo as u32 } else { w }))
-            .collect();
+        let entries: Vec<u32> = xs.shifted((first, first + count), lo).collect();
         let p = Params {
             n: shader_len(per_column * count as u64, "resize")?,
             out_w: count as u32,
