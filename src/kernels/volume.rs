@@ -12,6 +12,7 @@ use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
 use super::binary::{self, BinaryOp};
+use super::column_tiles::{self, ColumnTile, Side};
 use super::conv::{window, BATCHED_IMAGE, IMAGE_IN_OUT};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
@@ -314,21 +315,65 @@ fn needs_bands(stream: &Stream, batch: i64, tensors: &[&TensorRef]) -> bool {
     batch == 1 && tensors.iter().any(|t| t.byte_len() > limit)
 }
 
+/// Along one axis of a window op: windows `stride` apart of `k` taps `dilation` apart over an input
+/// of `size` elements dilated by `lhs` (a transposed convolution's) and padded by `pad` before it.
+#[derive(Clone, Copy)]
+struct Axis {
+    stride: i64,
+    k: i64,
+    dilation: i64,
+    lhs: i64,
+    size: i64,
+    pad: i64,
+}
+
+impl Axis {
+    /// The input elements that outputs `first..first + count` read (first, count) and their
+    /// padding counted from the first of them; None where they all lie in the padding.
+    fn band(&self, first: i64, count: i64) -> Option<((i64, i64), i64)> {
+        let Axis { stride, k, dilation, lhs, size, pad } = *self;
+        // The windows' first and last taps, on the input dilated by `lhs`.
+        let (start, last) = (first * stride - pad, (first + count - 1) * stride - pad + (k - 1) * dilation);
+        let lo = if start <= 0 { 0 } else { (start + lhs - 1) / lhs };
+        let hi = last.div_euclid(lhs).min(size - 1);
+        (hi >= lo).then(|| ((lo, hi - lo + 1), pad + lo * lhs - first * stride))
+    }
+
+    /// The most outputs a band may hold where `inputs` input elements fit: `count` outputs read at
+    /// most ((count - 1) * stride + (k - 1) * dilation) / lhs + 2 of them.
+    fn outputs_within(&self, inputs: i64) -> i64 {
+        ((inputs - 2).saturating_mul(self.lhs) - (self.k - 1).saturating_mul(self.dilation)).div_euclid(self.stride) + 1
+    }
+
+    /// The most input elements one output reads.
+    fn inputs_of_one(&self) -> i64 {
+        (self.k - 1) * self.dilation / self.lhs + 2
+    }
+}
+
+fn depth_axis(p: &Params) -> Axis {
+    let [stride, k, dilation, lhs, size] = [p.sd, p.kd, p.dd, p.lhs_d, p.d].map(i64::from);
+    Axis { stride, k, dilation, lhs, size, pad: p.pd.into() }
+}
+
+fn height_axis(p: &Params) -> Axis {
+    let [stride, k, dilation, lhs, size] = [p.sh, p.kh, p.dh, p.lhs_h, p.h].map(i64::from);
+    Axis { stride, k, dilation, lhs, size, pad: p.ph.into() }
+}
+
 /// The output planes `first..first + count` of the 3-D window op `p` (one volume) as an op of its
 /// own: its parameters, whose depth padding counts from the first input plane its windows read,
 /// and those input planes (first, count); None where they all lie in the padding.
 fn output_band(p: &Params, first: i64, count: i64) -> Option<(Params, (i64, i64))> {
-    let [sd, kd, dd, lhs, d] = [p.sd, p.kd, p.dd, p.lhs_d, p.d].map(i64::from);
-    let pd = i64::from(p.pd);
-    // The windows' first and last taps, on the input dilated by `lhs`.
-    let (start, last) = (first * sd - pd, (first + count - 1) * sd - pd + (kd - 1) * dd);
-    let lo = if start <= 0 { 0 } else { (start + lhs - 1) / lhs };
-    let hi = last.div_euclid(lhs).min(d - 1);
-    if hi < lo {
-        return None;
-    }
-    let band = Params { d: (hi - lo + 1) as u32, od: count as u32, pd: (pd + lo * lhs - first * sd) as i32, ..*p };
-    Some((band, (lo, hi - lo + 1)))
+    let ((lo, planes), pd) = depth_axis(p).band(first, count)?;
+    Some((Params { d: planes as u32, od: count as u32, pd: pd as i32, ..*p }, (lo, planes)))
+}
+
+/// The most output planes of `p` a band may hold where its output planes and the input planes it
+/// reads each fit `limit` (`in_plane` and `out_plane` bytes a plane); below 1 where none fits.
+fn planes_per_band(p: &Params, (in_plane, out_plane): (u64, u64), limit: u64) -> i64 {
+    let by_input = depth_axis(p).outputs_within((limit / in_plane.max(1)) as i64);
+    by_input.min((limit / out_plane.max(1)) as i64)
 }
 
 /// Bands of output planes of the 3-D window op `p` on one volume, each with the input planes it
@@ -341,25 +386,94 @@ fn for_output_bands(
     mut f: impl FnMut(&mut dyn KernelContext, Option<(Params, (i64, i64))>, (i64, i64)) -> Result<()>,
 ) -> Result<()> {
     let limit = windows::binding_limit(ctx.stream()?.device());
-    let [sd, kd, dd, lhs, od] = [p.sd, p.kd, p.dd, p.lhs_d, p.od].map(i64::from);
-    // `count` output planes read at most ((count - 1) * sd + (kd - 1) * dd) / lhs + 2 input planes.
-    let in_planes = (limit / in_plane.max(1)) as i64;
-    let by_input = ((in_planes - 2).saturating_mul(lhs) - (kd - 1).saturating_mul(dd)).div_euclid(sd) + 1;
-    let count = by_input.min((limit / out_plane.max(1)) as i64);
+    let count = planes_per_band(p, (in_plane, out_plane), limit);
     if count < 1 {
-        return Err(Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one output \
-             plane of a 3-D window op and the input planes it reads",
-            out_plane + in_plane * ((kd - 1) * dd / lhs + 2) as u64
-        )));
+        return Err(Error::internal("a band of output planes that passes a binding (row tiles serve it)"));
     }
     let mut first = 0;
-    while first < od {
-        let planes = count.min(od - first);
+    while first < i64::from(p.od) {
+        let planes = count.min(i64::from(p.od) - first);
         f(ctx, output_band(p, first, planes), (first, planes))?;
         first += planes;
     }
     Ok(())
+}
+
+/// Tiles of output rows of the 3-D window op `p` on one volume (a forward op, a filter gradient,
+/// a transposed convolution), each over the input rows its windows read, for the widest tiles
+/// whose output plane and the input planes it reads fit a binding (`in_row` and `out_row` bytes a
+/// row of a plane).
+fn row_tiles_by_windows(p: &Params, (in_row, out_row): (u64, u64), limit: u64, what: &str) -> Result<Vec<ColumnTile>> {
+    let rows = height_axis(p);
+    let tiles_of = |per_tile: i64| {
+        (0..i64::from(p.oh))
+            .step_by(per_tile as usize)
+            .map(|first| {
+                let count = per_tile.min(i64::from(p.oh) - first);
+                let ((lo, read), pad) = rows.band(first, count).unwrap_or(((0, 0), 0));
+                ColumnTile { image: (lo, read), windows: (first, count), written: (0, read), pad_left: pad }
+            })
+            .collect()
+    };
+    let fits = |tile: &ColumnTile| {
+        let planes = (tile.image.1.max(1) as u64 * in_row, tile.windows.1 as u64 * out_row);
+        planes_per_band(&row_tile_params(p, tile), planes, limit) >= 1
+    };
+    column_tiles::widest_fitting(p.oh.into(), tiles_of, fits).ok_or_else(|| {
+        let one_row = out_row + in_row * (depth_axis(p).inputs_of_one() * rows.inputs_of_one()) as u64;
+        Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {one_row} bytes exceeds this adapter's max_storage_buffer_binding_size: one \
+             output row of {what} and the input rows it reads"
+        ))
+    })
+}
+
+/// `p` for the volume of `tile`'s rows: its input rows, its output rows, its top padding.
+fn row_tile_params(p: &Params, tile: &ColumnTile) -> Params {
+    Params { h: tile.image.1 as u32, oh: tile.windows.1 as u32, ph: tile.pad_left as i32, ..*p }
+}
+
+/// Runs a 3-D window op of one volume tile by tile of rows (`column_tiles::run` on the volumes
+/// seen as [1, d, h, w * c], whose rows a plane holds contiguously): `run_tile` gets the tile's
+/// parameters and its volumes.
+fn in_row_tiles(
+    ctx: &mut dyn KernelContext,
+    p: &Params,
+    tiles: &[ColumnTile],
+    inputs: &[(&TensorRef, Side)],
+    out: Option<(&TensorRef, Side)>,
+    mut run_tile: impl FnMut(&mut dyn KernelContext, Params, &[TensorRef], Option<&TensorRef>) -> Result<()>,
+) -> Result<()> {
+    let planes_of_rows =
+        |t: &TensorRef| TensorRef { shape: vec![1, t.shape[1], t.shape[2], t.shape[3] * t.shape[4]], ..t.clone() };
+    let as_volume = |view: &TensorRef, like: &TensorRef| TensorRef {
+        shape: vec![1, like.shape[1], view.shape[2], like.shape[3], like.shape[4]],
+        ..view.clone()
+    };
+    let flat: Vec<TensorRef> = inputs.iter().map(|(t, _)| planes_of_rows(t)).collect();
+    let flat_inputs: Vec<(&TensorRef, Side)> = flat.iter().zip(inputs).map(|(f, &(_, side))| (f, side)).collect();
+    let flat_out = out.map(|(t, side)| (planes_of_rows(t), side));
+    column_tiles::run(
+        ctx,
+        tiles,
+        &flat_inputs,
+        flat_out.as_ref().map(|(t, side)| (t, *side)),
+        |ctx, tile, views, target| {
+            let volumes: Vec<TensorRef> = views.iter().zip(inputs).map(|(view, (t, _))| as_volume(view, t)).collect();
+            let target = target.zip(out).map(|(view, (t, _))| as_volume(view, t));
+            run_tile(ctx, row_tile_params(p, tile), &volumes, target.as_ref())
+        },
+    )
+}
+
+/// The volume `t` as rows of its last dimension (a convolution's output rows, [pixels, channels]).
+fn as_rows(t: &TensorRef) -> TensorRef {
+    TensorRef { shape: vec![t.shape[..4].iter().product(), t.shape[4]], ..t.clone() }
+}
+
+/// The bytes of one row of a plane of the volume `t`.
+fn row_bytes(t: &TensorRef) -> u64 {
+    plane_bytes(t) / t.shape[2].max(1) as u64
 }
 
 /// `out` [rows, oc] = the column matrix of `input` under `p` times `filter` [taps, oc].
@@ -399,29 +513,38 @@ fn conv3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
         return ctx.stream()?.fill(out.address, out.byte_len(), 0);
     }
     let flat_filter = TensorRef { shape: vec![taps, oc], ..filter };
-    let flat_out = TensorRef { shape: vec![g.rows(), oc], ..out };
-    convolve_volume(ctx, g.params()?, &input, &flat_filter, (&out, &flat_out))
+    convolve_volume(ctx, g.params()?, (&input, &flat_filter), &out, &mut None)
 }
 
-/// `convolve`, in bands of output planes where one volume passes a binding: `out` is the output
-/// as a volume and as rows.
+/// `convolve` into `out` (a volume), in bands of output planes where one volume passes a binding,
+/// and in tiles of rows where one plane's band does.
 fn convolve_volume(
     ctx: &mut dyn KernelContext,
     p: Params,
-    input: &TensorRef,
-    filter: &TensorRef,
-    (out, flat_out): (&TensorRef, &TensorRef),
+    (input, filter): (&TensorRef, &TensorRef),
+    out: &TensorRef,
+    columns: &mut Option<TensorRef>,
 ) -> Result<()> {
-    let mut columns = None;
-    if !needs_bands(ctx.stream()?, input.shape[0], &[input, out]) {
-        return convolve(ctx, p, input, filter, flat_out, &mut columns);
+    let flat_out = as_rows(out);
+    let stream = ctx.stream()?;
+    if !needs_bands(stream, input.shape[0], &[input, out]) {
+        return convolve(ctx, p, input, filter, &flat_out, columns);
+    }
+    let limit = windows::binding_limit(stream.device());
+    if planes_per_band(&p, (plane_bytes(input), plane_bytes(out)), limit) < 1 {
+        let tiles = row_tiles_by_windows(&p, (row_bytes(input), row_bytes(out)), limit, "a 3-D convolution")?;
+        let (inputs, target) = ([(input, Side::Image)], Some((out, Side::Windows)));
+        return in_row_tiles(ctx, &p, &tiles, &inputs, target, |ctx, tile, volumes, target| {
+            let target = target.ok_or_else(|| Error::internal("a convolution tile without its output"))?;
+            convolve_volume(ctx, tile, (&volumes[0], filter), target, columns)
+        });
     }
     let pixels = i64::from(p.oh) * i64::from(p.ow);
     for_output_bands(ctx, &p, (plane_bytes(input), plane_bytes(out)), |ctx, band, (first, count)| {
-        let rows = windows::rows(flat_out, first * pixels, count * pixels);
+        let rows = windows::rows(&flat_out, first * pixels, count * pixels);
         match band {
             Some((band, (lo, planes_read))) => {
-                convolve(ctx, band, &image_rows(input, lo, planes_read), filter, &rows, &mut columns)
+                convolve(ctx, band, &image_rows(input, lo, planes_read), filter, &rows, columns)
             }
             None => ctx.stream()?.fill(rows.address, rows.byte_len(), 0),
         }
@@ -499,8 +622,7 @@ fn conv3d_grad_input_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance)
     let [sd, sh, sw] = g.strides.map(|s| s as u32);
     (p.lhs_d, p.lhs_h, p.lhs_w) = (sd, sh, sw);
     let flat_filter = TensorRef { shape: vec![taps, c], ..flipped };
-    let flat_dx = TensorRef { shape: vec![g.batch * g.input.iter().product::<i64>(), c], ..dx.clone() };
-    convolve_volume(ctx, p, &dy, &flat_filter, (&dx, &flat_dx))
+    convolve_volume(ctx, p, (&dy, &flat_filter), &dx, &mut None)
 }
 
 /// Conv3DBackpropFilterV2 (input, filter_sizes, out_backprop): the column matrix of the input,
@@ -543,14 +665,34 @@ fn conv3d_grad_filter_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance
     if !banded {
         return sum_grad_filter(ctx, p, (&input, &flat_dy), &flat_df, &mut scratch, false);
     }
-    // One volume past a binding: the sum over bands of dy's planes, each over the input planes
-    // its windows read.
     ctx.stream()?.fill(df.address, df.byte_len(), 0)?;
+    add_grad_filter_of_volume(ctx, p, (&input, &dy), &flat_df, &mut scratch)
+}
+
+/// `df` += the filter gradient of one volume past a binding: the sum over bands of dy's planes,
+/// each over the input planes its windows read (over tiles of rows where one plane's band passes
+/// a binding).
+fn add_grad_filter_of_volume(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    (input, dy): (&TensorRef, &TensorRef),
+    df: &TensorRef,
+    scratch: &mut GradFilterScratch,
+) -> Result<()> {
+    let limit = windows::binding_limit(ctx.stream()?.device());
+    if planes_per_band(&p, (plane_bytes(input), plane_bytes(dy)), limit) < 1 {
+        let tiles = row_tiles_by_windows(&p, (row_bytes(input), row_bytes(dy)), limit, "a 3-D filter gradient")?;
+        let inputs = [(input, Side::Image), (dy, Side::Windows)];
+        return in_row_tiles(ctx, &p, &tiles, &inputs, None, |ctx, tile, volumes, _| {
+            add_grad_filter_of_volume(ctx, tile, (&volumes[0], &volumes[1]), df, scratch)
+        });
+    }
+    let flat_dy = as_rows(dy);
     let pixels = i64::from(p.oh) * i64::from(p.ow);
-    for_output_bands(ctx, &p, (plane_bytes(&input), plane_bytes(&dy)), |ctx, band, (first, count)| {
+    for_output_bands(ctx, &p, (plane_bytes(input), plane_bytes(dy)), |ctx, band, (first, count)| {
         let Some((band, (lo, planes_read))) = band else { return Ok(()) };
         let dy_rows = windows::rows(&flat_dy, first * pixels, count * pixels);
-        sum_grad_filter(ctx, band, (&image_rows(&input, lo, planes_read), &dy_rows), &flat_df, &mut scratch, true)
+        sum_grad_filter(ctx, band, (&image_rows(input, lo, planes_read), &dy_rows), df, scratch, true)
     })
 }
 
@@ -653,15 +795,25 @@ fn pool3d_any_size(
     input: &TensorRef,
     out: &TensorRef,
 ) -> Result<()> {
-    if needs_bands(ctx.stream()?, i64::from(p.batch), &[input, out]) {
-        return for_output_bands(ctx, &p, (plane_bytes(input), plane_bytes(out)), |ctx, band, (first, count)| {
-            // Not None: a pool's padding is smaller than its window.
-            let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
-            let out = image_rows(out, first, count);
-            launch(ctx.stream()?, entry, band, &[&image_rows(input, lo, planes_read), &out], out.num_elements())
+    let stream = ctx.stream()?;
+    if !needs_bands(stream, i64::from(p.batch), &[input, out]) {
+        return launch(stream, entry, p, &[input, out], out.num_elements());
+    }
+    let limit = windows::binding_limit(stream.device());
+    if planes_per_band(&p, (plane_bytes(input), plane_bytes(out)), limit) < 1 {
+        let tiles = row_tiles_by_windows(&p, (row_bytes(input), row_bytes(out)), limit, "a 3-D pool")?;
+        let (inputs, target) = ([(input, Side::Image)], Some((out, Side::Windows)));
+        return in_row_tiles(ctx, &p, &tiles, &inputs, target, |ctx, tile, volumes, target| {
+            let target = target.ok_or_else(|| Error::internal("a pool tile without its output"))?;
+            pool3d_any_size(ctx, entry, tile, &volumes[0], target)
         });
     }
-    launch(ctx.stream()?, entry, p, &[input, out], out.num_elements())
+    for_output_bands(ctx, &p, (plane_bytes(input), plane_bytes(out)), |ctx, band, (first, count)| {
+        // Not None: a pool's padding is smaller than its window.
+        let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
+        let out = image_rows(out, first, count);
+        launch(ctx.stream()?, entry, band, &[&image_rows(input, lo, planes_read), &out], out.num_elements())
+    })
 }
 
 /// MaxPool3DGrad (orig_input, orig_output, grad), AvgPool3DGrad (orig_input_shape, grad) and
@@ -695,10 +847,7 @@ fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
         let g = geometry(kernel, &shape, ksize, false)?;
         check_gradient(&dy, &g.output_shape(g.c))?;
         let dx = ctx.allocate_output(0, dy.dtype, &shape)?;
-        if needs_bands(ctx.stream()?, g.batch, &[&dy, &dx]) {
-            return pool_grad_in_bands(ctx.stream()?, g.params()?, (None, &dy, None), &dx);
-        }
-        return launch(ctx.stream()?, "avg_pool_grad", g.params()?, &[&dy, &dx], dx.num_elements());
+        return pool_grad_any_size(ctx, g.params()?, (None, &dy, None), &dx);
     }
     let x = ctx.input(0)?;
     let y = ctx.input(1)?;
@@ -718,10 +867,7 @@ fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
     if op == "MaxPool3DGrad" {
         check_gradient(&grad, &pooled)?;
         let dx = ctx.allocate_output(0, grad.dtype, &x.shape)?;
-        if needs_bands(ctx.stream()?, g.batch, &[&x, &y, &grad, &dx]) {
-            return pool_grad_in_bands(ctx.stream()?, g.params()?, (Some(&x), &grad, Some(&y)), &dx);
-        }
-        return launch(ctx.stream()?, "max_pool_grad", g.params()?, &[&x, &dx, &grad, &y], dx.num_elements());
+        return pool_grad_any_size(ctx, g.params()?, (Some(&x), &grad, Some(&y)), &dx);
     }
     // TF's kernels read the first element of each; an empty one is refused.
     for (t, what) in [(&x, "tensor_in"), (&y, "tensor_out"), (&grad, "out_grad_backprop")] {
@@ -737,20 +883,89 @@ fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
         )));
     }
     let out = ctx.allocate_output(0, grad.dtype, &pooled)?;
-    if needs_bands(ctx.stream()?, g.batch, &[&x, &y, &grad, &out]) {
-        return for_output_bands(
-            ctx,
-            &g.params()?,
-            (plane_bytes(&x), plane_bytes(&out)),
-            |ctx, band, (first, count)| {
-                let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
-                let (x, grad) = (image_rows(&x, lo, planes_read), image_rows(&grad, lo, planes_read));
-                let (y, out) = (image_rows(&y, first, count), image_rows(&out, first, count));
-                launch(ctx.stream()?, "max_pool_grad_grad", band, &[&x, &out, &grad, &y], out.num_elements())
-            },
-        );
+    max_pool_grad_grad_any_size(ctx, g.params()?, (&x, &grad, &y), &out)
+}
+
+/// MaxPool3DGradGrad of `p` (x and grad on the input's side, the pool's output y on the
+/// output's); one volume past a binding in bands of output planes, and in tiles of rows where one
+/// plane's band passes a binding.
+fn max_pool_grad_grad_any_size(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    (x, grad, y): (&TensorRef, &TensorRef, &TensorRef),
+    out: &TensorRef,
+) -> Result<()> {
+    let stream = ctx.stream()?;
+    if !needs_bands(stream, i64::from(p.batch), &[x, y, grad, out]) {
+        return launch(stream, "max_pool_grad_grad", p, &[x, out, grad, y], out.num_elements());
     }
-    launch(ctx.stream()?, "max_pool_grad_grad", g.params()?, &[&x, &out, &grad, &y], out.num_elements())
+    let limit = windows::binding_limit(stream.device());
+    if planes_per_band(&p, (plane_bytes(x), plane_bytes(out)), limit) < 1 {
+        let tiles = row_tiles_by_windows(&p, (row_bytes(x), row_bytes(out)), limit, "a 3-D pool")?;
+        let inputs = [(x, Side::Image), (grad, Side::Image), (y, Side::Windows)];
+        return in_row_tiles(ctx, &p, &tiles, &inputs, Some((out, Side::Windows)), |ctx, tile, volumes, target| {
+            let target = target.ok_or_else(|| Error::internal("a pool tile without its output"))?;
+            max_pool_grad_grad_any_size(ctx, tile, (&volumes[0], &volumes[1], &volumes[2]), target)
+        });
+    }
+    for_output_bands(ctx, &p, (plane_bytes(x), plane_bytes(out)), |ctx, band, (first, count)| {
+        let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
+        let (x, grad) = (image_rows(x, lo, planes_read), image_rows(grad, lo, planes_read));
+        let (y, out) = (image_rows(y, first, count), image_rows(out, first, count));
+        launch(ctx.stream()?, "max_pool_grad_grad", band, &[&x, &out, &grad, &y], out.num_elements())
+    })
+}
+
+/// MaxPool3DGrad (`x` and the pool's output `y` given) or AvgPool3DGrad of `p` into `dx`; one
+/// volume past a binding in bands of dx's planes (`pool_grad_in_bands`), and in tiles of dx's
+/// rows where one plane's band passes a binding: each tile sees every row of the windows reaching
+/// into it (a window's maximum and its count inside the volume need them all) and writes its own.
+fn pool_grad_any_size(
+    ctx: &mut dyn KernelContext,
+    p: Params,
+    (x, grad, y): (Option<&TensorRef>, &TensorRef, Option<&TensorRef>),
+    dx: &TensorRef,
+) -> Result<()> {
+    let stream = ctx.stream()?;
+    let entry = if x.is_some() { "max_pool_grad" } else { "avg_pool_grad" };
+    let tensors: Vec<&TensorRef> = match (x, y) {
+        (Some(x), Some(y)) => vec![x, dx, grad, y],
+        _ => vec![grad, dx],
+    };
+    if !needs_bands(stream, i64::from(p.batch), &tensors) {
+        return launch(stream, entry, p, &tensors, dx.num_elements());
+    }
+    let limit = windows::binding_limit(stream.device());
+    let kd = i64::from(p.kd);
+    let planes_fit = |dx_plane: u64, grad_plane: u64| (limit / dx_plane.max(grad_plane).max(1)) as i64 - kd >= 1;
+    if planes_fit(plane_bytes(dx), plane_bytes(grad)) {
+        return pool_grad_in_bands(stream, p, (x, grad, y), dx);
+    }
+    let [h, sh, kh, oh] = [p.h, p.sh, p.kh, p.oh].map(i64::from);
+    let tiles_of = |per_tile| column_tiles::by_image(h, per_tile, (sh, p.ph.into(), kh), oh, true);
+    let fits =
+        |tile: &ColumnTile| planes_fit(tile.image.1 as u64 * row_bytes(dx), tile.windows.1 as u64 * row_bytes(grad));
+    let tiles = column_tiles::widest_fitting(h, tiles_of, fits).ok_or_else(|| {
+        Error::unimplemented(format!(
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the rows of one \
+             row of a 3-D pool gradient",
+            ((kd + 1) * (kh + 1)) as u64 * row_bytes(dx).max(row_bytes(grad))
+        ))
+    })?;
+    // Rows no window covers (strides past the window) are in no tile's written rows.
+    stream.fill(dx.address, dx.byte_len(), 0)?;
+    let mut inputs = vec![(grad, Side::Windows)];
+    if let (Some(x), Some(y)) = (x, y) {
+        inputs = vec![(x, Side::Image), (grad, Side::Windows), (y, Side::Windows)];
+    }
+    in_row_tiles(ctx, &p, &tiles, &inputs, Some((dx, Side::Image)), |ctx, tile, volumes, target| {
+        let target = target.ok_or_else(|| Error::internal("a pool gradient tile without its output"))?;
+        match volumes {
+            [x, grad, y] => pool_grad_any_size(ctx, tile, (Some(x), grad, Some(y)), target),
+            [grad] => pool_grad_any_size(ctx, tile, (None, grad, None), target),
+            _ => Err(Error::internal("a pool gradient tile of other inputs")),
+        }
+    })
 }
 
 /// MaxPool3DGrad (`x` and the pool's output `y` given) or AvgPool3DGrad of one volume past a
@@ -768,15 +983,9 @@ fn pool_grad_in_bands(
     let limit = windows::binding_limit(stream.device());
     let [sd, kd, d, od] = [p.sd, p.kd, p.d, p.od].map(i64::from);
     let pd = i64::from(p.pd);
-    // A band of `planes` dx planes spans at most planes + kd frame planes and planes + kd windows.
+    // A band of `planes` dx planes spans at most planes + kd frame planes and planes + kd windows
+    // (`pool_grad_any_size` has checked that one plane does).
     let planes_per_band = (limit / plane_bytes(dx).max(plane_bytes(grad)).max(1)) as i64 - kd;
-    if planes_per_band < 1 {
-        return Err(Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the planes \
-             of one plane of a 3-D pool gradient",
-            (kd + 1) as u64 * plane_bytes(dx).max(plane_bytes(grad))
-        )));
-    }
     for band in windows::gather_bands(d, planes_per_band, (kd, sd, pd, od)) {
         if let Some((first, count)) = band.zeros {
             let zeros = image_rows(dx, first, count);
@@ -796,4 +1005,62 @@ fn pool_grad_in_bands(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_band_of_outputs_reads_the_inputs_of_its_windows() {
+        // Windows of 3 at stride 2, one element of padding before 10 inputs: 5 outputs.
+        let axis = Axis { stride: 2, k: 3, dilation: 1, lhs: 1, size: 10, pad: 1 };
+        // Outputs 0, 1 read -1..3: inputs 0..3, padding 1 kept.
+        assert_eq!(axis.band(0, 2), Some(((0, 4), 1)));
+        // Outputs 2..4 read 3..9.
+        assert_eq!(axis.band(2, 3), Some(((3, 7), 0)));
+        // The input of a transposed convolution dilated by 2 (1 zero between its elements): the
+        // windows of outputs 3, 4 read dilated positions 3..6, which hold inputs 2 (at 4) and 3
+        // (at 6); the band's padding puts position 3 one before input 2.
+        let dilated = Axis { stride: 1, k: 3, dilation: 1, lhs: 2, size: 5, pad: 0 };
+        assert_eq!(dilated.band(3, 2), Some(((2, 2), 1)));
+        // Windows in the padding only.
+        let padded = Axis { stride: 1, k: 2, dilation: 1, lhs: 1, size: 3, pad: 4 };
+        assert_eq!(padded.band(0, 2), None);
+        // One output reads at most (k - 1) * dilation / lhs + 2 inputs; 6 inputs hold 2 outputs.
+        assert_eq!(axis.inputs_of_one(), 4);
+        assert_eq!(axis.outputs_within(6), 2);
+    }
+
+    #[test]
+    fn row_tiles_are_the_widest_whose_planes_fit() {
+        let p = Geometry {
+            batch: 1,
+            c: 4,
+            input: [4, 18, 9],
+            out: [4, 9, 9],
+            k: [3; 3],
+            strides: [1, 2, 1],
+            dilations: [1; 3],
+            pads: [1; 3],
+        }
+        .params()
+        .unwrap();
+        let row = 9 * 4 * 4;
+        // A binding of 40 rows: a band of one output plane reads up to 4 planes (up to 10 rows
+        // each), so a tile reads at most 10 rows; r output rows at stride 2 read 2r + 1. From 9
+        // rows, halving: tiles of 4 output rows.
+        let tiles = row_tiles_by_windows(&p, (row, row), 40 * row, "a test").unwrap();
+        assert_eq!(tiles.iter().map(|t| t.windows).collect::<Vec<_>>(), [(0, 4), (4, 4), (8, 1)]);
+        assert_eq!(tiles[1].image, (7, 9));
+        let covered: i64 = tiles.iter().map(|t| t.windows.1).sum();
+        assert_eq!(covered, 9);
+        for tile in &tiles {
+            let tp = row_tile_params(&p, tile);
+            assert!(planes_per_band(&tp, (tile.image.1 as u64 * row, tile.windows.1 as u64 * row), 40 * row) >= 1);
+        }
+        // Not even one output row's planes fit: refused, saying so.
+        let err = row_tiles_by_windows(&p, (row, row), 10 * row, "a test").unwrap_err();
+        assert!(err.to_string().contains("one output row of a test"), "{err}");
+    }
 }

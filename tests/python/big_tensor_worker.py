@@ -268,9 +268,15 @@ def deep(t):
     return tf.reshape(t, [1, -1, *t.shape[2:]])
 
 
-def conv3d_grad_one_volume(for_filter, strides, padding):
-    """A Conv3D gradient of one volume past the binding (bands of planes)."""
-    x = deep(vol)
+def shallow(t):
+    """The 8 volumes of `t` as one volume of 4 planes, each (with the planes a 3-plane window reads)
+    past the binding: bands of planes cannot serve it, tiles of rows do."""
+    return tf.reshape(t, [1, 4, 2 * t.shape[1], -1, t.shape[4]])
+
+
+def conv3d_grad_one_volume(for_filter, strides, padding, volume=deep):
+    """A Conv3D gradient of one volume past the binding (bands of planes, or tiles of rows)."""
+    x = volume(vol)
     s = [1, *strides, 1]
     dy = gradient_of_shape(*tf.nn.conv3d(x, filt3, s, padding).shape)
     if for_filter:
@@ -280,8 +286,8 @@ def conv3d_grad_one_volume(for_filter, strides, padding):
                                             padding=padding)
 
 
-def pool3d_grad_one_volume(max_pool, ksize, strides, padding):
-    x = deep(vol)
+def pool3d_grad_one_volume(max_pool, ksize, strides, padding, volume=deep):
+    x = volume(vol)
     k, s = [1, *ksize, 1], [1, *strides, 1]
     pooled = tf.nn.max_pool3d(x, k, s, padding)
     dy = gradient_of_shape(*pooled.shape)
@@ -714,6 +720,24 @@ CASES = {
     "max_pool3d_grad_grad_one_volume": lambda: tf.raw_ops.MaxPool3DGradGrad(
         orig_input=deep(vol), orig_output=tf.nn.max_pool3d(deep(vol), 3, 2, "SAME"), grad=deep(vol) * 0.5 + 1,
         ksize=[1, 3, 3, 3, 1], strides=[1, 2, 2, 2, 1], padding="SAME"),
+    # One volume whose planes pass the binding in the 3-D convolutions and pools (tiles of rows).
+    "conv3d_shallow_volume": lambda: tf.nn.conv3d(shallow(vol), filt3, [1, 1, 2, 1, 1], "SAME"),
+    "conv3d_shallow_volume_dilated": lambda: tf.nn.conv3d(shallow(vol), filt3, [1] * 5, "VALID",
+                                                          dilations=[1, 1, 3, 2, 1]),
+    "conv3d_backprop_input_shallow_volume": lambda: conv3d_grad_one_volume(False, [1, 2, 2], "SAME", shallow),
+    "conv3d_backprop_input_shallow_volume_valid": lambda: conv3d_grad_one_volume(False, [2, 3, 1], "VALID", shallow),
+    "conv3d_backprop_filter_shallow_volume": lambda: conv3d_grad_one_volume(True, [1, 2, 1], "SAME", shallow),
+    "max_pool3d_shallow_volume": lambda: tf.nn.max_pool3d(shallow(vol), 3, [1, 2, 1], "SAME"),
+    "avg_pool3d_shallow_volume": lambda: tf.nn.avg_pool3d(shallow(vol), [3, 3, 2], [1, 2, 2], "SAME"),
+    "max_pool3d_grad_shallow_volume": lambda: pool3d_grad_one_volume(True, [3, 3, 3], [1, 2, 2], "SAME", shallow),
+    "avg_pool3d_grad_shallow_volume": lambda: pool3d_grad_one_volume(False, [3, 3, 2], [2, 2, 2], "SAME", shallow),
+    # Strides past the window: rows no window covers.
+    "avg_pool3d_grad_shallow_volume_gaps": lambda: pool3d_grad_one_volume(False, [2, 2, 2], [2, 3, 2], "VALID",
+                                                                          shallow),
+    "max_pool3d_grad_grad_shallow_volume": lambda: tf.raw_ops.MaxPool3DGradGrad(
+        orig_input=shallow(vol), orig_output=tf.nn.max_pool3d(shallow(vol), 3, [1, 2, 1], "SAME"),
+        grad=shallow(vol) * 0.5 + 1,
+        ksize=[1, 3, 3, 3, 1], strides=[1, 1, 2, 1, 1], padding="SAME"),
     # Scans down a dimension past the binding: windows with carries.
     "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
     "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
@@ -748,6 +772,8 @@ def dilated_filter3(rates):
 # Nor has it an NCHW Conv2D: its reference is the NHWC convolution, transposed. Batch-norm gradients
 # compare with the exact result.
 CPU_TWIN = {"conv3d_one_volume_dilated": lambda: tf.nn.conv3d(deep(vol), dilated_filter3([3, 2, 1]), [1] * 5, "VALID"),
+            "conv3d_shallow_volume_dilated": lambda: tf.nn.conv3d(shallow(vol), dilated_filter3([1, 3, 2]), [1] * 5,
+                                                                  "VALID"),
             "conv2d_nchw": lambda: tf.transpose(tf.nn.conv2d(img, filt, 1, "SAME"), [0, 3, 1, 2]),
             "batch_norm_grad": lambda: tf.constant(batch_norm_grad_exact()[0]),
             "batch_norm_grad_sums": lambda: tf.constant(np.stack(batch_norm_grad_exact()[2:0:-1]))}
@@ -771,7 +797,10 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "conv_backprop_input_wide_strided": 1e-4, "conv_backprop_filter_wide": 1e-4,
              "depthwise_backprop_input_wide": 1e-4, "depthwise_backprop_filter_wide": 1e-4,
              "conv3d_one_volume": 1e-4, "conv3d_one_volume_dilated": 1e-4, "conv3d_backprop_input_one_volume": 1e-4,
-             "conv3d_backprop_input_one_volume_valid": 1e-4, "conv3d_backprop_filter_one_volume": 1e-4}
+             "conv3d_backprop_input_one_volume_valid": 1e-4, "conv3d_backprop_filter_one_volume": 1e-4,
+             "conv3d_shallow_volume": 1e-4, "conv3d_shallow_volume_dilated": 1e-4,
+             "conv3d_backprop_input_shallow_volume": 1e-4,
+             "conv3d_backprop_input_shallow_volume_valid": 1e-4, "conv3d_backprop_filter_shallow_volume": 1e-4}
 
 
 def compare(got, want, tol):

@@ -26,7 +26,7 @@ HEAVY_CASES = ["add_bias", "transpose_batch_leading", "slice", "gather_table", "
                "variable_scatter_add", "sum_all", "sum_leading", "argmax_flat", "transpose_wide",
                "transpose_planes_reversed",
                "matmul", "softmax", "conv2d", "conv_backprop_filter", "batch_norm_training", "batch_norm_grad",
-               "conv1d_long_signal"]
+               "conv1d_long_signal", "conv3d_shallow_volume"]
 
 
 def run_worker(elements, cases=(), limit=None):
