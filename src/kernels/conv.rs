@@ -826,7 +826,7 @@ pub fn pool(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, pool);
     }
-    batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, pool_whole)
+    layout::in_batches_of_images(ctx, kernel, (&IMAGE_IN_OUT, &BATCHED_IMAGE), pool_whole)
 }
 
 fn pool_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -1219,12 +1219,12 @@ fn max_pool_grad_with_argmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelI
 /// `grad`, shaped like the pool's output: each window takes the second-order gradient at its first
 /// element equal to orig_output, as TF's kernels pick it.
 pub fn max_pool_grad_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    let images = ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] };
     if channels_first(kernel)? {
-        let images = ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] };
         return layout::channels_last(ctx, kernel, &images, max_pool_grad_grad);
     }
     const IMAGES: BatchArgs = BatchArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0], summed_outputs: &[] };
-    batch::split_batch_on_overflow(ctx, kernel, &IMAGES, max_pool_grad_grad_whole)
+    layout::in_batches_of_images(ctx, kernel, (&images, &IMAGES), max_pool_grad_grad_whole)
 }
 
 fn max_pool_grad_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -1308,13 +1308,13 @@ pub fn pool_v2(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<(
 pub fn pool_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let op = kernel.def.op;
     let max = op.starts_with("MaxPoolGrad");
+    // MaxPoolGrad(orig_input, orig_output, grad); AvgPoolGrad(orig_input_shape, grad).
+    let images = if max {
+        ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] }
+    } else {
+        ImageArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0] }
+    };
     if channels_first(kernel)? {
-        // MaxPoolGrad(orig_input, orig_output, grad); AvgPoolGrad(orig_input_shape, grad).
-        let images = if max {
-            ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] }
-        } else {
-            ImageArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0] }
-        };
         return layout::channels_last(ctx, kernel, &images, pool_grad);
     }
     let batched = if max {
@@ -1322,7 +1322,7 @@ pub fn pool_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
     } else {
         BatchArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] }
     };
-    batch::split_batch_on_overflow(ctx, kernel, &batched, pool_grad_whole)
+    layout::in_batches_of_images(ctx, kernel, (&images, &batched), pool_grad_whole)
 }
 
 fn pool_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

@@ -10,6 +10,7 @@
 use crate::error::{Error, Result};
 use crate::runtime::Stream;
 
+use super::batch::{is_binding_limit, split_batch_on_overflow, BatchArgs};
 use super::index::{permute_any_size, permuted_shape};
 use super::{AttrValue, ComputeFn, DType, KernelContext, KernelInstance, TensorRef, VariableWork};
 
@@ -161,6 +162,174 @@ impl KernelContext for ChannelsLastContext<'_> {
         let (values, shape) = self.inner.host_input_values(index)?;
         if self.images.shape_inputs.contains(&index) && values.len() >= 3 {
             return Ok((to_channels_last(&values), shape));
+        }
+        Ok((values, shape))
+    }
+}
+
+/// Runs `compute`, a channels-last op whose channels are independent of each other (pools,
+/// resizes and their gradients); where a tensor was too big to bind even so (one window's input,
+/// all its channels, passes a binding: millions of channels), runs it again with every channel as
+/// an image of its own: image inputs [n, spatial..., c] become [n * c, spatial..., 1] (transposed
+/// to channels-first, which is that shape's layout), and image outputs computed so are transposed
+/// back. The batch of n * c images then splits as any batch does.
+pub fn channels_as_images_on_overflow(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    images: &ImageArgs,
+    compute: impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+) -> Result<()> {
+    let mut first = RecordingContext { inner: ctx, allocated: Vec::new() };
+    let error = match compute(&mut first, kernel) {
+        Err(e) if is_binding_limit(&e) => e,
+        other => return other,
+    };
+    let allocated = first.allocated;
+    // A window across channels (depthwise pooling) ties them together.
+    let across_channels = ["ksize", "strides"]
+        .iter()
+        .any(|list| kernel.attrs.ints(list).is_ok_and(|v| v.last().is_some_and(|&k| k != 1)));
+    let channels = match images.inputs.first() {
+        Some(&i) => ctx.input(i)?.shape.last().copied().unwrap_or(1),
+        None => 1,
+    };
+    if across_channels || channels <= 1 {
+        return Err(error);
+    }
+    let mut adapter = ChannelsAsImagesContext {
+        inner: ctx,
+        images,
+        channels,
+        allocated,
+        transposed: Vec::new(),
+        pending: Vec::new(),
+    };
+    compute(&mut adapter, kernel)?;
+    let ChannelsAsImagesContext { inner, pending, .. } = adapter;
+    for (per_channel, output) in pending {
+        transpose_to(inner, &per_channel, &output, to_channels_last_perm(output.shape.len()))?;
+    }
+    Ok(())
+}
+
+/// `whole`, a channels-last op of independent channels, in ranges of its batch where its tensors
+/// pass a binding, and with each channel an image where that does not serve either.
+pub fn in_batches_of_images(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    (images, batched): (&ImageArgs, &BatchArgs),
+    whole: ComputeFn,
+) -> Result<()> {
+    channels_as_images_on_overflow(ctx, kernel, images, |ctx, kernel| {
+        split_batch_on_overflow(ctx, kernel, batched, whole)
+    })
+}
+
+/// The node's context, remembering the outputs a run allocated (TF allocates each once, and a
+/// second run must write the same ones).
+struct RecordingContext<'a> {
+    inner: &'a mut dyn KernelContext,
+    allocated: Vec<(usize, TensorRef)>,
+}
+
+impl KernelContext for RecordingContext<'_> {
+    pass_through_to_inner!(variables);
+    pass_through_to_inner!(batch_start);
+
+    fn input(&mut self, index: usize) -> Result<TensorRef> {
+        self.inner.input(index)
+    }
+
+    fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        let t = self.inner.allocate_output(index, dtype, shape)?;
+        self.allocated.push((index, t.clone()));
+        Ok(t)
+    }
+
+    pass_through_to_inner!(no_forwarding);
+
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+        self.inner.host_input_values(index)
+    }
+}
+
+/// The node's context as a channels-last kernel sees it with each of `channels` channels an image
+/// (`channels_as_images_on_overflow`).
+struct ChannelsAsImagesContext<'a> {
+    inner: &'a mut dyn KernelContext,
+    images: &'a ImageArgs,
+    channels: i64,
+    /// Outputs the first run allocated, by index.
+    allocated: Vec<(usize, TensorRef)>,
+    /// Image inputs already transposed, by index.
+    transposed: Vec<(usize, TensorRef)>,
+    /// Per-channel temporaries, as [n, c, spatial...], and the outputs they become.
+    pending: Vec<(TensorRef, TensorRef)>,
+}
+
+impl ChannelsAsImagesContext<'_> {
+    /// [n, spatial..., c] as [n * c, spatial..., 1].
+    fn as_images(&self, shape: &[i64]) -> Vec<i64> {
+        let mut out = shape.to_vec();
+        let r = out.len();
+        out[0] *= out[r - 1];
+        out[r - 1] = 1;
+        out
+    }
+
+    fn output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        if let Some((_, t)) = self.allocated.iter().find(|(i, _)| *i == index) {
+            return Ok(t.clone());
+        }
+        let t = self.inner.allocate_output(index, dtype, shape)?;
+        self.allocated.push((index, t.clone()));
+        Ok(t)
+    }
+}
+
+impl KernelContext for ChannelsAsImagesContext<'_> {
+    pass_through_to_inner!(variables);
+    pass_through_to_inner!(batch_start);
+
+    fn input(&mut self, index: usize) -> Result<TensorRef> {
+        let input = self.inner.input(index)?;
+        if !self.images.inputs.contains(&index) || input.shape.len() < 3 {
+            return Ok(input);
+        }
+        if let Some((_, t)) = self.transposed.iter().find(|(i, _)| *i == index) {
+            return Ok(t.clone());
+        }
+        let perm = to_channels_first_perm(input.shape.len());
+        let temp = self.inner.allocate_temp(input.dtype, &permuted_shape(&input.shape, &perm))?;
+        transpose_to(self.inner, &input, &temp, perm)?;
+        let images = TensorRef { shape: self.as_images(&input.shape), ..temp };
+        self.transposed.push((index, images.clone()));
+        Ok(images)
+    }
+
+    fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        let r = shape.len();
+        if !self.images.outputs.contains(&index) || r < 3 || shape[r - 1] != 1 || shape[0] % self.channels != 0 {
+            return self.output(index, dtype, shape);
+        }
+        // [n * c, spatial..., 1] back to [n, spatial..., c].
+        let (n, c) = (shape[0] / self.channels, self.channels);
+        let mut node_shape = shape.to_vec();
+        (node_shape[0], node_shape[r - 1]) = (n, c);
+        let output = self.output(index, dtype, &node_shape)?;
+        let mut channels_first = vec![n, c];
+        channels_first.extend_from_slice(&shape[1..r - 1]);
+        let temp = self.inner.allocate_temp(dtype, &channels_first)?;
+        self.pending.push((temp.clone(), output));
+        Ok(TensorRef { shape: shape.to_vec(), ..temp })
+    }
+
+    pass_through_to_inner!(no_forwarding);
+
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+        let (values, shape) = self.inner.host_input_values(index)?;
+        if self.images.shape_inputs.contains(&index) && values.len() >= 3 {
+            return Ok((self.as_images(&values), shape));
         }
         Ok((values, shape))
     }

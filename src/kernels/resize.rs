@@ -11,9 +11,9 @@
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSpec, Shader};
 
-use super::batch::split_batch_on_overflow;
 use super::column_tiles::{self, ColumnTile, Side};
-use super::conv::BATCHED_IMAGE;
+use super::conv::{BATCHED_IMAGE, IMAGE_IN_OUT};
+use super::layout;
 use super::validate::shape_string;
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
@@ -622,7 +622,7 @@ fn upload(ctx: &mut dyn KernelContext, words: &[u32]) -> Result<TensorRef> {
 
 /// ResizeBilinear: float32 output, TF's weights (a same-size resize copies, as TF-CPU does).
 pub fn bilinear(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bilinear_whole)
+    layout::in_batches_of_images(ctx, kernel, (&IMAGE_IN_OUT, &BATCHED_IMAGE), bilinear_whole)
 }
 
 fn bilinear_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -680,7 +680,7 @@ fn bilinear_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Resul
 /// ResizeBicubic: float32 output, TF's cubic weights, as two separable passes (along the height,
 /// then the width: the order TF-CPU interpolates in).
 pub fn bicubic(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bicubic_whole)
+    layout::in_batches_of_images(ctx, kernel, (&IMAGE_IN_OUT, &BATCHED_IMAGE), bicubic_whole)
 }
 
 fn bicubic_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -731,7 +731,7 @@ fn transform(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<Tra
 /// (scaled, translated) position covers, float32 out; the rows' pass, then the columns', as TF.
 /// (TF has a CPU kernel only; this one follows it.)
 pub fn scale_and_translate(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, scale_and_translate_whole)
+    layout::in_batches_of_images(ctx, kernel, (&IMAGE_IN_OUT, &BATCHED_IMAGE), scale_and_translate_whole)
 }
 
 fn scale_and_translate_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -751,6 +751,10 @@ fn scale_and_translate_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstanc
 
 /// ScaleAndTranslateGrad: the forward spans transposed (TF's grad spans), applied the same way.
 pub fn scale_and_translate_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+    layout::channels_as_images_on_overflow(ctx, kernel, &IMAGE_IN_OUT, scale_and_translate_grad_whole)
+}
+
+fn scale_and_translate_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let grads = ctx.input(0)?;
     if grads.shape.len() != 4 {
         return Err(Error::invalid_argument(format!("input_grad must be 4-dimensional{}", shape_string(&grads.shape))));
@@ -779,7 +783,7 @@ pub fn scale_and_translate_grad(ctx: &mut dyn KernelContext, kernel: &KernelInst
 
 /// ResizeNearestNeighbor: a gather of whole pixels, for elements of 2, 4 or 8 bytes.
 pub fn nearest(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, nearest_whole)
+    layout::in_batches_of_images(ctx, kernel, (&IMAGE_IN_OUT, &BATCHED_IMAGE), nearest_whole)
 }
 
 fn nearest_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -1041,7 +1045,7 @@ fn separable_grad(
 /// weights, gathered per source pixel.
 pub fn bilinear_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     // `original_image` gives its height and width only (its batch need not match, as in TF).
-    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bilinear_grad_whole)
+    layout::in_batches_of_images(ctx, kernel, (&IMAGE_IN_OUT, &BATCHED_IMAGE), bilinear_grad_whole)
 }
 
 /// A resize gradient's operands: the incoming gradient, the allocated output gradient, and the
@@ -1106,7 +1110,7 @@ fn bilinear_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> 
 /// ResizeBicubicGrad: each output gradient pixel spread over its 4x4 source pixels with TF's
 /// weights, gathered per source pixel.
 pub fn bicubic_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, bicubic_grad_whole)
+    layout::in_batches_of_images(ctx, kernel, (&IMAGE_IN_OUT, &BATCHED_IMAGE), bicubic_grad_whole)
 }
 
 fn bicubic_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -1122,7 +1126,7 @@ fn bicubic_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> R
 
 /// ResizeNearestNeighborGrad: each gradient pixel added to the pixel it was copied from.
 pub fn nearest_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
-    split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, nearest_grad_whole)
+    layout::in_batches_of_images(ctx, kernel, (&IMAGE_IN_OUT, &BATCHED_IMAGE), nearest_grad_whole)
 }
 
 fn nearest_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

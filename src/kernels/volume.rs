@@ -755,7 +755,7 @@ pub fn pool3d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, pool3d);
     }
-    batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, pool3d_whole)
+    layout::in_batches_of_images(ctx, kernel, (&IMAGE_IN_OUT, &BATCHED_IMAGE), pool3d_whole)
 }
 
 fn pool3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -821,20 +821,20 @@ fn pool3d_any_size(
 pub fn pool3d_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let op = kernel.def.op;
     let average = op == "AvgPool3DGrad";
+    let images = if average {
+        ImageArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0] }
+    } else {
+        ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] }
+    };
     if channels_first(kernel)? {
-        let images = if average {
-            ImageArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0] }
-        } else {
-            ImageArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0] }
-        };
         return layout::channels_last(ctx, kernel, &images, pool3d_grad);
     }
-    let images = if average {
+    let batched = if average {
         BatchArgs { inputs: &[1], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] }
     } else {
         BatchArgs { inputs: &[0, 1, 2], shape_inputs: &[], outputs: &[0], summed_outputs: &[] }
     };
-    batch::split_batch_on_overflow(ctx, kernel, &images, pool3d_grad_whole)
+    layout::in_batches_of_images(ctx, kernel, (&images, &batched), pool3d_grad_whole)
 }
 
 fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

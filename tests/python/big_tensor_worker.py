@@ -274,6 +274,27 @@ def shallow(t):
     return tf.reshape(t, [1, 4, 2 * t.shape[1], -1, t.shape[4]])
 
 
+def many_channels(*spatial):
+    """x2's values as one image (or volume) of a few pixels and millions of channels: one window's
+    input passes the binding; each channel runs as an image of its own."""
+    return tf.reshape(x2, [1, *spatial, -1])
+
+
+def pool_grad_many_channels(max_pool, spatial, ksize, strides, padding):
+    """MaxPoolGrad, AvgPoolGrad or their 3-D ops over an image of millions of channels."""
+    x = many_channels(*spatial)
+    three_d = len(spatial) == 3
+    with tf.device("/CPU:0"):
+        pooled = (tf.nn.max_pool3d if three_d else tf.nn.max_pool2d)(x, ksize, strides, padding)
+    dy = gradient_of_shape(*pooled.shape)
+    k, s = [1, *ksize, 1], [1, *strides, 1]
+    ops = (tf.raw_ops.MaxPool3DGrad, tf.raw_ops.AvgPool3DGrad) if three_d else (tf.raw_ops.MaxPoolGrad,
+                                                                                 tf.raw_ops.AvgPoolGrad)
+    if max_pool:
+        return ops[0](orig_input=x, orig_output=pooled, grad=dy, ksize=k, strides=s, padding=padding)
+    return ops[1](orig_input_shape=x.shape, grad=dy, ksize=k, strides=s, padding=padding)
+
+
 def conv3d_grad_one_volume(for_filter, strides, padding, volume=deep):
     """A Conv3D gradient of one volume past the binding (bands of planes, or tiles of rows)."""
     x = volume(vol)
@@ -738,6 +759,25 @@ CASES = {
         orig_input=shallow(vol), orig_output=tf.nn.max_pool3d(shallow(vol), 3, [1, 2, 1], "SAME"),
         grad=shallow(vol) * 0.5 + 1,
         ksize=[1, 3, 3, 3, 1], strides=[1, 1, 2, 1, 1], padding="SAME"),
+    # Pools and resizes of an image of millions of channels: each channel an image.
+    "max_pool_many_channels": lambda: tf.nn.max_pool2d(many_channels(2, 2), 2, 1, "SAME"),
+    "avg_pool_many_channels": lambda: tf.nn.avg_pool2d(many_channels(2, 2), 2, 1, "SAME"),
+    "max_pool_nchw_many_channels": lambda: tf.nn.max_pool2d(tf.transpose(many_channels(2, 2), [0, 3, 1, 2]), 2, 1,
+                                                            "SAME", data_format="NCHW"),
+    "max_pool_grad_many_channels": lambda: pool_grad_many_channels(True, (2, 2), [2, 2], [1, 1], "SAME"),
+    "avg_pool_grad_many_channels": lambda: pool_grad_many_channels(False, (2, 2), [2, 2], [1, 1], "SAME"),
+    "max_pool_grad_grad_many_channels": lambda: tf.raw_ops.MaxPoolGradGrad(
+        orig_input=many_channels(2, 2), orig_output=tf.nn.max_pool2d(many_channels(2, 2), 2, 1, "SAME"),
+        grad=many_channels(2, 2) * 0.5 + 1, ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="SAME"),
+    "max_pool3d_many_channels": lambda: tf.nn.max_pool3d(many_channels(2, 2, 2), 2, 1, "SAME"),
+    "avg_pool3d_grad_many_channels": lambda: pool_grad_many_channels(False, (2, 2, 2), [2, 2, 2], [1, 1, 1], "SAME"),
+    "resize_bilinear_many_channels": lambda: tf.image.resize(many_channels(2, 2), [3, 3]),
+    "resize_nearest_many_channels": lambda: tf.image.resize(many_channels(2, 2), [3, 3], "nearest"),
+    "resize_bicubic_many_channels": lambda: tf.image.resize(many_channels(2, 2), [3, 3], "bicubic"),
+    "resize_bilinear_grad_many_channels": lambda: tf.raw_ops.ResizeBilinearGrad(
+        grads=gradient_of_shape(1, 3, 3, E // 4), original_image=many_channels(2, 2), half_pixel_centers=True),
+    "resize_nearest_grad_many_channels": lambda: tf.raw_ops.ResizeNearestNeighborGrad(
+        grads=gradient_of_shape(1, 3, 3, E // 4), size=[2, 2], half_pixel_centers=True),
     # Scans down a dimension past the binding: windows with carries.
     "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
     "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
@@ -772,6 +812,8 @@ def dilated_filter3(rates):
 # Nor has it an NCHW Conv2D: its reference is the NHWC convolution, transposed. Batch-norm gradients
 # compare with the exact result.
 CPU_TWIN = {"conv3d_one_volume_dilated": lambda: tf.nn.conv3d(deep(vol), dilated_filter3([3, 2, 1]), [1] * 5, "VALID"),
+            "max_pool_nchw_many_channels": lambda: tf.transpose(tf.nn.max_pool2d(many_channels(2, 2), 2, 1, "SAME"),
+                                                                [0, 3, 1, 2]),
             "conv3d_shallow_volume_dilated": lambda: tf.nn.conv3d(shallow(vol), dilated_filter3([1, 3, 2]), [1] * 5,
                                                                   "VALID"),
             "conv2d_nchw": lambda: tf.transpose(tf.nn.conv2d(img, filt, 1, "SAME"), [0, 3, 1, 2]),
