@@ -13,6 +13,7 @@ use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{self, BatchArgs};
 use super::binary::BinaryOp;
+use super::channel_blocks::{self, BlockArgs, BlockOutput, NO_BLOCKS};
 use super::column_tiles::{self, ColumnTile, Side};
 use super::im2col::{self, Im2col};
 use super::index::{self, DimMap, DimMode};
@@ -602,10 +603,15 @@ pub fn conv(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> 
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, conv);
     }
-    batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, conv_whole)
+    let output = if kernel.def.op == "DepthwiseConv2dNative" { BlockOutput::Image } else { BlockOutput::Summed };
+    let blocks = BlockArgs { images: &[0], filters: &[1], output, ..NO_BLOCKS };
+    channel_blocks::channel_blocks_on_overflow(ctx, kernel, &blocks, |ctx, kernel| {
+        batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, conv_whole)
+    })
 }
 
-fn conv_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
+/// Conv2D or DepthwiseConv2dNative (by the node's op) of a channels-last node.
+pub fn conv_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     let input = ctx.input(0)?;
     let filter = ctx.input(1)?;
     let plan = plan(kernel, &input, &filter, kernel.def.op == "DepthwiseConv2dNative")?;
@@ -1457,14 +1463,38 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         };
         return layout::channels_last(ctx, kernel, &images, conv_grad);
     }
-    let batched = if for_filter {
-        BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[], summed_outputs: &[0] }
-    } else if sized_by_input {
-        BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[0], summed_outputs: &[] }
-    } else {
-        BatchArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] }
+    let blocks = match (kernel.def.op.starts_with("Depthwise"), for_filter, sized_by_input) {
+        (false, true, _) => BlockArgs { images: &[0], filter_sizes: &[1], output: BlockOutput::Filter, ..NO_BLOCKS },
+        (false, false, true) => BlockArgs { images: &[0], filters: &[1], output: BlockOutput::Image, ..NO_BLOCKS },
+        (false, false, false) => {
+            BlockArgs { filters: &[1], image_sizes: &[0], output: BlockOutput::Image, ..NO_BLOCKS }
+        }
+        (true, true, _) => BlockArgs {
+            images: &[0],
+            multiplied_images: &[2],
+            filter_sizes: &[1],
+            output: BlockOutput::Filter,
+            ..NO_BLOCKS
+        },
+        (true, false, _) => BlockArgs {
+            multiplied_images: &[2],
+            filters: &[1],
+            image_sizes: &[0],
+            output: BlockOutput::Image,
+            ..NO_BLOCKS
+        },
     };
-    batch::split_batch_on_overflow(ctx, kernel, &batched, conv_grad_whole)
+    channel_blocks::channel_blocks_on_overflow(ctx, kernel, &blocks, |ctx, kernel| {
+        let for_filter = kernel.def.op.ends_with("Filter");
+        let batched = if for_filter {
+            BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[], summed_outputs: &[0] }
+        } else if kernel.def.op == "Conv2DBackpropInputV2" {
+            BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[0], summed_outputs: &[] }
+        } else {
+            BatchArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] }
+        };
+        batch::split_batch_on_overflow(ctx, kernel, &batched, conv_grad_whole)
+    })
 }
 
 fn conv_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

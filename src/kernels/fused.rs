@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::runtime::Stream;
 
 use super::binary::{self, BinaryOp};
+use super::channel_blocks::{self, BlockArgs, BlockOutput, NO_BLOCKS};
 use super::unary::{self, UnaryOp};
 use super::{conv, matmul, KernelContext, KernelInstance, TensorRef};
 
@@ -96,7 +97,23 @@ pub fn conv2d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     if conv::channels_first(kernel)? {
         return super::layout::channels_last(ctx, kernel, &conv::IMAGE_IN_OUT, conv2d);
     }
-    super::batch::split_batch_on_overflow(ctx, kernel, &conv::BATCHED_IMAGE, conv2d_whole)
+    let in_batches = |ctx: &mut dyn KernelContext, kernel: &KernelInstance| {
+        super::batch::split_batch_on_overflow(ctx, kernel, &conv::BATCHED_IMAGE, conv2d_whole)
+    };
+    let Some(failed) = super::layout::try_binding(ctx, kernel, &in_batches)? else { return Ok(()) };
+    // One window's input past a binding (millions of channels): the convolution on blocks of
+    // input channels, then the fused steps on the whole sum.
+    let convolve = |ctx: &mut dyn KernelContext, kernel: &KernelInstance| {
+        super::batch::split_batch_on_overflow(ctx, kernel, &conv::BATCHED_IMAGE, conv::conv_whole)
+    };
+    let blocks = BlockArgs { images: &[0], filters: &[1], output: BlockOutput::Summed, ..NO_BLOCKS };
+    let allocated = channel_blocks::in_channel_blocks(ctx, kernel, &blocks, &convolve, failed)?;
+    let out = allocated.into_iter().find(|(i, _)| *i == 0).map(|(_, t)| t);
+    let out = out.ok_or_else(|| Error::internal("a blocked convolution without its output"))?;
+    let fused_ops = kernel.attrs.strs("fused_ops")?;
+    let extra = args(ctx, kernel)?;
+    let fused = check_fused(kernel, &fused_ops, &extra, out.shape[3], true)?;
+    fused.apply(ctx.stream()?, kernel, &out)
 }
 
 fn conv2d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

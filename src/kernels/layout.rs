@@ -179,12 +179,7 @@ pub fn channels_as_images_on_overflow(
     images: &ImageArgs,
     compute: impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
 ) -> Result<()> {
-    let mut first = RecordingContext { inner: ctx, allocated: Vec::new() };
-    let error = match compute(&mut first, kernel) {
-        Err(e) if is_binding_limit(&e) => e,
-        other => return other,
-    };
-    let allocated = first.allocated;
+    let Some((error, allocated)) = try_binding(ctx, kernel, &compute)? else { return Ok(()) };
     // A window across channels (depthwise pooling) ties them together.
     let across_channels = ["ksize", "strides"]
         .iter()
@@ -223,6 +218,24 @@ pub fn in_batches_of_images(
     channels_as_images_on_overflow(ctx, kernel, images, |ctx, kernel| {
         split_batch_on_overflow(ctx, kernel, batched, whole)
     })
+}
+
+/// A node's outputs allocated so far, by index.
+pub type Allocated = Vec<(usize, TensorRef)>;
+
+/// Runs `compute`: None where it ran, or, where a tensor was too big to bind, that error and the
+/// outputs the run allocated (a second way of running the node must write those: TF allocates
+/// each once).
+pub fn try_binding(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    compute: &impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+) -> Result<Option<(Error, Allocated)>> {
+    let mut first = RecordingContext { inner: ctx, allocated: Vec::new() };
+    match compute(&mut first, kernel) {
+        Err(e) if is_binding_limit(&e) => Ok(Some((e, first.allocated))),
+        other => other.map(|()| None),
+    }
 }
 
 /// The node's context, remembering the outputs a run allocated (TF allocates each once, and a

@@ -74,6 +74,7 @@ pub mod batch;
 pub mod batch_norm;
 pub mod binary;
 pub mod cast;
+pub mod channel_blocks;
 pub mod column_tiles;
 pub mod compact;
 pub mod complex;

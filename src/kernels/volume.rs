@@ -12,6 +12,7 @@ use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
 use super::binary::{self, BinaryOp};
+use super::channel_blocks::{self, BlockArgs, BlockOutput, NO_BLOCKS};
 use super::column_tiles::{self, ColumnTile, Side};
 use super::conv::{window, BATCHED_IMAGE, IMAGE_IN_OUT};
 use super::index::{self, DimMap, DimMode};
@@ -496,7 +497,10 @@ pub fn conv3d(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()
     if channels_first(kernel)? {
         return layout::channels_last(ctx, kernel, &IMAGE_IN_OUT, conv3d);
     }
-    batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, conv3d_whole)
+    let blocks = BlockArgs { images: &[0], filters: &[1], output: BlockOutput::Summed, ..NO_BLOCKS };
+    channel_blocks::channel_blocks_on_overflow(ctx, kernel, &blocks, |ctx, kernel| {
+        batch::split_batch_on_overflow(ctx, kernel, &BATCHED_IMAGE, conv3d_whole)
+    })
 }
 
 fn conv3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -581,8 +585,11 @@ pub fn conv3d_grad_input(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -
         let images = ImageArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0] };
         return layout::channels_last(ctx, kernel, &images, conv3d_grad_input);
     }
-    let images = BatchArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] };
-    batch::split_batch_on_overflow(ctx, kernel, &images, conv3d_grad_input_whole)
+    let blocks = BlockArgs { filters: &[1], image_sizes: &[0], output: BlockOutput::Image, ..NO_BLOCKS };
+    channel_blocks::channel_blocks_on_overflow(ctx, kernel, &blocks, |ctx, kernel| {
+        let images = BatchArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] };
+        batch::split_batch_on_overflow(ctx, kernel, &images, conv3d_grad_input_whole)
+    })
 }
 
 fn conv3d_grad_input_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
@@ -632,8 +639,11 @@ pub fn conv3d_grad_filter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
         let images = ImageArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[] };
         return layout::channels_last(ctx, kernel, &images, conv3d_grad_filter);
     }
-    let images = BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[], summed_outputs: &[0] };
-    batch::split_batch_on_overflow(ctx, kernel, &images, conv3d_grad_filter_whole)
+    let blocks = BlockArgs { images: &[0], filter_sizes: &[1], output: BlockOutput::Filter, ..NO_BLOCKS };
+    channel_blocks::channel_blocks_on_overflow(ctx, kernel, &blocks, |ctx, kernel| {
+        let images = BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[], summed_outputs: &[0] };
+        batch::split_batch_on_overflow(ctx, kernel, &images, conv3d_grad_filter_whole)
+    })
 }
 
 fn conv3d_grad_filter_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

@@ -295,6 +295,38 @@ def pool_grad_many_channels(max_pool, spatial, ksize, strides, padding):
     return ops[1](orig_input_shape=x.shape, grad=dy, ksize=k, strides=s, padding=padding)
 
 
+@functools.cache
+def many_channel_filter(taps, out):
+    """A filter of `taps` window taps over the channels of `many_channels` into `out` channels."""
+    return normal(*taps, E // (4 if len(taps) == 2 else 8), out)
+
+
+def conv_grad_many_channels(op, taps, out, **kw):
+    """A 2-D or 3-D convolution's input or filter gradient over an image of millions of channels
+    (blocks of its channels)."""
+    spatial = (2,) * len(taps)
+    x, f = many_channels(*spatial), many_channel_filter(taps, out)
+    depthwise = op.startswith("Depthwise")
+    with tf.device("/CPU:0"):
+        if depthwise:
+            y = tf.nn.depthwise_conv2d(x, f, [1] * 4, "SAME")
+        else:
+            y = (tf.nn.conv3d if len(taps) == 3 else tf.nn.conv2d)(x, f, [1] * (len(taps) + 2), "SAME")
+    dy = gradient_of_shape(*y.shape)
+    strides = [1] * (len(taps) + 2)
+    if op.endswith("Filter") or op.endswith("FilterV2"):
+        return getattr(tf.raw_ops, op)(input=x, filter_sizes=f.shape, out_backprop=dy, strides=strides,
+                                       padding="SAME", **kw)
+    return getattr(tf.raw_ops, op)(input_sizes=x.shape, filter=f, out_backprop=dy, strides=strides, padding="SAME",
+                                   **kw)
+
+
+@tf.function
+def conv_bias_relu(x, f, b):
+    """Conv2D, BiasAdd and Relu in a graph: Grappler's remapper fuses them into _FusedConv2D."""
+    return tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b))
+
+
 def conv3d_grad_one_volume(for_filter, strides, padding, volume=deep):
     """A Conv3D gradient of one volume past the binding (bands of planes, or tiles of rows)."""
     x = volume(vol)
@@ -778,6 +810,22 @@ CASES = {
         grads=gradient_of_shape(1, 3, 3, E // 4), original_image=many_channels(2, 2), half_pixel_centers=True),
     "resize_nearest_grad_many_channels": lambda: tf.raw_ops.ResizeNearestNeighborGrad(
         grads=gradient_of_shape(1, 3, 3, E // 4), size=[2, 2], half_pixel_centers=True),
+    # Convolutions of an image of millions of channels: blocks of its input channels.
+    "conv2d_many_channels": lambda: tf.nn.conv2d(many_channels(2, 2), many_channel_filter((2, 2), 2), 1, "SAME"),
+    "fused_conv2d_many_channels": lambda: conv_bias_relu(many_channels(2, 2), many_channel_filter((2, 2), 2),
+                                                         tf.constant([0.5, -0.5])),
+    "conv_backprop_input_many_channels": lambda: conv_grad_many_channels("Conv2DBackpropInput", (2, 2), 2),
+    "conv_backprop_filter_many_channels": lambda: conv_grad_many_channels("Conv2DBackpropFilter", (2, 2), 2),
+    "depthwise_many_channels": lambda: tf.nn.depthwise_conv2d(many_channels(2, 2), many_channel_filter((2, 2), 1),
+                                                              [1] * 4, "SAME"),
+    "depthwise_backprop_input_many_channels": lambda: conv_grad_many_channels(
+        "DepthwiseConv2dNativeBackpropInput", (2, 2), 1),
+    "depthwise_backprop_filter_many_channels": lambda: conv_grad_many_channels(
+        "DepthwiseConv2dNativeBackpropFilter", (2, 2), 1),
+    "conv3d_many_channels": lambda: tf.nn.conv3d(many_channels(2, 2, 2), many_channel_filter((2, 2, 2), 2), [1] * 5,
+                                                 "SAME"),
+    "conv3d_backprop_input_many_channels": lambda: conv_grad_many_channels("Conv3DBackpropInputV2", (2, 2, 2), 2),
+    "conv3d_backprop_filter_many_channels": lambda: conv_grad_many_channels("Conv3DBackpropFilterV2", (2, 2, 2), 2),
     # Scans down a dimension past the binding: windows with carries.
     "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
     "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
@@ -840,6 +888,11 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "depthwise_backprop_input_wide": 1e-4, "depthwise_backprop_filter_wide": 1e-4,
              "conv3d_one_volume": 1e-4, "conv3d_one_volume_dilated": 1e-4, "conv3d_backprop_input_one_volume": 1e-4,
              "conv3d_backprop_input_one_volume_valid": 1e-4, "conv3d_backprop_filter_one_volume": 1e-4,
+             "conv2d_many_channels": 1e-4, "conv_backprop_filter_many_channels": 1e-4,
+             "depthwise_backprop_filter_many_channels": 1e-4, "conv3d_many_channels": 1e-4,
+             "conv3d_backprop_filter_many_channels": 1e-4, "conv_backprop_input_many_channels": 1e-4,
+             "depthwise_backprop_input_many_channels": 1e-4, "conv3d_backprop_input_many_channels": 1e-4,
+             "depthwise_many_channels": 1e-4, "fused_conv2d_many_channels": 1e-4,
              "conv3d_shallow_volume": 1e-4, "conv3d_shallow_volume_dilated": 1e-4,
              "conv3d_backprop_input_shallow_volume": 1e-4,
              "conv3d_backprop_input_shallow_volume_valid": 1e-4, "conv3d_backprop_filter_shallow_volume": 1e-4}

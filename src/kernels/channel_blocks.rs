@@ -1,0 +1,272 @@
+//! Convolutions of images whose one window's input, with all its channels, passes a storage
+//! binding (millions of channels): tiles of rows or columns cannot help there, so the node runs
+//! again on blocks of its input channels. A convolution sums over its input channels, and each
+//! gradient's channels depend on their own block only, so a block is a node of its own: its
+//! images' channels and its filter's input channels are copied into temporaries (one copy per
+//! pixel or filter tap, as a block's channels are contiguous in each), the op runs there, and its
+//! result is added (the forward convolution) or copied into the block's channels of the node's
+//! output. Blocks halve until each runs.
+
+use crate::error::{Error, Result};
+use crate::runtime::Stream;
+
+use super::batch::is_binding_limit;
+use super::binary::{self, BinaryOp};
+use super::column_tiles::copy_columns;
+use super::layout::{try_binding, Allocated};
+use super::{DType, KernelContext, KernelInstance, TensorRef, VariableWork};
+
+/// How a windowed op's arguments hold its input channels.
+pub struct BlockArgs {
+    /// Device inputs whose last dimension is the input channels (x).
+    pub images: &'static [usize],
+    /// Device inputs whose last dimension is the input channels times a multiplier (a depthwise
+    /// convolution's dy).
+    pub multiplied_images: &'static [usize],
+    /// Device filters [taps..., channels, out].
+    pub filters: &'static [usize],
+    /// Host inputs holding an image's shape, channels last (`input_sizes`).
+    pub image_sizes: &'static [usize],
+    /// Host inputs holding a filter's shape (`filter_sizes`).
+    pub filter_sizes: &'static [usize],
+    /// What output 0 is.
+    pub output: BlockOutput,
+}
+
+/// No argument in blocks: the base the ops' own `BlockArgs` fill in.
+pub const NO_BLOCKS: BlockArgs = BlockArgs {
+    images: &[],
+    multiplied_images: &[],
+    filters: &[],
+    image_sizes: &[],
+    filter_sizes: &[],
+    output: BlockOutput::Summed,
+};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum BlockOutput {
+    /// Summed over the blocks (a convolution's output).
+    Summed,
+    /// An image whose channels (times a multiplier) are the blocks' (an input gradient, a
+    /// depthwise convolution's output).
+    Image,
+    /// A filter whose input channels are the blocks' (a filter gradient).
+    Filter,
+}
+
+/// Runs `compute` (a channels-last convolution or gradient); where a tensor was too big to bind,
+/// runs it again on blocks of its input channels.
+pub fn channel_blocks_on_overflow(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    args: &BlockArgs,
+    compute: impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+) -> Result<()> {
+    let Some((error, allocated)) = try_binding(ctx, kernel, &compute)? else { return Ok(()) };
+    in_channel_blocks(ctx, kernel, args, &compute, (error, allocated)).map(drop)
+}
+
+/// `compute` on blocks of the node's input channels, after a first run failed with `error`
+/// having allocated `allocated`; returns the node's outputs, by index (`error` where blocks
+/// cannot serve the node).
+pub fn in_channel_blocks(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    args: &BlockArgs,
+    compute: &impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+    (error, mut allocated): (Error, Allocated),
+) -> Result<Allocated> {
+    let channels = match (args.filters.first(), args.filter_sizes.first()) {
+        (Some(&i), _) => {
+            let filter = ctx.input(i)?;
+            filter.shape.len().checked_sub(2).map_or(1, |r| filter.shape[r])
+        }
+        (None, Some(&i)) => {
+            let sizes = ctx.host_input_values(i)?.0;
+            sizes.len().checked_sub(2).map_or(1, |r| sizes[r])
+        }
+        _ => 1,
+    };
+    // A grouped convolution's images hold several groups' channels: blocks would mix them.
+    for &i in args.images.iter().chain(args.multiplied_images) {
+        let last = ctx.input(i)?.shape.last().copied().unwrap_or(0);
+        let fits = if args.images.contains(&i) { last == channels } else { last > 0 && last % channels == 0 };
+        if channels <= 1 || !fits {
+            return Err(error);
+        }
+    }
+    let mut per_block = (channels + 1) / 2;
+    loop {
+        match run_blocks(ctx, kernel, args, compute, (channels, per_block), &mut allocated) {
+            Err(e) if is_binding_limit(&e) && per_block > 1 => per_block = (per_block + 1) / 2,
+            other => return other.map(|()| allocated),
+        }
+    }
+}
+
+fn run_blocks(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    args: &BlockArgs,
+    compute: &impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+    (channels, per_block): (i64, i64),
+    allocated: &mut Vec<(usize, TensorRef)>,
+) -> Result<()> {
+    let mut first = 0;
+    while first < channels {
+        let count = per_block.min(channels - first);
+        let mut block = BlockContext {
+            inner: &mut *ctx,
+            args,
+            channels,
+            block: (first, count),
+            allocated: &mut *allocated,
+            inputs: Vec::new(),
+            pending: None,
+        };
+        compute(&mut block, kernel)?;
+        if let Some((result, output)) = block.pending.take() {
+            let stream = ctx.stream()?;
+            match args.output {
+                BlockOutput::Summed => binary::launch(stream, BinaryOp::Add, &output, &result, &output)?,
+                BlockOutput::Image => {
+                    copy_columns(ctx, (&image_view(&result, count), 0), (&image_view(&output, channels), first), count)?
+                }
+                BlockOutput::Filter => {
+                    copy_columns(ctx, (&filter_view(&result), 0), (&filter_view(&output), first), count)?
+                }
+            }
+        }
+        first += count;
+    }
+    Ok(())
+}
+
+/// An image [.., channels * inner] as [pixels, channels, inner] (rows of columns for `copy_columns`).
+fn image_view(t: &TensorRef, channels: i64) -> TensorRef {
+    let pixels = t.shape[..t.shape.len() - 1].iter().product();
+    let inner = t.shape.last().copied().unwrap_or(0) / channels.max(1);
+    TensorRef { shape: vec![pixels, channels, inner], ..t.clone() }
+}
+
+/// A filter [taps..., channels, out] as [taps, channels, out].
+fn filter_view(t: &TensorRef) -> TensorRef {
+    let r = t.shape.len();
+    TensorRef { shape: vec![t.shape[..r - 2].iter().product(), t.shape[r - 2], t.shape[r - 1]], ..t.clone() }
+}
+
+/// The node's context as one block of its input channels sees it.
+struct BlockContext<'a> {
+    inner: &'a mut dyn KernelContext,
+    args: &'a BlockArgs,
+    channels: i64,
+    /// The block's channels (first, count).
+    block: (i64, i64),
+    /// The node's outputs allocated so far, by index.
+    allocated: &'a mut Vec<(usize, TensorRef)>,
+    /// The block's inputs copied so far, by index.
+    inputs: Vec<(usize, TensorRef)>,
+    /// The block's result and the node's output it goes into.
+    pending: Option<(TensorRef, TensorRef)>,
+}
+
+impl BlockContext<'_> {
+    /// `t`'s block of channels, viewed as `view` does, in a temporary of `t`'s shape with
+    /// `channels_at` holding the block's share.
+    fn copied(
+        &mut self,
+        t: &TensorRef,
+        view: impl Fn(&TensorRef) -> TensorRef,
+        channels_at: usize,
+    ) -> Result<TensorRef> {
+        let (first, count) = self.block;
+        let whole = view(t);
+        let mut shape = t.shape.clone();
+        shape[channels_at] = shape[channels_at] / self.channels * count;
+        let temp = self.inner.allocate_temp(t.dtype, &shape)?;
+        let mut part = whole.clone();
+        part.shape[1] = count;
+        copy_columns(self.inner, (&whole, first), (&TensorRef { address: temp.address, ..part }, 0), count)?;
+        Ok(temp)
+    }
+
+    fn node_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        if let Some((_, t)) = self.allocated.iter().find(|(i, _)| *i == index) {
+            return Ok(t.clone());
+        }
+        let t = self.inner.allocate_output(index, dtype, shape)?;
+        self.allocated.push((index, t.clone()));
+        Ok(t)
+    }
+}
+
+impl KernelContext for BlockContext<'_> {
+    pass_through_to_inner!();
+
+    fn batch_start(&self) -> i64 {
+        self.inner.batch_start()
+    }
+
+    fn variables_accessible(&self) -> bool {
+        false
+    }
+
+    fn with_variables(&mut self, _resources: &[usize], _f: &mut VariableWork) -> Result<()> {
+        Err(Error::internal("a block of channels does not reach variables"))
+    }
+
+    fn input(&mut self, index: usize) -> Result<TensorRef> {
+        if let Some((_, t)) = self.inputs.iter().find(|(i, _)| *i == index) {
+            return Ok(t.clone());
+        }
+        let t = self.inner.input(index)?;
+        let r = t.shape.len();
+        let image = self.args.images.contains(&index) || self.args.multiplied_images.contains(&index);
+        let copied = if image && r >= 1 {
+            let channels = self.channels;
+            self.copied(&t, |t| image_view(t, channels), r - 1)?
+        } else if self.args.filters.contains(&index) && r >= 2 {
+            self.copied(&t, filter_view, r - 2)?
+        } else {
+            return Ok(t);
+        };
+        self.inputs.push((index, copied.clone()));
+        Ok(copied)
+    }
+
+    fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        let r = shape.len();
+        if index != 0 || r < 2 {
+            return self.node_output(index, dtype, shape);
+        }
+        let (first, count) = self.block;
+        let mut node_shape = shape.to_vec();
+        match self.args.output {
+            BlockOutput::Summed => {}
+            BlockOutput::Image => node_shape[r - 1] = shape[r - 1] / count * self.channels,
+            BlockOutput::Filter => node_shape[r - 2] = self.channels,
+        }
+        let output = self.node_output(index, dtype, &node_shape)?;
+        // The first block of a sum writes the node's output itself.
+        if self.args.output == BlockOutput::Summed && first == 0 {
+            return Ok(output);
+        }
+        let temp = self.inner.allocate_temp(dtype, shape)?;
+        self.pending = Some((temp.clone(), output));
+        Ok(temp)
+    }
+
+    pass_through_to_inner!(no_forwarding);
+
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+        let (mut values, shape) = self.inner.host_input_values(index)?;
+        let r = values.len();
+        let count = self.block.1;
+        if self.args.image_sizes.contains(&index) && r >= 3 {
+            values[r - 1] = count;
+        } else if self.args.filter_sizes.contains(&index) && r >= 2 {
+            values[r - 2] = count;
+        }
+        Ok((values, shape))
+    }
+}
