@@ -1059,7 +1059,36 @@ fn check_gradient_shape(op: &str, grad: &TensorRef, expected: &[i64]) -> Result<
 pub fn max_pool_with_argmax(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {
     const IMAGES_AND_INDICES: BatchArgs =
         BatchArgs { inputs: &[0], shape_inputs: &[], outputs: &[0, 1], summed_outputs: &[] };
-    batch::split_batch_on_overflow(ctx, kernel, &IMAGES_AND_INDICES, max_pool_with_argmax_whole)
+    let in_batches = |ctx: &mut dyn KernelContext, kernel: &KernelInstance| {
+        batch::split_batch_on_overflow(ctx, kernel, &IMAGES_AND_INDICES, max_pool_with_argmax_whole)
+    };
+    let Some(failed) = layout::try_binding(ctx, kernel, &in_batches)? else { return Ok(()) };
+    // One window's input past a binding (millions of channels): each channel as an image, its
+    // indices counted within the image (y * w + x), then moved to the node's: times the channels,
+    // plus the channel, plus the image's offset with `include_batch_in_index`.
+    let mut attrs = kernel.attrs.clone();
+    attrs.set("include_batch_in_index", AttrValue::Bool(false));
+    let per_image = KernelInstance::new(kernel.def, attrs);
+    let images = ImageArgs { inputs: &[0], shape_inputs: &[], outputs: &[0, 1] };
+    let allocated = layout::channels_as_images(ctx, &per_image, &images, &in_batches, failed)?;
+    let argmax = allocated.into_iter().find(|(i, _)| *i == 1).map(|(_, t)| t);
+    let argmax = argmax.ok_or_else(|| Error::internal("a pool's indices were not allocated"))?;
+    let input = ctx.input(0)?;
+    let [batch, h, w, c] = input.shape[..] else { return Err(Error::internal("a 4-D pool input")) };
+    let upload = |ctx: &mut dyn KernelContext, values: Vec<i64>, shape: &[i64]| -> Result<TensorRef> {
+        let t = ctx.allocate_temp(DType::I64, shape)?;
+        ctx.stream()?.memcpy_htod(t.address, bytemuck::cast_slice(&values))?;
+        Ok(t)
+    };
+    let channels = int64_scalar(ctx, c)?;
+    super::integer::launch(ctx.stream()?, super::integer::MUL, &argmax, &channels, &argmax)?;
+    let channel = upload(ctx, (0..c).collect(), &[c])?;
+    super::integer::launch(ctx.stream()?, super::integer::ADD, &argmax, &channel, &argmax)?;
+    if kernel.attrs.bool("include_batch_in_index")? {
+        let offsets = upload(ctx, (0..batch).map(|n| n * h * w * c).collect(), &[batch, 1, 1, 1])?;
+        super::integer::launch(ctx.stream()?, super::integer::ADD, &argmax, &offsets, &argmax)?;
+    }
+    Ok(())
 }
 
 fn max_pool_with_argmax_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<()> {

@@ -179,7 +179,19 @@ pub fn channels_as_images_on_overflow(
     images: &ImageArgs,
     compute: impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
 ) -> Result<()> {
-    let Some((error, allocated)) = try_binding(ctx, kernel, &compute)? else { return Ok(()) };
+    let Some(failed) = try_binding(ctx, kernel, &compute)? else { return Ok(()) };
+    channels_as_images(ctx, kernel, images, &compute, failed).map(drop)
+}
+
+/// `compute` with each channel an image (`channels_as_images_on_overflow`), after a first run
+/// failed with `error` having allocated `allocated`; returns the node's outputs, by index.
+pub fn channels_as_images(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    images: &ImageArgs,
+    compute: &impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+    (error, allocated): (Error, Allocated),
+) -> Result<Allocated> {
     // A window across channels (depthwise pooling) ties them together.
     let across_channels = ["ksize", "strides"]
         .iter()
@@ -200,11 +212,11 @@ pub fn channels_as_images_on_overflow(
         pending: Vec::new(),
     };
     compute(&mut adapter, kernel)?;
-    let ChannelsAsImagesContext { inner, pending, .. } = adapter;
+    let ChannelsAsImagesContext { inner, pending, allocated, .. } = adapter;
     for (per_channel, output) in pending {
         transpose_to(inner, &per_channel, &output, to_channels_last_perm(output.shape.len()))?;
     }
-    Ok(())
+    Ok(allocated)
 }
 
 /// `whole`, a channels-last op of independent channels, in ranges of its batch where its tensors

@@ -400,69 +400,111 @@ fn for_output_bands(
     Ok(())
 }
 
-/// Tiles of output rows of the 3-D window op `p` on one volume (a forward op, a filter gradient,
-/// a transposed convolution), each over the input rows its windows read, for the widest tiles
-/// whose output plane and the input planes it reads fit a binding (`in_row` and `out_row` bytes a
-/// row of a plane).
-fn row_tiles_by_windows(p: &Params, (in_row, out_row): (u64, u64), limit: u64, what: &str) -> Result<Vec<ColumnTile>> {
-    let rows = height_axis(p);
-    let tiles_of = |per_tile: i64| {
-        (0..i64::from(p.oh))
-            .step_by(per_tile as usize)
-            .map(|first| {
-                let count = per_tile.min(i64::from(p.oh) - first);
-                let ((lo, read), pad) = rows.band(first, count).unwrap_or(((0, 0), 0));
-                ColumnTile { image: (lo, read), windows: (first, count), written: (0, read), pad_left: pad }
-            })
-            .collect()
+/// The axis a volume's tiles cut: its rows (H) or, where one row with the rows its windows read
+/// passes a binding, its columns (W), each tile of columns then cut into rows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum TileAxis {
+    Rows,
+    Columns,
+}
+
+fn width_axis(p: &Params) -> Axis {
+    let [stride, k, dilation, lhs, size] = [p.sw, p.kw, p.dw, p.lhs_w, p.w].map(i64::from);
+    Axis { stride, k, dilation, lhs, size, pad: p.pw.into() }
+}
+
+/// Tiles of at most `per_tile` of `outputs` outputs along `axis`, each over the inputs its windows
+/// read (a forward op, a filter gradient, a transposed convolution).
+fn tiles_by_windows(axis: Axis, outputs: i64, per_tile: i64) -> Vec<ColumnTile> {
+    (0..outputs)
+        .step_by(per_tile.max(1) as usize)
+        .map(|first| {
+            let count = per_tile.min(outputs - first);
+            let ((lo, read), pad) = axis.band(first, count).unwrap_or(((0, 0), 0));
+            ColumnTile { image: (lo, read), windows: (first, count), written: (0, read), pad_left: pad }
+        })
+        .collect()
+}
+
+/// Tiles of the 3-D window op `p` on one volume whose output plane, with the input planes it
+/// reads, passes a binding (`in_row` and `out_row` bytes a row of a plane): the widest tiles of
+/// output rows whose plane and the input planes it reads fit, or else the widest tiles of output
+/// columns whose volumes such tiles of rows serve.
+fn volume_tiles(
+    p: &Params,
+    (in_row, out_row): (u64, u64),
+    limit: u64,
+    what: &str,
+) -> Result<(TileAxis, Vec<ColumnTile>)> {
+    let row_tiles = |p: &Params, (in_row, out_row): (u64, u64)| {
+        let fits = |tile: &ColumnTile| {
+            let planes = (tile.image.1.max(1) as u64 * in_row, tile.windows.1 as u64 * out_row);
+            planes_per_band(&tile_params(p, TileAxis::Rows, tile), planes, limit) >= 1
+        };
+        column_tiles::widest_fitting(p.oh.into(), |per| tiles_by_windows(height_axis(p), p.oh.into(), per), fits)
     };
+    if let Some(tiles) = row_tiles(p, (in_row, out_row)) {
+        return Ok((TileAxis::Rows, tiles));
+    }
+    let (in_column, out_column) = (in_row / u64::from(p.w.max(1)), out_row / u64::from(p.ow.max(1)));
     let fits = |tile: &ColumnTile| {
-        let planes = (tile.image.1.max(1) as u64 * in_row, tile.windows.1 as u64 * out_row);
-        planes_per_band(&row_tile_params(p, tile), planes, limit) >= 1
+        let rows = (tile.image.1.max(1) as u64 * in_column, tile.windows.1 as u64 * out_column);
+        row_tiles(&tile_params(p, TileAxis::Columns, tile), rows).is_some()
     };
-    column_tiles::widest_fitting(p.oh.into(), tiles_of, fits).ok_or_else(|| {
-        let one_row = out_row + in_row * (depth_axis(p).inputs_of_one() * rows.inputs_of_one()) as u64;
+    let columns = |per| tiles_by_windows(width_axis(p), p.ow.into(), per);
+    let tiles = column_tiles::widest_fitting(p.ow.into(), columns, fits).ok_or_else(|| {
+        let one = out_column + in_column * (depth_axis(p).inputs_of_one() * height_axis(p).inputs_of_one()) as u64;
         Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {one_row} bytes exceeds this adapter's max_storage_buffer_binding_size: one \
-             output row of {what} and the input rows it reads"
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one output \
+             column of {what} and the input columns it reads",
+            one * width_axis(p).inputs_of_one() as u64
         ))
-    })
+    })?;
+    Ok((TileAxis::Columns, tiles))
 }
 
-/// `p` for the volume of `tile`'s rows: its input rows, its output rows, its top padding.
-fn row_tile_params(p: &Params, tile: &ColumnTile) -> Params {
-    Params { h: tile.image.1 as u32, oh: tile.windows.1 as u32, ph: tile.pad_left as i32, ..*p }
+/// `p` for the volume of `tile` along `axis`: its inputs, its outputs, its leading padding.
+fn tile_params(p: &Params, axis: TileAxis, tile: &ColumnTile) -> Params {
+    let (size, out, pad) = (tile.image.1 as u32, tile.windows.1 as u32, tile.pad_left as i32);
+    match axis {
+        TileAxis::Rows => Params { h: size, oh: out, ph: pad, ..*p },
+        TileAxis::Columns => Params { w: size, ow: out, pw: pad, ..*p },
+    }
 }
 
-/// Runs a 3-D window op of one volume tile by tile of rows (`column_tiles::run` on the volumes
-/// seen as [1, d, h, w * c], whose rows a plane holds contiguously): `run_tile` gets the tile's
-/// parameters and its volumes.
-fn in_row_tiles(
+/// Runs a 3-D window op of one volume tile by tile (`column_tiles::run` on the volumes seen as
+/// [1, d, h, w * c] for tiles of rows, whose rows a plane holds contiguously, or as
+/// [1, d * h, w, c] for tiles of columns): `run_tile` gets the tile's parameters and volumes.
+fn in_volume_tiles(
     ctx: &mut dyn KernelContext,
     p: &Params,
-    tiles: &[ColumnTile],
+    (axis, tiles): (TileAxis, &[ColumnTile]),
     inputs: &[(&TensorRef, Side)],
     out: Option<(&TensorRef, Side)>,
     mut run_tile: impl FnMut(&mut dyn KernelContext, Params, &[TensorRef], Option<&TensorRef>) -> Result<()>,
 ) -> Result<()> {
-    let planes_of_rows =
-        |t: &TensorRef| TensorRef { shape: vec![1, t.shape[1], t.shape[2], t.shape[3] * t.shape[4]], ..t.clone() };
-    let as_volume = |view: &TensorRef, like: &TensorRef| TensorRef {
-        shape: vec![1, like.shape[1], view.shape[2], like.shape[3], like.shape[4]],
-        ..view.clone()
+    let view = |t: &TensorRef| {
+        let [_, d, h, w, c] = t.shape[..] else { return t.clone() };
+        let shape = if axis == TileAxis::Rows { vec![1, d, h, w * c] } else { vec![1, d * h, w, c] };
+        TensorRef { shape, ..t.clone() }
     };
-    let flat: Vec<TensorRef> = inputs.iter().map(|(t, _)| planes_of_rows(t)).collect();
+    let as_volume = |tile_view: &TensorRef, like: &TensorRef| {
+        let mut shape = like.shape.clone();
+        shape[if axis == TileAxis::Rows { 2 } else { 3 }] = tile_view.shape[2];
+        TensorRef { shape, ..tile_view.clone() }
+    };
+    let flat: Vec<TensorRef> = inputs.iter().map(|(t, _)| view(t)).collect();
     let flat_inputs: Vec<(&TensorRef, Side)> = flat.iter().zip(inputs).map(|(f, &(_, side))| (f, side)).collect();
-    let flat_out = out.map(|(t, side)| (planes_of_rows(t), side));
+    let flat_out = out.map(|(t, side)| (view(t), side));
     column_tiles::run(
         ctx,
         tiles,
         &flat_inputs,
         flat_out.as_ref().map(|(t, side)| (t, *side)),
         |ctx, tile, views, target| {
-            let volumes: Vec<TensorRef> = views.iter().zip(inputs).map(|(view, (t, _))| as_volume(view, t)).collect();
-            let target = target.zip(out).map(|(view, (t, _))| as_volume(view, t));
-            run_tile(ctx, row_tile_params(p, tile), &volumes, target.as_ref())
+            let volumes: Vec<TensorRef> = views.iter().zip(inputs).map(|(v, (t, _))| as_volume(v, t)).collect();
+            let target = target.zip(out).map(|(v, (t, _))| as_volume(v, t));
+            run_tile(ctx, tile_params(p, axis, tile), &volumes, target.as_ref())
         },
     )
 }
@@ -536,9 +578,9 @@ fn convolve_volume(
     }
     let limit = windows::binding_limit(stream.device());
     if planes_per_band(&p, (plane_bytes(input), plane_bytes(out)), limit) < 1 {
-        let tiles = row_tiles_by_windows(&p, (row_bytes(input), row_bytes(out)), limit, "a 3-D convolution")?;
+        let (axis, tiles) = volume_tiles(&p, (row_bytes(input), row_bytes(out)), limit, "a 3-D convolution")?;
         let (inputs, target) = ([(input, Side::Image)], Some((out, Side::Windows)));
-        return in_row_tiles(ctx, &p, &tiles, &inputs, target, |ctx, tile, volumes, target| {
+        return in_volume_tiles(ctx, &p, (axis, &tiles), &inputs, target, |ctx, tile, volumes, target| {
             let target = target.ok_or_else(|| Error::internal("a convolution tile without its output"))?;
             convolve_volume(ctx, tile, (&volumes[0], filter), target, columns)
         });
@@ -691,9 +733,9 @@ fn add_grad_filter_of_volume(
 ) -> Result<()> {
     let limit = windows::binding_limit(ctx.stream()?.device());
     if planes_per_band(&p, (plane_bytes(input), plane_bytes(dy)), limit) < 1 {
-        let tiles = row_tiles_by_windows(&p, (row_bytes(input), row_bytes(dy)), limit, "a 3-D filter gradient")?;
+        let (axis, tiles) = volume_tiles(&p, (row_bytes(input), row_bytes(dy)), limit, "a 3-D filter gradient")?;
         let inputs = [(input, Side::Image), (dy, Side::Windows)];
-        return in_row_tiles(ctx, &p, &tiles, &inputs, None, |ctx, tile, volumes, _| {
+        return in_volume_tiles(ctx, &p, (axis, &tiles), &inputs, None, |ctx, tile, volumes, _| {
             add_grad_filter_of_volume(ctx, tile, (&volumes[0], &volumes[1]), df, scratch)
         });
     }
@@ -811,9 +853,9 @@ fn pool3d_any_size(
     }
     let limit = windows::binding_limit(stream.device());
     if planes_per_band(&p, (plane_bytes(input), plane_bytes(out)), limit) < 1 {
-        let tiles = row_tiles_by_windows(&p, (row_bytes(input), row_bytes(out)), limit, "a 3-D pool")?;
+        let (axis, tiles) = volume_tiles(&p, (row_bytes(input), row_bytes(out)), limit, "a 3-D pool")?;
         let (inputs, target) = ([(input, Side::Image)], Some((out, Side::Windows)));
-        return in_row_tiles(ctx, &p, &tiles, &inputs, target, |ctx, tile, volumes, target| {
+        return in_volume_tiles(ctx, &p, (axis, &tiles), &inputs, target, |ctx, tile, volumes, target| {
             let target = target.ok_or_else(|| Error::internal("a pool tile without its output"))?;
             pool3d_any_size(ctx, entry, tile, &volumes[0], target)
         });
@@ -911,12 +953,19 @@ fn max_pool_grad_grad_any_size(
     }
     let limit = windows::binding_limit(stream.device());
     if planes_per_band(&p, (plane_bytes(x), plane_bytes(out)), limit) < 1 {
-        let tiles = row_tiles_by_windows(&p, (row_bytes(x), row_bytes(out)), limit, "a 3-D pool")?;
+        let (axis, tiles) = volume_tiles(&p, (row_bytes(x), row_bytes(out)), limit, "a 3-D pool")?;
         let inputs = [(x, Side::Image), (grad, Side::Image), (y, Side::Windows)];
-        return in_row_tiles(ctx, &p, &tiles, &inputs, Some((out, Side::Windows)), |ctx, tile, volumes, target| {
-            let target = target.ok_or_else(|| Error::internal("a pool tile without its output"))?;
-            max_pool_grad_grad_any_size(ctx, tile, (&volumes[0], &volumes[1], &volumes[2]), target)
-        });
+        return in_volume_tiles(
+            ctx,
+            &p,
+            (axis, &tiles),
+            &inputs,
+            Some((out, Side::Windows)),
+            |ctx, tile, volumes, target| {
+                let target = target.ok_or_else(|| Error::internal("a pool tile without its output"))?;
+                max_pool_grad_grad_any_size(ctx, tile, (&volumes[0], &volumes[1], &volumes[2]), target)
+            },
+        );
     }
     for_output_bands(ctx, &p, (plane_bytes(x), plane_bytes(out)), |ctx, band, (first, count)| {
         let (band, (lo, planes_read)) = band.ok_or_else(|| Error::internal("a pool window of padding only"))?;
@@ -951,15 +1000,34 @@ fn pool_grad_any_size(
     if planes_fit(plane_bytes(dx), plane_bytes(grad)) {
         return pool_grad_in_bands(stream, p, (x, grad, y), dx);
     }
-    let [h, sh, kh, oh] = [p.h, p.sh, p.kh, p.oh].map(i64::from);
-    let tiles_of = |per_tile| column_tiles::by_image(h, per_tile, (sh, p.ph.into(), kh), oh, true);
-    let fits =
-        |tile: &ColumnTile| planes_fit(tile.image.1 as u64 * row_bytes(dx), tile.windows.1 as u64 * row_bytes(grad));
-    let tiles = column_tiles::widest_fitting(h, tiles_of, fits).ok_or_else(|| {
+    // Tiles of rows whose planes' bands fit, or else tiles of columns whose volumes such tiles of
+    // rows serve; each sees every row (column) of the windows reaching into it.
+    let row_tiles = |p: &Params, (dx_row, grad_row): (u64, u64)| {
+        let [h, sh, kh, oh] = [p.h, p.sh, p.kh, p.oh].map(i64::from);
+        let tiles_of = |per_tile| column_tiles::by_image(h, per_tile, (sh, p.ph.into(), kh), oh, true);
+        let fits = |tile: &ColumnTile| planes_fit(tile.image.1 as u64 * dx_row, tile.windows.1 as u64 * grad_row);
+        column_tiles::widest_fitting(h, tiles_of, fits)
+    };
+    let rows = (row_bytes(dx), row_bytes(grad));
+    let tiles = match row_tiles(&p, rows) {
+        Some(tiles) => Some((TileAxis::Rows, tiles)),
+        None => {
+            let [w, sw, kw, ow] = [p.w, p.sw, p.kw, p.ow].map(i64::from);
+            let columns = (rows.0 / w.max(1) as u64, rows.1 / ow.max(1) as u64);
+            let tiles_of = |per_tile| column_tiles::by_image(w, per_tile, (sw, p.pw.into(), kw), ow, true);
+            let fits = |tile: &ColumnTile| {
+                let tile_rows = (tile.image.1 as u64 * columns.0, tile.windows.1 as u64 * columns.1);
+                row_tiles(&tile_params(&p, TileAxis::Columns, tile), tile_rows).is_some()
+            };
+            column_tiles::widest_fitting(w, tiles_of, fits).map(|tiles| (TileAxis::Columns, tiles))
+        }
+    };
+    let (axis, tiles) = tiles.ok_or_else(|| {
         Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the rows of one \
-             row of a 3-D pool gradient",
-            ((kd + 1) * (kh + 1)) as u64 * row_bytes(dx).max(row_bytes(grad))
+            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the columns of \
+             one column of a 3-D pool gradient",
+            [p.kd, p.kh, p.kw].iter().map(|&k| u64::from(k) + 1).product::<u64>()
+                * (rows.0 / u64::from(p.w.max(1))).max(rows.1 / u64::from(p.ow.max(1)))
         ))
     })?;
     // Rows no window covers (strides past the window) are in no tile's written rows.
@@ -968,7 +1036,7 @@ fn pool_grad_any_size(
     if let (Some(x), Some(y)) = (x, y) {
         inputs = vec![(x, Side::Image), (grad, Side::Windows), (y, Side::Windows)];
     }
-    in_row_tiles(ctx, &p, &tiles, &inputs, Some((dx, Side::Image)), |ctx, tile, volumes, target| {
+    in_volume_tiles(ctx, &p, (axis, &tiles), &inputs, Some((dx, Side::Image)), |ctx, tile, volumes, target| {
         let target = target.ok_or_else(|| Error::internal("a pool gradient tile without its output"))?;
         match volumes {
             [x, grad, y] => pool_grad_any_size(ctx, tile, (Some(x), grad, Some(y)), target),
@@ -1060,17 +1128,23 @@ mod tests {
         // A binding of 40 rows: a band of one output plane reads up to 4 planes (up to 10 rows
         // each), so a tile reads at most 10 rows; r output rows at stride 2 read 2r + 1. From 9
         // rows, halving: tiles of 4 output rows.
-        let tiles = row_tiles_by_windows(&p, (row, row), 40 * row, "a test").unwrap();
+        let (axis, tiles) = volume_tiles(&p, (row, row), 40 * row, "a test").unwrap();
+        assert_eq!(axis, TileAxis::Rows);
         assert_eq!(tiles.iter().map(|t| t.windows).collect::<Vec<_>>(), [(0, 4), (4, 4), (8, 1)]);
         assert_eq!(tiles[1].image, (7, 9));
         let covered: i64 = tiles.iter().map(|t| t.windows.1).sum();
         assert_eq!(covered, 9);
         for tile in &tiles {
-            let tp = row_tile_params(&p, tile);
+            let tp = tile_params(&p, TileAxis::Rows, tile);
             assert!(planes_per_band(&tp, (tile.image.1 as u64 * row, tile.windows.1 as u64 * row), 40 * row) >= 1);
         }
         // Not even one output row's planes fit: refused, saying so.
-        let err = row_tiles_by_windows(&p, (row, row), 10 * row, "a test").unwrap_err();
-        assert!(err.to_string().contains("one output row of a test"), "{err}");
+        // Not even one output row's planes fit: tiles of columns, each cut into rows.
+        let (axis, tiles) = volume_tiles(&p, (row, row), 10 * row, "a test").unwrap();
+        assert_eq!(axis, TileAxis::Columns);
+        assert!(tiles.len() > 1 && tiles.iter().map(|t| t.windows.1).sum::<i64>() == 9);
+        // Not one output column's: refused, saying so.
+        let err = volume_tiles(&p, (row, row), row / 4, "a test").unwrap_err();
+        assert!(err.to_string().contains("one output column of a test"), "{err}");
     }
 }

@@ -327,15 +327,32 @@ def conv_bias_relu(x, f, b):
     return tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b))
 
 
-def conv3d_grad_one_volume(for_filter, strides, padding, volume=deep):
-    """A Conv3D gradient of one volume past the binding (bands of planes, or tiles of rows)."""
+def argmax_on_cpu(x):
+    """MaxPoolWithArgmax's indices (2 x 2 windows, SAME) computed on TF-CPU."""
+    with tf.device("/CPU:0"):
+        return tf.nn.max_pool_with_argmax(x, 2, 1, "SAME")[1]
+
+
+def thin(_=None):
+    """x2's values as one volume of 3 planes of 2 rows and one channel, each row (with the 6 rows a
+    3 x 3 window reads) past the binding: tiles of rows cannot serve it, nor blocks of channels;
+    tiles of columns do."""
+    return tf.reshape(x2, [1, 3, 2, -1, 1])
+
+
+filt3_single = normal(3, 3, 3, 1, 2)
+
+
+def conv3d_grad_one_volume(for_filter, strides, padding, volume=deep, filter_=None):
+    """A Conv3D gradient of one volume past the binding (bands of planes, or tiles)."""
     x = volume(vol)
+    f = filt3 if filter_ is None else filter_
     s = [1, *strides, 1]
-    dy = gradient_of_shape(*tf.nn.conv3d(x, filt3, s, padding).shape)
+    dy = gradient_of_shape(*tf.nn.conv3d(x, f, s, padding).shape)
     if for_filter:
-        return tf.raw_ops.Conv3DBackpropFilterV2(input=x, filter_sizes=filt3.shape, out_backprop=dy, strides=s,
+        return tf.raw_ops.Conv3DBackpropFilterV2(input=x, filter_sizes=f.shape, out_backprop=dy, strides=s,
                                                  padding=padding)
-    return tf.raw_ops.Conv3DBackpropInputV2(input_sizes=x.shape, filter=filt3, out_backprop=dy, strides=s,
+    return tf.raw_ops.Conv3DBackpropInputV2(input_sizes=x.shape, filter=f, out_backprop=dy, strides=s,
                                             padding=padding)
 
 
@@ -791,6 +808,16 @@ CASES = {
         orig_input=shallow(vol), orig_output=tf.nn.max_pool3d(shallow(vol), 3, [1, 2, 1], "SAME"),
         grad=shallow(vol) * 0.5 + 1,
         ksize=[1, 3, 3, 3, 1], strides=[1, 1, 2, 1, 1], padding="SAME"),
+    # One volume whose rows pass the binding (tiles of columns, each cut into rows).
+    "conv3d_thin_volume": lambda: tf.nn.conv3d(thin(), filt3_single, [1, 1, 1, 2, 1], "SAME"),
+    "conv3d_backprop_input_thin_volume": lambda: conv3d_grad_one_volume(False, [1, 1, 2], "SAME", thin, filt3_single),
+    "conv3d_backprop_filter_thin_volume": lambda: conv3d_grad_one_volume(True, [1, 2, 2], "SAME", thin, filt3_single),
+    "max_pool3d_thin_volume": lambda: tf.nn.max_pool3d(thin(), 3, [1, 1, 2], "SAME"),
+    "max_pool3d_grad_thin_volume": lambda: pool3d_grad_one_volume(True, [3, 3, 3], [1, 1, 2], "SAME", thin),
+    "avg_pool3d_grad_thin_volume": lambda: pool3d_grad_one_volume(False, [3, 3, 2], [2, 1, 3], "SAME", thin),
+    "max_pool3d_grad_grad_thin_volume": lambda: tf.raw_ops.MaxPool3DGradGrad(
+        orig_input=thin(), orig_output=tf.nn.max_pool3d(thin(), 3, [1, 1, 2], "SAME"), grad=thin() * 0.5 + 1,
+        ksize=[1, 3, 3, 3, 1], strides=[1, 1, 1, 2, 1], padding="SAME"),
     # Pools and resizes of an image of millions of channels: each channel an image.
     "max_pool_many_channels": lambda: tf.nn.max_pool2d(many_channels(2, 2), 2, 1, "SAME"),
     "avg_pool_many_channels": lambda: tf.nn.avg_pool2d(many_channels(2, 2), 2, 1, "SAME"),
@@ -801,6 +828,14 @@ CASES = {
     "max_pool_grad_grad_many_channels": lambda: tf.raw_ops.MaxPoolGradGrad(
         orig_input=many_channels(2, 2), orig_output=tf.nn.max_pool2d(many_channels(2, 2), 2, 1, "SAME"),
         grad=many_channels(2, 2) * 0.5 + 1, ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="SAME"),
+    "max_pool_argmax_many_channels": lambda: tf.concat([tf.cast(t, tf.float32) for t in tf.nn.max_pool_with_argmax(
+        many_channels(2, 2), 2, 1, "SAME")], 0),
+    "max_pool_argmax_batch_many_channels": lambda: tf.concat([tf.cast(t, tf.float32) for t in
+                                                              tf.nn.max_pool_with_argmax(
+        tf.concat([many_channels(2, 2), -many_channels(2, 2)], 0), 2, 1, "SAME", include_batch_in_index=True)], 0),
+    "max_pool_grad_argmax_many_channels": lambda: tf.raw_ops.MaxPoolGradWithArgmax(
+        input=many_channels(2, 2), grad=many_channels(2, 2) * 0.5, argmax=argmax_on_cpu(many_channels(2, 2)),
+        ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="SAME"),
     "max_pool3d_many_channels": lambda: tf.nn.max_pool3d(many_channels(2, 2, 2), 2, 1, "SAME"),
     "avg_pool3d_grad_many_channels": lambda: pool_grad_many_channels(False, (2, 2, 2), [2, 2, 2], [1, 1, 1], "SAME"),
     "resize_bilinear_many_channels": lambda: tf.image.resize(many_channels(2, 2), [3, 3]),
@@ -893,6 +928,8 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "conv3d_backprop_filter_many_channels": 1e-4, "conv_backprop_input_many_channels": 1e-4,
              "depthwise_backprop_input_many_channels": 1e-4, "conv3d_backprop_input_many_channels": 1e-4,
              "depthwise_many_channels": 1e-4, "fused_conv2d_many_channels": 1e-4,
+             "conv3d_thin_volume": 1e-4, "conv3d_backprop_input_thin_volume": 1e-4,
+             "conv3d_backprop_filter_thin_volume": 1e-4,
              "conv3d_shallow_volume": 1e-4, "conv3d_shallow_volume_dilated": 1e-4,
              "conv3d_backprop_input_shallow_volume": 1e-4,
              "conv3d_backprop_input_shallow_volume_valid": 1e-4, "conv3d_backprop_filter_shallow_volume": 1e-4}
