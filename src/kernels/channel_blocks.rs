@@ -73,7 +73,7 @@ pub fn in_channel_blocks(
     ctx: &mut dyn KernelContext,
     kernel: &KernelInstance,
     args: &BlockArgs,
-    compute: &impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+    compute: &dyn Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
     (error, mut allocated): (Error, Allocated),
 ) -> Result<Allocated> {
     let channels = match (args.filters.first(), args.filter_sizes.first()) {
@@ -87,7 +87,20 @@ pub fn in_channel_blocks(
         }
         _ => 1,
     };
-    // A grouped convolution's images hold several groups' channels: blocks would mix them.
+    let image_channels = match (args.images.first(), args.image_sizes.first()) {
+        (Some(&i), _) => ctx.input(i)?.shape.last().copied().unwrap_or(0),
+        (None, Some(&i)) => ctx.host_input_values(i)?.0.last().copied().unwrap_or(0),
+        _ => channels,
+    };
+    if channels > 0 && image_channels > channels && image_channels % channels == 0 {
+        // A grouped convolution: each group as a convolution of its own (its channels blocked
+        // where it still passes a binding).
+        let in_blocks = |ctx: &mut dyn KernelContext, kernel: &KernelInstance| {
+            channel_blocks_on_overflow(ctx, kernel, args, |ctx, kernel| compute(ctx, kernel))
+        };
+        return in_groups(ctx, kernel, &in_blocks, image_channels / channels, allocated);
+    }
+    // Images of other channel counts are the kernel's to refuse.
     for &i in args.images.iter().chain(args.multiplied_images) {
         let last = ctx.input(i)?.shape.last().copied().unwrap_or(0);
         let fits = if args.images.contains(&i) { last == channels } else { last > 0 && last % channels == 0 };
@@ -104,11 +117,124 @@ pub fn in_channel_blocks(
     }
 }
 
+/// A grouped convolution (and its gradients) of `groups` groups, one group at a time: every
+/// tensor's last dimension (the image's channels, the filter's and dy's output channels) holds
+/// the groups one after another, so group `j` is part `j` of it in each, input and output alike.
+fn in_groups(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    compute: &dyn Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+    groups: i64,
+    mut allocated: Allocated,
+) -> Result<Allocated> {
+    for group in 0..groups {
+        let mut part = GroupContext {
+            inner: &mut *ctx,
+            group: (group, groups),
+            allocated: &mut allocated,
+            inputs: Vec::new(),
+            pending: Vec::new(),
+        };
+        compute(&mut part, kernel)?;
+        let pending = std::mem::take(&mut part.pending);
+        for (result, output) in pending {
+            let (total, count) = (last_dim(&output), last_dim(&result));
+            copy_columns(ctx, (&image_view(&result, count), 0), (&image_view(&output, total), group * count), count)?;
+        }
+    }
+    Ok(allocated)
+}
+
+fn last_dim(t: &TensorRef) -> i64 {
+    t.shape.last().copied().unwrap_or(1)
+}
+
+/// The node's context as one group of a grouped convolution sees it: part `group.0` of
+/// `group.1` of every tensor's last dimension.
+struct GroupContext<'a> {
+    inner: &'a mut dyn KernelContext,
+    group: (i64, i64),
+    allocated: &'a mut Allocated,
+    inputs: Vec<(usize, TensorRef)>,
+    /// The group's results and the node's outputs they go into.
+    pending: Vec<(TensorRef, TensorRef)>,
+}
+
+impl KernelContext for GroupContext<'_> {
+    pass_through_to_inner!();
+
+    fn batch_start(&self) -> i64 {
+        self.inner.batch_start()
+    }
+
+    fn variables_accessible(&self) -> bool {
+        false
+    }
+
+    fn with_variables(&mut self, _resources: &[usize], _f: &mut VariableWork) -> Result<()> {
+        Err(Error::internal("a group of channels does not reach variables"))
+    }
+
+    fn input(&mut self, index: usize) -> Result<TensorRef> {
+        if let Some((_, t)) = self.inputs.iter().find(|(i, _)| *i == index) {
+            return Ok(t.clone());
+        }
+        let t = self.inner.input(index)?;
+        let (group, groups) = self.group;
+        let total = last_dim(&t);
+        if t.shape.is_empty() || total % groups != 0 {
+            return Ok(t);
+        }
+        let count = total / groups;
+        let mut shape = t.shape.clone();
+        *shape.last_mut().unwrap_or(&mut 0) = count;
+        let temp = self.inner.allocate_temp(t.dtype, &shape)?;
+        copy_columns(self.inner, (&image_view(&t, total), group * count), (&image_view(&temp, count), 0), count)?;
+        self.inputs.push((index, temp.clone()));
+        Ok(temp)
+    }
+
+    fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        let mut node_shape = shape.to_vec();
+        if let Some(last) = node_shape.last_mut() {
+            *last *= self.group.1;
+        }
+        let output = match self.allocated.iter().find(|(i, _)| *i == index) {
+            Some((_, t)) => t.clone(),
+            None => {
+                let t = self.inner.allocate_output(index, dtype, &node_shape)?;
+                self.allocated.push((index, t.clone()));
+                t
+            }
+        };
+        if shape.is_empty() {
+            return Ok(output);
+        }
+        let temp = self.inner.allocate_temp(dtype, shape)?;
+        self.pending.push((temp.clone(), output));
+        Ok(temp)
+    }
+
+    pass_through_to_inner!(no_forwarding);
+
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+        let (mut values, shape) = self.inner.host_input_values(index)?;
+        // Sizes of an image or a filter (4 or 5 values); Conv2DBackpropInput's [height, width]
+        // alone has no channels.
+        if values.len() >= 4 {
+            if let Some(last) = values.last_mut() {
+                *last /= self.group.1;
+            }
+        }
+        Ok((values, shape))
+    }
+}
+
 fn run_blocks(
     ctx: &mut dyn KernelContext,
     kernel: &KernelInstance,
     args: &BlockArgs,
-    compute: &impl Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+    compute: &dyn Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
     (channels, per_block): (i64, i64),
     allocated: &mut Vec<(usize, TensorRef)>,
 ) -> Result<()> {

@@ -327,6 +327,28 @@ def conv_bias_relu(x, f, b):
     return tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b))
 
 
+def grouped_conv_many_channels(op, per_group=False):
+    """A grouped Conv2D (2 groups) over an image of millions of channels, or its input or filter
+    gradient; `per_group` computes it as each group's ungrouped op, concatenated (TF-CPU's
+    reference: it has no grouped backprops)."""
+    x, f = many_channels(2, 2), many_channel_filter((2, 2), 4)[:, :, :E // 8]
+    dy = gradient_of_shape(1, 2, 2, 4)
+    s = [1, 1, 1, 1]
+    def run(x, f, dy):
+        if op == "Conv2D":
+            return tf.nn.conv2d(x, f, 1, "SAME")
+        if op == "Conv2DBackpropInput":
+            return tf.raw_ops.Conv2DBackpropInput(input_sizes=x.shape, filter=f, out_backprop=dy, strides=s,
+                                                  padding="SAME")
+        return tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=f.shape, out_backprop=dy, strides=s,
+                                               padding="SAME")
+    if not per_group:
+        return run(x, f, dy)
+    half = E // 8
+    groups = [run(x[..., g * half:(g + 1) * half], f[..., 2 * g:2 * g + 2], dy[..., 2 * g:2 * g + 2]) for g in (0, 1)]
+    return tf.concat(groups, -1 if op != "Conv2DBackpropFilter" else 3)
+
+
 def argmax_on_cpu(x):
     """MaxPoolWithArgmax's indices (2 x 2 windows, SAME) computed on TF-CPU."""
     with tf.device("/CPU:0"):
@@ -847,6 +869,9 @@ CASES = {
         grads=gradient_of_shape(1, 3, 3, E // 4), size=[2, 2], half_pixel_centers=True),
     # Convolutions of an image of millions of channels: blocks of its input channels.
     "conv2d_many_channels": lambda: tf.nn.conv2d(many_channels(2, 2), many_channel_filter((2, 2), 2), 1, "SAME"),
+    "conv2d_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2D"),
+    "conv_backprop_input_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2DBackpropInput"),
+    "conv_backprop_filter_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2DBackpropFilter"),
     "fused_conv2d_many_channels": lambda: conv_bias_relu(many_channels(2, 2), many_channel_filter((2, 2), 2),
                                                          tf.constant([0.5, -0.5])),
     "conv_backprop_input_many_channels": lambda: conv_grad_many_channels("Conv2DBackpropInput", (2, 2), 2),
@@ -895,6 +920,11 @@ def dilated_filter3(rates):
 # Nor has it an NCHW Conv2D: its reference is the NHWC convolution, transposed. Batch-norm gradients
 # compare with the exact result.
 CPU_TWIN = {"conv3d_one_volume_dilated": lambda: tf.nn.conv3d(deep(vol), dilated_filter3([3, 2, 1]), [1] * 5, "VALID"),
+            "conv2d_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2D", True),
+            "conv_backprop_input_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2DBackpropInput",
+                                                                                            True),
+            "conv_backprop_filter_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2DBackpropFilter",
+                                                                                             True),
             "max_pool_nchw_many_channels": lambda: tf.transpose(tf.nn.max_pool2d(many_channels(2, 2), 2, 1, "SAME"),
                                                                 [0, 3, 1, 2]),
             "conv3d_shallow_volume_dilated": lambda: tf.nn.conv3d(shallow(vol), dilated_filter3([1, 3, 2]), [1] * 5,
@@ -928,6 +958,8 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "conv3d_backprop_filter_many_channels": 1e-4, "conv_backprop_input_many_channels": 1e-4,
              "depthwise_backprop_input_many_channels": 1e-4, "conv3d_backprop_input_many_channels": 1e-4,
              "depthwise_many_channels": 1e-4, "fused_conv2d_many_channels": 1e-4,
+             "conv2d_grouped_many_channels": 1e-4, "conv_backprop_input_grouped_many_channels": 1e-4,
+             "conv_backprop_filter_grouped_many_channels": 1e-4,
              "conv3d_thin_volume": 1e-4, "conv3d_backprop_input_thin_volume": 1e-4,
              "conv3d_backprop_filter_thin_volume": 1e-4,
              "conv3d_shallow_volume": 1e-4, "conv3d_shallow_volume_dilated": 1e-4,
