@@ -87,12 +87,28 @@ pub fn in_channel_blocks(
         }
         _ => 1,
     };
+    // The image's channels: an image input's, or its sizes' (4 or 5 of them: Conv2DBackpropInput's
+    // [height, width] alone names none, and its depth is the filter's).
     let image_channels = match (args.images.first(), args.image_sizes.first()) {
         (Some(&i), _) => ctx.input(i)?.shape.last().copied().unwrap_or(0),
-        (None, Some(&i)) => ctx.host_input_values(i)?.0.last().copied().unwrap_or(0),
+        (None, Some(&i)) => {
+            let sizes = ctx.host_input_values(i)?.0;
+            if (4..=5).contains(&sizes.len()) {
+                sizes[sizes.len() - 1]
+            } else {
+                channels
+            }
+        }
         _ => channels,
     };
-    if channels > 0 && image_channels > channels && image_channels % channels == 0 {
+    // The filter's output channels, which its groups split evenly (TF checks it).
+    let out_channels = match (args.filters.first(), args.filter_sizes.first()) {
+        (Some(&i), _) => ctx.input(i)?.shape.last().copied().unwrap_or(0),
+        (None, Some(&i)) => ctx.host_input_values(i)?.0.last().copied().unwrap_or(0),
+        _ => 0,
+    };
+    let grouped = channels > 0 && image_channels > channels && image_channels % channels == 0;
+    if grouped && out_channels % (image_channels / channels) == 0 {
         // A grouped convolution: each group as a convolution of its own (its channels blocked
         // where it still passes a binding).
         let in_blocks = |ctx: &mut dyn KernelContext, kernel: &KernelInstance| {
@@ -101,6 +117,9 @@ pub fn in_channel_blocks(
         return in_groups(ctx, kernel, &in_blocks, image_channels / channels, allocated);
     }
     // Images of other channel counts are the kernel's to refuse.
+    if image_channels != channels && args.multiplied_images.is_empty() {
+        return Err(error);
+    }
     for &i in args.images.iter().chain(args.multiplied_images) {
         let last = ctx.input(i)?.shape.last().copied().unwrap_or(0);
         let fits = if args.images.contains(&i) { last == channels } else { last > 0 && last % channels == 0 };

@@ -11,6 +11,7 @@ use crate::runtime::{DeviceCore, Stream};
 use super::batch::{split_batch_on_overflow, BatchArgs};
 use super::binary::broadcast_shapes;
 use super::binary::{self, BinaryOp};
+use super::column_tiles::copy_columns;
 use super::index::{self, DimMap};
 use super::matmul_gpu;
 use super::matmul_skinny;
@@ -459,6 +460,19 @@ pub fn product(
     Ok(())
 }
 
+/// Columns `first..first + count` of `t` [r, c] in a temporary [r, count] (all of `t` where they are).
+fn strided_columns(ctx: &mut dyn KernelContext, t: &TensorRef, first: i64, count: i64) -> Result<TensorRef> {
+    let (r, c) = (t.shape[0], t.shape[1]);
+    if count == c {
+        return Ok(t.clone());
+    }
+    let extent = (r - 1) * c + count;
+    let view = TensorRef { address: t.address + first as u64 * t.dtype.size(), shape: vec![extent], ..t.clone() };
+    let block = ctx.allocate_temp(t.dtype, &[r, count])?;
+    index::map(ctx.stream()?, &view, &block, &[DimMap::direct(r, c), DimMap::direct(count, 1)], None)?;
+    Ok(block)
+}
+
 /// One matrix product `out` [M, N] = op(a) op(b) whose tensors may each exceed `limit` bytes: rows
 /// of `out` in blocks, each summed over blocks of the contraction.
 fn matrix_in_blocks(
@@ -473,6 +487,24 @@ fn matrix_in_blocks(
     let fit = |other: i64| (limit / (other.max(1) as u64 * size)) as i64;
     let rows = m.min(fit(n));
     let depth = k.min(fit(n)).min(fit(rows));
+    if rows < 1 && n > 1 {
+        // One row of `out` passes a binding: ranges of its columns, each the product by op(b)'s
+        // columns (rows of a transposed b, copied columns of another) into a temporary copied
+        // into `out`'s columns (one copy per row).
+        let width = (fit(1) / 2).max(1);
+        let part = ctx.allocate_temp(out.dtype, &[m, width.min(n)])?;
+        let mut c0 = 0;
+        while c0 < n {
+            let count = width.min(n - c0);
+            let b_part = if tb { windows::rows(b, c0, count) } else { strided_columns(ctx, b, c0, count)? };
+            let out_part = TensorRef { shape: vec![m, count], ..part.clone() };
+            matrix_in_blocks(ctx, (a, &b_part, &out_part), (ta, tb), limit)?;
+            let as_columns = |t: &TensorRef| TensorRef { shape: vec![t.shape[0], t.shape[1], 1], ..t.clone() };
+            copy_columns(ctx, (&as_columns(&out_part), 0), (&as_columns(out), c0), count)?;
+            c0 += count;
+        }
+        return Ok(());
+    }
     if rows < 1 || depth < 1 {
         return Err(Error::unimplemented(format!(
             "{} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one row of a \
@@ -481,18 +513,7 @@ fn matrix_in_blocks(
             n as u64 * size
         )));
     }
-    // Columns `first..first + count` of `t` [r, c] in a temporary [r, count] (all of `t` where they are).
-    let columns = |ctx: &mut dyn KernelContext, t: &TensorRef, first: i64, count: i64| -> Result<TensorRef> {
-        let (r, c) = (t.shape[0], t.shape[1]);
-        if count == c {
-            return Ok(t.clone());
-        }
-        let extent = (r - 1) * c + count;
-        let view = TensorRef { address: t.address + first as u64 * size, shape: vec![extent], ..t.clone() };
-        let block = ctx.allocate_temp(t.dtype, &[r, count])?;
-        index::map(ctx.stream()?, &view, &block, &[DimMap::direct(r, c), DimMap::direct(count, 1)], None)?;
-        Ok(block)
-    };
+    let columns = strided_columns;
     let mut partial: Option<TensorRef> = None;
     let mut r0 = 0;
     while r0 < m {

@@ -762,15 +762,29 @@ fn bool_reduction(
     }
     let rows = shape[0];
     let row_bytes = input.byte_len() / rows.max(1) as u64;
+    let out_row = if mask[0] { 0 } else { out.num_elements() / rows as u64 };
     if row_bytes > limit {
-        return Err(Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {} bytes exceeds this adapter's max_storage_buffer_binding_size: All/Any reads \
-             windows of whole rows, {row_bytes} bytes each",
-            input.byte_len()
-        )));
+        // One row passes a binding: each row on its own (its dimensions after the first), into
+        // its part of the output, or into all of it where the first dimension is reduced.
+        for r in 0..rows {
+            let row = TensorRef {
+                address: input.address + r as u64 * row_bytes,
+                dtype: input.dtype,
+                shape: shape[1..].to_vec(),
+            };
+            let row_out = match out_row {
+                0 => out.clone(),
+                _ => TensorRef {
+                    address: out.address + r as u64 * out_row * out.dtype.size(),
+                    dtype: out.dtype,
+                    shape: vec![out_row as i64],
+                },
+            };
+            bool_reduction(ctx, op, &row, &mask[1..], &row_out)?;
+        }
+        return Ok(());
     }
     let per_part = (limit / row_bytes) as i64;
-    let out_row = if mask[0] { 0 } else { out.num_elements() / rows as u64 };
     let mut start = 0;
     while start < rows {
         let count = per_part.min(rows - start);

@@ -5,9 +5,10 @@
 //! totals (the same routine, one level up), combined into the later blocks' elements.
 
 use crate::error::{Error, Result};
-use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSpec, Shader, BINDING_LIMIT_ERROR};
+use crate::runtime::pipeline::{dispatch, loop_budget, storage_window, PipelineSpec, Shader};
 
 use super::batch;
+use super::column_tiles::copy_columns;
 use super::validate;
 use super::windows::{self, binding_limit};
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
@@ -118,12 +119,27 @@ fn scan_in_windows(
 ) -> Result<()> {
     let (len, inner) = (input.shape[0], input.shape[1]);
     let row_bytes = inner as u64 * input.dtype.size();
-    let rows = (binding_limit(ctx.stream()?.device()) / row_bytes.max(1)) as i64;
+    let limit = binding_limit(ctx.stream()?.device());
+    let rows = (limit / row_bytes.max(1)) as i64;
     if rows < 1 {
-        return Err(Error::unimplemented(format!(
-            "{BINDING_LIMIT_ERROR} {row_bytes} bytes exceeds this adapter's max_storage_buffer_binding_size: \
-             one step of a scan"
-        )));
+        // One step passes a binding: the columns are independent, so ranges of them, each copied
+        // into a temporary (one copy per step), scanned there and copied back.
+        let width = (limit / input.dtype.size()).max(1) as i64;
+        let part = |ctx: &mut dyn KernelContext| ctx.allocate_temp(input.dtype, &[len, width.min(inner), 1]);
+        let (part_in, part_out) = (part(ctx)?, part(ctx)?);
+        let as_columns = |t: &TensorRef| TensorRef { shape: vec![len, t.shape[1], 1], ..t.clone() };
+        let mut first = 0;
+        while first < inner {
+            let count = width.min(inner - first);
+            let narrow = |t: &TensorRef| TensorRef { shape: vec![len, count, 1], ..t.clone() };
+            let (x, y) = (narrow(&part_in), narrow(&part_out));
+            copy_columns(ctx, (&as_columns(input), first), (&x, 0), count)?;
+            let flat = |t: &TensorRef| TensorRef { shape: vec![len, count], ..t.clone() };
+            scan_in_windows(ctx, combine, (exclusive, reverse), &flat(&x), &flat(&y))?;
+            copy_columns(ctx, (&y, 0), (&as_columns(out), first), count)?;
+            first += count;
+        }
+        return Ok(());
     }
     let windows: Vec<(i64, i64)> = (0..len).step_by(rows as usize).map(|s| (s, rows.min(len - s))).collect();
     let ordered: Vec<(i64, i64)> = if reverse { windows.into_iter().rev().collect() } else { windows };

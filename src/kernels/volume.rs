@@ -1138,7 +1138,6 @@ mod tests {
             let tp = tile_params(&p, TileAxis::Rows, tile);
             assert!(planes_per_band(&tp, (tile.image.1 as u64 * row, tile.windows.1 as u64 * row), 40 * row) >= 1);
         }
-        // Not even one output row's planes fit: refused, saying so.
         // Not even one output row's planes fit: tiles of columns, each cut into rows.
         let (axis, tiles) = volume_tiles(&p, (row, row), 10 * row, "a test").unwrap();
         assert_eq!(axis, TileAxis::Columns);
