@@ -349,6 +349,23 @@ def grouped_conv_many_channels(op, per_group=False):
     return tf.concat(groups, -1 if op != "Conv2DBackpropFilter" else 3)
 
 
+def long_bools():
+    """Two rows of about 3x ELEMENTS bools each (mostly true), each row past the binding."""
+    flat = tf.reshape(x2 > -2.5, [-1])
+    return tf.reshape(tf.tile(flat, [6]), [2, -1])
+
+
+def wide_matrix():
+    """[2, 2 * ELEMENTS // 2]: x2's values twice, as a matrix whose one row passes the binding."""
+    flat = tf.reshape(x2, [-1])
+    return tf.reshape(tf.concat([flat, -flat], 0), [2, -1])
+
+
+@functools.cache
+def small_matrix():
+    return normal(3, 2)
+
+
 def argmax_on_cpu(x):
     """MaxPoolWithArgmax's indices (2 x 2 windows, SAME) computed on TF-CPU."""
     with tf.device("/CPU:0"):
@@ -872,6 +889,11 @@ CASES = {
     "conv2d_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2D"),
     "conv_backprop_input_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2DBackpropInput"),
     "conv_backprop_filter_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2DBackpropFilter"),
+    # [height, width] sizes of a 1-channel image under millions of filters: refused (blocks of
+    # input channels cannot serve it), never read as a grouped convolution.
+    "conv_backprop_input_short_sizes_many_filters": lambda: tf.raw_ops.Conv2DBackpropInput(
+        input_sizes=[2, 4], filter=tf.reshape(x2[:, :64], [1, 1, 1, -1]),
+        out_backprop=tf.reshape(wide_matrix(), [1, 2, 4, -1]), strides=[1, 1, 1, 1], padding="SAME"),
     "fused_conv2d_many_channels": lambda: conv_bias_relu(many_channels(2, 2), many_channel_filter((2, 2), 2),
                                                          tf.constant([0.5, -0.5])),
     "conv_backprop_input_many_channels": lambda: conv_grad_many_channels("Conv2DBackpropInput", (2, 2), 2),
@@ -886,6 +908,16 @@ CASES = {
                                                  "SAME"),
     "conv3d_backprop_input_many_channels": lambda: conv_grad_many_channels("Conv3DBackpropInputV2", (2, 2, 2), 2),
     "conv3d_backprop_filter_many_channels": lambda: conv_grad_many_channels("Conv3DBackpropFilterV2", (2, 2, 2), 2),
+    # One step, row or output row past the binding: ranges of columns.
+    "cumsum_step_past_binding": lambda: tf.cumsum(wide_matrix(), axis=0),
+    "cumsum_step_past_binding_exclusive_reverse": lambda: tf.cumsum(wide_matrix(), axis=0, exclusive=True,
+                                                                    reverse=True),
+    "cumprod_step_past_binding": lambda: tf.math.cumprod(wide_matrix() * 0.1 + 1, axis=0),
+    "all_rows_past_binding": lambda: tf.reduce_all(long_bools(), axis=1),
+    "any_columns_rows_past_binding": lambda: tf.reduce_any(~long_bools(), axis=0),
+    "matmul_row_past_binding": lambda: tf.matmul(small_matrix(), wide_matrix()),
+    "matmul_row_past_binding_transposed": lambda: tf.matmul(small_matrix(), tf.transpose(wide_matrix()),
+                                                             transpose_b=True),
     # Scans down a dimension past the binding: windows with carries.
     "cumsum_axis0_exclusive": lambda: tf.cumsum(x2, axis=0, exclusive=True),
     "cumprod_axis0_reverse": lambda: tf.math.cumprod(1 + x2 / 1000, axis=0, reverse=True),
@@ -960,6 +992,8 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "depthwise_many_channels": 1e-4, "fused_conv2d_many_channels": 1e-4,
              "conv2d_grouped_many_channels": 1e-4, "conv_backprop_input_grouped_many_channels": 1e-4,
              "conv_backprop_filter_grouped_many_channels": 1e-4,
+             "conv_backprop_input_short_sizes_many_filters": 1e-4, "matmul_row_past_binding": 1e-4,
+             "matmul_row_past_binding_transposed": 1e-4,
              "conv3d_thin_volume": 1e-4, "conv3d_backprop_input_thin_volume": 1e-4,
              "conv3d_backprop_filter_thin_volume": 1e-4,
              "conv3d_shallow_volume": 1e-4, "conv3d_shallow_volume_dilated": 1e-4,

@@ -651,7 +651,10 @@ def test_long_sequence_case(mode, time_major, version, num_proj, input_mode, rng
                 lengths="random" if version == "V3" else "full")
     # Smaller weights keep 300 steps of rnn_tanh from chaos, where rounding differences would grow.
     case.params = case.params * np.float32(0.5)
-    check(case, version=version, tol=1e-4, grad_tol=1e-4)
+    # Even so, d_params of 300 rnn_tanh steps sum rounding differences: on one CI machine the
+    # TF 2.16.2 and 2.19.1 references (equal to each other) were 1.3e-4 from the plugin in 1 of 8,640
+    # elements (stop 49's build too), where TF 2.21's was within 1e-4.
+    check(case, version=version, tol=1e-4, grad_tol=3e-4 if mode == "rnn_tanh" else 1e-4)
 
 
 @pytest.mark.skipif(os.environ.get("TF_WGPU_MAX_BINDING_BYTES") != SMALL_BINDING,
