@@ -13,7 +13,7 @@ use crate::runtime::Stream;
 use super::batch::is_binding_limit;
 use super::binary::{self, BinaryOp};
 use super::column_tiles::copy_columns;
-use super::layout::{try_binding, Allocated};
+use super::layout::{output_once, try_binding, Allocated};
 use super::{DType, KernelContext, KernelInstance, TensorRef, VariableWork};
 
 /// How a windowed op's arguments hold its input channels.
@@ -180,19 +180,8 @@ struct GroupContext<'a> {
 }
 
 impl KernelContext for GroupContext<'_> {
-    pass_through_to_inner!();
-
-    fn batch_start(&self) -> i64 {
-        self.inner.batch_start()
-    }
-
-    fn variables_accessible(&self) -> bool {
-        false
-    }
-
-    fn with_variables(&mut self, _resources: &[usize], _f: &mut VariableWork) -> Result<()> {
-        Err(Error::internal("a group of channels does not reach variables"))
-    }
+    pass_through_to_inner!(variables);
+    pass_through_to_inner!(batch_start);
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         if let Some((_, t)) = self.inputs.iter().find(|(i, _)| *i == index) {
@@ -218,14 +207,7 @@ impl KernelContext for GroupContext<'_> {
         if let Some(last) = node_shape.last_mut() {
             *last *= self.group.1;
         }
-        let output = match self.allocated.iter().find(|(i, _)| *i == index) {
-            Some((_, t)) => t.clone(),
-            None => {
-                let t = self.inner.allocate_output(index, dtype, &node_shape)?;
-                self.allocated.push((index, t.clone()));
-                t
-            }
-        };
+        let output = output_once(self.inner, self.allocated, (index, dtype, &node_shape))?;
         if shape.is_empty() {
             return Ok(output);
         }
@@ -336,29 +318,13 @@ impl BlockContext<'_> {
     }
 
     fn node_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
-        if let Some((_, t)) = self.allocated.iter().find(|(i, _)| *i == index) {
-            return Ok(t.clone());
-        }
-        let t = self.inner.allocate_output(index, dtype, shape)?;
-        self.allocated.push((index, t.clone()));
-        Ok(t)
+        output_once(self.inner, self.allocated, (index, dtype, shape))
     }
 }
 
 impl KernelContext for BlockContext<'_> {
-    pass_through_to_inner!();
-
-    fn batch_start(&self) -> i64 {
-        self.inner.batch_start()
-    }
-
-    fn variables_accessible(&self) -> bool {
-        false
-    }
-
-    fn with_variables(&mut self, _resources: &[usize], _f: &mut VariableWork) -> Result<()> {
-        Err(Error::internal("a block of channels does not reach variables"))
-    }
+    pass_through_to_inner!(variables);
+    pass_through_to_inner!(batch_start);
 
     fn input(&mut self, index: usize) -> Result<TensorRef> {
         if let Some((_, t)) = self.inputs.iter().find(|(i, _)| *i == index) {

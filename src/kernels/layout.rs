@@ -303,13 +303,23 @@ impl ChannelsAsImagesContext<'_> {
     }
 
     fn output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
-        if let Some((_, t)) = self.allocated.iter().find(|(i, _)| *i == index) {
-            return Ok(t.clone());
-        }
-        let t = self.inner.allocate_output(index, dtype, shape)?;
-        self.allocated.push((index, t.clone()));
-        Ok(t)
+        output_once(self.inner, &mut self.allocated, (index, dtype, shape))
     }
+}
+
+/// Output `index` of the node: the one already in `allocated`, or one allocated now and recorded
+/// there (TF allocates each output once, and a node run in parts must write the same one).
+pub fn output_once(
+    inner: &mut dyn KernelContext,
+    allocated: &mut Allocated,
+    (index, dtype, shape): (usize, DType, &[i64]),
+) -> Result<TensorRef> {
+    if let Some((_, t)) = allocated.iter().find(|(i, _)| *i == index) {
+        return Ok(t.clone());
+    }
+    let t = inner.allocate_output(index, dtype, shape)?;
+    allocated.push((index, t.clone()));
+    Ok(t)
 }
 
 impl KernelContext for ChannelsAsImagesContext<'_> {
