@@ -76,16 +76,15 @@ pub fn in_channel_blocks(
     compute: &dyn Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
     (error, mut allocated): (Error, Allocated),
 ) -> Result<Allocated> {
-    let channels = match (args.filters.first(), args.filter_sizes.first()) {
-        (Some(&i), _) => {
-            let filter = ctx.input(i)?;
-            filter.shape.len().checked_sub(2).map_or(1, |r| filter.shape[r])
-        }
-        (None, Some(&i)) => {
-            let sizes = ctx.host_input_values(i)?.0;
-            sizes.len().checked_sub(2).map_or(1, |r| sizes[r])
-        }
-        _ => 1,
+    // The filter's shape [taps..., channels, out channels], from the filter or its sizes.
+    let filter = match (args.filters.first(), args.filter_sizes.first()) {
+        (Some(&i), _) => ctx.input(i)?.shape,
+        (None, Some(&i)) => ctx.host_input_values(i)?.0,
+        _ => Vec::new(),
+    };
+    let (channels, out_channels) = match filter[..] {
+        [.., c, oc] => (c, oc),
+        _ => (1, 0),
     };
     // The image's channels: an image input's, or its sizes' (4 or 5 of them: Conv2DBackpropInput's
     // [height, width] alone names none, and its depth is the filter's).
@@ -101,12 +100,7 @@ pub fn in_channel_blocks(
         }
         _ => channels,
     };
-    // The filter's output channels, which its groups split evenly (TF checks it).
-    let out_channels = match (args.filters.first(), args.filter_sizes.first()) {
-        (Some(&i), _) => ctx.input(i)?.shape.last().copied().unwrap_or(0),
-        (None, Some(&i)) => ctx.host_input_values(i)?.0.last().copied().unwrap_or(0),
-        _ => 0,
-    };
+    // Groups split the filter's output channels evenly (TF checks it).
     let grouped = channels > 0 && image_channels > channels && image_channels % channels == 0;
     if grouped && out_channels % (image_channels / channels) == 0 {
         // A grouped convolution: each group as a convolution of its own (its channels blocked
@@ -117,7 +111,7 @@ pub fn in_channel_blocks(
         return in_groups(ctx, kernel, &in_blocks, image_channels / channels, allocated);
     }
     // Images of other channel counts are the kernel's to refuse.
-    if image_channels != channels && args.multiplied_images.is_empty() {
+    if image_channels != channels {
         return Err(error);
     }
     for &i in args.images.iter().chain(args.multiplied_images) {

@@ -98,6 +98,25 @@ fn transpose_to(ctx: &mut dyn KernelContext, input: &TensorRef, out: &TensorRef,
     permute_any_size(ctx, input, out, &perm)
 }
 
+/// Image input `index` (`input`) permuted by `perm` into a temporary, seen with the shape `view`
+/// makes of the permuted one; made once per input, then taken from `transposed`.
+fn transposed_once(
+    inner: &mut dyn KernelContext,
+    transposed: &mut Vec<(usize, TensorRef)>,
+    (index, input): (usize, &TensorRef),
+    perm: Vec<usize>,
+    view: impl FnOnce(Vec<i64>) -> Vec<i64>,
+) -> Result<TensorRef> {
+    if let Some((_, t)) = transposed.iter().find(|(i, _)| *i == index) {
+        return Ok(t.clone());
+    }
+    let temp = inner.allocate_temp(input.dtype, &permuted_shape(&input.shape, &perm))?;
+    transpose_to(inner, input, &temp, perm)?;
+    let seen = TensorRef { shape: view(temp.shape.clone()), ..temp };
+    transposed.push((index, seen.clone()));
+    Ok(seen)
+}
+
 /// The node's context as a channels-last kernel sees it.
 struct ChannelsLastContext<'a> {
     inner: &'a mut dyn KernelContext,
@@ -128,14 +147,8 @@ impl KernelContext for ChannelsLastContext<'_> {
         if !self.images.inputs.contains(&index) || input.shape.len() < 3 {
             return Ok(input);
         }
-        if let Some((_, t)) = self.transposed.iter().find(|(i, _)| *i == index) {
-            return Ok(t.clone());
-        }
         let perm = to_channels_last_perm(input.shape.len());
-        let temp = self.inner.allocate_temp(input.dtype, &permuted_shape(&input.shape, &perm))?;
-        transpose_to(self.inner, &input, &temp, perm)?;
-        self.transposed.push((index, temp.clone()));
-        Ok(temp)
+        transposed_once(self.inner, &mut self.transposed, (index, &input), perm, |shape| shape)
     }
 
     fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
@@ -331,15 +344,9 @@ impl KernelContext for ChannelsAsImagesContext<'_> {
         if !self.images.inputs.contains(&index) || input.shape.len() < 3 {
             return Ok(input);
         }
-        if let Some((_, t)) = self.transposed.iter().find(|(i, _)| *i == index) {
-            return Ok(t.clone());
-        }
         let perm = to_channels_first_perm(input.shape.len());
-        let temp = self.inner.allocate_temp(input.dtype, &permuted_shape(&input.shape, &perm))?;
-        transpose_to(self.inner, &input, &temp, perm)?;
-        let images = TensorRef { shape: self.as_images(&input.shape), ..temp };
-        self.transposed.push((index, images.clone()));
-        Ok(images)
+        let images = self.as_images(&input.shape);
+        transposed_once(self.inner, &mut self.transposed, (index, &input), perm, |_| images)
     }
 
     fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {

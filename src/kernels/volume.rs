@@ -563,7 +563,7 @@ fn conv3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
 }
 
 /// `convolve` into `out` (a volume), in bands of output planes where one volume passes a binding,
-/// and in tiles of rows where one plane's band does.
+/// and in tiles (`volume_tiles`) where one plane's band does.
 fn convolve_volume(
     ctx: &mut dyn KernelContext,
     p: Params,
@@ -722,8 +722,8 @@ fn conv3d_grad_filter_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance
 }
 
 /// `df` += the filter gradient of one volume past a binding: the sum over bands of dy's planes,
-/// each over the input planes its windows read (over tiles of rows where one plane's band passes
-/// a binding).
+/// each over the input planes its windows read (over tiles, `volume_tiles`, where one plane's band
+/// passes a binding).
 fn add_grad_filter_of_volume(
     ctx: &mut dyn KernelContext,
     p: Params,
@@ -839,7 +839,7 @@ fn pool3d_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result<
 }
 
 /// MaxPool3D or AvgPool3D (`entry`) of `p` from `input` into `out`; one volume past a binding in
-/// bands of output planes.
+/// bands of output planes, and in tiles (`volume_tiles`) where one plane's band passes a binding.
 fn pool3d_any_size(
     ctx: &mut dyn KernelContext,
     entry: &'static str,
@@ -939,8 +939,8 @@ fn pool3d_grad_whole(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Re
 }
 
 /// MaxPool3DGradGrad of `p` (x and grad on the input's side, the pool's output y on the
-/// output's); one volume past a binding in bands of output planes, and in tiles of rows where one
-/// plane's band passes a binding.
+/// output's); one volume past a binding in bands of output planes, and in tiles (`volume_tiles`)
+/// where one plane's band passes a binding.
 fn max_pool_grad_grad_any_size(
     ctx: &mut dyn KernelContext,
     p: Params,
@@ -977,8 +977,9 @@ fn max_pool_grad_grad_any_size(
 
 /// MaxPool3DGrad (`x` and the pool's output `y` given) or AvgPool3DGrad of `p` into `dx`; one
 /// volume past a binding in bands of dx's planes (`pool_grad_in_bands`), and in tiles of dx's
-/// rows where one plane's band passes a binding: each tile sees every row of the windows reaching
-/// into it (a window's maximum and its count inside the volume need them all) and writes its own.
+/// rows (or columns, each cut into rows) where one plane's band passes a binding: each tile sees
+/// every row of the windows reaching into it (a window's maximum and its count inside the volume
+/// need them all) and writes its own.
 fn pool_grad_any_size(
     ctx: &mut dyn KernelContext,
     p: Params,
