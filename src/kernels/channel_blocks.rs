@@ -6,6 +6,13 @@
 //! pixel or filter tap, as a block's channels are contiguous in each), the op runs there, and its
 //! result is added (the forward convolution) or copied into the block's channels of the node's
 //! output. Blocks halve until each runs.
+//!
+//! Where a filter's output channels pass a binding instead (a few input channels into millions of
+//! output channels), the node runs on blocks of its output channels the same way: the filter's
+//! last dimension and dy's are copied per block, and the block's result is added (an input
+//! gradient sums over the output channels) or copied into the block's output channels (the
+//! forward output, the filter gradient). Each such block still runs in blocks of its input
+//! channels where it needs to.
 
 use crate::error::{Error, Result};
 use crate::runtime::Stream;
@@ -31,6 +38,11 @@ pub struct BlockArgs {
     pub filter_sizes: &'static [usize],
     /// What output 0 is.
     pub output: BlockOutput,
+    /// Device inputs whose last dimension is the output channels (times a depthwise
+    /// convolution's channels): dy.
+    pub out_images: &'static [usize],
+    /// What output 0 is over blocks of the output channels.
+    pub out_output: OutBlockOutput,
 }
 
 /// No argument in blocks: the base the ops' own `BlockArgs` fill in.
@@ -41,6 +53,8 @@ pub const NO_BLOCKS: BlockArgs = BlockArgs {
     image_sizes: &[],
     filter_sizes: &[],
     output: BlockOutput::Summed,
+    out_images: &[],
+    out_output: OutBlockOutput::Channels,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -52,6 +66,15 @@ pub enum BlockOutput {
     Image,
     /// A filter whose input channels are the blocks' (a filter gradient).
     Filter,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OutBlockOutput {
+    /// Summed over the blocks (an input gradient).
+    Summed,
+    /// A tensor whose last dimension holds the output channels (the forward output, a filter
+    /// gradient).
+    Channels,
 }
 
 /// Runs `compute` (a channels-last convolution or gradient); where a tensor was too big to bind,
@@ -114,18 +137,61 @@ pub fn in_channel_blocks(
     if image_channels != channels {
         return Err(error);
     }
+    let mut input_blocks = channels > 1;
     for &i in args.images.iter().chain(args.multiplied_images) {
         let last = ctx.input(i)?.shape.last().copied().unwrap_or(0);
         let fits = if args.images.contains(&i) { last == channels } else { last > 0 && last % channels == 0 };
-        if channels <= 1 || !fits {
-            return Err(error);
+        input_blocks &= fits;
+    }
+    let mut error = error;
+    if input_blocks {
+        match in_input_blocks(ctx, kernel, args, compute, channels, &mut allocated) {
+            Err(e) if is_binding_limit(&e) => error = e,
+            other => return other.map(|()| allocated),
         }
     }
-    let mut per_block = (channels + 1) / 2;
+    // Still too big: the output channels in blocks, each block's input channels too if needed.
+    let mut out_blocks = out_channels > 1;
+    for &i in args.out_images {
+        let last = ctx.input(i)?.shape.last().copied().unwrap_or(0);
+        out_blocks &= last > 0 && last % out_channels == 0;
+    }
+    if !out_blocks {
+        return Err(error);
+    }
+    let in_blocks_on_overflow = |ctx: &mut dyn KernelContext, kernel: &KernelInstance| {
+        let Some((error, mut allocated)) = try_binding(ctx, kernel, &|ctx, kernel| compute(ctx, kernel))? else {
+            return Ok(());
+        };
+        if !input_blocks {
+            return Err(error);
+        }
+        in_input_blocks(ctx, kernel, args, compute, channels, &mut allocated)
+    };
+    let mut per_block = (out_channels + 1) / 2;
     loop {
-        match run_blocks(ctx, kernel, args, compute, (channels, per_block), &mut allocated) {
+        let blocks = (out_channels, per_block);
+        match run_out_blocks(ctx, kernel, args, &in_blocks_on_overflow, blocks, &mut allocated) {
             Err(e) if is_binding_limit(&e) && per_block > 1 => per_block = (per_block + 1) / 2,
             other => return other.map(|()| allocated),
+        }
+    }
+}
+
+/// `compute` on blocks of the node's `channels` input channels, halving them until each runs.
+fn in_input_blocks(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    args: &BlockArgs,
+    compute: &dyn Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+    channels: i64,
+    allocated: &mut Allocated,
+) -> Result<()> {
+    let mut per_block = (channels + 1) / 2;
+    loop {
+        match run_blocks(ctx, kernel, args, compute, (channels, per_block), allocated) {
+            Err(e) if is_binding_limit(&e) && per_block > 1 => per_block = (per_block + 1) / 2,
+            other => return other,
         }
     }
 }
@@ -371,6 +437,132 @@ impl KernelContext for BlockContext<'_> {
             values[r - 1] = count;
         } else if self.args.filter_sizes.contains(&index) && r >= 2 {
             values[r - 2] = count;
+        }
+        Ok((values, shape))
+    }
+}
+
+fn run_out_blocks(
+    ctx: &mut dyn KernelContext,
+    kernel: &KernelInstance,
+    args: &BlockArgs,
+    compute: &dyn Fn(&mut dyn KernelContext, &KernelInstance) -> Result<()>,
+    (out_channels, per_block): (i64, i64),
+    allocated: &mut Allocated,
+) -> Result<()> {
+    let mut first = 0;
+    while first < out_channels {
+        let count = per_block.min(out_channels - first);
+        let mut block = OutBlockContext {
+            inner: &mut *ctx,
+            args,
+            out_channels,
+            block: (first, count),
+            allocated: &mut *allocated,
+            inputs: Vec::new(),
+            pending: None,
+        };
+        compute(&mut block, kernel)?;
+        if let Some((result, output)) = block.pending.take() {
+            match args.out_output {
+                OutBlockOutput::Summed => binary::launch(ctx.stream()?, BinaryOp::Add, &output, &result, &output)?,
+                OutBlockOutput::Channels => copy_columns(
+                    ctx,
+                    (&out_channel_view(&result, count), 0),
+                    (&out_channel_view(&output, out_channels), first),
+                    count,
+                )?,
+            }
+        }
+        first += count;
+    }
+    Ok(())
+}
+
+/// A tensor whose last dimension holds `out_channels` output channels innermost (a filter
+/// [.., out], dy [.., out] or a depthwise convolution's [.., channels * out]) as
+/// [rows, out_channels, 1].
+fn out_channel_view(t: &TensorRef, out_channels: i64) -> TensorRef {
+    let elements: i64 = t.shape.iter().product();
+    TensorRef { shape: vec![elements / out_channels.max(1), out_channels, 1], ..t.clone() }
+}
+
+/// The node's context as one block of its output channels sees it.
+struct OutBlockContext<'a> {
+    inner: &'a mut dyn KernelContext,
+    args: &'a BlockArgs,
+    out_channels: i64,
+    /// The block's output channels (first, count).
+    block: (i64, i64),
+    /// The node's outputs allocated so far, by index.
+    allocated: &'a mut Allocated,
+    /// The block's inputs copied so far, by index.
+    inputs: Vec<(usize, TensorRef)>,
+    /// The block's result and the node's output it goes into.
+    pending: Option<(TensorRef, TensorRef)>,
+}
+
+impl OutBlockContext<'_> {
+    /// `t`'s block of output channels, in a temporary of `t`'s shape with the last dimension
+    /// holding the block's share.
+    fn copied(&mut self, t: &TensorRef) -> Result<TensorRef> {
+        let (first, count) = self.block;
+        let mut shape = t.shape.clone();
+        let r = shape.len();
+        shape[r - 1] = shape[r - 1] / self.out_channels * count;
+        let temp = self.inner.allocate_temp(t.dtype, &shape)?;
+        let (whole, part) = (out_channel_view(t, self.out_channels), out_channel_view(&temp, count));
+        copy_columns(self.inner, (&whole, first), (&part, 0), count)?;
+        Ok(temp)
+    }
+}
+
+impl KernelContext for OutBlockContext<'_> {
+    pass_through_to_inner!(variables);
+    pass_through_to_inner!(batch_start);
+
+    fn input(&mut self, index: usize) -> Result<TensorRef> {
+        if let Some((_, t)) = self.inputs.iter().find(|(i, _)| *i == index) {
+            return Ok(t.clone());
+        }
+        let t = self.inner.input(index)?;
+        let sliced = self.args.filters.contains(&index) || self.args.out_images.contains(&index);
+        if !sliced || t.shape.is_empty() {
+            return Ok(t);
+        }
+        let copied = self.copied(&t)?;
+        self.inputs.push((index, copied.clone()));
+        Ok(copied)
+    }
+
+    fn allocate_output(&mut self, index: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef> {
+        if index != 0 || shape.is_empty() {
+            return output_once(self.inner, self.allocated, (index, dtype, shape));
+        }
+        let (first, count) = self.block;
+        let mut node_shape = shape.to_vec();
+        if self.args.out_output == OutBlockOutput::Channels {
+            let r = node_shape.len();
+            node_shape[r - 1] = shape[r - 1] / count * self.out_channels;
+        }
+        let output = output_once(self.inner, self.allocated, (index, dtype, &node_shape))?;
+        // The first block of a sum writes the node's output itself.
+        if self.args.out_output == OutBlockOutput::Summed && first == 0 {
+            return Ok(output);
+        }
+        let temp = self.inner.allocate_temp(dtype, shape)?;
+        self.pending = Some((temp.clone(), output));
+        Ok(temp)
+    }
+
+    pass_through_to_inner!(no_forwarding);
+
+    fn host_input_values(&mut self, index: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+        let (mut values, shape) = self.inner.host_input_values(index)?;
+        if self.args.filter_sizes.contains(&index) {
+            if let Some(last) = values.last_mut() {
+                *last = self.block.1;
+            }
         }
         Ok((values, shape))
     }

@@ -13,7 +13,7 @@ use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{self, BatchArgs};
 use super::binary::BinaryOp;
-use super::channel_blocks::{self, BlockArgs, BlockOutput, NO_BLOCKS};
+use super::channel_blocks::{self, BlockArgs, BlockOutput, OutBlockOutput, NO_BLOCKS};
 use super::column_tiles::{self, ColumnTile, Side};
 use super::im2col::{self, Im2col};
 use super::index::{self, DimMap, DimMode};
@@ -1493,16 +1493,31 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
         return layout::channels_last(ctx, kernel, &images, conv_grad);
     }
     let blocks = match (kernel.def.op.starts_with("Depthwise"), for_filter, sized_by_input) {
-        (false, true, _) => BlockArgs { images: &[0], filter_sizes: &[1], output: BlockOutput::Filter, ..NO_BLOCKS },
-        (false, false, true) => BlockArgs { images: &[0], filters: &[1], output: BlockOutput::Image, ..NO_BLOCKS },
-        (false, false, false) => {
-            BlockArgs { filters: &[1], image_sizes: &[0], output: BlockOutput::Image, ..NO_BLOCKS }
+        (false, true, _) => {
+            BlockArgs { images: &[0], filter_sizes: &[1], output: BlockOutput::Filter, out_images: &[2], ..NO_BLOCKS }
         }
+        (false, false, true) => BlockArgs {
+            images: &[0],
+            filters: &[1],
+            output: BlockOutput::Image,
+            out_images: &[2],
+            out_output: OutBlockOutput::Summed,
+            ..NO_BLOCKS
+        },
+        (false, false, false) => BlockArgs {
+            filters: &[1],
+            image_sizes: &[0],
+            output: BlockOutput::Image,
+            out_images: &[2],
+            out_output: OutBlockOutput::Summed,
+            ..NO_BLOCKS
+        },
         (true, true, _) => BlockArgs {
             images: &[0],
             multiplied_images: &[2],
             filter_sizes: &[1],
             output: BlockOutput::Filter,
+            out_images: &[2],
             ..NO_BLOCKS
         },
         (true, false, _) => BlockArgs {
@@ -1510,6 +1525,8 @@ pub fn conv_grad(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -> Result
             filters: &[1],
             image_sizes: &[0],
             output: BlockOutput::Image,
+            out_images: &[2],
+            out_output: OutBlockOutput::Summed,
             ..NO_BLOCKS
         },
     };

@@ -12,7 +12,7 @@ use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
 use super::binary::{self, BinaryOp};
-use super::channel_blocks::{self, BlockArgs, BlockOutput, NO_BLOCKS};
+use super::channel_blocks::{self, BlockArgs, BlockOutput, OutBlockOutput, NO_BLOCKS};
 use super::column_tiles::{self, ColumnTile, Side};
 use super::conv::{window, BATCHED_IMAGE, IMAGE_IN_OUT};
 use super::index::{self, DimMap, DimMode};
@@ -627,7 +627,14 @@ pub fn conv3d_grad_input(ctx: &mut dyn KernelContext, kernel: &KernelInstance) -
         let images = ImageArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0] };
         return layout::channels_last(ctx, kernel, &images, conv3d_grad_input);
     }
-    let blocks = BlockArgs { filters: &[1], image_sizes: &[0], output: BlockOutput::Image, ..NO_BLOCKS };
+    let blocks = BlockArgs {
+        filters: &[1],
+        image_sizes: &[0],
+        output: BlockOutput::Image,
+        out_images: &[2],
+        out_output: OutBlockOutput::Summed,
+        ..NO_BLOCKS
+    };
     channel_blocks::channel_blocks_on_overflow(ctx, kernel, &blocks, |ctx, kernel| {
         let images = BatchArgs { inputs: &[2], shape_inputs: &[0], outputs: &[0], summed_outputs: &[] };
         batch::split_batch_on_overflow(ctx, kernel, &images, conv3d_grad_input_whole)
@@ -681,7 +688,8 @@ pub fn conv3d_grad_filter(ctx: &mut dyn KernelContext, kernel: &KernelInstance) 
         let images = ImageArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[] };
         return layout::channels_last(ctx, kernel, &images, conv3d_grad_filter);
     }
-    let blocks = BlockArgs { images: &[0], filter_sizes: &[1], output: BlockOutput::Filter, ..NO_BLOCKS };
+    let blocks =
+        BlockArgs { images: &[0], filter_sizes: &[1], output: BlockOutput::Filter, out_images: &[2], ..NO_BLOCKS };
     channel_blocks::channel_blocks_on_overflow(ctx, kernel, &blocks, |ctx, kernel| {
         let images = BatchArgs { inputs: &[0, 2], shape_inputs: &[], outputs: &[], summed_outputs: &[0] };
         batch::split_batch_on_overflow(ctx, kernel, &images, conv3d_grad_filter_whole)

@@ -305,20 +305,61 @@ def conv_grad_many_channels(op, taps, out, **kw):
     """A 2-D or 3-D convolution's input or filter gradient over an image of millions of channels
     (blocks of its channels)."""
     spatial = (2,) * len(taps)
-    x, f = many_channels(*spatial), many_channel_filter(taps, out)
+    return conv_grad(op, many_channels(*spatial), many_channel_filter(taps, out), **kw)
+
+
+def conv_grad(op, x, f, **kw):
+    """`op` (a convolution's input or filter gradient, stride 1, SAME) of image `x` and filter `f`,
+    for a fixed dy."""
     depthwise = op.startswith("Depthwise")
+    taps = len(f.shape) - 2
     with tf.device("/CPU:0"):
         if depthwise:
             y = tf.nn.depthwise_conv2d(x, f, [1] * 4, "SAME")
         else:
-            y = (tf.nn.conv3d if len(taps) == 3 else tf.nn.conv2d)(x, f, [1] * (len(taps) + 2), "SAME")
+            y = (tf.nn.conv3d if taps == 3 else tf.nn.conv2d)(x, f, [1] * (taps + 2), "SAME")
     dy = gradient_of_shape(*y.shape)
-    strides = [1] * (len(taps) + 2)
+    strides = [1] * (taps + 2)
     if op.endswith("Filter") or op.endswith("FilterV2"):
         return getattr(tf.raw_ops, op)(input=x, filter_sizes=f.shape, out_backprop=dy, strides=strides,
                                        padding="SAME", **kw)
     return getattr(tf.raw_ops, op)(input_sizes=x.shape, filter=f, out_backprop=dy, strides=strides, padding="SAME",
                                    **kw)
+
+
+@functools.cache
+def few_channels(spatial, channels):
+    """An image (or volume) of 2 pixels a side and a few channels."""
+    return normal(1, *(2,) * spatial, channels)
+
+
+@functools.cache
+def many_filters(taps, channels, per_channel=False):
+    """A filter of `taps` window taps from `channels` channels into so many output channels (or
+    depthwise multipliers) that it passes the binding (each channel's part of it too, with
+    `per_channel`): it runs in blocks of its output channels."""
+    return normal(*taps, channels, E // (int(np.prod(taps)) * (1 if per_channel else channels)))
+
+
+def conv_many_filters(op, taps, channels, per_channel=False, **kw):
+    """`op` (a 2-D, 3-D or depthwise convolution or its gradient) of `few_channels` through
+    `many_filters`."""
+    x, f = few_channels(len(taps), channels), many_filters(taps, channels, per_channel)
+    if op == "DepthwiseConv2dNative":
+        return tf.nn.depthwise_conv2d(x, f, [1] * 4, "SAME")
+    if op in ("Conv2D", "Conv3D"):
+        return (tf.nn.conv3d if len(taps) == 3 else tf.nn.conv2d)(x, f, [1] * (len(taps) + 2), "SAME")
+    return conv_grad(op, x, f, **kw)
+
+
+def grouped_conv_many_filters(per_group=False):
+    """A grouped Conv2D (2 groups of 1 channel) into millions of output channels; `per_group`
+    computes it as each group's ungrouped convolution, concatenated."""
+    x, f = few_channels(2, 2), many_filters((1, 1), 1)
+    if not per_group:
+        return tf.nn.conv2d(x, f, 1, "SAME")
+    half = f.shape[-1] // 2
+    return tf.concat([tf.nn.conv2d(x[..., g:g + 1], f[..., g * half:(g + 1) * half], 1, "SAME") for g in (0, 1)], -1)
 
 
 @tf.function
@@ -894,6 +935,28 @@ CASES = {
     "conv_backprop_input_short_sizes_many_filters": lambda: tf.raw_ops.Conv2DBackpropInput(
         input_sizes=[2, 4], filter=tf.reshape(x2[:, :64], [1, 1, 1, -1]),
         out_backprop=tf.reshape(wide_matrix(), [1, 2, 4, -1]), strides=[1, 1, 1, 1], padding="SAME"),
+    "conv2d_many_filters": lambda: conv_many_filters("Conv2D", (1, 1), 1),
+    "conv2d_many_filters_two_channels": lambda: conv_many_filters("Conv2D", (2, 2), 2),
+    "conv_backprop_input_many_filters": lambda: conv_many_filters("Conv2DBackpropInput", (2, 2), 1),
+    "conv_backprop_input_many_filters_two_channels": lambda: conv_many_filters("Conv2DBackpropInput", (1, 1), 2),
+    "conv_backprop_filter_many_filters": lambda: conv_many_filters("Conv2DBackpropFilter", (2, 2), 1),
+    "conv_backprop_filter_many_filters_1x1": lambda: conv_many_filters("Conv2DBackpropFilter", (1, 1), 1),
+    "depthwise_many_multipliers": lambda: conv_many_filters("DepthwiseConv2dNative", (1, 1), 1),
+    "depthwise_many_multipliers_two_channels": lambda: conv_many_filters("DepthwiseConv2dNative", (1, 1), 2, True),
+    "depthwise_backprop_filter_many_multipliers_two_channels": lambda: conv_many_filters(
+        "DepthwiseConv2dNativeBackpropFilter", (1, 1), 2, True),
+    "depthwise_backprop_input_many_multipliers_two_channels": lambda: conv_many_filters(
+        "DepthwiseConv2dNativeBackpropInput", (1, 1), 2, True),
+    "depthwise_backprop_input_many_multipliers": lambda: conv_many_filters(
+        "DepthwiseConv2dNativeBackpropInput", (1, 1), 1),
+    "depthwise_backprop_filter_many_multipliers": lambda: conv_many_filters(
+        "DepthwiseConv2dNativeBackpropFilter", (1, 1), 1),
+    "conv3d_many_filters": lambda: conv_many_filters("Conv3D", (1, 1, 1), 1),
+    "conv3d_backprop_input_many_filters": lambda: conv_many_filters("Conv3DBackpropInputV2", (2, 2, 2), 1),
+    "conv3d_backprop_filter_many_filters": lambda: conv_many_filters("Conv3DBackpropFilterV2", (1, 1, 1), 1),
+    "fused_conv2d_many_filters": lambda: conv_bias_relu(few_channels(2, 1), many_filters((2, 2), 1),
+                                                        tf.reshape(x2, [-1])[:E // 4]),
+    "conv2d_grouped_many_filters": lambda: grouped_conv_many_filters(),
     "fused_conv2d_many_channels": lambda: conv_bias_relu(many_channels(2, 2), many_channel_filter((2, 2), 2),
                                                          tf.constant([0.5, -0.5])),
     "conv_backprop_input_many_channels": lambda: conv_grad_many_channels("Conv2DBackpropInput", (2, 2), 2),
@@ -953,6 +1016,7 @@ def dilated_filter3(rates):
 # compare with the exact result.
 CPU_TWIN = {"conv3d_one_volume_dilated": lambda: tf.nn.conv3d(deep(vol), dilated_filter3([3, 2, 1]), [1] * 5, "VALID"),
             "conv2d_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2D", True),
+            "conv2d_grouped_many_filters": lambda: grouped_conv_many_filters(True),
             "conv_backprop_input_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2DBackpropInput",
                                                                                             True),
             "conv_backprop_filter_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2DBackpropFilter",
@@ -992,7 +1056,10 @@ TOLERANCE = {"sum_all": 1e-4, "l2_loss": 1e-4, "keras_train_step": 1e-4, "batch_
              "depthwise_many_channels": 1e-4, "fused_conv2d_many_channels": 1e-4,
              "conv2d_grouped_many_channels": 1e-4, "conv_backprop_input_grouped_many_channels": 1e-4,
              "conv_backprop_filter_grouped_many_channels": 1e-4,
-             "conv_backprop_input_short_sizes_many_filters": 1e-4, "matmul_row_past_binding": 1e-4,
+             "conv_backprop_input_short_sizes_many_filters": 1e-4, "conv_backprop_input_many_filters": 1e-4,
+             "conv_backprop_input_many_filters_two_channels": 1e-4, "depthwise_backprop_input_many_multipliers": 1e-4,
+             "depthwise_backprop_input_many_multipliers_two_channels": 1e-4,
+             "conv3d_backprop_input_many_filters": 1e-4, "matmul_row_past_binding": 1e-4,
              "matmul_row_past_binding_transposed": 1e-4,
              "conv3d_thin_volume": 1e-4, "conv3d_backprop_input_thin_volume": 1e-4,
              "conv3d_backprop_filter_thin_volume": 1e-4,

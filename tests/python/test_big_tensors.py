@@ -29,11 +29,6 @@ HEAVY_CASES = ["add_bias", "transpose_batch_leading", "slice", "gather_table", "
                "conv1d_long_signal", "conv3d_shallow_volume"]
 
 
-# Cases the plugin refuses (README, "Known limits"): an Unimplemented naming the binding limit,
-# never a wrong answer.
-REFUSED = {"conv_backprop_input_short_sizes_many_filters"}
-
-
 def run_worker(elements, cases=(), limit=None):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     if limit:
@@ -74,9 +69,6 @@ def fast_results():
 def test_op_family_on_tensors_past_the_binding_limit(case, fast_results):
     record = fast_results.get(case)
     assert record is not None, f"{case}: the worker died before it (see the other failures)"
-    if case in REFUSED:
-        assert record["ok"] or record["detail"].startswith("UnimplementedError"), record
-        return
     assert record["ok"], record
 
 
