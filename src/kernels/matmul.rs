@@ -3,14 +3,15 @@
 use crate::error::{Error, Result};
 use crate::runtime::encoder::Encoder;
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, dispatch_workgroups, loop_budget, storage_window, Binding, Pipeline, PipelineSpec,
-    Shader,
+    check_loop_iterations, dispatch, dispatch_workgroups, is_loop_limit, loop_budget, storage_window, Binding,
+    Pipeline, PipelineSpec, Shader,
 };
 use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{split_batch_on_overflow, BatchArgs};
 use super::binary::broadcast_shapes;
 use super::binary::{self, BinaryOp};
+use super::cast;
 use super::column_tiles::copy_columns;
 use super::index::{self, DimMap};
 use super::matmul_gpu;
@@ -396,6 +397,26 @@ pub fn launch(
     })
 }
 
+/// A half-precision product whose contraction passes the adapter's loop cap: its parts of k
+/// cannot add up in the output's type without rounding each part, so the operands are widened to
+/// f32, multiplied there and the result rounded once.
+fn product_in_f32(
+    ctx: &mut dyn KernelContext,
+    (a, b, out): (&TensorRef, &TensorRef, &TensorRef),
+    transpose_a: bool,
+    transpose_b: bool,
+) -> Result<()> {
+    let mut widened = |t: &TensorRef| -> Result<TensorRef> {
+        let wide = ctx.allocate_temp(DType::F32, &t.shape)?;
+        cast::launch(ctx.stream()?, t, &wide)?;
+        Ok(wide)
+    };
+    let (a32, b32) = (widened(a)?, widened(b)?);
+    let out32 = ctx.allocate_temp(DType::F32, &out.shape)?;
+    product(ctx, &a32, &b32, &out32, transpose_a, transpose_b)?;
+    cast::launch(ctx.stream()?, &out32, out)
+}
+
 /// `launch`, for operands and outputs of any size: where a tensor is too big for one storage
 /// binding, groups of batch matrices that fit, and matrices in blocks (rows of the output, ranges of
 /// the contraction, whose partial products add up), with operand blocks that are not ranges of
@@ -410,6 +431,9 @@ pub fn product(
 ) -> Result<()> {
     let too_big = match launch(ctx.stream()?, a, b, out, transpose_a, transpose_b) {
         Err(e) if super::batch::is_binding_limit(&e) => e,
+        Err(e) if is_loop_limit(&e) && matches!(out.dtype, DType::F16 | DType::BF16) => {
+            return product_in_f32(ctx, (a, b, out), transpose_a, transpose_b);
+        }
         other => return other,
     };
     let limit = windows::binding_limit(ctx.stream()?.device());

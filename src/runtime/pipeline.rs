@@ -270,17 +270,24 @@ pub fn loops_fit(core: &DeviceCore, iterations: u64) -> bool {
     iterations <= core.max_loop_iterations
 }
 
+/// What `check_loop_iterations` refusals say (see `is_loop_limit`).
+const LOOP_LIMIT_ERROR: &str = "loop iterations per invocation exceed the";
+
 /// Refuses work whose loops would run more than the adapter's `max_loop_iterations` in one
 /// invocation (llvmpipe cuts them short silently).
 pub fn check_loop_iterations(core: &DeviceCore, iterations: u64, what: &str) -> Result<()> {
     if !loops_fit(core, iterations) {
         return Err(Error::unimplemented(format!(
-            "{what}: {iterations} loop iterations per invocation exceed the {} this adapter runs \
-             (llvmpipe ends longer loops early)",
+            "{what}: {iterations} {LOOP_LIMIT_ERROR} {} this adapter runs (llvmpipe ends longer loops early)",
             core.max_loop_iterations
         )));
     }
     Ok(())
+}
+
+/// Whether `e` is a `check_loop_iterations` refusal.
+pub fn is_loop_limit(e: &Error) -> bool {
+    e.code == crate::error::Code::Unimplemented && e.message.contains(LOOP_LIMIT_ERROR)
 }
 
 /// `storage_window` widened to whole vec4s of `element_size` elements, for shaders that view the

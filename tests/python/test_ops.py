@@ -3086,6 +3086,23 @@ def test_matmul_longer_than_the_loop_limit(m, k, n, transpose_a, transpose_b):
     np.testing.assert_allclose(batched, np.stack([want, 2 * want]), rtol=0, atol=2 * tol)
 
 
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_half_matmul_longer_than_the_loop_limit(transpose_b):
+    """A float16 contraction past llvmpipe's loop cap: its parts of k cannot add up in a float16
+    C, so the product runs in f32 and rounds once (it answered Unimplemented). TF-CPU also sums in
+    f32 and rounds once."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((2, 70000)).astype(np.float16)
+    b = rng.standard_normal((3, 70000) if transpose_b else (70000, 3)).astype(np.float16)
+    with tf.device("/GPU:0"):
+        got = tf.matmul(a, b, transpose_b=transpose_b).numpy()
+    with tf.device("/CPU:0"):
+        want = tf.matmul(a, b, transpose_b=transpose_b).numpy()
+    exact = a.astype(np.float64) @ (b.T if transpose_b else b).astype(np.float64)
+    # One rounding to float16 of a sum of about 260: half an ulp (0.125) plus f32 sum error.
+    np.testing.assert_allclose(got.astype(np.float64), exact, rtol=0, atol=0.3)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=0, atol=0.3)
+
 def _r(shape, seed=0):
     return np.random.default_rng([seed, *shape]).standard_normal(shape).astype(np.float32)
 
