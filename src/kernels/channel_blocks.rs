@@ -160,7 +160,7 @@ pub fn in_channel_blocks(
         return Err(error);
     }
     let in_blocks_on_overflow = |ctx: &mut dyn KernelContext, kernel: &KernelInstance| {
-        let Some((error, mut allocated)) = try_binding(ctx, kernel, &|ctx, kernel| compute(ctx, kernel))? else {
+        let Some((error, mut allocated)) = try_binding(ctx, kernel, &compute)? else {
             return Ok(());
         };
         if !input_blocks {
