@@ -3086,22 +3086,30 @@ def test_matmul_longer_than_the_loop_limit(m, k, n, transpose_a, transpose_b):
     np.testing.assert_allclose(batched, np.stack([want, 2 * want]), rtol=0, atol=2 * tol)
 
 
+# One ulp of the dtype, relative (float16 2^-10, bfloat16 2^-7): one rounding of the f32 sum is
+# within half of it, and TF-CPU's rounding of its own f32 sum within one; a lost part of k would be
+# off by hundreds.
+HALF_MATMUL_RTOL = {tf.float16: 2.0**-10, tf.bfloat16: 2.0**-7}
+
+
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("transpose_b", [False, True])
-def test_half_matmul_longer_than_the_loop_limit(transpose_b):
-    """A float16 contraction past llvmpipe's loop cap: its parts of k cannot add up in a float16
-    C, so the product runs in f32 and rounds once (it answered Unimplemented). TF-CPU also sums in
-    f32 and rounds once."""
+def test_half_matmul_longer_than_the_loop_limit(transpose_b, dtype):
+    """A float16 contraction past llvmpipe's loop cap: its parts of k cannot add up in a float16 C,
+    so the product runs in f32 and rounds once (it answered Unimplemented; bfloat16, whose kernel
+    did not refuse, is its twin). TF-CPU also sums in f32 and rounds once."""
     rng = np.random.default_rng(7)
-    a = rng.standard_normal((2, 70000)).astype(np.float16)
-    b = rng.standard_normal((3, 70000) if transpose_b else (70000, 3)).astype(np.float16)
+    a = tf.cast(rng.standard_normal((2, 70000)).astype(np.float32), dtype)
+    b = tf.cast(rng.standard_normal((3, 70000) if transpose_b else (70000, 3)).astype(np.float32), dtype)
     with tf.device("/GPU:0"):
-        got = tf.matmul(a, b, transpose_b=transpose_b).numpy()
+        got = tf.cast(tf.matmul(a, b, transpose_b=transpose_b), tf.float64).numpy()
     with tf.device("/CPU:0"):
-        want = tf.matmul(a, b, transpose_b=transpose_b).numpy()
-    exact = a.astype(np.float64) @ (b.T if transpose_b else b).astype(np.float64)
-    # One rounding to float16 of a sum of about 260: half an ulp (0.125) plus f32 sum error.
-    np.testing.assert_allclose(got.astype(np.float64), exact, rtol=0, atol=0.3)
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=0, atol=0.3)
+        want = tf.cast(tf.matmul(a, b, transpose_b=transpose_b), tf.float64).numpy()
+    a64, b64 = tf.cast(a, tf.float64).numpy(), tf.cast(b, tf.float64).numpy()
+    exact = a64 @ (b64.T if transpose_b else b64)
+    rtol = HALF_MATMUL_RTOL[dtype]
+    np.testing.assert_allclose(got, exact, rtol=rtol, atol=0.05)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=0.05)
 
 def _r(shape, seed=0):
     return np.random.default_rng([seed, *shape]).standard_normal(shape).astype(np.float32)
