@@ -1,7 +1,7 @@
 """Probe of the llvmpipe loop cap (65,535 iterations per invocation): ops at shapes whose one
 invocation would loop past it, on /GPU:0 against TF-CPU (same inputs). Prints ok, WRONG or the
-error per case. Not a test: the cases marked "still refused" in README's Known limits show
-UnimplementedError here until their kernels split those loops.
+error per case. Not a test: the pool cases it found refused now run in passes of window rows and
+are tests (test_ops.py::test_pools_past_the_loop_limit); it stays to probe new kernels.
 
     .venv/bin/python scripts/probe_loop_cap.py [CASE...]
 """

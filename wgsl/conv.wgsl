@@ -48,8 +48,11 @@ struct Params {
     // Split filter gradients: slices of the batch * oh * ow output pixels, and pixels per slice.
     slices: u32,
     slice_len: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // The rows of a window (or of the windows covering an element) this pass runs, for loops past
+    // llvmpipe's cap that the host splits into passes (`pass_rows`): pass_rows rows from
+    // pass_first; 0: all of them.
+    pass_first: u32,
+    pass_rows: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> input: array<T>;
@@ -399,6 +402,16 @@ fn depthwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
 // padding accepts any size: loops over the taps inside the image cost at most the image.
 fn taps_inside(start: i32, k: u32, size: u32) -> vec2<u32> {
     return vec2<u32>(u32(max(-start, 0)), u32(clamp(i32(size) - start, 0, i32(k))));
+}
+
+// This pass's rows of `rows` (`tap_passes.wgsl`, Params.pass_rows).
+fn pass_rows(rows: vec2<u32>) -> vec2<u32> {
+    return pass_rows_of(rows, p.pass_first, p.pass_rows);
+}
+
+// Whether this pass runs the last of the window's rows (the only pass, when the host does not split).
+fn last_window_pass() -> bool {
+    return runs_last_rows(min(p.kh, p.h), p.pass_first, p.pass_rows);
 }
 
 // The output rows or columns [first, end) whose pooling window (size k, no dilation) covers input
@@ -959,13 +972,14 @@ fn conv2d_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @built
     }
 }
 
-// The flat input index of the first maximum of output window (b, oy, ox, ch), or -1 if empty.
-fn window_argmax(b: u32, oy: u32, ox: u32, ch: u32) -> i32 {
-    var best = T(0.0);
-    var best_at = -1;
+// The flat input index of the first maximum of output window (b, oy, ox, ch), or -1 if empty; over
+// this pass's taps, continuing from the earlier passes' `resume` (-1 on the first).
+fn window_argmax(b: u32, oy: u32, ox: u32, ch: u32, resume: i32) -> i32 {
+    var best_at = resume;
+    var best = input[p.in_off + u32(max(resume, 0))];
     let y0 = i32(oy * p.sh) - i32(p.pad_top);
     let x0 = i32(ox * p.sw) - i32(p.pad_left);
-    let ty = taps_inside(y0, p.kh, p.h);
+    let ty = pass_rows(taps_inside(y0, p.kh, p.h));
     let tx = taps_inside(x0, p.kw, p.w);
     for (var ky = ty.x; ky < ty.y; ky++) {
         let iy = y0 + i32(ky);
@@ -995,7 +1009,8 @@ fn max_pool_grad_argmax(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
         return;
     }
     let pos = position(i);
-    shift_words[p.offset_off + i] = bitcast<u32>(window_argmax(pos.b, pos.y, pos.x, pos.ch));
+    let resume = select(-1, bitcast<i32>(shift_words[p.offset_off + i]), p.pass_first > 0u);
+    shift_words[p.offset_off + i] = bitcast<u32>(window_argmax(pos.b, pos.y, pos.x, pos.ch, resume));
 }
 
 @compute @workgroup_size(256)
@@ -1006,7 +1021,7 @@ fn max_pool_grad_routed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
     }
     let pos = input_position(i);
     var acc = T(0.0);
-    let wy = covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh);
+    let wy = pass_rows(covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh));
     let wx = covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow);
     for (var oy = wy.x; oy < wy.y; oy++) {
         for (var ox = wx.x; ox < wx.y; ox++) {
@@ -1016,7 +1031,16 @@ fn max_pool_grad_routed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
             }
         }
     }
-    out[p.out_off + i] = acc;
+    add_pass(p.out_off + i, acc);
+}
+
+// A covering-window pass's sum: the first pass writes it, later ones add theirs.
+fn add_pass(at: u32, sum: T) {
+    if (p.pass_first == 0u) {
+        out[at] = sum;
+    } else {
+        out[at] += sum;
+    }
 }
 
 // MaxPoolGrad where windows do not overlap (strides at least the window): each input element lies
@@ -1030,7 +1054,7 @@ fn max_pool_grad_windows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
         return;
     }
     let pos = position(i);
-    let at = window_argmax(pos.b, pos.y, pos.x, pos.ch);
+    let at = window_argmax(pos.b, pos.y, pos.x, pos.ch, -1);
     if (at >= 0) {
         out[p.out_off + u32(at)] = weights[p.f_off + i];
     }
@@ -1050,7 +1074,7 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     }
     let pos = input_position(i);
     var acc = T(0.0);
-    let wy = covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh);
+    let wy = pass_rows(covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh));
     let wx = covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow);
     for (var oy = wy.x; oy < wy.y; oy++) {
         for (var ox = wx.x; ox < wx.y; ox++) {
@@ -1058,7 +1082,7 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
             acc += input[p.in_off + dy_index(pos.b, oy, ox, pos.ch)] / T(count);
         }
     }
-    out[p.out_off + i] = acc;
+    add_pass(p.out_off + i, acc);
 }
 
 @compute @workgroup_size(256)
@@ -1068,8 +1092,15 @@ fn max_pool_argmax(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
         return;
     }
     let pos = position(i);
+    // Passes before the last keep the flat index reached so far (-1 before any element).
+    let resume = select(-1, bitcast<i32>(shift_words[p.offset_off + 2u * i]), p.pass_first > 0u);
+    let reached = window_argmax(pos.b, pos.y, pos.x, pos.ch, resume);
+    if (!last_window_pass()) {
+        shift_words[p.offset_off + 2u * i] = bitcast<u32>(reached);
+        return;
+    }
     // SAME and VALID windows always hold an input element.
-    let at = u32(max(window_argmax(pos.b, pos.y, pos.x, pos.ch), 0));
+    let at = u32(max(reached, 0));
     out[p.out_off + i] = input[p.in_off + at];
     let index = select(at - pos.b * p.h * p.w * p.c, at, p.fc == 1u);
     shift_words[p.offset_off + 2u * i] = index;
@@ -1088,7 +1119,8 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     var found = false;
     let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
     let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
-    let ty = taps_inside(y0, p.kh, p.h);
+    // Passes run the window's rows last to first: each keeps an earlier pass's match.
+    let ty = pass_rows(taps_inside(y0, p.kh, p.h));
     let tx = taps_inside(x0, p.kw, p.w);
     for (var ky = ty.x; ky < ty.y && !found; ky++) {
         let iy = u32(y0 + i32(ky));
@@ -1100,5 +1132,7 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
             }
         }
     }
-    out[p.out_off + i] = value;
+    if (found || last_window_pass()) {
+        out[p.out_off + i] = value;
+    }
 }

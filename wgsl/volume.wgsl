@@ -38,11 +38,14 @@ struct Params {
     dd: u32,
     dh: u32,
     dw: u32,
-    _pad: u32,
+    // Window entries past llvmpipe's loop cap: the host's passes over the lines (z, y) of a window
+    // inside the input, or of the windows covering an element (`tap_passes.wgsl`), pass_rows lines
+    // from pass_first; 0: all of them.
+    pass_first: u32,
     pd: i32,
     ph: i32,
     pw: i32,
-    _pad2: u32,
+    pass_rows: u32,
     lhs_d: u32,
     lhs_h: u32,
     lhs_w: u32,
@@ -188,17 +191,29 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     let cy = covering(s.y, p.kh, p.sh, p.ph, p.oh);
     let cx = covering(s.x, p.kw, p.sw, p.pw, p.ow);
     var acc = T(0.0);
-    for (var z = cz.x; z < cz.y; z++) {
-        for (var y = cy.x; y < cy.y; y++) {
-            for (var x = cx.x; x < cx.y; x++) {
-                let o = output_index(s.b, z, y, x, s.ch);
-                if (abs(v - aux2[p.aux2_off + o]) < 1e-5) {
-                    acc += aux[p.aux_off + o];
-                }
+    // Lines (z, y) of covering windows, in passes (`tap_passes.wgsl`).
+    let ny = span(cy);
+    let lines = pass_rows_of(vec2<u32>(0u, span(cz) * ny), p.pass_first, p.pass_rows);
+    for (var line = lines.x; line < lines.y; line++) {
+        let z = cz.x + line / ny;
+        let y = cy.x + line % ny;
+        for (var x = cx.x; x < cx.y; x++) {
+            let o = output_index(s.b, z, y, x, s.ch);
+            if (abs(v - aux2[p.aux2_off + o]) < 1e-5) {
+                acc += aux[p.aux_off + o];
             }
         }
     }
-    out[p.out_off + i] = acc;
+    add_pass(p.out_off + i, acc);
+}
+
+// A pass of covering windows' lines: the first writes its sum, later ones add theirs.
+fn add_pass(at: u32, sum: T) {
+    if (p.pass_first == 0u) {
+        out[at] = sum;
+    } else {
+        out[at] += sum;
+    }
 }
 
 @compute @workgroup_size(256)
@@ -212,15 +227,18 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     let cy = covering(s.y, p.kh, p.sh, p.ph, p.oh);
     let cx = covering(s.x, p.kw, p.sw, p.pw, p.ow);
     var acc = T(0.0);
-    for (var z = cz.x; z < cz.y; z++) {
-        for (var y = cy.x; y < cy.y; y++) {
-            for (var x = cx.x; x < cx.y; x++) {
-                let count = window_count(Spot(s.b, z, y, x, s.ch));
-                acc += input[p.in_off + output_index(s.b, z, y, x, s.ch)] * (1.0 / T(count));
-            }
+    // Lines (z, y) of covering windows, in passes (`tap_passes.wgsl`).
+    let ny = span(cy);
+    let lines = pass_rows_of(vec2<u32>(0u, span(cz) * ny), p.pass_first, p.pass_rows);
+    for (var line = lines.x; line < lines.y; line++) {
+        let z = cz.x + line / ny;
+        let y = cy.x + line % ny;
+        for (var x = cx.x; x < cx.y; x++) {
+            let count = window_count(Spot(s.b, z, y, x, s.ch));
+            acc += input[p.in_off + output_index(s.b, z, y, x, s.ch)] * (1.0 / T(count));
         }
     }
-    out[p.out_off + i] = acc;
+    add_pass(p.out_off + i, acc);
 }
 
 @compute @workgroup_size(256)
@@ -236,16 +254,23 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     let wanted = aux2[p.aux2_off + i];
     var value = T(0.0);
     var found = false;
-    for (var z = rz.x; z < rz.y && !found; z++) {
-        for (var y = ry.x; y < ry.y && !found; y++) {
-            for (var x = rx.x; x < rx.y && !found; x++) {
-                let at = input_index(s.b, z, y, x, s.ch);
-                if (input[p.in_off + at] == wanted) {
-                    value = aux[p.aux_off + at];
-                    found = true;
-                }
+    // The window's lines (z, y) in order; passes run them last to first (`tap_passes.wgsl`), each
+    // keeping an earlier line's match over a later pass's.
+    let ny = span(ry);
+    let lines = pass_rows_of(vec2<u32>(0u, span(rz) * ny), p.pass_first, p.pass_rows);
+    for (var line = lines.x; line < lines.y && !found; line++) {
+        let z = rz.x + line / ny;
+        let y = ry.x + line % ny;
+        for (var x = rx.x; x < rx.y && !found; x++) {
+            let at = input_index(s.b, z, y, x, s.ch);
+            if (input[p.in_off + at] == wanted) {
+                value = aux[p.aux_off + at];
+                found = true;
             }
         }
     }
-    out[p.out_off + i] = value;
+    // The first pass to run (the window's last lines) writes every element.
+    if (found || runs_last_rows(min(p.kd, p.d) * min(p.kh, p.h), p.pass_first, p.pass_rows)) {
+        out[p.out_off + i] = value;
+    }
 }

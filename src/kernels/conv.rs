@@ -30,6 +30,7 @@ pub const SHADER: Shader = Shader {
         include_str!("../../wgsl/math.wgsl"),
         include_str!("../../wgsl/element_f32.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/tap_passes.wgsl"),
         include_str!("../../wgsl/conv.wgsl")
     ),
     storage_buffers: 6,
@@ -42,6 +43,7 @@ pub const FLOAT64_SHADER: Shader = Shader {
         include_str!("../../wgsl/math_f64.wgsl"),
         include_str!("../../wgsl/element_f64.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/tap_passes.wgsl"),
         include_str!("../../wgsl/conv.wgsl")
     ),
     storage_buffers: 6,
@@ -112,7 +114,9 @@ struct Params {
     epsilon: f32,
     slices: u32,
     slice_len: u32,
-    _pad: [u32; 2],
+    /// The rows a pass runs (`row_passes`): `pass_rows` from `pass_first`; 0 rows: all of them.
+    pass_first: u32,
+    pass_rows: u32,
 }
 
 /// The largest window, stride, dilation and padded extent the kernels accept: TF reads these
@@ -261,6 +265,60 @@ fn window_loops(entry: &str, p: &Params) -> Option<u64> {
     }
 }
 
+/// How the pool entries that loop over a window's rows (or over the rows of the windows covering
+/// an element) split them into passes whose loops fit the cap: (rows, the widest row's taps,
+/// whether the passes run the last rows first). The shaders resume a pass from the ones before
+/// (`wgsl/tap_passes.wgsl`): an argmax from the index it keeps, a gradient's sum added to dx,
+/// MaxPoolGradGrad's first match, which an earlier row's match in a later pass replaces.
+fn pass_geometry(entry: &str, p: &Params) -> Option<(u64, u64, bool)> {
+    let (rows, cols) = (u64::from(p.kh.min(p.h)), u64::from(p.kw.min(p.w)));
+    let covering = |k: u32, stride: u32, size: u32| u64::from(k.div_ceil(stride.max(1)).min(size));
+    match entry {
+        "max_pool_argmax" | "max_pool_grad_argmax" => Some((rows, cols, false)),
+        "max_pool_grad_grad" => Some((rows, cols, true)),
+        "max_pool_grad_routed" | "avg_pool_grad" => {
+            Some((covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow), false))
+        }
+        _ => None,
+    }
+}
+
+/// The (pass_first, pass_rows) of each pass of `entry` in the order they run: one pass of every row
+/// (0, 0) where its loops fit the adapter's cap, otherwise passes of as many rows as fit.
+fn row_passes(device: &DeviceCore, entry: &'static str, p: &Params) -> Result<Vec<(u32, u32)>> {
+    let Some(iterations) = window_loops(entry, p) else { return Ok(vec![(0, 0)]) };
+    if loops_fit(device, iterations) {
+        return Ok(vec![(0, 0)]);
+    }
+    let Some((rows, widest, last_first)) = pass_geometry(entry, p) else {
+        check_loop_iterations(device, iterations, entry)?;
+        return Ok(vec![(0, 0)]);
+    };
+    passes_of_rows(device, entry, (rows, widest), last_first)
+}
+
+/// Passes of `rows` rows of at most `widest` taps, each within the adapter's loop cap: llvmpipe
+/// counts every iteration of an invocation's loops (a SIMD group's, where its invocations' loops
+/// differ), a row's taps and its own exit, and the loop over rows; the last rows first where
+/// `last_first`. Rows of more taps than the cap are refused.
+pub(super) fn passes_of_rows(
+    device: &DeviceCore,
+    entry: &str,
+    (rows, widest): (u64, u64),
+    last_first: bool,
+) -> Result<Vec<(u32, u32)>> {
+    const OVERHEAD: u64 = 16;
+    check_loop_iterations(device, widest + 2 + OVERHEAD, entry)?;
+    let per_pass = (loop_budget(device, OVERHEAD) / (widest + 2)).clamp(1, u64::from(u32::MAX) / 2);
+    let mut passes: Vec<(u32, u32)> = (0..rows.div_ceil(per_pass))
+        .map(|pass| Ok((shader_len(pass * per_pass, entry)?, per_pass as u32)))
+        .collect::<Result<_>>()?;
+    if last_first {
+        passes.reverse();
+    }
+    Ok(passes)
+}
+
 /// Whether `entry`'s loops fit the adapter's cap on one invocation's loop iterations.
 fn window_fits(stream: &Stream, entry: &str, p: &Params) -> bool {
     window_loops(entry, p).is_none_or(|iterations| loops_fit(stream.device(), iterations))
@@ -291,9 +349,7 @@ fn launch_with(
     if p.n == 0 {
         return Ok(());
     }
-    if let Some(iterations) = window_loops(entry, &p) {
-        check_loop_iterations(stream.device(), iterations, entry)?;
-    }
+    let passes = row_passes(stream.device(), entry, &p)?;
     let invocations = invocations.unwrap_or(u64::from(p.n));
     let device = stream.device();
     let mut mems: Vec<DeviceSlice> =
@@ -319,7 +375,11 @@ fn launch_with(
         }
         (p.in_off, p.f_off, p.out_off, p.offset_off, p.mean_off, p.var_off) =
             (offsets[0], offsets[1], offsets[2], offsets[3], offsets[4], offsets[5]);
-        dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&p), invocations)
+        for &(pass_first, pass_rows) in &passes {
+            let pass = Params { pass_first, pass_rows, ..p };
+            dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&pass), invocations)?;
+        }
+        Ok(())
     })
 }
 
@@ -1392,7 +1452,9 @@ fn pool_grad_any_size(
             return pool_grad_in_columns(ctx, p, input, grad, dx, limit);
         }
     }
-    let overlapping = input.is_some() && (p.sh < p.kh || p.sw < p.kw);
+    // Windows past the loop cap take the argmax route too, whose argmax runs in passes of rows.
+    let overlapping =
+        input.is_some() && (p.sh < p.kh || p.sw < p.kw || !window_fits(ctx.stream()?, "max_pool_grad_windows", &p));
     let argmax = if overlapping { Some(ctx.allocate_temp(DType::I32, &grad.shape)?) } else { None };
     let stream = ctx.stream()?;
     let tensors = [input, Some(grad), argmax.as_ref(), Some(dx)];

@@ -14,7 +14,7 @@ use super::batch::{self, BatchArgs};
 use super::binary::{self, BinaryOp};
 use super::channel_blocks::{self, BlockArgs, BlockOutput, OutBlockOutput, NO_BLOCKS};
 use super::column_tiles::{self, ColumnTile, Side};
-use super::conv::{window, BATCHED_IMAGE, IMAGE_IN_OUT};
+use super::conv::{self, window, BATCHED_IMAGE, IMAGE_IN_OUT};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
 use super::validate::shape_string;
@@ -26,6 +26,7 @@ pub const SHADER: Shader = Shader {
     source: concat!(
         include_str!("../../wgsl/math.wgsl"),
         include_str!("../../wgsl/element_f32.wgsl"),
+        include_str!("../../wgsl/tap_passes.wgsl"),
         include_str!("../../wgsl/volume.wgsl")
     ),
     storage_buffers: 4,
@@ -37,6 +38,7 @@ pub const FLOAT64_SHADER: Shader = Shader {
     source: concat!(
         include_str!("../../wgsl/math_f64.wgsl"),
         include_str!("../../wgsl/element_f64.wgsl"),
+        include_str!("../../wgsl/tap_passes.wgsl"),
         include_str!("../../wgsl/volume.wgsl")
     ),
     storage_buffers: 4,
@@ -69,11 +71,13 @@ struct Params {
     dd: u32,
     dh: u32,
     dw: u32,
-    _pad: u32,
+    /// `max_pool_grad_grad`'s pass over window lines (`line_passes`): `pass_rows` from
+    /// `pass_first`; 0 rows: all of them.
+    pass_first: u32,
     pd: i32,
     ph: i32,
     pw: i32,
-    _pad2: u32,
+    pass_rows: u32,
     lhs_d: u32,
     lhs_h: u32,
     lhs_w: u32,
@@ -249,9 +253,7 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&Tenso
     if p.n == 0 {
         return Ok(());
     }
-    if let Some(iterations) = window_loops(entry, &p) {
-        check_loop_iterations(stream.device(), iterations, entry)?;
-    }
+    let passes = line_passes(stream, entry, &p)?;
     let device = stream.device();
     let mems =
         tensors.iter().map(|t| device.memory.resolve(t.address, t.byte_len().max(4))).collect::<Result<Vec<_>>>()?;
@@ -271,8 +273,38 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&Tenso
             offsets.push(0);
         }
         (p.in_off, p.out_off, p.aux_off, p.aux2_off) = (offsets[0], offsets[1], offsets[2], offsets[3]);
-        dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&p), invocations)
+        for &(pass_first, pass_rows) in &passes {
+            let pass = Params { pass_first, pass_rows, ..p };
+            dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&pass), invocations)?;
+        }
+        Ok(())
     })
+}
+
+/// The (pass_first, pass_rows) of each pass of `entry`, in the order they run: one pass of every
+/// line (0, 0) where its loops fit the adapter's cap, otherwise passes of as many lines (z, y) as
+/// fit (`conv::passes_of_rows`): of a window inside the input for `max_pool_grad_grad`, last lines
+/// first (the shader keeps an earlier line's match); of the windows covering an element for the
+/// gradients, whose passes add their sums.
+fn line_passes(stream: &Stream, entry: &'static str, p: &Params) -> Result<Vec<(u32, u32)>> {
+    let device = stream.device();
+    let Some(iterations) = window_loops(entry, p) else { return Ok(vec![(0, 0)]) };
+    if loops_fit(device, iterations) {
+        return Ok(vec![(0, 0)]);
+    }
+    let inside = |k: u32, size: u32| u64::from(k.min(size));
+    let covering = |k: u32, stride: u32, out: u32| u64::from(k.div_ceil(stride.max(1)).min(out));
+    let (lines, widest, last_first) = match entry {
+        "max_pool_grad_grad" => (inside(p.kd, p.d) * inside(p.kh, p.h), inside(p.kw, p.w), true),
+        "max_pool_grad" | "avg_pool_grad" => {
+            (covering(p.kd, p.sd, p.od) * covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow), false)
+        }
+        _ => {
+            check_loop_iterations(device, iterations, entry)?;
+            return Ok(vec![(0, 0)]);
+        }
+    };
+    conv::passes_of_rows(device, entry, (lines, widest), last_first)
 }
 
 /// For each chunk of the column matrix of `input` under `p` (rows `[start, start + count)`),

@@ -3586,3 +3586,125 @@ def test_float64_resize_gradients_sum_in_f64(op, strict_placement):
     assert device.endswith("GPU:0") and got.dtype == np.float64
     assert np.any(want != want.astype(np.float32)), "the reference needs more than float32's bits"
     np.testing.assert_array_equal(got, want)
+
+
+def tied_pool_input(shape, rng):
+    """Channels that tell passes of window rows apart (the first pass of a 256-row window takes
+    254 rows): random values whose maximum lies in the last rows, all ones (the first element
+    wins), and ones with a 2 in the first rows and the last (a tie across passes, which the first
+    row wins), as an [images, *spatial, 3] float32 array."""
+    x = rng.random(shape + (3,)).astype(np.float32)
+    last = (slice(None),) + tuple(s - 1 for s in shape[1:])
+    x[last + (0,)] = 3.0
+    x[..., 1:] = 1.0
+    first = (slice(None),) + (1,) * (len(shape) - 1)
+    x[first + (2,)] = 2.0
+    x[last + (2,)] = 2.0
+    return x
+
+
+def pools_past_the_loop_limit():
+    """MaxPoolWithArgmax, the max-pool gradients and the average-pool gradients with windows (or
+    windows over an element) past llvmpipe's 65,535 loop iterations per invocation: name -> a
+    function run under each device."""
+    rng = rng_for("pools_past_the_loop_limit")
+    x = tied_pool_input((2, 257, 257), rng)
+    tiles = tied_pool_input((1, 512, 512), rng)
+    volume = tied_pool_input((1, 48, 48, 48), rng)
+    # Values 1e-3 apart: MaxPool3DGrad routes a window's gradient to every element within 1e-5 of
+    # its maximum, which 2-D MaxPoolGrad (its reference) would not.
+    plane = (rng.permutation(511 * 511).reshape(1, 1, 511, 511, 1) * 1e-3).astype(np.float32)
+    k, k3 = [1, 256, 256, 1], [1, 48, 48, 48, 1]
+    grad = rng.standard_normal((2, 2, 2, 3)).astype(np.float32)
+    grad_grad = rng.standard_normal(x.shape).astype(np.float32)
+
+    def max_pool_grad(x, size, stride, grad):
+        y = tf.nn.max_pool2d(x, size, stride, "VALID")
+        return tf.raw_ops.MaxPoolGrad(orig_input=x, orig_output=y, grad=grad, ksize=k,
+                                      strides=[1, stride, stride, 1], padding="VALID")
+
+    def with_argmax(include_batch):
+        def run():
+            y, argmax = tf.nn.max_pool_with_argmax(x, 256, 1, "VALID", include_batch_in_index=include_batch)
+            dx = tf.raw_ops.MaxPoolGradWithArgmax(input=x, grad=grad, argmax=argmax, ksize=k, strides=[1] * 4,
+                                                  padding="VALID", include_batch_in_index=include_batch)
+            return [y, argmax, dx]
+        return run
+
+    return {
+        "MaxPoolWithArgmax-and-grad": with_argmax(False),
+        "MaxPoolWithArgmax-and-grad-batch-index": with_argmax(True),
+        "MaxPoolGrad-overlapping": lambda: max_pool_grad(x, 256, 1, grad),
+        "MaxPoolGrad-disjoint": lambda: max_pool_grad(tiles, 256, 256, rng_grad((1, 2, 2, 3))),
+        "MaxPoolGradGrad": lambda: tf.raw_ops.MaxPoolGradGrad(
+            orig_input=x, orig_output=tf.nn.max_pool2d(x, 256, 1, "VALID"), grad=grad_grad, ksize=k,
+            strides=[1] * 4, padding="VALID"),
+        # 511 x 511 under 256 x 256 windows: up to 256 x 256 windows over an element. TF-CPU takes
+        # 15 s here; the exact answer is each element's sum of its windows' gradients / 65,536.
+        "AvgPoolGrad": (
+            lambda: tf.raw_ops.AvgPoolGrad(
+                orig_input_shape=[1, 511, 511, 1], grad=rng_grad((1, 256, 256, 1)), ksize=k, strides=[1] * 4,
+                padding="VALID"),
+            lambda: box_sums(rng_grad((1, 256, 256, 1))[0, :, :, 0], 256)[None, :, :, None] / 65536),
+        # Up to 256 x 256 windows over an element of a [1, 1, 511, 511, 1] volume.
+        # TF-CPU's MaxPool3DGrad takes two minutes here: the exact answer routes each window's
+        # gradient to its maximum (distinct values: one per window).
+        "MaxPool3DGrad-covering": (
+            lambda: tf.raw_ops.MaxPool3DGrad(
+                orig_input=plane, orig_output=tf.nn.max_pool3d(plane, [1, 256, 256], 1, "VALID"),
+                grad=rng_grad((1, 1, 256, 256, 1)), ksize=[1, 1, 256, 256, 1], strides=[1] * 5, padding="VALID"),
+            lambda: routed_to_maxima(plane[0, 0, :, :, 0], 256, rng_grad((1, 1, 256, 256, 1))[0, 0, :, :, 0])[
+                None, None, :, :, None]),
+        "AvgPool3DGrad-covering": lambda: tf.raw_ops.AvgPool3DGrad(
+            orig_input_shape=[1, 1, 511, 511, 1], grad=rng_grad((1, 1, 256, 256, 1)), ksize=[1, 1, 256, 256, 1],
+            strides=[1] * 5, padding="VALID"),
+        "MaxPool3DGradGrad": lambda: tf.raw_ops.MaxPool3DGradGrad(
+            orig_input=volume, orig_output=tf.nn.max_pool3d(volume, 48, 1, "VALID"),
+            grad=rng_grad(volume.shape), ksize=k3, strides=[1] * 5, padding="VALID"),
+    }
+
+
+def box_sums(values, k):
+    """Each element's sum of the float64 `values` of the k x k stride-1 windows covering it, over
+    the [n + k - 1]-square image those windows pool."""
+    padded = np.pad(values.astype(np.float64), k - 1)
+    table = np.pad(padded.cumsum(0).cumsum(1), ((1, 0), (1, 0)))
+    return table[k:, k:] - table[:-k, k:] - table[k:, :-k] + table[:-k, :-k]
+
+
+def routed_to_maxima(image, k, grad):
+    """MaxPoolGrad of distinct `image` values under k x k stride-1 VALID windows, exactly: each
+    window's gradient added (in float64) at its maximum, found through separable maxima."""
+    windows = np.lib.stride_tricks.sliding_window_view
+    maxima = windows(windows(image, k, axis=1).max(-1), k, axis=0).max(-1)
+    where = np.argsort(image, axis=None)
+    at = where[np.searchsorted(image.ravel()[where], maxima.ravel())]
+    dx = np.zeros(image.size)
+    np.add.at(dx, at, grad.ravel().astype(np.float64))
+    return dx.reshape(image.shape)
+
+
+def rng_grad(shape):
+    """A gradient of `shape` that depends on nothing but the shape (the same on both devices)."""
+    return rng_for("pool gradient", tuple(shape)).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("case", list(pools_past_the_loop_limit()))
+def test_pools_past_the_loop_limit(strict_placement, case):
+    """Windows of 65,536 taps (and 65,536 windows over an element, for AvgPoolGrad) raised
+    Unimplemented on llvmpipe; their kernels run in passes of window rows now, each resuming the
+    argmax, the sum or the first match where the pass before left it. The inputs put a maximum in
+    the second pass's rows and ties across passes (`tied_pool_input`); the answers equal TF-CPU's
+    (the first maximum in row-major order, TF's convention on both devices)."""
+    run = pools_past_the_loop_limit()[case]
+    run, reference = run if isinstance(run, tuple) else (run, run)
+    with tf.device(GPU):
+        got = run()
+    with tf.device("/CPU:0"):
+        want = reference()
+    got, want = (got if isinstance(got, list) else [got]), (want if isinstance(want, list) else [want])
+    for g, w in zip(got, want):
+        assert g.device.endswith("GPU:0"), case
+        w = np.asarray(w)
+        # Float32 sums of up to 65,536 gradients (1.7e-5 from the exact sum seen), in another order.
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-4, atol=1e-6 * max(1, np.abs(w).max()))
