@@ -53,7 +53,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
         validate(&tensorflow_wgpu::kernels::matmul::TILES_SUBGROUP_SHADER, &[("T", ty)]);
     }
     // quot.wgsl is prepended to the broadcasting, reduce, conv, index and pack shaders, rows.wgsl to
-    // softmax and xent: validated with them.
+    // softmax and xent, tap_passes.wgsl to conv and volume: validated with them.
     validate(&tensorflow_wgpu::kernels::im2col::WINDOW_SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::im2col::CONV_TILES_SHADER, &[("T", "f32")]);
     for shader in [&skinny::SHADER, &skinny::SHADER_S4, &skinny::SHADER_D4, &skinny::SHADER_S4_D4] {
@@ -191,6 +191,7 @@ fn every_wgsl_file_is_covered() {
             "special_math.wgsl",
             "special_math_f64.wgsl",
             "strided.wgsl",
+            "tap_passes.wgsl",
             "unary.wgsl",
             "unique.wgsl",
             "volume.wgsl",
