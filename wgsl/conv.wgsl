@@ -1034,15 +1034,6 @@ fn max_pool_grad_routed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
     add_pass(p.out_off + i, acc);
 }
 
-// A covering-window pass's sum: the first pass writes it, later ones add theirs.
-fn add_pass(at: u32, sum: T) {
-    if (p.pass_first == 0u) {
-        out[at] = sum;
-    } else {
-        out[at] += sum;
-    }
-}
-
 // MaxPoolGrad where windows do not overlap (strides at least the window): each input element lies
 // in at most one window, so one invocation per window writes the window's gradient to its argmax,
 // into an output the host has zeroed.
@@ -1119,7 +1110,8 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     var found = false;
     let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
     let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
-    // Passes run the window's rows last to first: each keeps an earlier pass's match.
+    // Passes run the window's rows last to first: a match in an earlier row, found by a later
+    // pass, replaces one an earlier pass found.
     let ty = pass_rows(taps_inside(y0, p.kh, p.h));
     let tx = taps_inside(x0, p.kw, p.w);
     for (var ky = ty.x; ky < ty.y && !found; ky++) {

@@ -191,9 +191,9 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     let cy = covering(s.y, p.kh, p.sh, p.ph, p.oh);
     let cx = covering(s.x, p.kw, p.sw, p.pw, p.ow);
     var acc = T(0.0);
-    // Lines (z, y) of covering windows, in passes (`tap_passes.wgsl`).
+    // Lines (z, y) of covering windows, in passes.
     let ny = span(cy);
-    let lines = pass_rows_of(vec2<u32>(0u, span(cz) * ny), p.pass_first, p.pass_rows);
+    let lines = pass_lines(cz, cy);
     for (var line = lines.x; line < lines.y; line++) {
         let z = cz.x + line / ny;
         let y = cy.x + line % ny;
@@ -207,13 +207,10 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     add_pass(p.out_off + i, acc);
 }
 
-// A pass of covering windows' lines: the first writes its sum, later ones add theirs.
-fn add_pass(at: u32, sum: T) {
-    if (p.pass_first == 0u) {
-        out[at] = sum;
-    } else {
-        out[at] += sum;
-    }
+// This pass's lines (z, y) of a grid of the ranges `zs` by `ys`, counted from its first line
+// (`tap_passes.wgsl`).
+fn pass_lines(zs: vec2<u32>, ys: vec2<u32>) -> vec2<u32> {
+    return pass_rows_of(vec2<u32>(0u, span(zs) * span(ys)), p.pass_first, p.pass_rows);
 }
 
 @compute @workgroup_size(256)
@@ -227,9 +224,9 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     let cy = covering(s.y, p.kh, p.sh, p.ph, p.oh);
     let cx = covering(s.x, p.kw, p.sw, p.pw, p.ow);
     var acc = T(0.0);
-    // Lines (z, y) of covering windows, in passes (`tap_passes.wgsl`).
+    // Lines (z, y) of covering windows, in passes.
     let ny = span(cy);
-    let lines = pass_rows_of(vec2<u32>(0u, span(cz) * ny), p.pass_first, p.pass_rows);
+    let lines = pass_lines(cz, cy);
     for (var line = lines.x; line < lines.y; line++) {
         let z = cz.x + line / ny;
         let y = cy.x + line % ny;
@@ -254,10 +251,10 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     let wanted = aux2[p.aux2_off + i];
     var value = T(0.0);
     var found = false;
-    // The window's lines (z, y) in order; passes run them last to first (`tap_passes.wgsl`), each
-    // keeping an earlier line's match over a later pass's.
+    // The window's lines (z, y) in order; passes run them last to first, so that a match in an
+    // earlier line, found by a later pass, replaces one an earlier pass found.
     let ny = span(ry);
-    let lines = pass_rows_of(vec2<u32>(0u, span(rz) * ny), p.pass_first, p.pass_rows);
+    let lines = pass_lines(rz, ry);
     for (var line = lines.x; line < lines.y && !found; line++) {
         let z = rz.x + line / ny;
         let y = ry.x + line % ny;

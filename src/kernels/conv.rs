@@ -241,8 +241,7 @@ fn explicit_pads(kernel: &KernelInstance, padding: &str) -> Result<[(i64, i64); 
 fn window_loops(entry: &str, p: &Params) -> Option<u64> {
     let (kh, kw) = (u64::from(p.kh), u64::from(p.kw));
     let window = u64::from(p.kh.min(p.h)) * (u64::from(p.kw.min(p.w)) + 1);
-    let covering = |k: u32, stride: u32, size: u32| u64::from(k.div_ceil(stride.max(1)).min(size));
-    let (cover_y, cover_x) = (covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow));
+    let (cover_y, cover_x) = (covering_count(p.kh, p.sh, p.oh), covering_count(p.kw, p.sw, p.ow));
     match entry {
         // Depthwise windows loop over their taps (the input gradient over each tap's multiplier).
         "depthwise" | "depthwise_c4" | "depthwise_grad_input_c4" | "depthwise_rows" | "depthwise_grad_input_rows" => {
@@ -272,15 +271,20 @@ fn window_loops(entry: &str, p: &Params) -> Option<u64> {
 /// MaxPoolGradGrad's first match, which an earlier row's match in a later pass replaces.
 fn pass_geometry(entry: &str, p: &Params) -> Option<(u64, u64, bool)> {
     let (rows, cols) = (u64::from(p.kh.min(p.h)), u64::from(p.kw.min(p.w)));
-    let covering = |k: u32, stride: u32, size: u32| u64::from(k.div_ceil(stride.max(1)).min(size));
     match entry {
         "max_pool_argmax" | "max_pool_grad_argmax" => Some((rows, cols, false)),
         "max_pool_grad_grad" => Some((rows, cols, true)),
         "max_pool_grad_routed" | "avg_pool_grad" => {
-            Some((covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow), false))
+            Some((covering_count(p.kh, p.sh, p.oh), covering_count(p.kw, p.sw, p.ow), false))
         }
         _ => None,
     }
+}
+
+/// The most pooling windows (size k, no dilation) over one element along a dimension of `outputs`
+/// windows.
+pub(super) fn covering_count(k: u32, stride: u32, outputs: u32) -> u64 {
+    u64::from(k.div_ceil(stride.max(1)).min(outputs))
 }
 
 /// The (pass_first, pass_rows) of each pass of `entry` in the order they run: one pass of every row

@@ -71,8 +71,8 @@ struct Params {
     dd: u32,
     dh: u32,
     dw: u32,
-    /// `max_pool_grad_grad`'s pass over window lines (`line_passes`): `pass_rows` from
-    /// `pass_first`; 0 rows: all of them.
+    /// The pass over lines (z, y) of a window or of covering windows (`line_passes`): `pass_rows`
+    /// from `pass_first`; 0 rows: all of them.
     pass_first: u32,
     pd: i32,
     ph: i32,
@@ -233,7 +233,7 @@ fn geometry(kernel: &KernelInstance, input: &[i64], k: [i64; 3], dilated: bool) 
 fn window_loops(entry: &str, p: &Params) -> Option<u64> {
     let inside = |k: u32, size: u32| u64::from(k.min(size));
     let (z, y, x) = (inside(p.kd, p.d), inside(p.kh, p.h), inside(p.kw, p.w));
-    let covering = |k: u32, stride: u32, out: u32| u64::from(k.div_ceil(stride.max(1)).min(out));
+    let covering = conv::covering_count;
     let (cz, cy, cx) = (covering(p.kd, p.sd, p.od), covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow));
     match entry {
         "max_pool" | "avg_pool" | "max_pool_grad_grad" => Some(z * (y * (x + 1) + 1)),
@@ -284,7 +284,7 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&Tenso
 /// The (pass_first, pass_rows) of each pass of `entry`, in the order they run: one pass of every
 /// line (0, 0) where its loops fit the adapter's cap, otherwise passes of as many lines (z, y) as
 /// fit (`conv::passes_of_rows`): of a window inside the input for `max_pool_grad_grad`, last lines
-/// first (the shader keeps an earlier line's match); of the windows covering an element for the
+/// first (a match in an earlier line replaces a later one's); of the windows covering an element for the
 /// gradients, whose passes add their sums.
 fn line_passes(stream: &Stream, entry: &'static str, p: &Params) -> Result<Vec<(u32, u32)>> {
     let device = stream.device();
@@ -293,7 +293,7 @@ fn line_passes(stream: &Stream, entry: &'static str, p: &Params) -> Result<Vec<(
         return Ok(vec![(0, 0)]);
     }
     let inside = |k: u32, size: u32| u64::from(k.min(size));
-    let covering = |k: u32, stride: u32, out: u32| u64::from(k.div_ceil(stride.max(1)).min(out));
+    let covering = conv::covering_count;
     let (lines, widest, last_first) = match entry {
         "max_pool_grad_grad" => (inside(p.kd, p.d) * inside(p.kh, p.h), inside(p.kw, p.w), true),
         "max_pool_grad" | "avg_pool_grad" => {

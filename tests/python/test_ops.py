@@ -3590,7 +3590,7 @@ def test_float64_resize_gradients_sum_in_f64(op, strict_placement):
 
 def tied_pool_input(shape, rng):
     """Channels that tell passes of window rows apart (the first pass of a 256-row window takes
-    254 rows): random values whose maximum lies in the last rows, all ones (the first element
+    253 rows on llvmpipe): random values whose maximum lies in the last rows, all ones (the first element
     wins), and ones with a 2 in the first rows and the last (a tie across passes, which the first
     row wins), as an [images, *spatial, 3] float32 array."""
     x = rng.random(shape + (3,)).astype(np.float32)
@@ -3706,5 +3706,8 @@ def test_pools_past_the_loop_limit(strict_placement, case):
     for g, w in zip(got, want):
         assert g.device.endswith("GPU:0"), case
         w = np.asarray(w)
+        if np.issubdtype(w.dtype, np.integer):
+            np.testing.assert_array_equal(g.numpy(), w)
+            continue
         # Float32 sums of up to 65,536 gradients (1.7e-5 from the exact sum seen), in another order.
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-4, atol=1e-6 * max(1, np.abs(w).max()))
