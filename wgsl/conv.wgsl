@@ -424,15 +424,19 @@ fn covering_windows(at: u32, k: u32, stride: u32, pad: u32, size: u32) -> vec2<u
 
 // A max pool starts from the lowest finite value and takes greater values only: NaNs are skipped,
 // and a window of NaNs and -inf gives the lowest value, as TF-CPU's pools (and TF-GPU's, unless
-// TF_ENABLE_MAXPOOL_NANPROP is set) do.
+// TF_ENABLE_MAXPOOL_NANPROP is set) do. Windows past the loop cap run in passes of rows
+// (`pass_rows`): a pass after the first resumes from the maximum or the sum left in out, and the
+// last one divides the sum by the count of the window's elements inside the image.
 fn pool(i: u32, average: bool) -> T {
     let pos = position(i);
-    var best = lowest();
-    var sum = T(0.0);
-    var count = T(0.0);
+    let resumed = p.pass_first > 0u;
+    let previous = out[p.out_off + i];
+    var best = select(lowest(), previous, resumed);
+    var sum = select(T(0.0), previous, resumed);
     let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
     let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
-    let ty = taps_inside(y0, p.kh, p.h);
+    let rows = taps_inside(y0, p.kh, p.h);
+    let ty = pass_rows(rows);
     let tx = taps_inside(x0, p.kw, p.w);
     for (var ky = ty.x; ky < ty.y; ky++) {
         let iy = y0 + i32(ky);
@@ -443,10 +447,12 @@ fn pool(i: u32, average: bool) -> T {
                 best = v;
             }
             sum += v;
-            count += 1.0;
         }
     }
-    return select(best, sum / count, average);
+    if (!average) {
+        return best;
+    }
+    return select(sum, sum / T(span(rows) * span(tx)), last_window_pass());
 }
 
 @compute @workgroup_size(256)
@@ -473,12 +479,14 @@ fn is_nan4(v: vec4<T>) -> vec4<bool> {
 
 fn pool4(q: u32, average: bool) -> vec4<T> {
     let pos = position(q * 4u);
-    var best = vec4<T>(lowest());
-    var sum = vec4<T>();
-    var count = T(0.0);
+    let resumed = p.pass_first > 0u;
+    let previous = out4[p.out_off / 4u + q];
+    var best = select(vec4<T>(lowest()), previous, resumed);
+    var sum = select(vec4<T>(), previous, resumed);
     let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
     let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
-    let ty = taps_inside(y0, p.kh, p.h);
+    let rows = taps_inside(y0, p.kh, p.h);
+    let ty = pass_rows(rows);
     let tx = taps_inside(x0, p.kw, p.w);
     for (var ky = ty.x; ky < ty.y; ky++) {
         let row = (pos.b * p.h + u32(y0 + i32(ky))) * p.w;
@@ -486,10 +494,12 @@ fn pool4(q: u32, average: bool) -> vec4<T> {
             let v = input4[(p.in_off + (row + u32(x0 + i32(kx))) * p.c + pos.ch) / 4u];
             best = select(best, v, v > best & !is_nan4(v));
             sum += v;
-            count += 1.0;
         }
     }
-    return select(best, sum / count, average);
+    if (!average) {
+        return best;
+    }
+    return select(sum, sum / T(span(rows) * span(tx)), last_window_pass());
 }
 
 @compute @workgroup_size(256)

@@ -140,27 +140,37 @@ fn window_count(s: Spot) -> u32 {
     return (rz.y - min(rz.x, rz.y)) * (ry.y - min(ry.x, ry.y)) * (rx.y - min(rx.x, rx.y));
 }
 
+// Windows past the loop cap run in passes of lines (z, y) (`pass_lines`): a pass after the first
+// resumes from the maximum or the sum left in out, and the last one divides the sum by the count.
 fn pool(i: u32, average: bool) -> T {
     let s = split(i, p.od, p.oh, p.ow, p.c);
     let rz = window_range(s.z, p.kd, p.sd, p.pd, p.d);
     let ry = window_range(s.y, p.kh, p.sh, p.ph, p.h);
     let rx = window_range(s.x, p.kw, p.sw, p.pw, p.w);
-    var best = negative_infinity();
-    var sum = T(0.0);
-    for (var z = rz.x; z < rz.y; z++) {
-        for (var y = ry.x; y < ry.y; y++) {
-            for (var x = rx.x; x < rx.y; x++) {
-                let v = input[p.in_off + input_index(s.b, z, y, x, s.ch)];
-                if (is_nan(v)) {
-                    best = v;
-                } else if (!is_nan(best)) {
-                    best = max(best, v);
-                }
-                sum += v;
+    let resumed = p.pass_first > 0u;
+    let previous = out[p.out_off + i];
+    var best = select(negative_infinity(), previous, resumed);
+    var sum = select(T(0.0), previous, resumed);
+    let ny = span(ry);
+    let lines = pass_lines(rz, ry);
+    for (var line = lines.x; line < lines.y; line++) {
+        let z = rz.x + line / ny;
+        let y = ry.x + line % ny;
+        for (var x = rx.x; x < rx.y; x++) {
+            let v = input[p.in_off + input_index(s.b, z, y, x, s.ch)];
+            if (is_nan(v)) {
+                best = v;
+            } else if (!is_nan(best)) {
+                best = max(best, v);
             }
+            sum += v;
         }
     }
-    return select(best, sum / T(window_count(s)), average);
+    if (!average) {
+        return best;
+    }
+    let last = runs_last_rows(min(p.kd, p.d) * min(p.kh, p.h), p.pass_first, p.pass_rows);
+    return select(sum, sum / T(window_count(s)), last);
 }
 
 @compute @workgroup_size(256)

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, loop_budget, loops_fit, storage_window, Binding, Pipeline, PipelineSpec, Shader,
-    BINDING_LIMIT_ERROR,
+    check_loop_iterations, dispatch, loop_budget, loops_fit, nested_loop_iterations, storage_window, Binding, Pipeline,
+    PipelineSpec, Shader, BINDING_LIMIT_ERROR,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -235,22 +235,22 @@ fn explicit_pads(kernel: &KernelInstance, padding: &str) -> Result<[(i64, i64); 
 }
 
 /// The loop iterations one invocation of a window kernel may run (llvmpipe counts them all, and
-/// ends an invocation's loops past its cap): convolutions loop over every tap, then every channel
-/// it sums; pools over the taps of a window; pool gradients over the windows covering an element.
-/// (Filter gradients split their pixels; the other entries do not loop over windows.)
+/// ends an invocation's loops past its cap; `nested_loop_iterations`): convolutions loop over the
+/// rows of taps, each row's taps, and each tap's channels; pools over the rows of a window inside
+/// the input and their taps; pool gradients over the rows of windows covering an element and
+/// their windows. (Filter gradients split their pixels; the other entries do not loop over
+/// windows.)
 fn window_loops(entry: &str, p: &Params) -> Option<u64> {
     let (kh, kw) = (u64::from(p.kh), u64::from(p.kw));
-    let window = u64::from(p.kh.min(p.h)) * (u64::from(p.kw.min(p.w)) + 1);
-    let (cover_y, cover_x) = (covering_count(p.kh, p.sh, p.oh), covering_count(p.kw, p.sw, p.ow));
-    match entry {
+    let window = [u64::from(p.kh.min(p.h)), u64::from(p.kw.min(p.w))];
+    let covering = [covering_count(p.kh, p.sh, p.oh), covering_count(p.kw, p.sw, p.ow)];
+    let trips = match entry {
         // Depthwise windows loop over their taps (the input gradient over each tap's multiplier).
         "depthwise" | "depthwise_c4" | "depthwise_grad_input_c4" | "depthwise_rows" | "depthwise_grad_input_rows" => {
-            Some(kh * (kw + 1))
+            vec![kh, kw]
         }
-        "depthwise_grad_input" => Some(kh * (kw * (u64::from(p.fc) + 1) + 1)),
-        e if e.starts_with("conv2d") && !e.contains("grad_filter") => {
-            Some(kh * kw * (u64::from(p.c.max(p.oc).max(p.fc)) + 2))
-        }
+        "depthwise_grad_input" => vec![kh, kw, u64::from(p.fc)],
+        e if e.starts_with("conv2d") && !e.contains("grad_filter") => vec![kh, kw, u64::from(p.c.max(p.oc).max(p.fc))],
         "max_pool"
         | "avg_pool"
         | "max_pool_c4"
@@ -258,27 +258,45 @@ fn window_loops(entry: &str, p: &Params) -> Option<u64> {
         | "max_pool_argmax"
         | "max_pool_grad_windows"
         | "max_pool_grad_grad"
-        | "max_pool_grad_argmax" => Some(window),
-        "max_pool_grad_routed" | "avg_pool_grad" => Some(cover_y * (cover_x + 1)),
+        | "max_pool_grad_argmax" => window.to_vec(),
+        "max_pool_grad_routed" | "avg_pool_grad" => covering.to_vec(),
+        _ => return None,
+    };
+    Some(nested_loop_iterations(&trips))
+}
+
+/// How the pool entries that loop over a window's rows (or over the rows of the windows covering
+/// an element) split them into passes whose loops fit the cap. The shaders resume a pass from the
+/// ones before (`wgsl/tap_passes.wgsl`): a pool from the maximum or sum in its output, an argmax
+/// from the index it keeps, a gradient's sum added to dx,
+/// MaxPoolGradGrad's first match, which an earlier row's match in a later pass replaces.
+fn pass_geometry(entry: &str, p: &Params) -> Option<PassGeometry> {
+    let (rows, widest) = (u64::from(p.kh.min(p.h)), u64::from(p.kw.min(p.w)));
+    match entry {
+        "max_pool"
+        | "avg_pool"
+        | "max_pool_c4"
+        | "avg_pool_c4"
+        | "max_pool_argmax"
+        | "max_pool_grad_argmax"
+        | "max_pool_grad_grad" => Some(PassGeometry { rows, widest, last_first: entry == "max_pool_grad_grad" }),
+        "max_pool_grad_routed" | "avg_pool_grad" => Some(PassGeometry {
+            rows: covering_count(p.kh, p.sh, p.oh),
+            widest: covering_count(p.kw, p.sw, p.ow),
+            last_first: false,
+        }),
         _ => None,
     }
 }
 
-/// How the pool entries that loop over a window's rows (or over the rows of the windows covering
-/// an element) split them into passes whose loops fit the cap: (rows, the widest row's taps,
-/// whether the passes run the last rows first). The shaders resume a pass from the ones before
-/// (`wgsl/tap_passes.wgsl`): an argmax from the index it keeps, a gradient's sum added to dx,
-/// MaxPoolGradGrad's first match, which an earlier row's match in a later pass replaces.
-fn pass_geometry(entry: &str, p: &Params) -> Option<(u64, u64, bool)> {
-    let (rows, cols) = (u64::from(p.kh.min(p.h)), u64::from(p.kw.min(p.w)));
-    match entry {
-        "max_pool_argmax" | "max_pool_grad_argmax" => Some((rows, cols, false)),
-        "max_pool_grad_grad" => Some((rows, cols, true)),
-        "max_pool_grad_routed" | "avg_pool_grad" => {
-            Some((covering_count(p.kh, p.sh, p.oh), covering_count(p.kw, p.sw, p.ow), false))
-        }
-        _ => None,
-    }
+/// The rows of taps (or of covering windows) an entry that runs in passes loops over.
+#[derive(Clone, Copy)]
+pub(super) struct PassGeometry {
+    pub rows: u64,
+    /// The taps of the widest row.
+    pub widest: u64,
+    /// Whether the passes run the last rows first.
+    pub last_first: bool,
 }
 
 /// The most pooling windows (size k, no dilation) over one element along a dimension of `outputs`
@@ -287,37 +305,49 @@ pub(super) fn covering_count(k: u32, stride: u32, outputs: u32) -> u64 {
     u64::from(k.div_ceil(stride.max(1)).min(outputs))
 }
 
-/// The (pass_first, pass_rows) of each pass of `entry` in the order they run: one pass of every row
-/// (0, 0) where its loops fit the adapter's cap, otherwise passes of as many rows as fit.
+/// The loop iterations a pass keeps for its other loops (of trees and slices).
+const PASS_OVERHEAD: u64 = 16;
+
 fn row_passes(device: &DeviceCore, entry: &'static str, p: &Params) -> Result<Vec<(u32, u32)>> {
-    let Some(iterations) = window_loops(entry, p) else { return Ok(vec![(0, 0)]) };
-    if loops_fit(device, iterations) {
-        return Ok(vec![(0, 0)]);
-    }
-    let Some((rows, widest, last_first)) = pass_geometry(entry, p) else {
-        check_loop_iterations(device, iterations, entry)?;
-        return Ok(vec![(0, 0)]);
-    };
-    passes_of_rows(device, entry, (rows, widest), last_first)
+    window_passes(device, entry, window_loops(entry, p), pass_geometry(entry, p))
 }
 
-/// Passes of `rows` rows of at most `widest` taps, each within the adapter's loop cap: llvmpipe
-/// counts every iteration of an invocation's loops (a SIMD group's, where its invocations' loops
-/// differ), a row's taps and its own exit, and the loop over rows; the last rows first where
-/// `last_first`. Rows of more taps than the cap are refused.
-pub(super) fn passes_of_rows(
+/// The (pass_first, pass_rows) of each pass of an entry, in the order they run, from its loop
+/// iterations and, where it runs in passes, its `geometry`: one pass of every row (0, 0) where its
+/// loops fit the adapter's cap, otherwise passes of as many rows as fit. An entry past the cap that
+/// cannot run in passes is refused.
+pub(super) fn window_passes(
     device: &DeviceCore,
     entry: &str,
-    (rows, widest): (u64, u64),
-    last_first: bool,
+    iterations: Option<u64>,
+    geometry: Option<PassGeometry>,
 ) -> Result<Vec<(u32, u32)>> {
-    const OVERHEAD: u64 = 16;
-    check_loop_iterations(device, widest + 2 + OVERHEAD, entry)?;
-    let per_pass = (loop_budget(device, OVERHEAD) / (widest + 2)).clamp(1, u64::from(u32::MAX) / 2);
-    let mut passes: Vec<(u32, u32)> = (0..rows.div_ceil(per_pass))
+    let Some(g) = geometry else {
+        if let Some(iterations) = iterations {
+            check_loop_iterations(device, iterations, entry)?;
+        }
+        return Ok(vec![(0, 0)]);
+    };
+    // Decided from the passes' own count, so that a window that runs as one pass fits as one.
+    if loops_fit(device, nested_loop_iterations(&[g.rows, g.widest]).saturating_add(PASS_OVERHEAD)) {
+        return Ok(vec![(0, 0)]);
+    }
+    passes_of_rows(device, entry, g)
+}
+
+/// Passes of `g.rows` rows of at most `g.widest` taps, each within the adapter's loop cap: llvmpipe
+/// counts every iteration of an invocation's loops (a SIMD group's, where its invocations' loops
+/// differ), each row's taps and its own exit, and the loop over rows
+/// (`nested_loop_iterations`), with `PASS_OVERHEAD` kept. Rows of more taps than the cap are
+/// refused.
+fn passes_of_rows(device: &DeviceCore, entry: &str, g: PassGeometry) -> Result<Vec<(u32, u32)>> {
+    check_loop_iterations(device, nested_loop_iterations(&[1, g.widest]) + PASS_OVERHEAD, entry)?;
+    // Per pass: a row's taps and its exit, its pass through the rows' loop, and that loop's exit.
+    let per_pass = (loop_budget(device, PASS_OVERHEAD + 1) / (g.widest + 2)).clamp(1, u64::from(u32::MAX) / 2);
+    let mut passes: Vec<(u32, u32)> = (0..g.rows.div_ceil(per_pass))
         .map(|pass| Ok((shader_len(pass * per_pass, entry)?, per_pass as u32)))
         .collect::<Result<_>>()?;
-    if last_first {
+    if g.last_first {
         passes.reverse();
     }
     Ok(passes)

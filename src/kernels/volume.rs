@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, loops_fit, storage_window, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
+    dispatch, loops_fit, nested_loop_iterations, storage_window, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
 };
 use crate::runtime::Stream;
 
@@ -14,7 +14,7 @@ use super::batch::{self, BatchArgs};
 use super::binary::{self, BinaryOp};
 use super::channel_blocks::{self, BlockArgs, BlockOutput, OutBlockOutput, NO_BLOCKS};
 use super::column_tiles::{self, ColumnTile, Side};
-use super::conv::{self, window, BATCHED_IMAGE, IMAGE_IN_OUT};
+use super::conv::{self, window, PassGeometry, BATCHED_IMAGE, IMAGE_IN_OUT};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
 use super::validate::shape_string;
@@ -228,16 +228,31 @@ fn geometry(kernel: &KernelInstance, input: &[i64], k: [i64; 3], dilated: bool) 
 }
 
 /// The loop iterations one invocation of a window entry may run (llvmpipe counts them all, and ends
-/// an invocation's loops past its cap): the pools loop over a window's elements inside the input,
-/// the gradients over the windows that cover an element.
+/// an invocation's loops past its cap; `nested_loop_iterations`): every window entry loops over
+/// lines (z, y) and their elements (`pass_geometry`).
 fn window_loops(entry: &str, p: &Params) -> Option<u64> {
+    pass_geometry(entry, p).map(|g| nested_loop_iterations(&[g.rows, g.widest]))
+}
+
+/// The lines (z, y) the window entries loop over, in passes where they pass the loop cap
+/// (`conv::window_passes`): of a window inside the input for the pools and
+/// `max_pool_grad_grad`, the latter's last lines first (a match in an earlier line replaces
+/// a later one's); of the windows covering an element for the gradients, whose passes add their
+/// sums.
+fn pass_geometry(entry: &str, p: &Params) -> Option<PassGeometry> {
     let inside = |k: u32, size: u32| u64::from(k.min(size));
-    let (z, y, x) = (inside(p.kd, p.d), inside(p.kh, p.h), inside(p.kw, p.w));
     let covering = conv::covering_count;
-    let (cz, cy, cx) = (covering(p.kd, p.sd, p.od), covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow));
     match entry {
-        "max_pool" | "avg_pool" | "max_pool_grad_grad" => Some(z * (y * (x + 1) + 1)),
-        "max_pool_grad" | "avg_pool_grad" => Some(cz * (cy * (cx + 1) + 1)),
+        "max_pool" | "avg_pool" | "max_pool_grad_grad" => Some(PassGeometry {
+            rows: inside(p.kd, p.d) * inside(p.kh, p.h),
+            widest: inside(p.kw, p.w),
+            last_first: entry == "max_pool_grad_grad",
+        }),
+        "max_pool_grad" | "avg_pool_grad" => Some(PassGeometry {
+            rows: covering(p.kd, p.sd, p.od) * covering(p.kh, p.sh, p.oh),
+            widest: covering(p.kw, p.sw, p.ow),
+            last_first: false,
+        }),
         _ => None,
     }
 }
@@ -281,30 +296,9 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&Tenso
     })
 }
 
-/// The (pass_first, pass_rows) of each pass of `entry`, in the order they run: one pass of every
-/// line (0, 0) where its loops fit the adapter's cap, otherwise passes of as many lines (z, y) as
-/// fit (`conv::passes_of_rows`): of a window inside the input for `max_pool_grad_grad`, last lines
-/// first (a match in an earlier line replaces a later one's); of the windows covering an element for the
-/// gradients, whose passes add their sums.
+/// The (pass_first, pass_rows) of each pass of `entry`, in the order they run.
 fn line_passes(stream: &Stream, entry: &'static str, p: &Params) -> Result<Vec<(u32, u32)>> {
-    let device = stream.device();
-    let Some(iterations) = window_loops(entry, p) else { return Ok(vec![(0, 0)]) };
-    if loops_fit(device, iterations) {
-        return Ok(vec![(0, 0)]);
-    }
-    let inside = |k: u32, size: u32| u64::from(k.min(size));
-    let covering = conv::covering_count;
-    let (lines, widest, last_first) = match entry {
-        "max_pool_grad_grad" => (inside(p.kd, p.d) * inside(p.kh, p.h), inside(p.kw, p.w), true),
-        "max_pool_grad" | "avg_pool_grad" => {
-            (covering(p.kd, p.sd, p.od) * covering(p.kh, p.sh, p.oh), covering(p.kw, p.sw, p.ow), false)
-        }
-        _ => {
-            check_loop_iterations(device, iterations, entry)?;
-            return Ok(vec![(0, 0)]);
-        }
-    };
-    conv::passes_of_rows(device, entry, (lines, widest), last_first)
+    conv::window_passes(stream.device(), entry, window_loops(entry, p), pass_geometry(entry, p))
 }
 
 /// For each chunk of the column matrix of `input` under `p` (rows `[start, start + count)`),

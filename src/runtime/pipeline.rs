@@ -264,6 +264,13 @@ pub fn loop_budget(core: &DeviceCore, overhead: u64) -> u64 {
     core.max_loop_iterations.saturating_sub(overhead).max(1)
 }
 
+/// The iterations llvmpipe counts for nested loops of `trips` iterations each, outermost first:
+/// every pass through a loop's end, the last one (whose test exits) included, so a loop of n
+/// iterations costs n + 1 each time it runs.
+pub fn nested_loop_iterations(trips: &[u64]) -> u64 {
+    trips.iter().rev().fold(0, |inner: u64, &trip| trip.saturating_mul(inner.saturating_add(1)).saturating_add(1))
+}
+
 /// Whether `iterations` loop iterations fit in one invocation: the adapter's
 /// `max_loop_iterations` (llvmpipe cuts longer loops short silently).
 pub fn loops_fit(core: &DeviceCore, iterations: u64) -> bool {
@@ -429,4 +436,19 @@ pub fn dispatch_batch(core: &DeviceCore, encoder: &mut Encoder) -> Result<()> {
         })
         .collect();
     dispatch_workgroups(core, encoder, batch.kind.label, &batch.pipeline, &bindings, &batch.block(), [1, 1, 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nested_loop_iterations;
+
+    #[test]
+    fn nested_loops_count_every_exit() {
+        assert_eq!(nested_loop_iterations(&[]), 0);
+        assert_eq!(nested_loop_iterations(&[5]), 6);
+        // A 255 x 256 window: 255 rows of 256 taps and an exit each, the rows' 255 passes and exit.
+        assert_eq!(nested_loop_iterations(&[255, 256]), 65_791);
+        assert_eq!(nested_loop_iterations(&[2, 3, 4]), 2 * (3 * (4 + 2) + 2) + 1);
+        assert_eq!(nested_loop_iterations(&[u64::MAX, 2]), u64::MAX);
+    }
 }

@@ -3604,9 +3604,9 @@ def tied_pool_input(shape, rng):
 
 
 def pools_past_the_loop_limit():
-    """MaxPoolWithArgmax, the max-pool gradients and the average-pool gradients with windows (or
-    windows over an element) past llvmpipe's 65,535 loop iterations per invocation: name -> a
-    function run under each device."""
+    """The pools, MaxPoolWithArgmax, the max-pool gradients and the average-pool gradients with
+    windows (or windows over an element) past llvmpipe's 65,535 loop iterations per invocation:
+    name -> a function run under each device."""
     rng = rng_for("pools_past_the_loop_limit")
     x = tied_pool_input((2, 257, 257), rng)
     tiles = tied_pool_input((1, 512, 512), rng)
@@ -3617,6 +3617,14 @@ def pools_past_the_loop_limit():
     k, k3 = [1, 256, 256, 1], [1, 48, 48, 48, 1]
     grad = rng.standard_normal((2, 2, 2, 3)).astype(np.float32)
     grad_grad = rng.standard_normal(x.shape).astype(np.float32)
+    # 255 rows of 256 taps: 65,535 taps, one pass under a count that left out the rows' own loop
+    # (65,791 iterations), whose last rows llvmpipe then skipped.
+    edge = tied_pool_input((1, 255, 256), rng)
+    # Columns of 30,000 rows (90,001 iterations): the separable route's row pass needs passes;
+    # 4 channels take the vec4 shader.
+    column = tied_pool_input((1, 30000, 2), rng)
+    column4 = np.concatenate([column, column[..., :1] * 0.5], axis=-1)
+    deep = tied_pool_input((1, 25000, 2, 2), rng)
 
     def max_pool_grad(x, size, stride, grad):
         y = tf.nn.max_pool2d(x, size, stride, "VALID")
@@ -3634,6 +3642,15 @@ def pools_past_the_loop_limit():
     return {
         "MaxPoolWithArgmax-and-grad": with_argmax(False),
         "MaxPoolWithArgmax-and-grad-batch-index": with_argmax(True),
+        "MaxPoolWithArgmax-255x256": lambda: list(tf.nn.max_pool_with_argmax(edge, [255, 256], 1, "VALID")),
+        "MaxPool-AvgPool-column": lambda: [tf.nn.max_pool2d(column, [30000, 1], 1, "VALID"),
+                                           tf.nn.avg_pool2d(column, [30000, 1], 1, "VALID"),
+                                           tf.nn.avg_pool2d(column, [29999, 1], 2, "SAME")],
+        "MaxPool-AvgPool-column-c4": lambda: [tf.nn.max_pool2d(column4, [30000, 1], 1, "VALID"),
+                                              tf.nn.avg_pool2d(column4, [30000, 1], 1, "VALID")],
+        "MaxPool3D-AvgPool3D-deep": lambda: [tf.nn.max_pool3d(deep, [25000, 1, 1], 1, "VALID"),
+                                             tf.nn.avg_pool3d(deep, [25000, 1, 1], 1, "VALID"),
+                                             tf.nn.avg_pool3d(deep, [24999, 1, 1], 2, "SAME")],
         "MaxPoolGrad-overlapping": lambda: max_pool_grad(x, 256, 1, grad),
         "MaxPoolGrad-disjoint": lambda: max_pool_grad(tiles, 256, 256, rng_grad((1, 2, 2, 3))),
         "MaxPoolGradGrad": lambda: tf.raw_ops.MaxPoolGradGrad(
