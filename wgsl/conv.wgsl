@@ -48,11 +48,13 @@ struct Params {
     // Split filter gradients: slices of the batch * oh * ow output pixels, and pixels per slice.
     slices: u32,
     slice_len: u32,
-    // The rows of a window (or of the windows covering an element) this pass runs, for loops past
-    // llvmpipe's cap that the host splits into passes (`pass_rows`): pass_rows rows from
-    // pass_first; 0: all of them.
+    // The taps of a window (or the windows covering an element) this pass runs, for loops past
+    // llvmpipe's cap that the host splits into passes (`tap_passes.wgsl`): pass_rows rows from
+    // pass_first, and of each row pass_columns from pass_first_column; 0: all of them.
     pass_first: u32,
     pass_rows: u32,
+    pass_first_column: u32,
+    pass_columns: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> input: array<T>;
@@ -409,9 +411,9 @@ fn pass_rows(rows: vec2<u32>) -> vec2<u32> {
     return pass_rows_of(rows, p.pass_first, p.pass_rows);
 }
 
-// Whether this pass runs the last of the window's rows (the only pass, when the host does not split).
+// Whether this pass runs the window's last taps (the only pass, when the host does not split).
 fn last_window_pass() -> bool {
-    return runs_last_rows(min(p.kh, p.h), p.pass_first, p.pass_rows);
+    return runs_last_taps(min(p.kh, p.h), min(p.kw, p.w));
 }
 
 // The output rows or columns [first, end) whose pooling window (size k, no dilation) covers input
@@ -429,15 +431,16 @@ fn covering_windows(at: u32, k: u32, stride: u32, pad: u32, size: u32) -> vec2<u
 // last one divides the sum by the count of the window's elements inside the image.
 fn pool(i: u32, average: bool) -> T {
     let pos = position(i);
-    let resumed = p.pass_first > 0u;
+    let resumed = !first_window_pass();
     let previous = out[p.out_off + i];
     var best = select(lowest(), previous, resumed);
     var sum = select(T(0.0), previous, resumed);
     let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
     let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
     let rows = taps_inside(y0, p.kh, p.h);
+    let columns = taps_inside(x0, p.kw, p.w);
     let ty = pass_rows(rows);
-    let tx = taps_inside(x0, p.kw, p.w);
+    let tx = pass_columns(columns);
     for (var ky = ty.x; ky < ty.y; ky++) {
         let iy = y0 + i32(ky);
         for (var kx = tx.x; kx < tx.y; kx++) {
@@ -452,7 +455,7 @@ fn pool(i: u32, average: bool) -> T {
     if (!average) {
         return best;
     }
-    return select(sum, sum / T(span(rows) * span(tx)), last_window_pass());
+    return select(sum, sum / T(span(rows) * span(columns)), last_window_pass());
 }
 
 @compute @workgroup_size(256)
@@ -479,15 +482,16 @@ fn is_nan4(v: vec4<T>) -> vec4<bool> {
 
 fn pool4(q: u32, average: bool) -> vec4<T> {
     let pos = position(q * 4u);
-    let resumed = p.pass_first > 0u;
+    let resumed = !first_window_pass();
     let previous = out4[p.out_off / 4u + q];
     var best = select(vec4<T>(lowest()), previous, resumed);
     var sum = select(vec4<T>(), previous, resumed);
     let y0 = i32(pos.y * p.sh) - i32(p.pad_top);
     let x0 = i32(pos.x * p.sw) - i32(p.pad_left);
     let rows = taps_inside(y0, p.kh, p.h);
+    let columns = taps_inside(x0, p.kw, p.w);
     let ty = pass_rows(rows);
-    let tx = taps_inside(x0, p.kw, p.w);
+    let tx = pass_columns(columns);
     for (var ky = ty.x; ky < ty.y; ky++) {
         let row = (pos.b * p.h + u32(y0 + i32(ky))) * p.w;
         for (var kx = tx.x; kx < tx.y; kx++) {
@@ -499,7 +503,7 @@ fn pool4(q: u32, average: bool) -> vec4<T> {
     if (!average) {
         return best;
     }
-    return select(sum, sum / T(span(rows) * span(tx)), last_window_pass());
+    return select(sum, sum / T(span(rows) * span(columns)), last_window_pass());
 }
 
 @compute @workgroup_size(256)
@@ -990,7 +994,7 @@ fn window_argmax(b: u32, oy: u32, ox: u32, ch: u32, resume: i32) -> i32 {
     let y0 = i32(oy * p.sh) - i32(p.pad_top);
     let x0 = i32(ox * p.sw) - i32(p.pad_left);
     let ty = pass_rows(taps_inside(y0, p.kh, p.h));
-    let tx = taps_inside(x0, p.kw, p.w);
+    let tx = pass_columns(taps_inside(x0, p.kw, p.w));
     for (var ky = ty.x; ky < ty.y; ky++) {
         let iy = y0 + i32(ky);
         for (var kx = tx.x; kx < tx.y; kx++) {
@@ -1019,7 +1023,7 @@ fn max_pool_grad_argmax(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
         return;
     }
     let pos = position(i);
-    let resume = select(-1, bitcast<i32>(shift_words[p.offset_off + i]), p.pass_first > 0u);
+    let resume = select(-1, bitcast<i32>(shift_words[p.offset_off + i]), !first_window_pass());
     shift_words[p.offset_off + i] = bitcast<u32>(window_argmax(pos.b, pos.y, pos.x, pos.ch, resume));
 }
 
@@ -1032,7 +1036,7 @@ fn max_pool_grad_routed(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
     let pos = input_position(i);
     var acc = T(0.0);
     let wy = pass_rows(covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh));
-    let wx = covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow);
+    let wx = pass_columns(covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow));
     for (var oy = wy.x; oy < wy.y; oy++) {
         for (var ox = wx.x; ox < wx.y; ox++) {
             let window = dy_index(pos.b, oy, ox, pos.ch);
@@ -1076,7 +1080,7 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     let pos = input_position(i);
     var acc = T(0.0);
     let wy = pass_rows(covering_windows(pos.y, p.kh, p.sh, p.pad_top, p.oh));
-    let wx = covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow);
+    let wx = pass_columns(covering_windows(pos.x, p.kw, p.sw, p.pad_left, p.ow));
     for (var oy = wy.x; oy < wy.y; oy++) {
         for (var ox = wx.x; ox < wx.y; ox++) {
             let count = window_extent(oy, p.sh, p.kh, p.pad_top, p.h) * window_extent(ox, p.sw, p.kw, p.pad_left, p.w);
@@ -1094,7 +1098,7 @@ fn max_pool_argmax(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     }
     let pos = position(i);
     // Passes before the last keep the flat index reached so far (-1 before any element).
-    let resume = select(-1, bitcast<i32>(shift_words[p.offset_off + 2u * i]), p.pass_first > 0u);
+    let resume = select(-1, bitcast<i32>(shift_words[p.offset_off + 2u * i]), !first_window_pass());
     let reached = window_argmax(pos.b, pos.y, pos.x, pos.ch, resume);
     if (!last_window_pass()) {
         shift_words[p.offset_off + 2u * i] = bitcast<u32>(reached);
@@ -1123,7 +1127,7 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     // Passes run the window's rows last to first: a match in an earlier row, found by a later
     // pass, replaces one an earlier pass found.
     let ty = pass_rows(taps_inside(y0, p.kh, p.h));
-    let tx = taps_inside(x0, p.kw, p.w);
+    let tx = pass_columns(taps_inside(x0, p.kw, p.w));
     for (var ky = ty.x; ky < ty.y && !found; ky++) {
         let iy = u32(y0 + i32(ky));
         for (var kx = tx.x; kx < tx.y && !found; kx++) {

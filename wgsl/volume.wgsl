@@ -40,7 +40,8 @@ struct Params {
     dw: u32,
     // Window entries past llvmpipe's loop cap: the host's passes over the lines (z, y) of a window
     // inside the input, or of the windows covering an element (`tap_passes.wgsl`), pass_rows lines
-    // from pass_first; 0: all of them.
+    // from pass_first (and of each line pass_columns from pass_first_column, after lhs_w); 0: all
+    // of them.
     pass_first: u32,
     pd: i32,
     ph: i32,
@@ -49,7 +50,8 @@ struct Params {
     lhs_d: u32,
     lhs_h: u32,
     lhs_w: u32,
-    _pad3: u32,
+    pass_first_column: u32,
+    pass_columns: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> input: array<T>;
@@ -147,16 +149,17 @@ fn pool(i: u32, average: bool) -> T {
     let rz = window_range(s.z, p.kd, p.sd, p.pd, p.d);
     let ry = window_range(s.y, p.kh, p.sh, p.ph, p.h);
     let rx = window_range(s.x, p.kw, p.sw, p.pw, p.w);
-    let resumed = p.pass_first > 0u;
+    let resumed = !first_window_pass();
     let previous = out[p.out_off + i];
     var best = select(negative_infinity(), previous, resumed);
     var sum = select(T(0.0), previous, resumed);
     let ny = span(ry);
     let lines = pass_lines(rz, ry);
+    let xs = pass_columns(rx);
     for (var line = lines.x; line < lines.y; line++) {
         let z = rz.x + line / ny;
         let y = ry.x + line % ny;
-        for (var x = rx.x; x < rx.y; x++) {
+        for (var x = xs.x; x < xs.y; x++) {
             let v = input[p.in_off + input_index(s.b, z, y, x, s.ch)];
             if (is_nan(v)) {
                 best = v;
@@ -169,7 +172,7 @@ fn pool(i: u32, average: bool) -> T {
     if (!average) {
         return best;
     }
-    let last = runs_last_rows(min(p.kd, p.d) * min(p.kh, p.h), p.pass_first, p.pass_rows);
+    let last = runs_last_taps(min(p.kd, p.d) * min(p.kh, p.h), min(p.kw, p.w));
     return select(sum, sum / T(window_count(s)), last);
 }
 
@@ -204,10 +207,11 @@ fn max_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     // Lines (z, y) of covering windows, in passes.
     let ny = span(cy);
     let lines = pass_lines(cz, cy);
+    let xs = pass_columns(cx);
     for (var line = lines.x; line < lines.y; line++) {
         let z = cz.x + line / ny;
         let y = cy.x + line % ny;
-        for (var x = cx.x; x < cx.y; x++) {
+        for (var x = xs.x; x < xs.y; x++) {
             let o = output_index(s.b, z, y, x, s.ch);
             if (abs(v - aux2[p.aux2_off + o]) < 1e-5) {
                 acc += aux[p.aux_off + o];
@@ -237,10 +241,11 @@ fn avg_pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
     // Lines (z, y) of covering windows, in passes.
     let ny = span(cy);
     let lines = pass_lines(cz, cy);
+    let xs = pass_columns(cx);
     for (var line = lines.x; line < lines.y; line++) {
         let z = cz.x + line / ny;
         let y = cy.x + line % ny;
-        for (var x = cx.x; x < cx.y; x++) {
+        for (var x = xs.x; x < xs.y; x++) {
             let count = window_count(Spot(s.b, z, y, x, s.ch));
             acc += input[p.in_off + output_index(s.b, z, y, x, s.ch)] * (1.0 / T(count));
         }
@@ -265,10 +270,11 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
     // earlier line, found by a later pass, replaces one an earlier pass found.
     let ny = span(ry);
     let lines = pass_lines(rz, ry);
+    let xs = pass_columns(rx);
     for (var line = lines.x; line < lines.y && !found; line++) {
         let z = rz.x + line / ny;
         let y = ry.x + line % ny;
-        for (var x = rx.x; x < rx.y && !found; x++) {
+        for (var x = xs.x; x < xs.y && !found; x++) {
             let at = input_index(s.b, z, y, x, s.ch);
             if (input[p.in_off + at] == wanted) {
                 value = aux[p.aux_off + at];
@@ -277,7 +283,7 @@ fn max_pool_grad_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(nu
         }
     }
     // The first pass to run (the window's last lines) writes every element.
-    if (found || runs_last_rows(min(p.kd, p.d) * min(p.kh, p.h), p.pass_first, p.pass_rows)) {
+    if (found || runs_last_taps(min(p.kd, p.d) * min(p.kh, p.h), min(p.kw, p.w))) {
         out[p.out_off + i] = value;
     }
 }

@@ -114,9 +114,11 @@ struct Params {
     epsilon: f32,
     slices: u32,
     slice_len: u32,
-    /// The rows a pass runs (`row_passes`): `pass_rows` from `pass_first`; 0 rows: all of them.
+    /// The taps a pass runs (`row_passes`, `WindowPass`).
     pass_first: u32,
     pass_rows: u32,
+    pass_first_column: u32,
+    pass_columns: u32,
 }
 
 /// The largest window, stride, dilation and padded extent the kernels accept: TF reads these
@@ -308,29 +310,56 @@ pub(super) fn covering_count(k: u32, stride: u32, outputs: u32) -> u64 {
 /// The loop iterations a pass keeps for its other loops (of trees and slices).
 const PASS_OVERHEAD: u64 = 16;
 
-fn row_passes(device: &DeviceCore, entry: &'static str, p: &Params) -> Result<Vec<(u32, u32)>> {
-    window_passes(device, entry, window_loops(entry, p), pass_geometry(entry, p))
+/// One pass of a window entry past the loop cap: `rows` rows of the window (or of the windows
+/// covering an element) from `first`, and of each row `columns` taps from `first_column`; a count
+/// of 0 runs them all. Both count from each invocation's own first row and tap
+/// (`wgsl/tap_passes.wgsl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct WindowPass {
+    pub first: u32,
+    pub rows: u32,
+    pub first_column: u32,
+    pub columns: u32,
 }
 
-/// The (pass_first, pass_rows) of each pass of an entry, in the order they run, from its loop
-/// iterations and, where it runs in passes, its `geometry`: one pass of every row (0, 0) where its
-/// loops fit the adapter's cap, otherwise passes of as many rows as fit. An entry past the cap that
-/// cannot run in passes is refused.
+impl WindowPass {
+    /// The one pass of an entry whose loops fit the cap.
+    pub const WHOLE: WindowPass = WindowPass { first: 0, rows: 0, first_column: 0, columns: 0 };
+}
+
+fn row_passes(device: &DeviceCore, entry: &'static str, p: &Params) -> Result<Vec<WindowPass>> {
+    window_passes(device, entry, window_loops(entry, p), pass_geometry(entry, p))
+        .map(|passes| logged("conv", entry, passes))
+}
+
+/// `passes`, logged (debug) where they split `family`'s `entry`: tests check that the splits ran.
+pub(super) fn logged(family: &str, entry: &str, passes: Vec<WindowPass>) -> Vec<WindowPass> {
+    if passes.len() > 1 {
+        let unit = if passes[0].columns == 0 { "rows" } else { "taps" };
+        log::debug!("{family} {entry}: {} passes of {unit}", passes.len());
+    }
+    passes
+}
+
+/// The passes of an entry, in the order they run, from its loop iterations and, where it runs in
+/// passes, its `geometry`: one pass of every tap where its loops fit the adapter's cap, otherwise
+/// passes of as many rows as fit (`passes_of_rows`). An entry past the cap that cannot run in
+/// passes is refused.
 pub(super) fn window_passes(
     device: &DeviceCore,
     entry: &str,
     iterations: Option<u64>,
     geometry: Option<PassGeometry>,
-) -> Result<Vec<(u32, u32)>> {
+) -> Result<Vec<WindowPass>> {
     let Some(g) = geometry else {
         if let Some(iterations) = iterations {
             check_loop_iterations(device, iterations, entry)?;
         }
-        return Ok(vec![(0, 0)]);
+        return Ok(vec![WindowPass::WHOLE]);
     };
     // Decided from the passes' own count, so that a window that runs as one pass fits as one.
     if loops_fit(device, nested_loop_iterations(&[g.rows, g.widest]).saturating_add(PASS_OVERHEAD)) {
-        return Ok(vec![(0, 0)]);
+        return Ok(vec![WindowPass::WHOLE]);
     }
     passes_of_rows(device, entry, g)
 }
@@ -338,15 +367,40 @@ pub(super) fn window_passes(
 /// Passes of `g.rows` rows of at most `g.widest` taps, each within the adapter's loop cap: llvmpipe
 /// counts every iteration of an invocation's loops (a SIMD group's, where its invocations' loops
 /// differ), each row's taps and its own exit, and the loop over rows
-/// (`nested_loop_iterations`), with `PASS_OVERHEAD` kept. Rows of more taps than the cap are
-/// refused.
-fn passes_of_rows(device: &DeviceCore, entry: &str, g: PassGeometry) -> Result<Vec<(u32, u32)>> {
-    check_loop_iterations(device, nested_loop_iterations(&[1, g.widest]) + PASS_OVERHEAD, entry)?;
+/// (`nested_loop_iterations`), with `PASS_OVERHEAD` kept. Rows of more taps than that run one at a
+/// time, in passes of as many of their taps as fit, in row-major order.
+fn passes_of_rows(device: &DeviceCore, entry: &str, g: PassGeometry) -> Result<Vec<WindowPass>> {
+    // The least a pass loops: one row of one tap.
+    check_loop_iterations(device, nested_loop_iterations(&[1, 1]) + PASS_OVERHEAD, entry)?;
     // Per pass: a row's taps and its exit, its pass through the rows' loop, and that loop's exit.
-    let per_pass = (loop_budget(device, PASS_OVERHEAD + 1) / (g.widest + 2)).clamp(1, u64::from(u32::MAX) / 2);
-    let mut passes: Vec<(u32, u32)> = (0..g.rows.div_ceil(per_pass))
-        .map(|pass| Ok((shader_len(pass * per_pass, entry)?, per_pass as u32)))
-        .collect::<Result<_>>()?;
+    let budget = loop_budget(device, PASS_OVERHEAD + 1);
+    let cap = u64::from(u32::MAX) / 2;
+    let mut passes: Vec<WindowPass> = if g.widest + 2 <= budget {
+        let per_pass = (budget / (g.widest + 2)).clamp(1, cap);
+        (0..g.rows.div_ceil(per_pass))
+            .map(|pass| {
+                Ok(WindowPass {
+                    first: shader_len(pass * per_pass, entry)?,
+                    rows: per_pass as u32,
+                    ..WindowPass::WHOLE
+                })
+            })
+            .collect::<Result<_>>()?
+    } else {
+        let columns = (budget - 2).clamp(1, cap);
+        let mut passes = Vec::new();
+        for row in 0..g.rows {
+            for part in 0..g.widest.div_ceil(columns) {
+                passes.push(WindowPass {
+                    first: shader_len(row, entry)?,
+                    rows: 1,
+                    first_column: shader_len(part * columns, entry)?,
+                    columns: columns as u32,
+                });
+            }
+        }
+        passes
+    };
     if g.last_first {
         passes.reverse();
     }
@@ -409,8 +463,14 @@ fn launch_with(
         }
         (p.in_off, p.f_off, p.out_off, p.offset_off, p.mean_off, p.var_off) =
             (offsets[0], offsets[1], offsets[2], offsets[3], offsets[4], offsets[5]);
-        for &(pass_first, pass_rows) in &passes {
-            let pass = Params { pass_first, pass_rows, ..p };
+        for pass in &passes {
+            let pass = Params {
+                pass_first: pass.first,
+                pass_rows: pass.rows,
+                pass_first_column: pass.first_column,
+                pass_columns: pass.columns,
+                ..p
+            };
             dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&pass), invocations)?;
         }
         Ok(())

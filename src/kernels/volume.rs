@@ -14,7 +14,7 @@ use super::batch::{self, BatchArgs};
 use super::binary::{self, BinaryOp};
 use super::channel_blocks::{self, BlockArgs, BlockOutput, OutBlockOutput, NO_BLOCKS};
 use super::column_tiles::{self, ColumnTile, Side};
-use super::conv::{self, window, PassGeometry, BATCHED_IMAGE, IMAGE_IN_OUT};
+use super::conv::{self, window, PassGeometry, WindowPass, BATCHED_IMAGE, IMAGE_IN_OUT};
 use super::index::{self, DimMap, DimMode};
 use super::layout::{self, ImageArgs};
 use super::validate::shape_string;
@@ -71,8 +71,9 @@ struct Params {
     dd: u32,
     dh: u32,
     dw: u32,
-    /// The pass over lines (z, y) of a window or of covering windows (`line_passes`): `pass_rows`
-    /// from `pass_first`; 0 rows: all of them.
+    /// The pass over lines (z, y) of a window or of covering windows (`line_passes`,
+    /// `conv::WindowPass`): `pass_rows` from `pass_first`, and of each line `pass_columns` from
+    /// `pass_first_column`; 0: all of them.
     pass_first: u32,
     pd: i32,
     ph: i32,
@@ -81,7 +82,8 @@ struct Params {
     lhs_d: u32,
     lhs_h: u32,
     lhs_w: u32,
-    _pad3: u32,
+    pass_first_column: u32,
+    pass_columns: u32,
 }
 
 /// Bytes of column matrix one launch of `columns` fills (rows are chunked to stay below).
@@ -288,17 +290,24 @@ fn launch(stream: &Stream, entry: &'static str, mut p: Params, tensors: &[&Tenso
             offsets.push(0);
         }
         (p.in_off, p.out_off, p.aux_off, p.aux2_off) = (offsets[0], offsets[1], offsets[2], offsets[3]);
-        for &(pass_first, pass_rows) in &passes {
-            let pass = Params { pass_first, pass_rows, ..p };
+        for pass in &passes {
+            let pass = Params {
+                pass_first: pass.first,
+                pass_rows: pass.rows,
+                pass_first_column: pass.first_column,
+                pass_columns: pass.columns,
+                ..p
+            };
             dispatch(core, encoder, entry, &pipeline, &bindings, bytemuck::bytes_of(&pass), invocations)?;
         }
         Ok(())
     })
 }
 
-/// The (pass_first, pass_rows) of each pass of `entry`, in the order they run.
-fn line_passes(stream: &Stream, entry: &'static str, p: &Params) -> Result<Vec<(u32, u32)>> {
+/// The passes of `entry`, in the order they run.
+fn line_passes(stream: &Stream, entry: &'static str, p: &Params) -> Result<Vec<WindowPass>> {
     conv::window_passes(stream.device(), entry, window_loops(entry, p), pass_geometry(entry, p))
+        .map(|passes| conv::logged("volume", entry, passes))
 }
 
 /// For each chunk of the column matrix of `input` under `p` (rows `[start, start + count)`),

@@ -127,6 +127,27 @@ fn with_binding_cap(mut limits: wgpu::Limits) -> wgpu::Limits {
 pub const ENV_PORTABLE_LIMITS: &str = "TF_WGPU_PORTABLE_LIMITS";
 /// See `Device::open_with`.
 pub const ENV_NO_LOOP_LIMIT: &str = "TF_WGPU_NO_LOOP_LIMIT";
+/// Environment variable: a loop limit (at least `MIN_LOOP_LIMIT`) to plan loops under, below the
+/// adapter's own: small tests reach the kernels' splits of long loops, on any adapter.
+pub const ENV_LOOP_LIMIT: &str = "TF_WGPU_LOOP_LIMIT";
+/// The lowest `TF_WGPU_LOOP_LIMIT`: a pass of one tap in every loop the split kernels keep.
+pub const MIN_LOOP_LIMIT: u64 = 64;
+
+/// The loop limit kernels plan under: llvmpipe's, lowered to `TF_WGPU_LOOP_LIMIT` where that is
+/// set. `TF_WGPU_NO_LOOP_LIMIT=1` plans loops as for a GPU (no limit) on llvmpipe too: a test knob
+/// for the GPU paths of kernels that split long loops, safe for small work only there.
+fn planned_loop_limit(info: &wgpu::AdapterInfo) -> u64 {
+    let unlimited = std::env::var(ENV_NO_LOOP_LIMIT).as_deref() == Ok("1");
+    let adapter = if is_llvmpipe(info) && !unlimited { LLVMPIPE_MAX_LOOP_ITERATIONS } else { u64::MAX };
+    match std::env::var(ENV_LOOP_LIMIT).ok().map(|v| v.trim().parse::<u64>()) {
+        None => adapter,
+        Some(Ok(limit)) if limit >= MIN_LOOP_LIMIT => adapter.min(limit),
+        Some(_) => {
+            log::warn!("tensorflow-wgpu: {ENV_LOOP_LIMIT} ignored (a whole number, at least {MIN_LOOP_LIMIT})");
+            adapter
+        }
+    }
+}
 
 /// Environment variable: `gpu` or `cpu` forces one kernel profile on every adapter, so that both
 /// run (and are tested) on lavapipe. By default CPU adapters take the CPU profile (kernels shaped
@@ -322,11 +343,7 @@ impl Device {
 
         let limits = with_binding_cap(limits);
         let memory = MemoryMap::new(ordinal, &info, &limits);
-        // TF_WGPU_NO_LOOP_LIMIT=1 plans loops as for a GPU (no limit) on llvmpipe too: a test knob
-        // for the GPU paths of kernels that split long loops, safe for small work only there.
-        let unlimited = std::env::var(ENV_NO_LOOP_LIMIT).as_deref() == Ok("1");
-        let max_loop_iterations =
-            if is_llvmpipe(&info) && !unlimited { LLVMPIPE_MAX_LOOP_ITERATIONS } else { u64::MAX };
+        let max_loop_iterations = planned_loop_limit(&info);
         let core = Arc::new(DeviceCore {
             ordinal,
             info,

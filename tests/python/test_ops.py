@@ -3625,6 +3625,9 @@ def pools_past_the_loop_limit():
     column = tied_pool_input((1, 30000, 2), rng)
     column4 = np.concatenate([column, column[..., :1] * 0.5], axis=-1)
     deep = tied_pool_input((1, 25000, 2, 2), rng)
+    # One row of 70,000 taps (past the cap by itself): passes of the row's taps.
+    wide = tied_pool_input((1, 70001), rng)[:, None]
+    wide_grad_grad = rng.standard_normal(wide.shape).astype(np.float32)
 
     def max_pool_grad(x, size, stride, grad):
         y = tf.nn.max_pool2d(x, size, stride, "VALID")
@@ -3651,6 +3654,16 @@ def pools_past_the_loop_limit():
         "MaxPool3D-AvgPool3D-deep": lambda: [tf.nn.max_pool3d(deep, [25000, 1, 1], 1, "VALID"),
                                              tf.nn.avg_pool3d(deep, [25000, 1, 1], 1, "VALID"),
                                              tf.nn.avg_pool3d(deep, [24999, 1, 1], 2, "SAME")],
+        "row-of-70000-taps": lambda: [
+            *tf.nn.max_pool_with_argmax(wide, [1, 70000], 1, "VALID"),
+            tf.nn.max_pool2d(wide, [1, 70000], 1, "VALID"),
+            tf.nn.avg_pool2d(wide, [1, 70000], 1, "VALID"),
+            tf.raw_ops.MaxPoolGrad(orig_input=wide, orig_output=tf.nn.max_pool2d(wide, [1, 70000], 1, "VALID"),
+                                   grad=rng_grad((1, 1, 2, 3)), ksize=[1, 1, 70000, 1], strides=[1] * 4,
+                                   padding="VALID"),
+            tf.raw_ops.MaxPoolGradGrad(orig_input=wide, orig_output=tf.nn.max_pool2d(wide, [1, 70000], 1, "VALID"),
+                                       grad=wide_grad_grad, ksize=[1, 1, 70000, 1], strides=[1] * 4,
+                                       padding="VALID")],
         "MaxPoolGrad-overlapping": lambda: max_pool_grad(x, 256, 1, grad),
         "MaxPoolGrad-disjoint": lambda: max_pool_grad(tiles, 256, 256, rng_grad((1, 2, 2, 3))),
         "MaxPoolGradGrad": lambda: tf.raw_ops.MaxPoolGradGrad(
@@ -3709,8 +3722,9 @@ def rng_grad(shape):
 @pytest.mark.parametrize("case", list(pools_past_the_loop_limit()))
 def test_pools_past_the_loop_limit(strict_placement, case):
     """Windows of 65,536 taps (and 65,536 windows over an element, for AvgPoolGrad) raised
-    Unimplemented on llvmpipe; their kernels run in passes of window rows now, each resuming the
-    argmax, the sum or the first match where the pass before left it. The inputs put a maximum in
+    Unimplemented on llvmpipe; their kernels run in passes of window rows now (a row of 70,000
+    taps alone, in passes of its taps), each resuming the argmax, the sum or the first match where
+    the pass before left it. The inputs put a maximum in
     the second pass's rows and ties across passes (`tied_pool_input`); the answers equal TF-CPU's
     (the first maximum in row-major order, TF's convention on both devices)."""
     run = pools_past_the_loop_limit()[case]
