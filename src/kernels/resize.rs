@@ -857,7 +857,7 @@ pub(super) fn axis_sum(
     };
     let table_fits = table_bytes(0, axis_out) <= limit;
     if input.byte_len() <= limit && out.byte_len() <= limit && table_fits {
-        return launch_axis_sum(ctx, input, out, (outer, axis_in, inner), sources);
+        return launch_axis_sum(ctx, input, out, (outer, axis_in, inner), sources, false);
     }
     let (in_size, out_size) = (input.dtype.size(), out.dtype.size());
     let (in_slice, out_slice) = ((axis_in * inner) as u64 * in_size, (axis_out * inner) as u64 * out_size);
@@ -876,7 +876,7 @@ pub(super) fn axis_sum(
                 view(input, o * axis_in * inner, count * axis_in * inner),
                 view(out, o * axis_out * inner, count * axis_out * inner),
             );
-            launch_axis_sum(ctx, &part_in, &part_out, (count, axis_in, inner), sources)?;
+            launch_axis_sum(ctx, &part_in, &part_out, (count, axis_in, inner), sources, false)?;
             o += count;
         }
         return Ok(());
@@ -896,18 +896,11 @@ pub(super) fn axis_sum(
         .map(|(lo, hi)| hi - lo + 1)
         .max()
         .unwrap_or(1);
-    if widest as u64 * in_row > limit || out_row > limit {
+    if (widest as u64 * in_row > limit || out_row > limit) && inner > 1 {
         // One destination row with its sources passes a binding (the pass down the height of an
-        // image whose rows pass it): ranges of the inner elements, each copied out and back.
-        let chunk = (limit / (widest as u64 * in_size).max(out_size)) as i64;
-        if chunk < 1 {
-            return Err(Error::unimplemented(format!(
-                "{} {} bytes exceeds this adapter's max_storage_buffer_binding_size: the sources of one element of a \
-                 resize",
-                crate::runtime::pipeline::BINDING_LIMIT_ERROR,
-                widest as u64 * in_size
-            )));
-        }
+        // image whose rows pass it): ranges of the inner elements, each copied out and back (one
+        // at a time where one element's sources pass it: their rows then run in windows).
+        let chunk = ((limit / (widest as u64 * in_size).max(out_size)) as i64).max(1);
         let as_columns = |t: &TensorRef, rows: i64, inner: i64| TensorRef { shape: vec![rows, inner, 1], ..t.clone() };
         let (input, out) = (as_columns(input, outer * axis_in, inner), as_columns(out, outer * axis_out, inner));
         let part_in = ctx.allocate_temp(input.dtype, &[outer * axis_in, chunk.min(inner), 1])?;
@@ -940,12 +933,34 @@ pub(super) fn axis_sum(
                 (lo, hi, end) = (band_lo, band_hi, end + 1);
             }
             if end == first {
-                return Err(Error::unimplemented(format!(
-                    "{} {} bytes exceeds this adapter's max_storage_buffer_binding_size: one row of a resize \
-                     or its source rows",
-                    crate::runtime::pipeline::BINDING_LIMIT_ERROR,
-                    out_row.max(in_row)
-                )));
+                // One destination whose source rows (or their table) pass a binding: the sum of
+                // its sources in windows of rows that fit.
+                let target = view(out, (o * axis_out + first) * inner, inner);
+                let (lo, hi) = span_of(first as usize).fold((i64::MAX, i64::MIN), |(l, h), s| (l.min(s), h.max(s)));
+                // A table pair is 8 bytes; clamped taps may list one source row up to 4 times.
+                let window_rows = (limit / in_row.max(32)).saturating_sub(2).max(1) as i64;
+                let pairs = &sources.pairs
+                    [sources.offsets[first as usize] as usize..sources.offsets[end as usize + 1] as usize];
+                let mut written = false;
+                for (a, b) in (lo..=hi).step_by(window_rows as usize).map(|a| (a, (a + window_rows).min(hi + 1))) {
+                    let part: Vec<[u32; 2]> = pairs
+                        .iter()
+                        .filter(|&&[s, _]| (a..b).contains(&i64::from(s)))
+                        .map(|&[s, w]| [s - a as u32, w])
+                        .collect();
+                    if part.is_empty() {
+                        continue;
+                    }
+                    let band = Sources { offsets: vec![0, part.len() as u32], pairs: part };
+                    let source = view(input, (o * axis_in + a) * inner, (b - a) * inner);
+                    launch_axis_sum(ctx, &source, &target, (1, b - a, inner), &band, written)?;
+                    written = true;
+                }
+                if !written {
+                    ctx.stream()?.fill(target.address, target.byte_len(), 0)?;
+                }
+                first = end + 1;
+                continue;
             }
             let target = view(out, (o * axis_out + first) * inner, (end - first) * inner);
             if hi < lo {
@@ -958,7 +973,7 @@ pub(super) fn axis_sum(
                     pairs: sources.pairs[from as usize..to as usize].iter().map(|&[s, w]| [s - lo as u32, w]).collect(),
                 };
                 let source = view(input, (o * axis_in + lo) * inner, (hi - lo + 1) * inner);
-                launch_axis_sum(ctx, &source, &target, (1, hi - lo + 1, inner), &band)?;
+                launch_axis_sum(ctx, &source, &target, (1, hi - lo + 1, inner), &band, false)?;
             }
             first = end;
         }
@@ -967,13 +982,14 @@ pub(super) fn axis_sum(
 }
 
 /// `axis_sum` of tensors that each fit a binding, in launches of at most the adapter's loop budget
-/// of sources each.
+/// of sources each; added to `out` where `accumulate` (a later window of a destination's sources).
 fn launch_axis_sum(
     ctx: &mut dyn KernelContext,
     input: &TensorRef,
     out: &TensorRef,
     (outer, axis_in, inner): (i64, i64, i64),
     sources: &Sources,
+    accumulate: bool,
 ) -> Result<()> {
     let axis_out = sources.offsets.len() as i64 - 1;
     let n = shader_len((outer * axis_out * inner) as u64, "resize gradient")?;
@@ -997,7 +1013,7 @@ fn launch_axis_sum(
             x_table: sources.offsets.len() as u32,
             k_begin,
             k_end,
-            accumulate: u32::from(k_begin > 0),
+            accumulate: u32::from(accumulate || k_begin > 0),
             ..Params::default()
         };
         launch(ctx, "axis_sum", input, out, &table, params, u64::from(n))?;

@@ -925,6 +925,20 @@ CASES = {
         grads=gradient_of_shape(1, 3, 3, E // 4), original_image=many_channels(2, 2), half_pixel_centers=True),
     "resize_nearest_grad_many_channels": lambda: tf.raw_ops.ResizeNearestNeighborGrad(
         grads=gradient_of_shape(1, 3, 3, E // 4), size=[2, 2], half_pixel_centers=True),
+    # One element whose sources pass the binding (the gradient of an upscale from one pixel; an
+    # antialiased downscale to one): its sources in windows of rows, summed.
+    "resize_bilinear_grad_from_one_pixel": lambda: tf.raw_ops.ResizeBilinearGrad(
+        grads=gradient_of_shape(1, 1, E, 1), original_image=tf.zeros([1, 1, 1, 1]), half_pixel_centers=True),
+    "resize_bilinear_grad_from_one_pixel_tall": lambda: tf.raw_ops.ResizeBilinearGrad(
+        grads=gradient_of_shape(1, E, 1, 2), original_image=tf.zeros([1, 1, 1, 2])),
+    "resize_nearest_grad_from_one_pixel": lambda: tf.raw_ops.ResizeNearestNeighborGrad(
+        grads=gradient_of_shape(1, 1, E, 1), size=[1, 1]),
+    "resize_bicubic_grad_from_two_pixels": lambda: tf.raw_ops.ResizeBicubicGrad(
+        grads=gradient_of_shape(1, 1, E, 1), original_image=tf.zeros([1, 1, 2, 1]), half_pixel_centers=True),
+    "scale_and_translate_to_one_pixel": lambda: tf.image.resize(
+        tf.reshape(x2[:E // 256], [1, 1, -1, 1]), [1, 1], "bilinear", antialias=True),
+    "scale_and_translate_lanczos5_to_two_pixels": lambda: tf.image.resize(
+        tf.reshape(x2[:E // 256], [1, -1, 1, 1]), [2, 1], "lanczos5", antialias=True),
     # Convolutions of an image of millions of channels: blocks of its input channels.
     "conv2d_many_channels": lambda: tf.nn.conv2d(many_channels(2, 2), many_channel_filter((2, 2), 2), 1, "SAME"),
     "conv2d_grouped_many_channels": lambda: grouped_conv_many_channels("Conv2D"),
