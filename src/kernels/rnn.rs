@@ -582,6 +582,17 @@ fn copy_rows(
     let whole_fits = [src, src2_tensor, dst].iter().all(|t| t.byte_len() <= limit);
     let widest = i64::from(src_stride.max(src2_stride).max(dst_stride));
     let limit_elements = (limit / src.dtype.size()) as i64;
+    if !whole_fits && cols > limit_elements {
+        // One row past a binding (the input gradient of tens of millions of features): ranges of
+        // its columns, each copied as rows of its own.
+        for first in (0..cols).step_by(limit_elements as usize) {
+            let (count, shift) = ((cols - first).min(limit_elements), first as u32);
+            let src2 = src2.map(|(t, offset, stride)| (t, offset + shift, stride));
+            let (src, dst) = ((src, src_off + shift, src_stride), (dst, dst_off + shift, dst_stride));
+            copy_rows(stream, model, src, src2, dst, rows, count, accumulate)?;
+        }
+        return Ok(());
+    }
     for (first, end) in row_ranges(rows, widest, cols, limit_elements, whole_fits)? {
         let at = |offset: u32, stride: u32| offset + first as u32 * stride;
         let params = Params {

@@ -666,9 +666,24 @@ def test_long_sequence_dropout_case(rng, strict_placement):
                   1e-4, 1e-4)
 
 
+WIDE = [("lstm", "V3"), ("gru", "V1"), ("rnn_relu", "V3")]
+
+
+@pytest.mark.skipif(os.environ.get("TF_WGPU_MAX_BINDING_BYTES") != SMALL_BINDING,
+                    reason="run by test_batch_ranges_past_the_binding, in a process with a 64 KiB binding")
+@pytest.mark.parametrize("mode,version", WIDE, ids=ids(WIDE, "", ""))
+def test_wide_input_case(mode, version, rng, strict_placement):
+    """An input row of 20,000 features (one row past the 64 KiB binding) into a bidirectional
+    layer: the second direction's input gradient adds to the first's in ranges of columns."""
+    case = Case(rng, mode, dirs=2, layers=1, time_major=version == "V1", steps=3, batch=2, units=2, input_size=20000,
+                lengths="random" if version == "V3" else "full")
+    case.params = case.params * np.float32(0.05)
+    check(case, version=version, tol=1e-4, grad_tol=1e-4)
+
+
 def test_batch_ranges_past_the_binding():
     env = dict(os.environ, TF_WGPU_MAX_BINDING_BYTES=SMALL_BINDING, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-                           "test_batch_range_case or test_long_sequence"], env=env, capture_output=True, text=True,
+                           "test_batch_range_case or test_long_sequence or test_wide_input"], env=env, capture_output=True, text=True,
                           timeout=1500)
-    assert proc.returncode == 0 and f"{len(RANGES) + len(LONG) + 1} passed" in proc.stdout, proc.stdout[-4000:]
+    assert proc.returncode == 0 and f"{len(RANGES) + len(LONG) + len(WIDE) + 1} passed" in proc.stdout, proc.stdout[-4000:]
