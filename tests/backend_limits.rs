@@ -49,6 +49,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("runtime::transfer::MEMORY_SHADER", &transfer::MEMORY_SHADER, NONE),
         ("kernels::binary::SHADER", &binary::SHADER, FLOATS),
         ("kernels::binary::BATCH_SHADER", &binary::BATCH_SHADER, &[F32]),
+        ("kernels::binary::TEXELS_SHADER", &binary::TEXELS_SHADER, &[F32]),
         ("kernels::binary::COMPARE_SHADER", &binary::COMPARE_SHADER, FLOATS),
         ("kernels::binary::LOGICAL_SHADER", &binary::LOGICAL_SHADER, NONE),
         ("kernels::binary::SELECT_SHADER", &binary::SELECT_SHADER, NONE),
@@ -151,7 +152,7 @@ fn required_features(module: &naga::Module) -> wgpu::Features {
 /// buffers at `0..s`, uniform data at `s..s+u`, the parameter block at `s+u`. Entry points of a
 /// shared source that bind otherwise belong to another `Shader` constant.
 fn matches_layout(module: &naga::Module, info: &naga::valid::ModuleInfo, index: usize, shader: &Shader) -> bool {
-    let (s, u) = (shader.storage_buffers, shader.uniform_buffers);
+    let (s, u, t) = (shader.storage_buffers, shader.uniform_buffers, shader.textures);
     module.global_variables.iter().all(|(handle, var)| {
         if info.get_entry_point(index)[handle].is_empty() {
             return true;
@@ -160,6 +161,8 @@ fn matches_layout(module: &naga::Module, info: &naga::valid::ModuleInfo, index: 
             (None, _) => true,
             (Some(b), naga::AddressSpace::Storage { .. }) => b.group == 0 && b.binding < s,
             (Some(b), naga::AddressSpace::Uniform) => b.group == 0 && (s..=s + u).contains(&b.binding),
+            // Sampled textures bind after the parameter block (`Shader::textures`).
+            (Some(b), naga::AddressSpace::Handle) => b.group == 0 && (s + u + 1..s + u + 1 + t).contains(&b.binding),
             _ => false,
         }
     })
@@ -441,6 +444,7 @@ fn made_up(storage: u32, size: u32, shared: u32) -> Vec<Entry> {
         source: Box::leak(source.into_boxed_str()),
         storage_buffers: storage,
         uniform_buffers: 0,
+        textures: 0,
     }));
     audit("made up", shader, &[])
 }

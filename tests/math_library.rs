@@ -73,6 +73,7 @@ fn run_module(
         source: Box::leak(source.into_boxed_str()),
         storage_buffers: 2,
         uniform_buffers: 0,
+        textures: 0,
     };
     let stream = Stream::new(device.clone());
     let out_len = out_size * count as u64;

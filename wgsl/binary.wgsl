@@ -202,6 +202,69 @@ fn main_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     out4[p.out_off / 4u + i] = vec4<T>(apply4(x, y));
 }
 
+// `main_vec4` with its operands read from textures instead (`TEXELS`: 1 for `a`, 2 for `b`, 3 for
+// both), copies of them of 4096 texels a row (a scalar: the texel that holds it), for f32 on CPU
+// adapters (`binary::launch_vec4`): llvmpipe fetches texels as vectors where it loads storage lane
+// by lane, and the copies are memcpys. The textures bind after the parameter block.
+override TEXELS: u32 = 0u;
+
+@group(0) @binding(4) var a_texels: texture_2d<u32>;
+@group(0) @binding(5) var b_texels: texture_2d<u32>;
+
+fn texel_coord(i: u32) -> vec2<u32> {
+    return vec2<u32>(i & 4095u, i >> 12u);
+}
+
+// Operand `which` (1: a, 2: b) for output vec4 `i`, from its texture.
+fn operand_texel(which: u32, i: u32, off: u32) -> vec4<f32> {
+    var texel: vec4<u32>;
+    var at = i;
+    if (SCALAR == which) {
+        at = 0u;
+    } else if (ROW == which) {
+        at = rem(i, p.shape[0].x);
+    }
+    if (which == 1u) {
+        texel = textureLoad(a_texels, texel_coord(at), 0);
+    } else {
+        texel = textureLoad(b_texels, texel_coord(at), 0);
+    }
+    let v = bitcast<vec4<f32>>(texel);
+    if (SCALAR == which) {
+        return vec4<f32>(v[off % 4u]);
+    }
+    return v;
+}
+
+@compute @workgroup_size(256)
+fn main_vec4_texels(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= p.n / 4u) {
+        return;
+    }
+    var x: vec4<f32>;
+    var y: vec4<f32>;
+    if ((TEXELS & 1u) != 0u) {
+        x = operand_texel(1u, i, p.a_off);
+    } else if (SCALAR == 1u) {
+        x = vec4<f32>(f32(a4[p.a_off / 4u][p.a_off % 4u]));
+    } else if (ROW == 1u) {
+        x = vec4<f32>(a4[p.a_off / 4u + rem(i, p.shape[0].x)]);
+    } else {
+        x = vec4<f32>(a4[p.a_off / 4u + i]);
+    }
+    if ((TEXELS & 2u) != 0u) {
+        y = operand_texel(2u, i, p.b_off);
+    } else if (SCALAR == 2u) {
+        y = vec4<f32>(f32(b4[p.b_off / 4u][p.b_off % 4u]));
+    } else if (ROW == 2u) {
+        y = vec4<f32>(b4[p.b_off / 4u + rem(i, p.shape[0].x)]);
+    } else {
+        y = vec4<f32>(b4[p.b_off / 4u + i]);
+    }
+    out4[p.out_off / 4u + i] = vec4<T>(apply4(x, y));
+}
+
 // Small launches batched into one dispatch on CPU adapters (`binary::launch_batched`), where a
 // dispatch costs more than a small op: lavapipe wakes its compute thread pool for every dispatch.
 // The storage bindings are slots, each a whole buffer (`a`, `b`, `out` and `s3`..`s27`); each

@@ -20,6 +20,7 @@ pub const SHADER: Shader = Shader {
     source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/batch_norm.wgsl")),
     storage_buffers: 8,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 #[repr(C)]

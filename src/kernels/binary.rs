@@ -3,10 +3,11 @@
 //! sharing `wgsl/broadcast.wgsl`.
 
 use crate::error::{Error, Result};
+use crate::runtime::device::KernelProfile;
 use crate::runtime::encoder::{BatchKind, SlotWindow};
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
-    dispatch, storage_window, vec4_window, Binding, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
+    dispatch, dispatch_with_texels, storage_window, vec4_window, Binding, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
 };
 use crate::runtime::{trace, Stream};
 use bytemuck::Zeroable;
@@ -28,12 +29,15 @@ macro_rules! broadcast_shader {
             ),
             storage_buffers: $buffers,
             uniform_buffers: 0,
+            textures: 0,
         }
     };
 }
 
 pub const SHADER: Shader = broadcast_shader!("binary", "binary.wgsl", 3, "math.wgsl");
 /// `main_batch` of `binary.wgsl`: its slots take every storage binding it declares.
+/// `binary.wgsl`'s `main_vec4_texels`: its two textures bind after the parameter block.
+pub const TEXELS_SHADER: Shader = Shader { name: "binary texels", textures: 2, ..SHADER };
 pub const BATCH_SHADER: Shader = broadcast_shader!("binary batch", "binary.wgsl", BATCH_SLOTS as u32, "math.wgsl");
 pub const COMPARE_SHADER: Shader = broadcast_shader!("compare", "compare.wgsl", 3);
 pub const LOGICAL_SHADER: Shader = broadcast_shader!("logical", "logical.wgsl", 3);
@@ -484,6 +488,11 @@ fn launch_binary(
     launch_two(stream, &SHADER, spec, a, b, out, Units::elements(out.dtype.size()))
 }
 
+/// The fewest vec4s of output for which `launch_vec4` copies its full-size f32 operands into
+/// textures on CPU adapters (`main_vec4_texels`): below it the copies and bindings cost more than
+/// the lane-by-lane loads they save.
+const TEXELS_MIN_VEC4S: u32 = 16 * 1024;
+
 /// How `main_vec4` reads an operand.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Vec4Operand {
@@ -555,11 +564,32 @@ fn launch_vec4(
     let aliases = [("T", out.dtype.wgsl())];
     let mut vec4_constants = constants.to_vec();
     vec4_constants.extend([("SCALAR", f64::from(scalar)), ("ROW", f64::from(row)), fast_div(n / 4)]);
-    let vec4 = device.pipelines.get(
-        device,
-        &SHADER,
-        &PipelineSpec { entry: "main_vec4", aliases: &aliases, constants: &vec4_constants },
-    )?;
+    let bindings = [windows[0].0, windows[1].0, windows[2].0];
+    let [a_off, b_off, out_off] = [windows[0].1, windows[1].1, windows[2].1];
+    let body = n / 4 * 4;
+    // On CPU adapters, f32 operands go through textures: a scalar as the texel that holds it,
+    // rows and full-size operands where they start on a texel. (Binding offsets are multiples of 16.)
+    let texel_copy = |i: usize, off: u32| -> Option<(u64, u64)> {
+        let start = bindings[i].offset + u64::from(off) * 4;
+        match kinds[i] {
+            Scalar => Some((bindings[i].offset + u64::from(off / 4) * 16, 1)),
+            Row if start % 16 == 0 => Some((start, row_vec4s)),
+            Full if start % 16 == 0 => Some((start, u64::from(body / 4))),
+            _ => None,
+        }
+    };
+    let copies =
+        if device.kernel_profile() == KernelProfile::Cpu && out.dtype == DType::F32 && body / 4 >= TEXELS_MIN_VEC4S {
+            [texel_copy(0, a_off), texel_copy(1, b_off)]
+        } else {
+            [None, None]
+        };
+    let texel_operands = u32::from(copies[0].is_some()) | u32::from(copies[1].is_some()) << 1;
+    let (shader, entry) =
+        if texel_operands != 0 { (&TEXELS_SHADER, "main_vec4_texels") } else { (&SHADER, "main_vec4") };
+    vec4_constants.push(("TEXELS", f64::from(texel_operands)));
+    let vec4 =
+        device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &aliases, constants: &vec4_constants })?;
     // The tail indexes one flat dimension.
     let tail_constants: Vec<_> = constants.iter().copied().chain([rank_constant(1)]).collect();
     let tail = device.pipelines.get(
@@ -567,14 +597,25 @@ fn launch_vec4(
         &SHADER,
         &PipelineSpec { entry: "main", aliases: &aliases, constants: &tail_constants },
     )?;
-    let bindings = [windows[0].0, windows[1].0, windows[2].0];
-    let [a_off, b_off, out_off] = [windows[0].1, windows[1].1, windows[2].1];
-    let body = n / 4 * 4;
     stream.encode(|core, encoder| {
         let mut params = TwoOperandParams { n: body, rank: 1, a_off, b_off, out_off, ..Zeroable::zeroed() };
         params.shape[0] = row_vec4s as u32;
         let label = "binary vec4";
-        dispatch(core, encoder, label, &vec4, &bindings, bytemuck::bytes_of(&params), u64::from(body / 4))?;
+        let vec4s = u64::from(body / 4);
+        if texel_operands == 0 {
+            dispatch(core, encoder, label, &vec4, &bindings, bytemuck::bytes_of(&params), vec4s)?;
+        } else {
+            let mut views = Vec::with_capacity(2);
+            for (i, role) in ["binary a texels", "binary b texels"].into_iter().enumerate() {
+                if let Some((start, texels)) = copies[i] {
+                    views.push(core.scratch.texels(core, encoder, role, bindings[i].buffer, start, texels)?);
+                }
+            }
+            // An operand read from storage leaves its texture binding to the other's copy.
+            let texels = [&views[0], views.last().unwrap_or(&views[0])];
+            let label = "binary vec4 texels";
+            dispatch_with_texels(core, encoder, label, &vec4, &bindings, &texels, bytemuck::bytes_of(&params), vec4s)?;
+        }
         let rest = n - body;
         if rest > 0 {
             // One flat dimension: full operands step through it, the scalar stays put. (Outputs with

@@ -9,8 +9,13 @@ use crate::runtime::Stream;
 use super::windows::elementwise_parts;
 use super::{complex, integer, shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "cast", source: include_str!("../../wgsl/cast.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "cast",
+    source: include_str!("../../wgsl/cast.wgsl"),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+    textures: 0,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

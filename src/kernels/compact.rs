@@ -14,6 +14,7 @@ pub const SHADER: Shader = Shader {
     source: concat!(include_str!("../../wgsl/compact.wgsl"), include_str!("../../wgsl/chunk_scan.wgsl")),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// Elements per workgroup (`CHUNK` in the shader).

@@ -21,6 +21,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// complex64 arithmetic: TF op and `OP` of `complex.wgsl`.

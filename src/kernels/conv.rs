@@ -35,6 +35,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 6,
     uniform_buffers: 0,
+    textures: 0,
 };
 /// `conv.wgsl` in f64 (SHADER_F64), for the float64 pools and their gradients.
 pub const FLOAT64_SHADER: Shader = Shader {
@@ -48,6 +49,7 @@ pub const FLOAT64_SHADER: Shader = Shader {
     ),
     storage_buffers: 6,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// The pipeline of `conv.wgsl`'s `entry`, specialised on whether `quot` may divide through f32:

@@ -31,6 +31,7 @@ pub const CONV_TILES_SHADER: Shader = Shader {
     source: include_str!("../../wgsl/conv_tiles_subgroup.wgsl"),
     storage_buffers: 1,
     uniform_buffers: 1 + CONV_SLABS,
+    textures: 0,
 };
 /// Filter slabs one `conv_tiles_subgroup` dispatch binds (`scripts/gen-matmul-tiles.py`'s CONV_SLABS).
 const CONV_SLABS: u32 = 3;

@@ -17,6 +17,7 @@ pub const SHADER: Shader = Shader {
     source: concat!(include_str!("../../wgsl/quot.wgsl"), include_str!("../../wgsl/index.wgsl")),
     storage_buffers: 4,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 const MAX_RANK: usize = 8;

@@ -21,6 +21,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// `OP` of `integer.wgsl` for AddV2 and Sub.

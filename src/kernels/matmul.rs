@@ -25,6 +25,7 @@ pub const SHADER: Shader = Shader {
     source: concat!(include_str!("../../wgsl/matmul_batch.wgsl"), include_str!("../../wgsl/matmul.wgsl")),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// The uniform-fed tiled matmul for CPU adapters (`wgsl/matmul_tiles.wgsl`) and its packer.
@@ -33,12 +34,14 @@ pub const PACK_SHADER: Shader = Shader {
     source: concat!(include_str!("../../wgsl/quot.wgsl"), include_str!("../../wgsl/matmul_pack.wgsl")),
     storage_buffers: 2,
     uniform_buffers: 0,
+    textures: 0,
 };
 pub const TILES_SHADER: Shader = Shader {
     name: "matmul_tiles",
     source: include_str!("../../wgsl/matmul_tiles.wgsl"),
     storage_buffers: 1,
     uniform_buffers: 2 * TILE_PAIRS,
+    textures: 0,
 };
 /// The same product with A's rows shared through `subgroupBroadcast` (`wgsl/matmul_tiles_subgroup.wgsl`),
 /// for devices with subgroups of at least [`SUBGROUP_TILE_LANES`] invocations: about 1.8x the plain
@@ -48,6 +51,7 @@ pub const TILES_SUBGROUP_SHADER: Shader = Shader {
     source: include_str!("../../wgsl/matmul_tiles_subgroup.wgsl"),
     storage_buffers: 1,
     uniform_buffers: 2 * TILE_PAIRS,
+    textures: 0,
 };
 /// Invocations in a workgroup of `matmul_tiles_subgroup`: all of them must share one subgroup.
 const SUBGROUP_TILE_LANES: u32 = 8;

@@ -17,6 +17,7 @@ pub const SHADER: Shader = Shader {
     source: concat!(include_str!("../../wgsl/matmul_batch.wgsl"), include_str!("../../wgsl/matmul_gpu.wgsl")),
     storage_buffers: 4,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// Rows and columns of C one workgroup computes, and the contraction one step stages.

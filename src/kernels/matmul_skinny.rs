@@ -32,6 +32,7 @@ macro_rules! skinny_shader {
             ),
             storage_buffers: 2,
             uniform_buffers: 1,
+            textures: 0,
         }
     };
 }
@@ -44,6 +45,7 @@ pub const PACK_SHADER: Shader = Shader {
     source: include_str!("../../wgsl/matmul_skinny_pack.wgsl"),
     storage_buffers: 2,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// The packed small operand's chunk: WebGPU's default (and lavapipe's) largest uniform binding.

@@ -11,8 +11,13 @@ use super::validate::{self, shape_string};
 use super::windows::{self, binding_limit, elementwise_parts};
 use super::{shader_len, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "matrix", source: include_str!("../../wgsl/matrix.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "matrix",
+    source: include_str!("../../wgsl/matrix.wgsl"),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+    textures: 0,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -119,8 +124,13 @@ fn launch(ctx: &mut dyn KernelContext, mut p: Params, input: &TensorRef, out: &T
 
 /// MatrixDiag, MatrixDiagPart and MatrixSetDiag (all generations), Diag and DiagPart
 /// (`wgsl/diag.wgsl`), for dtypes of whole words.
-pub const DIAG_SHADER: Shader =
-    Shader { name: "diag", source: include_str!("../../wgsl/diag.wgsl"), storage_buffers: 3, uniform_buffers: 0 };
+pub const DIAG_SHADER: Shader = Shader {
+    name: "diag",
+    source: include_str!("../../wgsl/diag.wgsl"),
+    storage_buffers: 3,
+    uniform_buffers: 0,
+    textures: 0,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]

@@ -72,6 +72,7 @@ pub const SOFTMAX_SHADER: Shader = Shader {
     ),
     storage_buffers: 2,
     uniform_buffers: 0,
+    textures: 0,
 };
 /// The same template for float64 (`F = f64`), with float64 row math.
 pub const SOFTMAX_F64_SHADER: Shader = Shader {
@@ -209,6 +210,7 @@ pub const XENT_SHADER: Shader = Shader {
     ),
     storage_buffers: 5,
     uniform_buffers: 0,
+    textures: 0,
 };
 /// The same template for float64.
 pub const XENT_F64_SHADER: Shader = Shader {

@@ -22,6 +22,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 1,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// The same with the float64 normal fills (`wgsl/random_f64.wgsl`; needs SHADER_F64).

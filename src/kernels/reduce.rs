@@ -29,6 +29,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 2,
     uniform_buffers: 0,
+    textures: 0,
 };
 /// float64 Sum, Prod, Max, Min, Mean and L2Loss, computed in f64 (needs SHADER_F64). Binding 2 is the input
 /// again, read as words for its NaN bits.
@@ -41,6 +42,7 @@ pub const F64_SHADER: Shader = Shader {
     ),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// Integer Sum, Prod, Max, Min and Mean, int8 to uint64, in 64 bits (`wgsl/integer_reduce.wgsl`).
@@ -55,6 +57,7 @@ pub const INTEGER_SHADER: Shader = Shader {
     ),
     storage_buffers: 2,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// Elements one invocation of `integer_reduce.wgsl` combines in one launch.

@@ -22,6 +22,7 @@ pub const SHADER: Shader = Shader {
     source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/resize.wgsl")),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 #[repr(C)]

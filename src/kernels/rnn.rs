@@ -31,6 +31,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 8,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// The cells in float64 (SHADER_F64), with `math_f64.wgsl`'s exp and tanh.
@@ -43,6 +44,7 @@ pub const FLOAT64_SHADER: Shader = Shader {
     ),
     storage_buffers: 8,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// The binding of `rnn.wgsl`'s `lens` (u32 sequence lengths); every other binding holds elements.

@@ -23,6 +23,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 /// The same scans of float64, computed in f64 (SHADER_F64).
 pub const FLOAT64_SHADER: Shader = Shader {
@@ -34,6 +35,7 @@ pub const FLOAT64_SHADER: Shader = Shader {
     ),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 #[repr(C)]

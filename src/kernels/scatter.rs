@@ -28,6 +28,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// Scatters of 8-byte integers (arithmetic, and assignments), through per-row chains of the updates.
@@ -42,6 +43,7 @@ pub const CHAIN_SHADER: Shader = Shader {
     ),
     storage_buffers: 4,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// Arithmetic scatters of float64 (SHADER_F64), through the same chains.

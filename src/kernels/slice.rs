@@ -9,8 +9,13 @@ use super::index::{DimMap, DimMode};
 use super::windows::{self, binding_limit};
 use super::{validate, DType, KernelContext, KernelInstance, TensorRef};
 
-pub const SHADER: Shader =
-    Shader { name: "strided", source: include_str!("../../wgsl/strided.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
+pub const SHADER: Shader = Shader {
+    name: "strided",
+    source: include_str!("../../wgsl/strided.wgsl"),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+    textures: 0,
+};
 
 const MAX_RANK: usize = 8;
 
@@ -464,6 +469,7 @@ pub const REVERSE_SEQUENCE_SHADER: Shader = Shader {
     source: include_str!("../../wgsl/reverse_sequence.wgsl"),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 #[repr(C)]

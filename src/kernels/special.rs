@@ -20,6 +20,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// The same entry points over the float64 library (`wgsl/special_math_f64.wgsl`: the Gamma family
@@ -35,6 +36,7 @@ pub const FLOAT64_SHADER: Shader = Shader {
     ),
     storage_buffers: 3,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// One-operand functions: TF op and entry point.

@@ -14,12 +14,14 @@ pub const SHADER: Shader = Shader {
     source: concat!(include_str!("../../wgsl/math.wgsl"), include_str!("../../wgsl/unary.wgsl")),
     storage_buffers: 2,
     uniform_buffers: 0,
+    textures: 0,
 };
 pub const CLASSIFY_SHADER: Shader = Shader {
     name: "classify",
     source: include_str!("../../wgsl/classify.wgsl"),
     storage_buffers: 2,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// The ops of `unary.wgsl`, by the value of its `OP` override constant.

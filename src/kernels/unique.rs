@@ -28,6 +28,7 @@ pub const SHADER: Shader = Shader {
     source: concat!(include_str!("../../wgsl/unique.wgsl"), include_str!("../../wgsl/chunk_scan.wgsl")),
     storage_buffers: 8,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 /// Elements per workgroup of the counting passes (`CHUNK` in the shader).

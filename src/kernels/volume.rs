@@ -31,6 +31,7 @@ pub const SHADER: Shader = Shader {
     ),
     storage_buffers: 4,
     uniform_buffers: 0,
+    textures: 0,
 };
 /// `volume.wgsl` in f64 (SHADER_F64), for float64 convolutions.
 pub const FLOAT64_SHADER: Shader = Shader {
@@ -43,6 +44,7 @@ pub const FLOAT64_SHADER: Shader = Shader {
     ),
     storage_buffers: 4,
     uniform_buffers: 0,
+    textures: 0,
 };
 
 #[repr(C)]

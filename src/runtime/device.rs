@@ -131,6 +131,8 @@ pub const ENV_NO_LOOP_LIMIT: &str = "TF_WGPU_NO_LOOP_LIMIT";
 /// adapter's own: small tests reach the kernels' splits of long loops, on any adapter.
 pub const ENV_LOOP_LIMIT: &str = "TF_WGPU_LOOP_LIMIT";
 /// The lowest `TF_WGPU_LOOP_LIMIT`: a pass of one tap in every loop the split kernels keep.
+/// The limit applies to every kernel, so matmul and convolution budgets shrink with it too:
+/// values this low suit pool-only tests.
 pub const MIN_LOOP_LIMIT: u64 = 64;
 
 /// The loop limit kernels plan under: llvmpipe's, lowered to `TF_WGPU_LOOP_LIMIT` where that is

@@ -159,6 +159,7 @@ pub struct BindGroupKey {
     pub layout: wgpu::BindGroupLayout,
     pub buffers: Vec<(wgpu::Buffer, u64, u64)>,
     pub params: (wgpu::Buffer, u64),
+    pub textures: Vec<wgpu::TextureView>,
 }
 
 /// What an upload is for.

@@ -19,9 +19,11 @@ pub struct Shader {
     /// Every entry point of the file sees `storage_buffers` read-write storage buffers at bindings
     /// `0..storage_buffers`, then `uniform_buffers` uniform bindings of data (64 KiB tiles), then one
     /// uniform block of parameters (an explicit layout, so that an entry point may leave a binding
-    /// unused).
+    /// unused), then `textures` sampled `texture_2d<u32>` bindings (`texels`: full-size operands
+    /// staged for CPU adapters).
     pub storage_buffers: u32,
     pub uniform_buffers: u32,
+    pub textures: u32,
 }
 
 /// A pipeline and the bind group layout it was built with.
@@ -40,10 +42,13 @@ pub struct PipelineSpec<'a> {
     pub constants: &'a [(&'static str, f64)],
 }
 
+/// A layout's storage buffers, data uniforms and textures (`Shader`'s counts).
+type LayoutKey = (u32, u32, u32);
+
 #[derive(Default)]
 pub struct PipelineCache {
     modules: Mutex<HashMap<String, wgpu::ShaderModule>>,
-    layouts: Mutex<HashMap<(u32, u32), (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
+    layouts: Mutex<HashMap<LayoutKey, (wgpu::BindGroupLayout, wgpu::PipelineLayout)>>,
     /// By the hash of their `PipelineKey`: a lookup, once per launch, hashes the spec in place
     /// instead of formatting a key (formatting and its allocations cost about a microsecond).
     pipelines: Mutex<HashMap<u64, PipelineBucket>>,
@@ -110,10 +115,11 @@ pub fn specialised_source(shader: &Shader, aliases: &[(&str, &str)]) -> String {
 
 impl PipelineCache {
     fn layout(&self, core: &DeviceCore, shader: &Shader) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
-        let (storage_buffers, uniform_buffers) = (shader.storage_buffers, shader.uniform_buffers);
+        let (storage_buffers, uniform_buffers, textures) =
+            (shader.storage_buffers, shader.uniform_buffers, shader.textures);
         let mut layouts = self.layouts.lock().unwrap_or_else(|e| e.into_inner());
         layouts
-            .entry((storage_buffers, uniform_buffers))
+            .entry((storage_buffers, uniform_buffers, textures))
             .or_insert_with(|| {
                 let storage = (0..storage_buffers).map(|binding| wgpu::BindGroupLayoutEntry {
                     binding,
@@ -146,7 +152,18 @@ impl PipelineCache {
                     ..uniform(storage_buffers + uniform_buffers)
                 };
                 let uniforms = (storage_buffers..storage_buffers + uniform_buffers).map(uniform).chain([params]);
-                let entries: Vec<_> = storage.chain(uniforms).collect();
+                let first_texture = storage_buffers + uniform_buffers + 1;
+                let texels = (first_texture..first_texture + textures).map(|binding| wgpu::BindGroupLayoutEntry {
+                    binding,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Texture {
+                        sample_type: wgpu::TextureSampleType::Uint,
+                        view_dimension: wgpu::TextureViewDimension::D2,
+                        multisampled: false,
+                    },
+                    count: None,
+                });
+                let entries: Vec<_> = storage.chain(uniforms).chain(texels).collect();
                 let bind_group_layout = core.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                     label: Some("kernel bind group layout"),
                     entries: &entries,
@@ -370,6 +387,40 @@ pub fn dispatch_workgroups(
     uniform: &[u8],
     groups: [u32; 3],
 ) -> Result<()> {
+    dispatch_bound(core, encoder, label, pipeline, storage, &[], uniform, groups)
+}
+
+/// `dispatch` for a shader with `textures` (`Shader::textures`): `texels` bind after the
+/// parameter block, in order.
+#[allow(clippy::too_many_arguments)]
+pub fn dispatch_with_texels(
+    core: &DeviceCore,
+    encoder: &mut Encoder,
+    label: &str,
+    pipeline: &Pipeline,
+    storage: &[Binding],
+    texels: &[&wgpu::TextureView],
+    uniform: &[u8],
+    invocations: u64,
+) -> Result<()> {
+    if invocations == 0 {
+        return Ok(());
+    }
+    let groups = grid(core, invocations.div_ceil(WORKGROUP_SIZE as u64), label)?;
+    dispatch_bound(core, encoder, label, pipeline, storage, texels, uniform, groups)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dispatch_bound(
+    core: &DeviceCore,
+    encoder: &mut Encoder,
+    label: &str,
+    pipeline: &Pipeline,
+    storage: &[Binding],
+    texels: &[&wgpu::TextureView],
+    uniform: &[u8],
+    groups: [u32; 3],
+) -> Result<()> {
     if groups.contains(&0) {
         return Ok(());
     }
@@ -383,6 +434,7 @@ pub fn dispatch_workgroups(
         layout: pipeline.layout.clone(),
         buffers: storage.iter().map(|b| (b.buffer.clone(), b.offset, b.size)).collect(),
         params: (params.buffer.clone(), params.size),
+        textures: texels.iter().map(|&view| view.clone()).collect(),
     };
     let bind_group = encoder.bind_group(key, |key| {
         let mut entries: Vec<wgpu::BindGroupEntry> = key
@@ -406,6 +458,11 @@ pub fn dispatch_workgroups(
                 size: wgpu::BufferSize::new(key.params.1),
             }),
         });
+        let first_texture = storage.len() as u32 + 1;
+        entries.extend(key.textures.iter().zip(first_texture..).map(|(view, binding)| wgpu::BindGroupEntry {
+            binding,
+            resource: wgpu::BindingResource::TextureView(view),
+        }));
         core.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(label),
             layout: &pipeline.layout,

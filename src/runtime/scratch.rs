@@ -12,10 +12,17 @@ use std::sync::Mutex;
 use crate::error::{Error, Result};
 
 use super::device::DeviceCore;
+use super::encoder::Encoder;
+use super::trace::ActivityKind;
+
+/// Texels per row of a scratch texture (`ScratchBuffers::texels`): 16-byte texels, four 32-bit
+/// elements each, so a row is 64 KiB, a multiple of the 256-byte row pitch copies need.
+pub const TEXEL_ROW: u32 = 4096;
 
 #[derive(Default)]
 pub struct ScratchBuffers {
     buffers: Mutex<HashMap<&'static str, wgpu::Buffer>>,
+    textures: Mutex<HashMap<&'static str, (wgpu::Texture, wgpu::TextureView)>>,
 }
 
 impl ScratchBuffers {
@@ -52,5 +59,85 @@ impl ScratchBuffers {
         }
         buffers.insert(role, buffer.clone());
         Ok(buffer)
+    }
+
+    /// Copies `vec4s` 16-byte texels of `buffer` from `offset` (a multiple of 16) into the scratch
+    /// texture for `role` (`TEXEL_ROW` texels a row, row-major) and returns its view, for kernels
+    /// on CPU adapters: llvmpipe loads storage buffers lane by lane, a loop per load, but fetches
+    /// texels as vectors, and a copy into a texture is a memcpy there.
+    pub fn texels(
+        &self,
+        core: &DeviceCore,
+        encoder: &mut Encoder,
+        role: &'static str,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        vec4s: u64,
+    ) -> Result<wgpu::TextureView> {
+        let row = u64::from(TEXEL_ROW);
+        let (full_rows, rest) = (vec4s / row, vec4s % row);
+        let (texture, view) = self.texture(core, role, vec4s.div_ceil(row))?;
+        encoder.traced(core, ActivityKind::MemcpyDtoD, vec4s * 16, |encoder| {
+            let copy = |encoder: &mut Encoder, start: u64, origin_row: u64, width: u64, rows: u64| {
+                encoder.copy_buffer_to_texture(
+                    wgpu::TexelCopyBufferInfo {
+                        buffer,
+                        layout: wgpu::TexelCopyBufferLayout {
+                            offset: start,
+                            bytes_per_row: Some(TEXEL_ROW * 16),
+                            rows_per_image: Some(rows as u32),
+                        },
+                    },
+                    wgpu::TexelCopyTextureInfo {
+                        texture: &texture,
+                        mip_level: 0,
+                        origin: wgpu::Origin3d { x: 0, y: origin_row as u32, z: 0 },
+                        aspect: wgpu::TextureAspect::All,
+                    },
+                    wgpu::Extent3d { width: width as u32, height: rows as u32, depth_or_array_layers: 1 },
+                );
+            };
+            if full_rows > 0 {
+                copy(encoder, offset, 0, row, full_rows);
+            }
+            if rest > 0 {
+                copy(encoder, offset + full_rows * row * 16, full_rows, rest, 1);
+            }
+            Ok(())
+        })?;
+        Ok(view)
+    }
+
+    /// The scratch texture for `role`, at least `rows` rows of `TEXEL_ROW` texels. Heights grow by
+    /// powers of two, so few sizes are ever made (wgpu zeroes each once, at its first partial copy).
+    fn texture(&self, core: &DeviceCore, role: &'static str, rows: u64) -> Result<(wgpu::Texture, wgpu::TextureView)> {
+        let mut textures = self.textures.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = textures.get(role).filter(|(t, _)| u64::from(t.height()) >= rows) {
+            return Ok(found.clone());
+        }
+        let max = u64::from(core.limits.max_texture_dimension_2d);
+        let height = rows.next_power_of_two();
+        if height > max || u64::from(TEXEL_ROW) > max {
+            return Err(Error::unimplemented(format!("{role}: {rows} texel rows exceed the adapter's texture size")));
+        }
+        log::debug!("tensorflow-wgpu: scratch texture {role} grows to {height} rows");
+        let (texture, error) = core.capture_errors(|| {
+            core.device.create_texture(&wgpu::TextureDescriptor {
+                label: Some(role),
+                size: wgpu::Extent3d { width: TEXEL_ROW, height: height as u32, depth_or_array_layers: 1 },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba32Uint,
+                usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+                view_formats: &[],
+            })
+        });
+        if let Some(e) = error {
+            return Err(Error::resource_exhausted(format!("{role}: could not allocate a {height}-row texture: {e}")));
+        }
+        let view = texture.create_view(&wgpu::TextureViewDescriptor { label: Some(role), ..Default::default() });
+        textures.insert(role, (texture.clone(), view.clone()));
+        Ok((texture, view))
     }
 }

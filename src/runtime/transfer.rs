@@ -10,8 +10,13 @@ use super::encoder::Encoder;
 use super::pipeline::{dispatch, Binding, PipelineSpec, Shader};
 use super::trace::ActivityKind;
 
-pub const MEMORY_SHADER: Shader =
-    Shader { name: "memory", source: include_str!("../../wgsl/memory.wgsl"), storage_buffers: 2, uniform_buffers: 0 };
+pub const MEMORY_SHADER: Shader = Shader {
+    name: "memory",
+    source: include_str!("../../wgsl/memory.wgsl"),
+    storage_buffers: 2,
+    uniform_buffers: 0,
+    textures: 0,
+};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

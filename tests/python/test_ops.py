@@ -2434,6 +2434,64 @@ def test_large_elementwise_ops_run_four_elements_at_a_time():
     assert "dispatch unary vec4" in log, log[-3000:]
 
 
+def test_large_elementwise_ops_read_operands_through_textures(strict_placement):
+    """On CPU adapters, f32 binary ops of 64K elements or more read their operands from textures
+    (copies of them, `main_vec4_texels`): full-size operands, rows and scalars on either side, a tail
+    of 3 elements, split parts of odd lengths, and textures that grow (a partial last row of 4096
+    texels, then 20 rows, then 128) and are reused smaller, against NumPy."""
+    rng = rng_for("texels")
+    x = rng.standard_normal((257, 1023)).astype(np.float32)
+    y = rng.standard_normal((257, 1023)).astype(np.float32)
+    big = rng.standard_normal((2048, 1024)).astype(np.float32)
+    row = rng.standard_normal(1024).astype(np.float32)
+    rows = rng.standard_normal((8, 70001)).astype(np.float32)
+    with tf.device(GPU):
+        tx, ty, tbig, trow = (tf.identity(tf.constant(v)) for v in (x, y, big, row))
+        got = {
+            "sub": tf.subtract(tx, ty), "div": tf.divide(tx, ty), "max": tf.maximum(tx, ty),
+            "relu_grad": tf.raw_ops.ReluGrad(gradients=tx, features=ty),
+            "sq_diff": tf.math.squared_difference(tx, ty),
+            "scalar_minus": tf.subtract(3.0, tx), "minus_scalar": tf.subtract(tx, 3.0),
+            "big_plus_row": tbig + trow, "row_minus_big": trow - tbig, "bias": tf.nn.bias_add(tbig, trow),
+            "big_times_big": tbig * tbig, "small_again": tf.subtract(ty, tx),
+        }
+        got = {k: v.numpy() for k, v in got.items()}
+        parts = tf.split(tf.identity(tf.constant(rows)), 8)
+        diffs = [(p - 1.5 * p).numpy() for p in parts]
+    want = {
+        "sub": x - y, "div": x / y, "max": np.maximum(x, y), "relu_grad": x * (y > 0),
+        "sq_diff": (x - y) ** 2, "scalar_minus": 3.0 - x, "minus_scalar": x - 3.0,
+        "big_plus_row": big + row, "row_minus_big": row - big, "bias": big + row,
+        "big_times_big": big * big, "small_again": y - x,
+    }
+    for k in want:
+        if k == "div":
+            np.testing.assert_allclose(got[k], want[k], rtol=3e-7, err_msg=k)
+        else:
+            np.testing.assert_array_equal(got[k], want[k].astype(np.float32), err_msg=k)
+    for i in range(8):
+        np.testing.assert_array_equal(diffs[i], rows[i:i + 1] - np.float32(1.5) * rows[i:i + 1])
+
+
+def test_large_elementwise_ops_take_the_texel_kernel():
+    """The case above would pass on the storage kernel alone: the dispatch log shows the texel
+    kernel for a full-size pair, a row, a scalar and a split part with a tail, and the storage
+    kernel below the texel kernel's threshold."""
+    script = (
+        "import tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    x, row = tf.identity(tf.ones([256, 1024])), tf.identity(tf.ones([1024]))\n"
+        "    (x - x).numpy(); (x + row).numpy(); (x * 2.0).numpy()\n"
+        "    part = tf.split(tf.identity(tf.ones([2, 70001])), 2)[1]\n"
+        "    (part + part).numpy()\n"
+        "    small = tf.identity(tf.ones([64, 66]))\n"
+        "    (small + small).numpy()\n"
+    )
+    log = dispatch_log(script)
+    assert log.count("dispatch binary vec4 texels") == 4, log[-3000:]
+    assert "dispatch binary vec4 [" in log, log[-3000:]
+
+
 ARG_FLOAT_TYPES = [t for t in ("float32", "float64", "float16", "bfloat16")
                    if ("ArgMax", {"T": t, "output_type": "int64"}) in KERNELS]
 
