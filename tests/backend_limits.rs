@@ -50,6 +50,8 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::binary::SHADER", &binary::SHADER, FLOATS),
         ("kernels::binary::BATCH_SHADER", &binary::BATCH_SHADER, &[F32]),
         ("kernels::binary::TEXELS_SHADER", &binary::TEXELS_SHADER, &[F32]),
+        ("kernels::unary::TEXELS_SHADER", &unary::TEXELS_SHADER, &[F32]),
+        ("kernels::index::TEXELS_SHADER", &index::TEXELS_SHADER, NONE),
         ("kernels::binary::COMPARE_SHADER", &binary::COMPARE_SHADER, FLOATS),
         ("kernels::binary::LOGICAL_SHADER", &binary::LOGICAL_SHADER, NONE),
         ("kernels::binary::SELECT_SHADER", &binary::SELECT_SHADER, NONE),

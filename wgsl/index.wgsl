@@ -6,6 +6,7 @@
 // map_*:        Transpose, Tile, Pad, PadV2, MirrorPad, ReverseV2, BroadcastTo, Fill (per-dim modes)
 // rows_*:       ConcatV2 and Pack: contiguous input rows into a pitched region of the output
 // gather_*:     GatherV2 (axis, no batch dims); out-of-range indices give zeros, as on TF-GPU
+// repeat_row_*: Tile and BroadcastTo that repeat one row (the input) along the output, by vec4s
 // one_hot:      OneHot for whole-word dtypes
 // range_f32:    Range for float32
 
@@ -117,6 +118,32 @@ fn map_words(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     } else {
         dst[p.dst_off + w] = src[p.src_off + u32(s) * p.unit + w % p.unit];
     }
+}
+
+// Tile and BroadcastTo whose input repeats whole along the output (a bias-like row): `p.n` vec4s
+// of output from a row of `p.a` vec4s; offsets in vec4s. `repeat_row_texels` reads the row from a
+// texture (4096 texels a row) on CPU adapters, where llvmpipe loads storage lane by lane.
+@group(0) @binding(0) var<storage, read_write> src4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> dst4: array<vec4<u32>>;
+@group(0) @binding(5) var row_texels: texture_2d<u32>;
+
+@compute @workgroup_size(256)
+fn repeat_row_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    dst4[p.dst_off + i] = src4[p.src_off + rem(i, p.a)];
+}
+
+@compute @workgroup_size(256)
+fn repeat_row_texels(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= p.n) {
+        return;
+    }
+    let j = rem(i, p.a);
+    dst4[p.dst_off + i] = textureLoad(row_texels, vec2<u32>(j & 4095u, j >> 12u), 0);
 }
 
 fn byte_at(word: u32, i: u32) -> u32 {

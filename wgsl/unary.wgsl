@@ -94,3 +94,17 @@ fn main_vec4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     let v = vec4<f32>(x4[p.in_off / 4u + i]);
     y4[p.out_off / 4u + i] = vec4<T>(vec4<f32>(apply(v.x), apply(v.y), apply(v.z), apply(v.w)));
 }
+
+// `main_vec4` reading its input from a texture, a copy of it of 4096 texels a row, for f32 on CPU
+// adapters (see `main_vec4_texels` in binary.wgsl). The texture binds after the parameter block.
+@group(0) @binding(3) var x_texels: texture_2d<u32>;
+
+@compute @workgroup_size(256)
+fn main_vec4_texels(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= p.n / 4u) {
+        return;
+    }
+    let v = bitcast<vec4<f32>>(textureLoad(x_texels, vec2<u32>(i & 4095u, i >> 12u), 0));
+    y4[p.out_off / 4u + i] = vec4<T>(vec4<f32>(apply(v.x), apply(v.y), apply(v.z), apply(v.w)));
+}

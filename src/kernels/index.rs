@@ -3,8 +3,11 @@
 //! as whole words, or byte by byte for 1- and 2-byte dtypes.
 
 use crate::error::{Error, Result};
+use crate::runtime::device::KernelProfile;
 use crate::runtime::memory::DeviceSlice;
-use crate::runtime::pipeline::{dispatch, storage_window, Binding, PipelineSpec, Shader};
+use crate::runtime::pipeline::{
+    aligned_vec4_window, dispatch, dispatch_with_texels, storage_window, Binding, PipelineSpec, Shader,
+};
 use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
@@ -19,6 +22,9 @@ pub const SHADER: Shader = Shader {
     uniform_buffers: 0,
     textures: 0,
 };
+
+/// `index.wgsl`'s `repeat_row_texels`: its texture binds after the parameter block.
+pub const TEXELS_SHADER: Shader = Shader { name: "index texels", textures: 1, ..SHADER };
 
 const MAX_RANK: usize = 8;
 
@@ -436,6 +442,89 @@ fn row_range(t: &TensorRef, skip: u64, count: i64) -> TensorRef {
     TensorRef { address: t.address + skip, dtype: t.dtype, shape: vec![count] }
 }
 
+/// The row `dims` repeat, in elements, where the map is one: leading dimensions that read index 0
+/// of the input, then dimensions that read it whole and in order (Tile and BroadcastTo of a bias).
+fn repeated_row(dims: &[DimMap]) -> Option<i64> {
+    let first_whole = dims.iter().position(|d| d.in_dim != 1)?;
+    // Modulo dimensions of one element read it everywhere (Tile), Direct ones of stride 0 too
+    // (BroadcastTo).
+    let reads_first = |d: &DimMap| match d.mode {
+        DimMode::Modulo => true,
+        DimMode::Direct => d.offset == 0 && (d.in_stride == 0 || d.out == 1),
+        _ => false,
+    };
+    let leading_read_zero = dims[..first_whole].iter().all(reads_first);
+    let mut row = 1;
+    for d in dims[first_whole..].iter().rev() {
+        let whole = matches!(d.mode, DimMode::Direct | DimMode::Modulo) && d.offset == 0 && d.out == d.in_dim;
+        if !whole || d.in_stride != row {
+            return None;
+        }
+        row *= d.in_dim;
+    }
+    (leading_read_zero && first_whole > 0).then_some(row)
+}
+
+/// The fewest output vec4s for which `repeat_row` reads its row from a texture on CPU adapters.
+const TEXELS_MIN_VEC4S: u64 = 16 * 1024;
+
+/// `out` (contiguous) as `input`'s `row_bytes` repeated, by vec4s: false, encoding nothing, where
+/// rows or offsets are not whole vec4s.
+fn repeat_row(stream: &Stream, input: &TensorRef, out: &TensorRef, row_bytes: u64) -> Result<bool> {
+    let device = stream.device();
+    let out_bytes = out.byte_len();
+    if row_bytes == 0 || !row_bytes.is_multiple_of(16) || !out_bytes.is_multiple_of(16) {
+        return Ok(false);
+    }
+    let (Ok(out_vec4s), Ok(row_vec4s)) = (u32::try_from(out_bytes / 16), u32::try_from(row_bytes / 16)) else {
+        return Ok(false);
+    };
+    let src = device.memory.resolve(input.address, row_bytes)?;
+    let dst = device.memory.resolve(out.address, out_bytes)?;
+    let texels = device.kernel_profile() == KernelProfile::Cpu && u64::from(out_vec4s) >= TEXELS_MIN_VEC4S;
+    let constants = [fast_div(out_vec4s)];
+    let spec = |entry| PipelineSpec { entry, aliases: &[], constants: &constants };
+    let vec4_pipeline = device.pipelines.get(device, &SHADER, &spec("repeat_row_vec4"))?;
+    let texel_pipeline = if texels {
+        device.pipelines.get(device, &TEXELS_SHADER, &spec("repeat_row_texels"))?
+    } else {
+        vec4_pipeline.clone()
+    };
+    stream.encode(|core, encoder| {
+        let (Some((src_binding, src_first)), Some((dst_binding, dst_first))) =
+            (aligned_vec4_window(core, &src, 4)?, aligned_vec4_window(core, &dst, 4)?)
+        else {
+            return Ok(false);
+        };
+        let (src_off, dst_off) = (src_first / 4, dst_first / 4);
+        let start = src_binding.offset + u64::from(src_off) * 16;
+        // A texture copy starts on a texel.
+        let texels = texels && start.is_multiple_of(16);
+        let pipeline = if texels { &texel_pipeline } else { &vec4_pipeline };
+        let params = Params { n: out_vec4s, src_off, dst_off, a: row_vec4s, ..Params::zeroed() };
+        let bindings = [src_binding, dst_binding, src_binding, src_binding];
+        let params = bytemuck::bytes_of(&params);
+        let invocations = u64::from(out_vec4s);
+        if texels {
+            let view =
+                core.scratch.texels(core, encoder, "index row texels", src_binding.buffer, start, row_bytes / 16)?;
+            dispatch_with_texels(
+                core,
+                encoder,
+                "repeat_row_texels",
+                pipeline,
+                &bindings,
+                &[&view],
+                params,
+                invocations,
+            )?;
+        } else {
+            dispatch(core, encoder, "repeat_row_vec4", pipeline, &bindings, params, invocations)?;
+        }
+        Ok(true)
+    })
+}
+
 /// `map` of tensors that fit a storage binding.
 fn map_launch(
     stream: &Stream,
@@ -447,6 +536,13 @@ fn map_launch(
     let count = shader_len(out.num_elements(), "index map")?;
     if count == 0 {
         return Ok(());
+    }
+    if fill.is_none() {
+        if let Some(row) = repeated_row(dims) {
+            if repeat_row(stream, input, out, row as u64 * out.dtype.size())? {
+                return Ok(());
+            }
+        }
     }
     let (unit, bytes) = element_unit(out.dtype);
     let mut params = Params::zeroed();

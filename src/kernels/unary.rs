@@ -1,8 +1,9 @@
 //! Elementwise unary ops (`wgsl/unary.wgsl`) and float classification into bools (`wgsl/classify.wgsl`).
 
 use crate::error::{Error, Result};
+use crate::runtime::device::KernelProfile;
 use crate::runtime::pipeline::{
-    aligned_vec4_window, dispatch, storage_window, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
+    aligned_vec4_window, dispatch, dispatch_with_texels, storage_window, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
 };
 use crate::runtime::Stream;
 
@@ -16,6 +17,10 @@ pub const SHADER: Shader = Shader {
     uniform_buffers: 0,
     textures: 0,
 };
+/// `unary.wgsl`'s `main_vec4_texels`: its texture binds after the parameter block.
+pub const TEXELS_SHADER: Shader = Shader { name: "unary texels", textures: 1, ..SHADER };
+/// The fewest vec4s for which `launch` reads f32 input from a texture on CPU adapters.
+const TEXELS_MIN_VEC4S: u32 = 16 * 1024;
 pub const CLASSIFY_SHADER: Shader = Shader {
     name: "classify",
     source: include_str!("../../wgsl/classify.wgsl"),
@@ -201,25 +206,38 @@ pub fn launch(stream: &Stream, op: UnaryOp, alpha: f32, input: &TensorRef, out: 
     let in_mem = device.memory.resolve(input.address, input.byte_len())?;
     let out_mem = device.memory.resolve(out.address, out.byte_len())?;
     let size = out.dtype.size();
-    let pipeline_of = |entry| {
+    let pipeline_in = |shader, entry| {
         let spec = PipelineSpec { entry, aliases: &[("T", out.dtype.wgsl())], constants: &[("OP", op as u32 as f64)] };
-        device.pipelines.get(device, &SHADER, &spec)
+        device.pipelines.get(device, shader, &spec)
     };
-    let pipeline = pipeline_of("main")?;
-    // Four elements per invocation for big float tensors whose offsets fall on a vec4.
+    let pipeline = pipeline_in(&SHADER, "main")?;
+    // Four elements per invocation for big float tensors whose offsets fall on a vec4; on CPU
+    // adapters, f32 input on a texel read from a texture.
+    let texels = device.kernel_profile() == KernelProfile::Cpu && out.dtype == DType::F32 && n / 4 >= TEXELS_MIN_VEC4S;
     let vec4 = match (aligned_vec4_window(device, &in_mem, size)?, aligned_vec4_window(device, &out_mem, size)?) {
-        (Some(input), Some(output)) if n >= VEC4_MIN_ELEMENTS => Some((input, output, pipeline_of("main_vec4")?)),
+        (Some(input), Some(output)) if n >= VEC4_MIN_ELEMENTS => {
+            let start = input.0.offset + u64::from(input.1) * size;
+            let texels = texels && start.is_multiple_of(16);
+            let (shader, entry) = if texels { (&TEXELS_SHADER, "main_vec4_texels") } else { (&SHADER, "main_vec4") };
+            Some((input, output, pipeline_in(shader, entry)?, texels.then_some(start)))
+        }
         _ => None,
     };
     stream.encode(|core, encoder| {
         let (in_bind, in_off) = storage_window(core, &in_mem, size)?;
         let (out_bind, out_off) = storage_window(core, &out_mem, size)?;
         let mut done = 0;
-        if let Some(((in_vec, in_off), (out_vec, out_off), vec4)) = &vec4 {
+        if let Some(((in_vec, in_off), (out_vec, out_off), vec4, texel_start)) = &vec4 {
             done = n / 4 * 4;
             let params = Params { n: done, in_off: *in_off, out_off: *out_off, alpha };
             let (bindings, threads) = ([*in_vec, *out_vec], u64::from(done / 4));
-            dispatch(core, encoder, "unary vec4", vec4, &bindings, bytemuck::bytes_of(&params), threads)?;
+            let params = bytemuck::bytes_of(&params);
+            if let Some(start) = *texel_start {
+                let view = core.scratch.texels(core, encoder, "unary texels", in_vec.buffer, start, threads)?;
+                dispatch_with_texels(core, encoder, "unary vec4 texels", vec4, &bindings, &[&view], params, threads)?;
+            } else {
+                dispatch(core, encoder, "unary vec4", vec4, &bindings, params, threads)?;
+            }
         }
         if done < n {
             let params = Params { n: n - done, in_off: in_off + done, out_off: out_off + done, alpha };

@@ -2435,8 +2435,8 @@ def test_large_elementwise_ops_run_four_elements_at_a_time():
 
 
 def test_large_elementwise_ops_read_operands_through_textures(strict_placement):
-    """On CPU adapters, f32 binary ops of 64K elements or more read their operands from textures
-    (copies of them, `main_vec4_texels`): full-size operands, rows and scalars on either side, a tail
+    """On CPU adapters, f32 binary and unary ops of 64K elements or more read their operands from
+    textures (copies of them, `main_vec4_texels`): full-size operands, rows and scalars on either side, a tail
     of 3 elements, split parts of odd lengths, and textures that grow (a partial last row of 4096
     texels, then 20 rows, then 128) and are reused smaller, against NumPy."""
     rng = rng_for("texels")
@@ -2454,6 +2454,7 @@ def test_large_elementwise_ops_read_operands_through_textures(strict_placement):
             "scalar_minus": tf.subtract(3.0, tx), "minus_scalar": tf.subtract(tx, 3.0),
             "big_plus_row": tbig + trow, "row_minus_big": trow - tbig, "bias": tf.nn.bias_add(tbig, trow),
             "big_times_big": tbig * tbig, "small_again": tf.subtract(ty, tx),
+            "relu": tf.nn.relu(tx), "neg": tf.negative(tbig), "abs": tf.abs(ty),
         }
         got = {k: v.numpy() for k, v in got.items()}
         parts = tf.split(tf.identity(tf.constant(rows)), 8)
@@ -2463,6 +2464,7 @@ def test_large_elementwise_ops_read_operands_through_textures(strict_placement):
         "sq_diff": (x - y) ** 2, "scalar_minus": 3.0 - x, "minus_scalar": x - 3.0,
         "big_plus_row": big + row, "row_minus_big": row - big, "bias": big + row,
         "big_times_big": big * big, "small_again": y - x,
+        "relu": np.maximum(x, 0), "neg": -big, "abs": np.abs(y),
     }
     for k in want:
         if k == "div":
@@ -2475,8 +2477,8 @@ def test_large_elementwise_ops_read_operands_through_textures(strict_placement):
 
 def test_large_elementwise_ops_take_the_texel_kernel():
     """The case above would pass on the storage kernel alone: the dispatch log shows the texel
-    kernel for a full-size pair, a row, a scalar and a split part with a tail, and the storage
-    kernel below the texel kernel's threshold."""
+    kernel for a full-size pair, a row, a scalar, a split part with a tail and a Relu, and the
+    storage kernels below the texel kernels' threshold."""
     script = (
         "import tensorflow as tf\n"
         "with tf.device('/GPU:0'):\n"
@@ -2485,11 +2487,52 @@ def test_large_elementwise_ops_take_the_texel_kernel():
         "    part = tf.split(tf.identity(tf.ones([2, 70001])), 2)[1]\n"
         "    (part + part).numpy()\n"
         "    small = tf.identity(tf.ones([64, 66]))\n"
-        "    (small + small).numpy()\n"
+        "    (small + small).numpy(); tf.nn.relu(x).numpy(); tf.nn.relu(small).numpy()\n"
     )
     log = dispatch_log(script)
     assert log.count("dispatch binary vec4 texels") == 4, log[-3000:]
+    assert log.count("dispatch unary vec4 texels") == 1, log[-3000:]
+    assert "dispatch unary vec4 [" in log, log[-3000:]
     assert "dispatch binary vec4 [" in log, log[-3000:]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int8", "uint8", "int64",
+                                   "complex64", "complex128", "bool"])
+def test_tiles_and_broadcasts_of_a_row_match_cpu(strict_placement, dtype):
+    """Tile and BroadcastTo that repeat their input whole (Keras's moments gradient tiles a
+    [1, 1, 1, C] row over the batch) copy it by vec4s, from a texture on CPU adapters for 64K vec4s
+    or more: rows of whole and partial vec4s, one to many repeats, against TF-CPU bit for bit."""
+    if dtype == "float64" and ("Tile", {"T": "float64"}) not in KERNELS:
+        pytest.skip("no float64 kernels on this adapter")
+    rng = rng_for(f"row tiles {dtype}")
+    cases = [((1, 1, 1, 32), (32, 32, 32, 1)), ((1, 16), (7, 1)), ((1, 3), (5000, 1)), ((1, 1, 64), (3, 1000, 1)),
+             ((1, 4096), (70, 1))]
+    for shape, multiples in cases:
+        x = tf.cast(tf.constant(rng.standard_normal(shape) * 50), dtype)
+        with tf.device(GPU):
+            tiled = tf.tile(tf.identity(x), multiples).numpy()
+            target = [s * m for s, m in zip(shape, multiples)]
+            broadcast = tf.broadcast_to(tf.identity(x), target).numpy()
+        with tf.device("/CPU:0"):
+            want = tf.tile(x, multiples).numpy()
+        np.testing.assert_array_equal(tiled, want, err_msg=f"{shape} {multiples}")
+        np.testing.assert_array_equal(broadcast, want, err_msg=f"{shape} {multiples}")
+
+
+def test_tiles_of_a_row_take_the_row_kernels():
+    """The case above would pass on the index-map kernel alone: the dispatch log shows the texel
+    kernel for a large repeat, the vec4 kernel for a small one, and the map for a row of 3 floats."""
+    script = (
+        "import tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    row = tf.identity(tf.ones([1, 1, 1, 32]))\n"
+        "    tf.tile(row, [32, 32, 32, 1]).numpy(); tf.broadcast_to(row, [4, 4, 4, 32]).numpy()\n"
+        "    tf.tile(tf.identity(tf.ones([1, 3])), [100, 1]).numpy()\n"
+    )
+    log = dispatch_log(script)
+    assert log.count("dispatch repeat_row_texels") == 1, log[-3000:]
+    assert log.count("dispatch repeat_row_vec4") == 1, log[-3000:]
+    assert "dispatch map_words" in log, log[-3000:]
 
 
 ARG_FLOAT_TYPES = [t for t in ("float32", "float64", "float16", "bfloat16")
