@@ -270,6 +270,41 @@ fn reduce_columns_vec16(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
     out4[part.put + 3u] = column_result4(acc3);
 }
 
+// reduce_columns_vec16 reading the input from a texture, a copy of it from its first vec4 of 4096
+// texels a row, for f32 on CPU adapters (see `main_vec4_texels` in binary.wgsl). The texture binds
+// after the parameter block.
+@group(0) @binding(3) var input_texels: texture_2d<u32>;
+
+fn input_texel(at: u32) -> vec4<f32> {
+    let t = at - p.in_off / 4u;
+    return bitcast<vec4<f32>>(textureLoad(input_texels, vec2<u32>(t & 4095u, t >> 12u), 0));
+}
+
+@compute @workgroup_size(64)
+fn reduce_columns_vec16_texels(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let part = column_slice(gid.x + gid.y * nwg.x * 64u, 16u);
+    if (!part.valid) {
+        return;
+    }
+    let row = p.kept_shape[0].y / 4u;
+    let init = MathSum4(vec4<f32>(identity()), vec4<f32>());
+    var acc0 = init;
+    var acc1 = init;
+    var acc2 = init;
+    var acc3 = init;
+    for (var r = part.first; r < part.last; r++) {
+        let at = part.at + r * row;
+        accumulate4(&acc0, input_texel(at));
+        accumulate4(&acc1, input_texel(at + 1u));
+        accumulate4(&acc2, input_texel(at + 2u));
+        accumulate4(&acc3, input_texel(at + 3u));
+    }
+    out4[part.put] = column_result4(acc0);
+    out4[part.put + 1u] = column_result4(acc1);
+    out4[part.put + 2u] = column_result4(acc2);
+    out4[part.put + 3u] = column_result4(acc3);
+}
+
 // Workgroup w: slice w % slices of output w / slices (rows [first, last) of `rows`). The output
 // starts as All's or Any's identity (bytes of 1 or 0); a slice with a false element clears All's
 // byte, one with a true element sets Any's, so slices and windows of an input combine in place.

@@ -4,9 +4,11 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::runtime::device::KernelProfile;
+use crate::runtime::encoder::Encoder;
 use crate::runtime::pipeline::{
-    aligned_vec4_window, check_loop_iterations, dispatch, dispatch_workgroups, grid, loop_budget, storage_window,
-    Binding, Pipeline, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
+    aligned_vec4_window, check_loop_iterations, dispatch, dispatch_workgroups, dispatch_workgroups_with_texels, grid,
+    loop_budget, storage_window, Binding, Pipeline, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -31,6 +33,11 @@ pub const SHADER: Shader = Shader {
     uniform_buffers: 0,
     textures: 0,
 };
+/// `reduce.wgsl`'s `reduce_columns_vec16_texels`: its texture binds after the parameter block.
+pub const TEXELS_SHADER: Shader = Shader { name: "reduce texels", textures: 1, ..SHADER };
+/// The fewest input vec4s for which a column reduction reads f32 input from a texture on CPU
+/// adapters.
+const TEXELS_MIN_VEC4S: u64 = 16 * 1024;
 /// float64 Sum, Prod, Max, Min, Mean and L2Loss, computed in f64 (needs SHADER_F64). Binding 2 is the input
 /// again, read as words for its NaN bits.
 pub const F64_SHADER: Shader = Shader {
@@ -231,11 +238,21 @@ fn launch_columns(
     // Enough slices that no invocation loops longer than the adapter allows.
     let slices = slices.max(shader_len((rows as u64).div_ceil(loop_budget(device, 1)), "reduction")?);
     check_loop_iterations(device, slices as u64, "reduction")?;
-    let pipeline = device.pipelines.get(
-        device,
-        &SHADER,
-        &PipelineSpec { entry, aliases: &[], constants: &[("OP", op as f64), fast_div(p.count.max(cols * slices))] },
-    )?;
+    let constants = [("OP", op as f64), fast_div(p.count.max(cols * slices))];
+    let pipeline =
+        device.pipelines.get(device, &SHADER, &PipelineSpec { entry, aliases: &[], constants: &constants })?;
+    // On CPU adapters the first launch of a big vec16 reduction reads its input from a texture.
+    let input_vec4s = input.byte_len() / 16;
+    let texel_pipeline = match entry == "reduce_columns_vec16"
+        && device.kernel_profile() == KernelProfile::Cpu
+        && input_vec4s >= TEXELS_MIN_VEC4S
+    {
+        true => {
+            let spec = PipelineSpec { entry: "reduce_columns_vec16_texels", aliases: &[], constants: &constants };
+            Some(device.pipelines.get(device, &TEXELS_SHADER, &spec)?)
+        }
+        false => None,
+    };
     let partial_bytes = slices as u64 * cols as u64 * 4;
     let scratch = if slices > 1 { Some(device.scratch.get(device, "reduce partials", partial_bytes)?) } else { None };
     stream.encode(|core, encoder| {
@@ -252,13 +269,27 @@ fn launch_columns(
             let groups = grid(core, invocations.div_ceil(SERIAL_WORKGROUP), entry)?;
             dispatch_workgroups(core, encoder, entry, &pipeline, &[input, output], bytemuck::bytes_of(p), groups)
         };
+        // The texel kernel where the input starts on a texel (a texture copy must).
+        let texel_start = in_bind.offset + u64::from(in_off) * 4;
+        let texels = texel_pipeline.as_ref().filter(|_| texel_start.is_multiple_of(16));
+        let first_launch = |encoder: &mut Encoder, output: Binding, p: &Params| {
+            let Some(texels) = texels else {
+                return launch(encoder, in_bind, output, p);
+            };
+            let view = core.scratch.texels(core, encoder, "reduce texels", in_bind.buffer, texel_start, input_vec4s)?;
+            let invocations = (cols / columns_per_invocation) as u64 * p.slices as u64;
+            let label = "reduce_columns_vec16_texels";
+            let groups = grid(core, invocations.div_ceil(SERIAL_WORKGROUP), label)?;
+            let (bindings, params) = ([in_bind, output], bytemuck::bytes_of(p));
+            dispatch_workgroups_with_texels(core, encoder, label, texels, &bindings, &[&view], params, groups)
+        };
         let Some(scratch) = &scratch else {
             p.out_off = out_off;
-            return launch(encoder, in_bind, out_bind, &p);
+            return first_launch(encoder, out_bind, &p);
         };
         let partials = Binding { buffer: scratch, offset: 0, size: partial_bytes };
         (p.out_off, p.partial) = (0, 1);
-        launch(encoder, in_bind, partials, &p)?;
+        first_launch(encoder, partials, &p)?;
         (p.rows, p.rows_per_slice, p.slices, p.partial) = (slices, slices, 1, 0);
         // The partials are one batch of `slices` rows of every output.
         (p.kept_shape[1], p.kept_stride[0]) = (cols, 0);

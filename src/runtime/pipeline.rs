@@ -387,7 +387,7 @@ pub fn dispatch_workgroups(
     uniform: &[u8],
     groups: [u32; 3],
 ) -> Result<()> {
-    dispatch_bound(core, encoder, label, pipeline, storage, &[], uniform, groups)
+    dispatch_workgroups_with_texels(core, encoder, label, pipeline, storage, &[], uniform, groups)
 }
 
 /// `dispatch` for a shader with `textures` (`Shader::textures`): `texels` bind after the
@@ -407,11 +407,12 @@ pub fn dispatch_with_texels(
         return Ok(());
     }
     let groups = grid(core, invocations.div_ceil(WORKGROUP_SIZE as u64), label)?;
-    dispatch_bound(core, encoder, label, pipeline, storage, texels, uniform, groups)
+    dispatch_workgroups_with_texels(core, encoder, label, pipeline, storage, texels, uniform, groups)
 }
 
+/// `dispatch_workgroups` with `texels` (see `dispatch_with_texels`).
 #[allow(clippy::too_many_arguments)]
-fn dispatch_bound(
+pub fn dispatch_workgroups_with_texels(
     core: &DeviceCore,
     encoder: &mut Encoder,
     label: &str,

@@ -2519,6 +2519,36 @@ def test_tiles_and_broadcasts_of_a_row_match_cpu(strict_placement, dtype):
         np.testing.assert_array_equal(broadcast, want, err_msg=f"{shape} {multiples}")
 
 
+def test_large_column_reductions_read_through_textures(strict_placement):
+    """Column reductions of 64K vec4s or more (BatchNormalization's moments, BiasAddGrad) read f32
+    input from a texture on CPU adapters: Sum, Mean, Max, Min and Prod down the columns of an NHWC
+    batch and of a batch of matrices (one kept dimension outside the reduced one), within float32's
+    rounding of the exact float64 result (Max and Min exactly); the dispatch log shows the kernel."""
+    rng = rng_for("column texels")
+    cases = [(rng.standard_normal((32, 32, 32, 32)), [0, 1, 2]), (rng.standard_normal((4, 8192, 32)), [1])]
+    ops = {"sum": (tf.reduce_sum, np.sum), "mean": (tf.reduce_mean, np.mean), "max": (tf.reduce_max, np.max),
+           "min": (tf.reduce_min, np.min), "prod": (tf.reduce_prod, np.prod)}
+    for x, axes in cases:
+        x = x.astype(np.float32)
+        # Products of values near 1, so that thousands of factors stay finite.
+        near_one = (1 + x / 1000).astype(np.float32)
+        for name, (tf_op, np_op) in ops.items():
+            data = near_one if name == "prod" else x
+            with tf.device(GPU):
+                got = tf_op(tf.identity(tf.constant(data)), axes).numpy()
+            exact = np_op(data.astype(np.float64), axis=tuple(axes))
+            if name in ("max", "min"):
+                np.testing.assert_array_equal(got, exact.astype(np.float32), err_msg=name)
+            else:
+                np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-4, err_msg=f"{name} {x.shape}")
+    script = (
+        "import tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    tf.reduce_sum(tf.identity(tf.ones([32, 32, 32, 32])), [0, 1, 2]).numpy()\n"
+    )
+    assert "dispatch reduce_columns_vec16_texels" in dispatch_log(script)
+
+
 def test_tiles_of_a_row_take_the_row_kernels():
     """The case above would pass on the index-map kernel alone: the dispatch log shows the texel
     kernel for a large repeat, the vec4 kernel for a small one, and the map for a row of 3 floats."""
