@@ -53,6 +53,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::unary::TEXELS_SHADER", &unary::TEXELS_SHADER, &[F32]),
         ("kernels::index::TEXELS_SHADER", &index::TEXELS_SHADER, NONE),
         ("kernels::reduce::TEXELS_SHADER", &reduce::TEXELS_SHADER, NONE),
+        ("kernels::conv::TEXELS_SHADER", &conv::TEXELS_SHADER, NONE),
         ("kernels::binary::COMPARE_SHADER", &binary::COMPARE_SHADER, FLOATS),
         ("kernels::binary::LOGICAL_SHADER", &binary::LOGICAL_SHADER, NONE),
         ("kernels::binary::SELECT_SHADER", &binary::SELECT_SHADER, NONE),

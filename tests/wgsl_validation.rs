@@ -68,6 +68,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     validate(&tensorflow_wgpu::kernels::random::F64_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::conv::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::conv::FLOAT64_SHADER, &[]);
+    validate(&tensorflow_wgpu::kernels::conv::TEXELS_SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::batch_norm::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::SHADER, &[]);
     validate(&tensorflow_wgpu::kernels::scatter::CHAIN_SHADER, &[]);
@@ -143,6 +144,8 @@ fn every_wgsl_file_is_covered() {
             "compare.wgsl",
             "complex.wgsl",
             "conv.wgsl",
+            "conv_loads.wgsl",
+            "conv_loads_texels.wgsl",
             "conv_tiles_subgroup.wgsl",
             "diag.wgsl",
             "element_f32.wgsl",

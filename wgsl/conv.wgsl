@@ -928,7 +928,8 @@ fn depthwise_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @bu
 // products with dy's four channels into `out[s * p.n + f]`. There the tiled product's k (the
 // pixels) is long and its output small, so it ran one dispatch per 384 pixels. Ungrouped, oc a
 // multiple of 4, dy and the output on vec4s. A tap in the padding multiplies zero by dy.
-// OC_QUADS (1, 2 or 4, dividing oc / 4): each loaded column feeds all of those quads.
+// OC_QUADS (1, 2 or 4, dividing oc / 4): each loaded column feeds all of those quads. Its loads
+// (`rows_input`, `rows_dy4`) come from conv_loads.wgsl or, on CPU adapters, conv_loads_texels.wgsl.
 override OC_QUADS: u32 = 1u;
 const OC_QUADS_MAX: u32 = 4u;
 
@@ -962,7 +963,7 @@ fn conv2d_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @built
             let x = x0 + i32(k);
             var v = T(0.0);
             if (inside && x >= 0 && x < i32(p.w)) {
-                v = input[p.in_off + (row_start + u32(x)) * p.c + ci];
+                v = rows_input(p.in_off + (row_start + u32(x)) * p.c + ci);
             }
             cols[k] = v;
         }
@@ -970,7 +971,7 @@ fn conv2d_grad_filter_rows(@builtin(global_invocation_id) gid: vec3<u32>, @built
         for (var j = 0u; j < 4u; j++) {
             if (px.x + j < p.ow) {
                 for (var u = 0u; u < OC_QUADS; u++) {
-                    let dy = weights4[(dy_at + j * p.oc) / 4u + u];
+                    let dy = rows_dy4((dy_at + j * p.oc) / 4u + u);
                     for (var kx = 0u; kx < ROW_KW; kx++) {
                         acc[u * ROW_TAPS_MAX + kx] += cols[j * ROW_SW + kx * ROW_DW] * dy;
                     }

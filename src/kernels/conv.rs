@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::runtime::device::KernelProfile;
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, loop_budget, loops_fit, nested_loop_iterations, storage_window, Binding, Pipeline,
-    PipelineSpec, Shader, BINDING_LIMIT_ERROR,
+    check_loop_iterations, dispatch, dispatch_with_texels, loop_budget, loops_fit, nested_loop_iterations,
+    storage_window, Binding, Pipeline, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
 };
 use crate::runtime::{DeviceCore, Stream};
 
@@ -31,7 +32,8 @@ pub const SHADER: Shader = Shader {
         include_str!("../../wgsl/element_f32.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
         include_str!("../../wgsl/tap_passes.wgsl"),
-        include_str!("../../wgsl/conv.wgsl")
+        include_str!("../../wgsl/conv.wgsl"),
+        include_str!("../../wgsl/conv_loads.wgsl")
     ),
     storage_buffers: 6,
     uniform_buffers: 0,
@@ -45,12 +47,34 @@ pub const FLOAT64_SHADER: Shader = Shader {
         include_str!("../../wgsl/element_f64.wgsl"),
         include_str!("../../wgsl/quot.wgsl"),
         include_str!("../../wgsl/tap_passes.wgsl"),
-        include_str!("../../wgsl/conv.wgsl")
+        include_str!("../../wgsl/conv.wgsl"),
+        include_str!("../../wgsl/conv_loads.wgsl")
     ),
     storage_buffers: 6,
     uniform_buffers: 0,
     textures: 0,
 };
+
+/// `conv.wgsl` in f32 with `conv2d_grad_filter_rows` reading its input and dy from textures
+/// (`conv_loads_texels.wgsl`), for CPU adapters; the textures bind after the parameter block.
+pub const TEXELS_SHADER: Shader = Shader {
+    name: "conv texels",
+    source: concat!(
+        include_str!("../../wgsl/math.wgsl"),
+        include_str!("../../wgsl/element_f32.wgsl"),
+        include_str!("../../wgsl/quot.wgsl"),
+        include_str!("../../wgsl/tap_passes.wgsl"),
+        include_str!("../../wgsl/conv.wgsl"),
+        include_str!("../../wgsl/conv_loads_texels.wgsl")
+    ),
+    storage_buffers: 6,
+    uniform_buffers: 0,
+    textures: 2,
+};
+
+/// The fewest dy vec4s for which the filter gradient's rows kernel reads from textures on CPU
+/// adapters.
+const TEXELS_MIN_VEC4S: u64 = 16 * 1024;
 
 /// The pipeline of `conv.wgsl`'s `entry`, specialised on whether `quot` may divide through f32:
 /// every index its entries split (an invocation, an element of the input, output or filter, an
@@ -61,6 +85,18 @@ fn conv_pipeline(
     p: &Params,
     invocations: u64,
     dtype: DType,
+) -> Result<Arc<Pipeline>> {
+    let shader = if dtype == DType::F64 { &FLOAT64_SHADER } else { &SHADER };
+    conv_pipeline_in(device, shader, entry, p, invocations)
+}
+
+/// `conv_pipeline` of `shader` (one of `conv.wgsl`'s).
+fn conv_pipeline_in(
+    device: &DeviceCore,
+    shader: &Shader,
+    entry: &'static str,
+    p: &Params,
+    invocations: u64,
 ) -> Result<Arc<Pipeline>> {
     let pixels = |h: u32, w: u32| u64::from(p.batch) * u64::from(h) * u64::from(w);
     let largest = [
@@ -83,7 +119,6 @@ fn conv_pipeline(
     if entry == "conv2d_grad_filter_rows" {
         constants.push(("OC_QUADS", f64::from(output_quads_per_invocation(p))));
     }
-    let shader = if dtype == DType::F64 { &FLOAT64_SHADER } else { &SHADER };
     device.pipelines.get(device, shader, &PipelineSpec { entry, aliases: &[], constants: &constants })
 }
 
@@ -2436,6 +2471,16 @@ fn launch_grad_filter(
     let threads = u64::from(n / per_invocation) * slices;
     let pipeline_of = |entry| conv_pipeline(device, entry, &p, threads, out.dtype);
     let (partial, sum) = (pipeline_of(entry)?, pipeline_of("conv2d_grad_filter_sum")?);
+    // On CPU adapters the f32 rows kernel reads x and dy from textures where both start on a texel.
+    let texels = entry == "conv2d_grad_filter_rows"
+        && out.dtype == DType::F32
+        && device.kernel_profile() == KernelProfile::Cpu
+        && dy.byte_len() / 16 >= TEXELS_MIN_VEC4S
+        && x.byte_len().is_multiple_of(16);
+    let texel_partial = match texels {
+        true => Some(conv_pipeline_in(device, &TEXELS_SHADER, entry, &p, threads)?),
+        false => None,
+    };
     stream.encode(|core, encoder| {
         let (x_bind, x_off) = storage_window(core, &x_mem, unit)?;
         let (dy_bind, dy_off) = storage_window(core, &dy_mem, unit)?;
@@ -2443,7 +2488,20 @@ fn launch_grad_filter(
         let partials = Binding { buffer: &scratch, offset: 0, size: partial_bytes };
         (p.in_off, p.f_off, p.out_off) = (x_off, dy_off, 0);
         let bindings = [x_bind, dy_bind, partials, x_bind, x_bind, x_bind];
-        dispatch(core, encoder, entry, &partial, &bindings, bytemuck::bytes_of(&p), threads)?;
+        let starts = [x_bind.offset + u64::from(x_off) * unit, dy_bind.offset + u64::from(dy_off) * unit];
+        match &texel_partial {
+            Some(texel_partial) if starts.iter().all(|s| s.is_multiple_of(16)) => {
+                let scratch = &core.scratch;
+                let x_view =
+                    scratch.texels(core, encoder, "conv x texels", x_bind.buffer, starts[0], x.byte_len() / 16)?;
+                let dy_view =
+                    scratch.texels(core, encoder, "conv dy texels", dy_bind.buffer, starts[1], dy.byte_len() / 16)?;
+                let (label, params) = ("conv2d_grad_filter_rows texels", bytemuck::bytes_of(&p));
+                let views = [&x_view, &dy_view];
+                dispatch_with_texels(core, encoder, label, texel_partial, &bindings, &views, params, threads)?;
+            }
+            _ => dispatch(core, encoder, entry, &partial, &bindings, bytemuck::bytes_of(&p), threads)?,
+        }
         (p.out_off, p.offset_off) = (out_off, 0);
         let bindings = [x_bind, dy_bind, out_bind, partials, x_bind, x_bind];
         dispatch(core, encoder, "conv2d_grad_filter_sum", &sum, &bindings, bytemuck::bytes_of(&p), u64::from(n))

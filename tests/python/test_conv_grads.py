@@ -143,6 +143,10 @@ LAYERS = {
     # conv2d_grad_filter_rows sums 4, 2 or 1 output channel quads per invocation (the stem: 4).
     "rgb-oc8": fixed(2, 14, 13, 3, 8, 3, 1, "SAME"),
     "gray-oc4": fixed(2, 12, 12, 1, 4, 5, 1, "VALID"),
+    # The same past 64K vec4s of dy, where the CPU profile reads x and dy from textures.
+    "stem-texels": fixed(1, 112, 112, 3, 64, 7, 2, "SAME"),
+    "rgb-texels": fixed(4, 64, 64, 3, 32, 3, 1, "SAME"),
+    "gray-texels-valid": fixed(4, 70, 66, 1, 16, 5, 1, "VALID"),
     "3x3": fixed(2, 24, 24, 32, 64, 3, 1, "SAME"),
     "3x3-stride2": fixed(2, 24, 24, 32, 64, 3, 2, "SAME"),
     "5x5-valid-stride2": fixed(3, 17, 19, 16, 48, 5, 2, "VALID"),

@@ -2549,6 +2549,20 @@ def test_large_column_reductions_read_through_textures(strict_placement):
     assert "dispatch reduce_columns_vec16_texels" in dispatch_log(script)
 
 
+def test_first_layer_filter_gradients_read_through_textures():
+    """Conv2DBackpropFilter of a 3-channel input with 64K vec4s of dy takes the rows kernel with
+    its loads from textures on CPU adapters (test_conv_grads.py's `*-texels` layers check the
+    results)."""
+    script = (
+        "import tensorflow as tf\n"
+        "with tf.device('/GPU:0'):\n"
+        "    x, dy = tf.identity(tf.ones([4, 64, 64, 3])), tf.identity(tf.ones([4, 64, 64, 32]))\n"
+        "    tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=[3, 3, 3, 32], out_backprop=dy,\n"
+        "                                    strides=[1, 1, 1, 1], padding='SAME').numpy()\n"
+    )
+    assert "dispatch conv2d_grad_filter_rows texels" in dispatch_log(script)
+
+
 def test_tiles_of_a_row_take_the_row_kernels():
     """The case above would pass on the index-map kernel alone: the dispatch log shows the texel
     kernel for a large repeat, the vec4 kernel for a small one, and the map for a row of 3 floats."""
