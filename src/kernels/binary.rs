@@ -9,6 +9,7 @@ use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
     dispatch, dispatch_with_texels, storage_window, vec4_window, Binding, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
 };
+use crate::runtime::scratch::{texels_pay_off, TEXELS_A, TEXELS_B};
 use crate::runtime::{trace, Stream};
 use bytemuck::Zeroable;
 
@@ -488,11 +489,6 @@ fn launch_binary(
     launch_two(stream, &SHADER, spec, a, b, out, Units::elements(out.dtype.size()))
 }
 
-/// The fewest vec4s of output for which `launch_vec4` copies its full-size f32 operands into
-/// textures on CPU adapters (`main_vec4_texels`): below it the copies and bindings cost more than
-/// the lane-by-lane loads they save.
-const TEXELS_MIN_VEC4S: u32 = 16 * 1024;
-
 /// How `main_vec4` reads an operand.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Vec4Operand {
@@ -578,12 +574,14 @@ fn launch_vec4(
             _ => None,
         }
     };
-    let copies =
-        if device.kernel_profile() == KernelProfile::Cpu && out.dtype == DType::F32 && body / 4 >= TEXELS_MIN_VEC4S {
-            [texel_copy(0, a_off), texel_copy(1, b_off)]
-        } else {
-            [None, None]
-        };
+    let copies = if device.kernel_profile() == KernelProfile::Cpu
+        && out.dtype == DType::F32
+        && texels_pay_off(u64::from(body / 4), u64::from(body / 4))
+    {
+        [texel_copy(0, a_off), texel_copy(1, b_off)]
+    } else {
+        [None, None]
+    };
     let texel_operands = u32::from(copies[0].is_some()) | u32::from(copies[1].is_some()) << 1;
     let (shader, entry) =
         if texel_operands != 0 { (&TEXELS_SHADER, "main_vec4_texels") } else { (&SHADER, "main_vec4") };
@@ -606,7 +604,7 @@ fn launch_vec4(
             dispatch(core, encoder, label, &vec4, &bindings, bytemuck::bytes_of(&params), vec4s)?;
         } else {
             let mut views = Vec::with_capacity(2);
-            for (i, role) in ["binary a texels", "binary b texels"].into_iter().enumerate() {
+            for (i, role) in [TEXELS_A, TEXELS_B].into_iter().enumerate() {
                 if let Some((start, texels)) = copies[i] {
                     views.push(core.scratch.texels(core, encoder, role, bindings[i].buffer, start, texels)?);
                 }

@@ -10,6 +10,7 @@ use crate::runtime::pipeline::{
     check_loop_iterations, dispatch, dispatch_with_texels, loop_budget, loops_fit, nested_loop_iterations,
     storage_window, Binding, Pipeline, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
 };
+use crate::runtime::scratch::{texels_pay_off, TEXELS_A, TEXELS_B};
 use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{self, BatchArgs};
@@ -71,10 +72,6 @@ pub const TEXELS_SHADER: Shader = Shader {
     uniform_buffers: 0,
     textures: 2,
 };
-
-/// The fewest dy vec4s for which the filter gradient's rows kernel reads from textures on CPU
-/// adapters.
-const TEXELS_MIN_VEC4S: u64 = 16 * 1024;
 
 /// The pipeline of `conv.wgsl`'s `entry`, specialised on whether `quot` may divide through f32:
 /// every index its entries split (an invocation, an element of the input, output or filter, an
@@ -2475,7 +2472,8 @@ fn launch_grad_filter(
     let texels = entry == "conv2d_grad_filter_rows"
         && out.dtype == DType::F32
         && device.kernel_profile() == KernelProfile::Cpu
-        && dy.byte_len() / 16 >= TEXELS_MIN_VEC4S
+        && texels_pay_off(dy.byte_len() / 16, dy.byte_len() / 16)
+        && texels_pay_off(dy.byte_len() / 16, x.byte_len() / 16)
         && x.byte_len().is_multiple_of(16);
     let texel_partial = match texels {
         true => Some(conv_pipeline_in(device, &TEXELS_SHADER, entry, &p, threads)?),
@@ -2492,10 +2490,8 @@ fn launch_grad_filter(
         match &texel_partial {
             Some(texel_partial) if starts.iter().all(|s| s.is_multiple_of(16)) => {
                 let scratch = &core.scratch;
-                let x_view =
-                    scratch.texels(core, encoder, "conv x texels", x_bind.buffer, starts[0], x.byte_len() / 16)?;
-                let dy_view =
-                    scratch.texels(core, encoder, "conv dy texels", dy_bind.buffer, starts[1], dy.byte_len() / 16)?;
+                let x_view = scratch.texels(core, encoder, TEXELS_A, x_bind.buffer, starts[0], x.byte_len() / 16)?;
+                let dy_view = scratch.texels(core, encoder, TEXELS_B, dy_bind.buffer, starts[1], dy.byte_len() / 16)?;
                 let (label, params) = ("conv2d_grad_filter_rows texels", bytemuck::bytes_of(&p));
                 let views = [&x_view, &dy_view];
                 dispatch_with_texels(core, encoder, label, texel_partial, &bindings, &views, params, threads)?;

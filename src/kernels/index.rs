@@ -8,6 +8,7 @@ use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
     aligned_vec4_window, dispatch, dispatch_with_texels, storage_window, Binding, PipelineSpec, Shader,
 };
+use crate::runtime::scratch::{texels_pay_off, TEXELS_A};
 use crate::runtime::Stream;
 
 use super::batch::{self, BatchArgs};
@@ -465,9 +466,6 @@ fn repeated_row(dims: &[DimMap]) -> Option<i64> {
     (leading_read_zero && first_whole > 0).then_some(row)
 }
 
-/// The fewest output vec4s for which `repeat_row` reads its row from a texture on CPU adapters.
-const TEXELS_MIN_VEC4S: u64 = 16 * 1024;
-
 /// `out` (contiguous) as `input`'s `row_bytes` repeated, by vec4s: false, encoding nothing, where
 /// rows or offsets are not whole vec4s.
 fn repeat_row(stream: &Stream, input: &TensorRef, out: &TensorRef, row_bytes: u64) -> Result<bool> {
@@ -481,7 +479,7 @@ fn repeat_row(stream: &Stream, input: &TensorRef, out: &TensorRef, row_bytes: u6
     };
     let src = device.memory.resolve(input.address, row_bytes)?;
     let dst = device.memory.resolve(out.address, out_bytes)?;
-    let texels = device.kernel_profile() == KernelProfile::Cpu && u64::from(out_vec4s) >= TEXELS_MIN_VEC4S;
+    let texels = device.kernel_profile() == KernelProfile::Cpu && texels_pay_off(u64::from(out_vec4s), row_bytes / 16);
     let constants = [fast_div(out_vec4s)];
     let spec = |entry| PipelineSpec { entry, aliases: &[], constants: &constants };
     let vec4_pipeline = device.pipelines.get(device, &SHADER, &spec("repeat_row_vec4"))?;
@@ -506,8 +504,7 @@ fn repeat_row(stream: &Stream, input: &TensorRef, out: &TensorRef, row_bytes: u6
         let params = bytemuck::bytes_of(&params);
         let invocations = u64::from(out_vec4s);
         if texels {
-            let view =
-                core.scratch.texels(core, encoder, "index row texels", src_binding.buffer, start, row_bytes / 16)?;
+            let view = core.scratch.texels(core, encoder, TEXELS_A, src_binding.buffer, start, row_bytes / 16)?;
             dispatch_with_texels(
                 core,
                 encoder,

@@ -10,6 +10,7 @@ use crate::runtime::pipeline::{
     aligned_vec4_window, check_loop_iterations, dispatch, dispatch_workgroups, dispatch_workgroups_with_texels, grid,
     loop_budget, storage_window, Binding, Pipeline, PipelineSpec, Shader, BINDING_LIMIT_ERROR,
 };
+use crate::runtime::scratch::{texels_pay_off, TEXELS_A};
 use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{split_batch_on_overflow, BatchArgs};
@@ -35,9 +36,6 @@ pub const SHADER: Shader = Shader {
 };
 /// `reduce.wgsl`'s `reduce_columns_vec16_texels`: its texture binds after the parameter block.
 pub const TEXELS_SHADER: Shader = Shader { name: "reduce texels", textures: 1, ..SHADER };
-/// The fewest input vec4s for which a column reduction reads f32 input from a texture on CPU
-/// adapters.
-const TEXELS_MIN_VEC4S: u64 = 16 * 1024;
 /// float64 Sum, Prod, Max, Min, Mean and L2Loss, computed in f64 (needs SHADER_F64). Binding 2 is the input
 /// again, read as words for its NaN bits.
 pub const F64_SHADER: Shader = Shader {
@@ -245,7 +243,7 @@ fn launch_columns(
     let input_vec4s = input.byte_len() / 16;
     let texel_pipeline = match entry == "reduce_columns_vec16"
         && device.kernel_profile() == KernelProfile::Cpu
-        && input_vec4s >= TEXELS_MIN_VEC4S
+        && texels_pay_off(input_vec4s, input_vec4s)
     {
         true => {
             let spec = PipelineSpec { entry: "reduce_columns_vec16_texels", aliases: &[], constants: &constants };
@@ -276,7 +274,7 @@ fn launch_columns(
             let Some(texels) = texels else {
                 return launch(encoder, in_bind, output, p);
             };
-            let view = core.scratch.texels(core, encoder, "reduce texels", in_bind.buffer, texel_start, input_vec4s)?;
+            let view = core.scratch.texels(core, encoder, TEXELS_A, in_bind.buffer, texel_start, input_vec4s)?;
             let invocations = (cols / columns_per_invocation) as u64 * p.slices as u64;
             let label = "reduce_columns_vec16_texels";
             let groups = grid(core, invocations.div_ceil(SERIAL_WORKGROUP), label)?;

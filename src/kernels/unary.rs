@@ -5,6 +5,7 @@ use crate::runtime::device::KernelProfile;
 use crate::runtime::pipeline::{
     aligned_vec4_window, dispatch, dispatch_with_texels, storage_window, PipelineSpec, Shader, VEC4_MIN_ELEMENTS,
 };
+use crate::runtime::scratch::{texels_pay_off, TEXELS_A};
 use crate::runtime::Stream;
 
 use super::windows::elementwise_parts;
@@ -19,8 +20,6 @@ pub const SHADER: Shader = Shader {
 };
 /// `unary.wgsl`'s `main_vec4_texels`: its texture binds after the parameter block.
 pub const TEXELS_SHADER: Shader = Shader { name: "unary texels", textures: 1, ..SHADER };
-/// The fewest vec4s for which `launch` reads f32 input from a texture on CPU adapters.
-const TEXELS_MIN_VEC4S: u32 = 16 * 1024;
 pub const CLASSIFY_SHADER: Shader = Shader {
     name: "classify",
     source: include_str!("../../wgsl/classify.wgsl"),
@@ -213,7 +212,9 @@ pub fn launch(stream: &Stream, op: UnaryOp, alpha: f32, input: &TensorRef, out: 
     let pipeline = pipeline_in(&SHADER, "main")?;
     // Four elements per invocation for big float tensors whose offsets fall on a vec4; on CPU
     // adapters, f32 input on a texel read from a texture.
-    let texels = device.kernel_profile() == KernelProfile::Cpu && out.dtype == DType::F32 && n / 4 >= TEXELS_MIN_VEC4S;
+    let texels = device.kernel_profile() == KernelProfile::Cpu
+        && out.dtype == DType::F32
+        && texels_pay_off(u64::from(n / 4), u64::from(n / 4));
     let vec4 = match (aligned_vec4_window(device, &in_mem, size)?, aligned_vec4_window(device, &out_mem, size)?) {
         (Some(input), Some(output)) if n >= VEC4_MIN_ELEMENTS => {
             let start = input.0.offset + u64::from(input.1) * size;
@@ -233,7 +234,7 @@ pub fn launch(stream: &Stream, op: UnaryOp, alpha: f32, input: &TensorRef, out: 
             let (bindings, threads) = ([*in_vec, *out_vec], u64::from(done / 4));
             let params = bytemuck::bytes_of(&params);
             if let Some(start) = *texel_start {
-                let view = core.scratch.texels(core, encoder, "unary texels", in_vec.buffer, start, threads)?;
+                let view = core.scratch.texels(core, encoder, TEXELS_A, in_vec.buffer, start, threads)?;
                 dispatch_with_texels(core, encoder, "unary vec4 texels", vec4, &bindings, &[&view], params, threads)?;
             } else {
                 dispatch(core, encoder, "unary vec4", vec4, &bindings, params, threads)?;

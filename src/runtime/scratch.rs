@@ -19,6 +19,23 @@ use super::trace::ActivityKind;
 /// elements each, so a row is 64 KiB, a multiple of the 256-byte row pitch copies need.
 pub const TEXEL_ROW: u32 = 4096;
 
+/// The two scratch textures kernels copy operands into (`ScratchBuffers::texels`): every kernel
+/// shares them, as they share scratch buffers, so a process holds at most two.
+pub const TEXELS_A: &str = "texels a";
+pub const TEXELS_B: &str = "texels b";
+
+/// Copies into textures pay off from about this many vec4s (the copy, the texture's bind group and
+/// a second pipeline cost more than the lane-by-lane loads they save below it), and stop at this
+/// many (64 MiB), so the two textures never hold more than 128 MiB.
+const TEXELS_MIN_VEC4S: u64 = 16 * 1024;
+const TEXELS_MAX_VEC4S: u64 = 4 << 20;
+
+/// Whether a kernel should copy an operand of `vec4s` 16-byte texels into a texture, its reads
+/// being `vec4s` or more (see `TEXELS_MIN_VEC4S`).
+pub fn texels_pay_off(reads: u64, vec4s: u64) -> bool {
+    reads >= TEXELS_MIN_VEC4S && vec4s <= TEXELS_MAX_VEC4S
+}
+
 #[derive(Default)]
 pub struct ScratchBuffers {
     buffers: Mutex<HashMap<&'static str, wgpu::Buffer>>,
