@@ -471,7 +471,10 @@ fn repeated_row(dims: &[DimMap]) -> Option<i64> {
 fn repeat_row(stream: &Stream, input: &TensorRef, out: &TensorRef, row_bytes: u64) -> Result<bool> {
     let device = stream.device();
     let out_bytes = out.byte_len();
-    if row_bytes == 0 || !row_bytes.is_multiple_of(16) || !out_bytes.is_multiple_of(16) {
+    // Word views of the tensors: 1- and 2-byte dtypes may start between words (the map's bytes
+    // entry serves those).
+    let on_words = input.address.is_multiple_of(4) && out.address.is_multiple_of(4);
+    if !on_words || row_bytes == 0 || !row_bytes.is_multiple_of(16) || !out_bytes.is_multiple_of(16) {
         return Ok(false);
     }
     let (Ok(out_vec4s), Ok(row_vec4s)) = (u32::try_from(out_bytes / 16), u32::try_from(row_bytes / 16)) else {

@@ -459,6 +459,8 @@ pub fn dispatch_workgroups_with_texels(
                 size: wgpu::BufferSize::new(key.params.1),
             }),
         });
+        // Callers pass a shader's data uniforms among `storage`, so this is the layout's
+        // `storage_buffers + uniform_buffers + 1`.
         let first_texture = storage.len() as u32 + 1;
         entries.extend(key.textures.iter().zip(first_texture..).map(|(view, binding)| wgpu::BindGroupEntry {
             binding,
