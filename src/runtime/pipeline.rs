@@ -370,11 +370,7 @@ pub fn dispatch(
     uniform: &[u8],
     invocations: u64,
 ) -> Result<()> {
-    if invocations == 0 {
-        return Ok(());
-    }
-    let groups = grid(core, invocations.div_ceil(WORKGROUP_SIZE as u64), label)?;
-    dispatch_workgroups(core, encoder, label, pipeline, storage, uniform, groups)
+    dispatch_with_texels(core, encoder, label, pipeline, storage, &[], uniform, invocations)
 }
 
 /// Encodes one dispatch of an explicit workgroup grid.
