@@ -58,21 +58,26 @@ class Row:
 def kernel_profile(row, runs=3):
     """(kernel, dispatches, ms) per run of `row` on WGPU, most device time first, from the plugin's
     GPU timestamps in a TF profile."""
+    with tf.device(GPU):
+        tensors = [tf.identity(a) for a in row.arrays]
+        wait(row.op(*tensors))
+        return profiled(lambda: wait(row.op(*tensors)), runs)
+
+
+def profiled(run, runs):
+    """(kernel, dispatches, ms) per call of `run` (which waits for the device), most device time
+    first, from the plugin's GPU timestamps in a TF profile of `runs` calls."""
     import collections
     import glob
     import tempfile
 
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    with tf.device(GPU):
-        tensors = [tf.identity(a) for a in row.arrays]
-        wait(row.op(*tensors))
-        logdir = tempfile.mkdtemp(prefix="op_matrix_profile_")
-        tf.profiler.experimental.start(logdir)
-        for _ in range(runs):
-            result = row.op(*tensors)
-        wait(result)
-        tf.profiler.experimental.stop()
+    logdir = tempfile.mkdtemp(prefix="op_matrix_profile_")
+    tf.profiler.experimental.start(logdir)
+    for _ in range(runs):
+        run()
+    tf.profiler.experimental.stop()
     space = xplane_pb2.XSpace()
     with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
         space.ParseFromString(f.read())
@@ -265,7 +270,9 @@ def small_models():
     return {"MLP 256-512-512-10, batch 128": mlp, "CNN 2x conv3x3+BN+pool, batch 32 of 32x32x3": cnn}
 
 
-def step_seconds(build, device, repeats):
+def step_seconds(build, device, repeats, profile=False):
+    """The best time of one `train_on_batch` step; with `profile`, also the step's device time by
+    kernel (see `profiled`)."""
     import keras
     keras.utils.set_random_seed(0)
     with tf.device(device):
@@ -278,6 +285,8 @@ def step_seconds(build, device, repeats):
             start = time.perf_counter()
             model.train_on_batch(x, y)
             best = min(best, time.perf_counter() - start)
+        if profile:
+            return best, profiled(lambda: model.train_on_batch(x, y), 3)
     return best
 
 
@@ -320,6 +329,10 @@ def main():
             wgpu, cpu = step_seconds(build, GPU, repeats + 2), step_seconds(build, CPU, repeats + 2)
             steps.append(("training step", name, wgpu, cpu))
             print(f"training step  {name:58s} {wgpu * 1e3:9.2f} ms {cpu * 1e3:9.2f} ms {wgpu / cpu:7.1f}x", flush=True)
+            if args.profile:
+                _, kernels = step_seconds(build, GPU, 1, profile=True)
+                for kernel, dispatches, ms in kernels[:12]:
+                    print(f"{'':16s}{ms:8.2f} ms  {dispatches:6.1f} x  {kernel}", flush=True)
     if args.zoo:
         import os
         import sys
