@@ -79,6 +79,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::matmul_skinny::SHADER_S4_D4", &matmul_skinny::SHADER_S4_D4, NONE),
         ("kernels::matmul_skinny::PACK_SHADER", &matmul_skinny::PACK_SHADER, NONE),
         ("kernels::matmul::TILES_SUBGROUP_SHADER", &matmul::TILES_SUBGROUP_SHADER, FLOATS),
+        ("kernels::matmul::TILES_TEXELS_SHADER", &matmul::TILES_TEXELS_SHADER, FLOATS),
         ("kernels::im2col::WINDOW_SHADER", &im2col::WINDOW_SHADER, &[F32]),
         ("kernels::im2col::CONV_TILES_SHADER", &im2col::CONV_TILES_SHADER, &[F32]),
         ("kernels::nn::SOFTMAX_SHADER", &nn::SOFTMAX_SHADER, &[&[("F", "f32")]]),
@@ -293,6 +294,12 @@ const GUARDS: &[Guard] = &[
         scope: Scope::Shader("kernels::matmul::TILES_SUBGROUP_SHADER"),
         covers: &["needs SUBGROUP"],
         name: "matmul::subgroup_tiles_fit (tile_kernel picks TILES_SHADER)",
+        allows: |_, features, profile| matmul::subgroup_tiles_fit(requested_features(features, profile), 8),
+    },
+    Guard {
+        scope: Scope::Shader("kernels::matmul::TILES_TEXELS_SHADER"),
+        covers: &["needs SUBGROUP"],
+        name: "matmul::subgroup_tiles_fit (texel_products_apply needs the subgroup kernel)",
         allows: |_, features, profile| matmul::subgroup_tiles_fit(requested_features(features, profile), 8),
     },
     Guard {

@@ -51,6 +51,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
         validate(&tensorflow_wgpu::kernels::matmul::PACK_SHADER, &[("T", ty)]);
         validate(&tensorflow_wgpu::kernels::matmul::TILES_SHADER, &[("T", ty)]);
         validate(&tensorflow_wgpu::kernels::matmul::TILES_SUBGROUP_SHADER, &[("T", ty)]);
+        validate(&tensorflow_wgpu::kernels::matmul::TILES_TEXELS_SHADER, &[("T", ty)]);
     }
     // quot.wgsl is prepended to the broadcasting, reduce, conv, index and pack shaders, rows.wgsl to
     // softmax and xent, tap_passes.wgsl to conv and volume: validated with them.
@@ -165,6 +166,7 @@ fn every_wgsl_file_is_covered() {
             "matmul_skinny_pack.wgsl",
             "matmul_tiles.wgsl",
             "matmul_tiles_subgroup.wgsl",
+            "matmul_tiles_texels.wgsl",
             "matrix.wgsl",
             "memory.wgsl",
             "quot.wgsl",

@@ -1,11 +1,13 @@
 //! MatMul, BatchMatMulV2/V3 (`wgsl/matmul.wgsl`) and Einsum built on them.
 
 use crate::error::{Error, Result};
+use crate::runtime::device::KernelProfile;
 use crate::runtime::encoder::Encoder;
 use crate::runtime::pipeline::{
-    check_loop_iterations, dispatch, dispatch_workgroups, is_loop_limit, loop_budget, storage_window, Binding,
-    Pipeline, PipelineSpec, Shader,
+    check_loop_iterations, dispatch, dispatch_workgroups, dispatch_workgroups_with_texels, is_loop_limit, loop_budget,
+    loops_fit, nested_loop_iterations, storage_window, Binding, Pipeline, PipelineSpec, Shader,
 };
+use crate::runtime::scratch::{texels_fit, TEXELS_A, TEXELS_B, TEXEL_ROW};
 use crate::runtime::{DeviceCore, Stream};
 
 use super::batch::{split_batch_on_overflow, BatchArgs};
@@ -53,6 +55,16 @@ pub const TILES_SUBGROUP_SHADER: Shader = Shader {
     uniform_buffers: 2 * TILE_PAIRS,
     textures: 0,
 };
+/// The subgroup product with the packed tiles read from two textures, a whole product per dispatch
+/// (`wgsl/matmul_tiles_texels.wgsl`), for CPU adapters: about twice the uniform kernel's speed on
+/// small products (see `encode_texel_products`).
+pub const TILES_TEXELS_SHADER: Shader = Shader {
+    name: "matmul_tiles_texels",
+    source: include_str!("../../wgsl/matmul_tiles_texels.wgsl"),
+    storage_buffers: 1,
+    uniform_buffers: 0,
+    textures: 2,
+};
 /// Invocations in a workgroup of `matmul_tiles_subgroup`: all of them must share one subgroup.
 const SUBGROUP_TILE_LANES: u32 = 8;
 /// Rows and columns of a packed tile: 128 x 128 f32 is 64 KiB, WebGPU's default (and lavapipe's)
@@ -71,8 +83,9 @@ const SUBGROUP_TILE_ROWS_PER_GROUP: u32 = 32;
 const SUBGROUP_TILE_COLS_PER_GROUP: u32 = 4 * SUBGROUP_TILE_LANES;
 /// The most scratch memory one packed operand may take; bigger products use the direct kernel.
 const MAX_PACKED_BYTES: u64 = 1 << 30;
-/// Set to `tiles`, `tiles-plain` (the tiled kernel without subgroups), `direct` or `gpu` to force one
-/// matmul kernel (tests and benchmarks compare them).
+/// Set to `tiles`, `tiles-plain` (the tiled kernel without subgroups), `tiles-uniform` (the subgroup
+/// tiles read through uniform bindings, not textures), `direct` or `gpu` to force one matmul kernel
+/// (tests and benchmarks compare them).
 pub const ENV_MATMUL: &str = "TF_WGPU_MATMUL";
 
 const MAX_BATCH_RANK: usize = 4;
@@ -128,6 +141,22 @@ pub(super) struct PackParams {
     pub image: [u32; 4],
     pub window: [u32; 4],
     pub dilation_pad: [u32; 4],
+}
+
+/// `matmul_tiles_texels.wgsl`'s parameters.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct TexelTileParams {
+    m: u32,
+    n: u32,
+    c_off: u32,
+    row_tile0: u32,
+    row_tiles: u32,
+    k_tiles: u32,
+    col_tiles: u32,
+    accumulate: u32,
+    quads: u32,
+    _pad: [u32; 3],
 }
 
 #[repr(C)]
@@ -219,7 +248,7 @@ pub(super) fn choose_kernel(core: &DeviceCore, dtype: DType, batch: u64, m: u32,
     let largest = tiles(m, k).max(tiles(k, n)) * TILE_BYTES;
     let packed_fit =
         largest <= limits.max_buffer_size.min(limits.max_storage_buffer_binding_size).min(MAX_PACKED_BYTES);
-    let forced_tiles = matches!(forced_kernel(), Some("tiles" | "tiles-plain"));
+    let forced_tiles = matches!(forced_kernel(), Some("tiles" | "tiles-plain" | "tiles-uniform"));
     match forced_kernel() {
         Some("direct") => return Kernel::Direct,
         Some("gpu") => return Kernel::Gpu,
@@ -761,6 +790,9 @@ pub(super) fn encode_products(
     let TileShape { m, n, k, batches, accumulate } = *shape;
     let (k_tiles, col_tiles) = (k.div_ceil(TILE), n.div_ceil(TILE));
     let chunk_tiles = row_tiles.len() as u32;
+    if texel_products_apply(core, shape, chunk_tiles) {
+        return encode_texel_products(core, encoder, (a_tiles, b_tiles), shape, row_tiles, out);
+    }
     let aliases = [("T", out.dtype.wgsl())];
     let TileKernel { shader, rows_per_group, cols_per_group, label } = tile_kernel(device);
     let c_mem = device.memory.resolve(out.address, out.byte_len())?;
@@ -803,6 +835,73 @@ pub(super) fn encode_products(
         }
         Ok(())
     }
+}
+
+/// Whether `encode_products` runs the texel kernel for a product of `shape` whose A holds
+/// `chunk_tiles` row tiles per batch: on the CPU profile with the subgroup kernel (unless
+/// `tiles-uniform` is forced), where both packed operands fit the scratch textures, the grid fits
+/// a dispatch and one invocation's loops stay within the adapter's loop limit.
+fn texel_products_apply(core: &DeviceCore, shape: &TileShape, chunk_tiles: u32) -> bool {
+    let TileShape { n, k, batches, .. } = *shape;
+    let (k_tiles, col_tiles) = (u64::from(k.div_ceil(TILE)), u64::from(n.div_ceil(TILE)));
+    let tile_vec4s = u64::from(TILE * TILE / 4);
+    let a_vec4s = u64::from(batches) * u64::from(chunk_tiles) * k_tiles * tile_vec4s;
+    let b_vec4s = u64::from(batches) * k_tiles * col_tiles * tile_vec4s;
+    let max_dim = u64::from(core.limits.max_compute_workgroups_per_dimension);
+    let grid = [u64::from(n.div_ceil(SUBGROUP_TILE_COLS_PER_GROUP)), u64::from(chunk_tiles) * 4, u64::from(batches)];
+    // The k-group, k-tile and k-step loops, and the four-column stores of 32 rows per k group.
+    let groups = k_tiles.div_ceil(u64::from(TILE_PAIRS));
+    let iterations = nested_loop_iterations(&[groups, u64::from(TILE_PAIRS), 32]) + groups * 32 * 5;
+    core.kernel_profile() == KernelProfile::Cpu
+        && subgroup_tiles(core)
+        && forced_kernel() != Some("tiles-uniform")
+        && TEXEL_ROW == TILE * TILE / 4
+        && texels_fit(a_vec4s)
+        && texels_fit(b_vec4s)
+        && grid.iter().all(|&g| g <= max_dim)
+        && loops_fit(core, iterations)
+}
+
+/// `encode_products` on the texel kernel: the packed tiles copied into the two scratch textures
+/// (a tile per texture row), then one dispatch for the whole product.
+fn encode_texel_products(
+    core: &DeviceCore,
+    encoder: &mut Encoder,
+    (a_tiles, b_tiles): (&wgpu::Buffer, &wgpu::Buffer),
+    shape: &TileShape,
+    row_tiles: std::ops::Range<u32>,
+    out: &TensorRef,
+) -> Result<()> {
+    let TileShape { m, n, k, batches, accumulate } = *shape;
+    let (k_tiles, col_tiles) = (k.div_ceil(TILE), n.div_ceil(TILE));
+    let chunk_tiles = row_tiles.len() as u32;
+    let tile_vec4s = u64::from(TILE * TILE / 4);
+    let a_vec4s = u64::from(batches * chunk_tiles * k_tiles) * tile_vec4s;
+    let b_vec4s = u64::from(batches * k_tiles * col_tiles) * tile_vec4s;
+    let a_view = core.scratch.texels(core, encoder, TEXELS_A, a_tiles, 0, a_vec4s)?;
+    let b_view = core.scratch.texels(core, encoder, TEXELS_B, b_tiles, 0, b_vec4s)?;
+    let c_mem = core.memory.resolve(out.address, out.byte_len())?;
+    let (c_bind, c_off) = storage_window(core, &c_mem, out.dtype.size())?;
+    let aliases = [("T", out.dtype.wgsl())];
+    let entry = vec4_entry("tiles", n, c_off);
+    let spec = PipelineSpec { entry, aliases: &aliases, constants: &[] };
+    let pipeline = core.pipelines.get(core, &TILES_TEXELS_SHADER, &spec)?;
+    let p = TexelTileParams {
+        m,
+        n,
+        c_off,
+        row_tile0: row_tiles.start,
+        row_tiles: chunk_tiles,
+        k_tiles,
+        col_tiles,
+        accumulate: u32::from(accumulate),
+        quads: (k - (k_tiles - 1) * TILE).div_ceil(4),
+        _pad: [0; 3],
+    };
+    let groups = [n.div_ceil(SUBGROUP_TILE_COLS_PER_GROUP), chunk_tiles * 4, batches];
+    let label = "matmul tiles texels";
+    let texels = [&a_view, &b_view];
+    dispatch_workgroups_with_texels(core, encoder, label, &pipeline, &[c_bind], &texels, bytemuck::bytes_of(&p), groups)
 }
 
 /// The tile kernels' entry point `base`, or its `_vec4` twin (one vec4 store per four outputs

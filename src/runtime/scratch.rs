@@ -33,7 +33,12 @@ const TEXELS_MAX_VEC4S: u64 = 4 << 20;
 /// Whether a kernel should copy an operand of `vec4s` 16-byte texels into a texture, its reads
 /// being `vec4s` or more (see `TEXELS_MIN_VEC4S`).
 pub fn texels_pay_off(reads: u64, vec4s: u64) -> bool {
-    reads >= TEXELS_MIN_VEC4S && vec4s <= TEXELS_MAX_VEC4S
+    reads >= TEXELS_MIN_VEC4S && texels_fit(vec4s)
+}
+
+/// Whether `vec4s` 16-byte texels fit one scratch texture (see `TEXELS_MAX_VEC4S`).
+pub fn texels_fit(vec4s: u64) -> bool {
+    vec4s <= TEXELS_MAX_VEC4S
 }
 
 #[derive(Default)]

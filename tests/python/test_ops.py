@@ -2879,10 +2879,71 @@ TILED_MATMUL_SCRIPT = (
 
 def test_tiled_matmul_shares_rows_through_subgroups():
     """On an adapter with subgroups (lavapipe has them), the tile products run the subgroup kernel:
-    the MatMul and Conv2D cases above check its results against TF-CPU."""
+    the MatMul and Conv2D cases above check its results against TF-CPU. By default the CPU profile
+    reads its tiles from textures, a dispatch per product; TF_WGPU_MATMUL=tiles-uniform keeps the
+    uniform bindings, a dispatch per tile of C and group of k-tiles, and checks that kernel here."""
     log = dispatch_log(TILED_MATMUL_SCRIPT)
+    assert "dispatch matmul tiles texels" in log, log[-3000:]
+    assert "dispatch matmul tiles subgroup" not in log and "dispatch matmul tiles [" not in log, log[-3000:]
+    log = dispatch_log(TILED_MATMUL_SCRIPT, TF_WGPU_MATMUL="tiles-uniform")
     assert "dispatch matmul tiles subgroup" in log, log[-3000:]
-    assert "dispatch matmul tiles [" not in log, log[-3000:]
+    assert "dispatch matmul tiles [" not in log and "matmul tiles texels" not in log, log[-3000:]
+
+
+# Products for the texel kernel against the uniform one: edges of 128-tiles, k of several groups of
+# k-tiles (stored after each group) and ending mid-tile, batches (one broadcast), both transposes,
+# half-precision outputs, and the convolution routes: im2col chunks, the filter gradient (its chunks
+# add to the output), the input gradient and a 1x1 convolution (98 row tiles in one dispatch).
+TEXEL_TILES_SCRIPT = (
+    "import sys, numpy as np, tensorflow as tf\n"
+    "rng = np.random.default_rng(1)\n"
+    "out = []\n"
+    "cases = [((130, 300), (300, 257), False, False), ((40, 650), (650, 33), False, False),\n"
+    "         ((200, 129), (129, 64), False, False), ((3, 70, 40), (3, 40, 90), False, False),\n"
+    "         ((300, 130), (257, 300), True, True), ((2, 1, 129, 777), (5, 777, 66), False, False),\n"
+    "         ((1000, 24), (24, 144), False, False), ((128, 2000), (2000, 100), False, False)]\n"
+    "for sa, sb, ta, tb in cases:\n"
+    "    a, b = rng.standard_normal(sa, np.float32), rng.standard_normal(sb, np.float32)\n"
+    "    with tf.device('/GPU:0'):\n"
+    "        out.append(tf.matmul(tf.identity(a), tf.identity(b), transpose_a=ta, transpose_b=tb).numpy())\n"
+    "        for dt in [tf.float16, tf.bfloat16]:\n"
+    "            h = tf.matmul(tf.cast(a, dt), tf.cast(b, dt), transpose_a=ta, transpose_b=tb)\n"
+    "            out.append(tf.cast(h, tf.float32).numpy())\n"
+    "x, f = rng.standard_normal((2, 17, 19, 40), np.float32), rng.standard_normal((3, 3, 40, 48), np.float32)\n"
+    "dy = rng.standard_normal((2, 17, 19, 48), np.float32)\n"
+    "x1, f1 = rng.standard_normal((8, 56, 56, 24), np.float32), rng.standard_normal((1, 1, 24, 144), np.float32)\n"
+    "with tf.device('/GPU:0'):\n"
+    "    out.append(tf.nn.conv2d(tf.identity(x), tf.identity(f), 1, 'SAME').numpy())\n"
+    "    out.append(tf.compat.v1.nn.conv2d_backprop_filter(x, [3, 3, 40, 48], dy, [1, 1, 1, 1], 'SAME').numpy())\n"
+    "    out.append(tf.compat.v1.nn.conv2d_backprop_input([2, 17, 19, 40], f, dy, [1, 1, 1, 1], 'SAME').numpy())\n"
+    "    out.append(tf.nn.conv2d(tf.identity(x1), tf.identity(f1), 1, 'SAME').numpy())\n"
+    "np.savez(sys.argv[1], *out)\n"
+)
+
+
+def test_texel_tile_products_match_the_uniform_kernel_bit_for_bit(tmp_path):
+    """The texel kernel (`matmul_tiles_texels.wgsl`: the packed tiles in two textures, one dispatch
+    per product) computes the uniform subgroup kernel's sums in its order, so every product above
+    matches that kernel's (TF_WGPU_MATMUL=tiles-uniform) bit for bit, and float64 NumPy within the
+    tiled products' tolerance. Its dispatch log shows it ran every MatMul and the convolutions'
+    tile products (im2col ones), and the other run shows it did not."""
+    results = {}
+    for kernel in ["texels", "tiles-uniform"]:
+        path = tmp_path / f"{kernel}.npz"
+        env = {} if kernel == "texels" else {"TF_WGPU_MATMUL": kernel}
+        log = dispatch_log(TEXEL_TILES_SCRIPT.replace("sys.argv[1]", repr(str(path))), **env)
+        assert ("dispatch matmul tiles texels" in log) == (kernel == "texels"), log[-3000:]
+        results[kernel] = np.load(path)
+        if kernel == "texels":
+            assert log.count("dispatch matmul tiles texels") >= 12, log[-3000:]
+            assert "dispatch matmul tiles subgroup" not in log, log[-3000:]
+    texels, uniform = results["texels"], results["tiles-uniform"]
+    assert texels.files == uniform.files and len(texels.files) == 28
+    for name in texels.files:
+        np.testing.assert_array_equal(texels[name].view(np.uint32), uniform[name].view(np.uint32), err_msg=name)
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((130, 300), np.float32), rng.standard_normal((300, 257), np.float32)
+    np.testing.assert_allclose(texels["arr_0"], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
 
 
 def test_gpu_profile_runs_workgroup_tiles():
