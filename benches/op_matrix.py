@@ -1,7 +1,8 @@
 """The benchmark matrix of issue 18: the layer shapes of the zoo's models (ResNet50, MobileNetV2,
 EfficientNetB0 at 224x224, batch 4), a Transformer block, an LSTM, and the issue's MLP and small
 CNN, each op forward and backward, timed on /GPU:0 (WGPU) and /CPU:0 in one process and printed
-worst WGPU/CPU ratio first; then whole Keras training steps of the MLP and the CNN.
+worst WGPU/CPU ratio first; then whole Keras training steps of the MLP and the CNN, and the forward
+pass of Keras's ResNet50 at 64x64, batch 4.
 
     .venv/bin/python benches/op_matrix.py [--quick] [--only SUBSTRING] [--no-steps] [--zoo] [--profile]
 
@@ -290,6 +291,18 @@ def step_seconds(build, device, repeats, profile=False):
     return best
 
 
+def resnet50_forward_seconds(device, repeats):
+    """The best time of one forward pass (inference, a compiled `tf.function` as Keras's `predict`
+    runs it) of Keras's ResNet50 (weights=None) at 64x64, batch 4: issue 18's forward goal."""
+    import keras
+    keras.utils.set_random_seed(0)
+    with tf.device(device):
+        model = keras.applications.ResNet50(weights=None, input_shape=(64, 64, 3))
+        x = tf.identity(normal(4, 64, 64, 3))
+        forward = tf.function(lambda x: model(x, training=False))
+        return best_time(lambda: forward(x), repeats)
+
+
 def table(results):
     lines = ["| model | op | WGPU ms | TF-CPU ms | WGPU/CPU |", "|---|---|---|---|---|"]
     for model, name, wgpu, cpu in sorted(results, key=lambda r: -r[2] / r[3]):
@@ -333,6 +346,11 @@ def main():
                 _, kernels = step_seconds(build, GPU, 1, profile=True)
                 for kernel, dispatches, ms in kernels[:12]:
                     print(f"{'':16s}{ms:8.2f} ms  {dispatches:6.1f} x  {kernel}", flush=True)
+    if not args.no_steps and (not args.only or args.only in "ResNet50 forward 64x64, batch 4"):
+        wgpu, cpu = resnet50_forward_seconds(GPU, repeats + 2), resnet50_forward_seconds(CPU, repeats + 2)
+        steps.append(("forward pass", "ResNet50 64x64, batch 4", wgpu, cpu))
+        print(f"forward pass   {'ResNet50 64x64, batch 4':58s} {wgpu * 1e3:9.2f} ms {cpu * 1e3:9.2f} ms {wgpu / cpu:7.1f}x",
+              flush=True)
     if args.zoo:
         import os
         import sys

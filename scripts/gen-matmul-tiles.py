@@ -6,7 +6,9 @@ array of accumulators in registers on llvmpipe:
     wgsl/conv_tiles_subgroup.wgsl     the same product with A read straight from the input of a
                                       convolution through a uniform window (no packed im2col);
     wgsl/matmul_tiles_texels.wgsl     the subgroup product with the packed tiles read from textures,
-                                      a whole product per dispatch.
+                                      a whole product per dispatch;
+    wgsl/conv_tiles_texels.wgsl       the convolution kernel with its input and filter read from
+                                      textures, a whole convolution per dispatch.
 
     python3 scripts/gen-matmul-tiles.py            # rewrite the files
     python3 scripts/gen-matmul-tiles.py --check    # exit 1 if one is stale (cargo test runs this)
@@ -408,12 +410,16 @@ struct Params {
 @group(0) @binding(1) var<uniform> p: Params;
 @group(0) @binding(2) var a_texels: texture_2d<u32>;
 @group(0) @binding(3) var b_texels: texture_2d<u32>;
-
 // Column vec4 `col4` of row `row` of tile `tile` (a texture row of 32 vec4s per tile row).
 fn texel(t: texture_2d<u32>, tile: u32, row: u32, col4: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(textureLoad(t, vec2<u32>(row * 32u + col4, tile), 0));
 }
 
+"""
+
+
+# The stores of the texel kernels, which add to C after their first group of k-tiles or taps.
+PUT_ADD = """
 // Stores the columns `col..col + 4` of one row of the block that lie inside C, adding to C's value
 // where `add`.
 fn put(at: u32, col: u32, v: vec4<f32>, add: bool) {
@@ -428,8 +434,8 @@ fn put(at: u32, col: u32, v: vec4<f32>, add: bool) {
     }
 }
 
-// C seen as vec4s, for `tiles_vec4`: the host picks it where C's columns and element offset are
-// multiples of 4, so each vec4 lies wholly inside C's row or wholly past its last column.
+// C seen as vec4s, for the `_vec4` entry point: the host picks it where C's columns and element
+// offset are multiples of 4, so each vec4 lies wholly inside C's row or wholly past its last column.
 @group(0) @binding(0) var<storage, read_write> c4: array<vec4<T>>;
 
 fn put4(at: u32, col: u32, v: vec4<f32>, add: bool) {
@@ -445,7 +451,7 @@ fn put4(at: u32, col: u32, v: vec4<f32>, add: bool) {
 
 
 def generate_subgroup_texels():
-    return TX_HEADER + "\n" + entry_points("tiles", texel_tiles)
+    return TX_HEADER + PUT_ADD + "\n" + entry_points("tiles", texel_tiles)
 
 
 def texel_tiles(name, put):
@@ -494,6 +500,92 @@ def texel_tiles(name, put):
     return "\n".join(out) + "\n"
 
 
+
+# The convolution kernel on textures: the input and the filter copied whole into the two scratch
+# textures, so one dispatch computes the whole convolution (the uniform kernel takes one per window
+# of output pixels and group of taps), storing after each group of CONV_SLABS * taps_per_slab taps
+# as that kernel's dispatches do: bit for bit its results.
+CONV_TX_HEADER = CONV_HEADER.split("\n\nstruct Params")[0].replace(
+    "// An NHWC convolution as an implicit GEMM on the subgroup tile kernel",
+    "// The texel variant of `conv_tiles_subgroup.wgsl`, for CPU adapters: an NHWC convolution as an\n"
+    "// implicit GEMM on the subgroup tile kernel",
+).split("\n// channel, oc]. A is read")[0] + """
+// channel, oc], with the input (from its first element) and the HWIO filter copied into two
+// rgba32uint textures, 4096 texels a row, so that one dispatch covers the whole convolution.
+// Each workgroup (8 invocations, one subgroup) computes 32 pixels x 32 output channels over every
+// tap, storing after each group of 3 * taps_per_slab taps (the uniform kernel's dispatches, in one),
+// so its sums are that kernel's, in the same order. Lane l loads pixel 8g + l of each group g of 8
+// and subgroupBroadcast shares it. Needs f32, channels and output channels multiples of 4, and
+// subgroups of at least 8 invocations. Dispatch: (output channels / 32, pixels / 32, 1)
+// workgroups, rounded up; `row0` 0, `rows` every pixel, `input_at` and `first_tap` 0.
+
+struct Params""" + CONV_HEADER.split("\n\nstruct Params")[1].split("\n\n@group(0) @binding(0)")[0] + """
+
+@group(0) @binding(0) var<storage, read_write> c: array<T>;
+@group(0) @binding(1) var<uniform> p: Params;
+@group(0) @binding(2) var input_texels: texture_2d<u32>;
+@group(0) @binding(3) var filter_texels: texture_2d<u32>;
+
+// Vec4 `at` of a texture (4096 texels a row).
+fn texel(t: texture_2d<u32>, at: u32) -> vec4<f32> {
+    return bitcast<vec4<f32>>(textureLoad(t, vec2<u32>(at & 4095u, at >> 12u), 0));
+}
+"""
+
+
+def generate_conv_texels():
+    return CONV_TX_HEADER + PUT_ADD + CONV_ORIGIN + "\n" + entry_points("conv", conv_texels)
+
+
+def conv_texels(name, put):
+    rows, groups = SG_ROWS, SG_ROWS // SG_LANES
+    out = [f"@compute @workgroup_size({SG_LANES})"]
+    out.append(f"fn {name}(")
+    out.append("    @builtin(workgroup_id) wid: vec3<u32>,")
+    out.append("    @builtin(local_invocation_id) lid: vec3<u32>,")
+    out.append("    @builtin(subgroup_invocation_id) lane: u32,")
+    out.append(") {")
+    out.append("    // Pixels depend on the workgroup only; each invocation owns one vec4 of output channels.")
+    out.append(f"    let r0 = wid.y * {rows}u;")
+    out.append(f"    let cg = wid.x * {SG_LANES}u + lid.x;")
+    out.append("    // Lanes past the last output channel read the last one's filter values (and store nothing).")
+    out.append("    let n4 = p.n / 4u;")
+    out.append("    let bc = min(cg, n4 - 1u);")
+    out.append("    let c4 = p.image.z;")
+    out.append(f"    // Lane l loads pixel 8g + l of each group g of {SG_LANES} pixels.")
+    for g in range(groups):
+        out.append(f"    let o{g} = origin(r0 + {SG_LANES * g}u + lane);")
+    out.append(f"    let rows_left = p.rows - min(p.rows, r0);")
+    out.append(f"    let group_taps = {CONV_SLABS}u * p.taps_per_slab;")
+    out.append("    for (var first = 0u; first < p.taps; first += group_taps) {")
+    for r in range(rows):
+        out.append(f"        var acc{r} = vec4<f32>();")
+    out.append("        for (var tap = first; tap < min(first + group_taps, p.taps); tap++) {")
+    out.append("            let ky = tap / p.window.x;")
+    out.append("            let dy = i32(ky * p.dilation_pad.x);")
+    out.append("            let dx = i32((tap - ky * p.window.x) * p.dilation_pad.y);")
+    for g in range(groups):
+        out.append(f"            let at{g} = tap_at(o{g}, dy, dx);")
+    out.append("            // The tap's first row of B.")
+    out.append("            let kb = tap * c4 * 4u;")
+    out.append("            for (var kk = 0u; kk < c4; kk++) {")
+    for g in range(groups):
+        out.append(f"                let a_{g} = select(vec4<f32>(), texel(input_texels, u32(max(at{g}, 0)) + kk), at{g} >= 0);")
+    for q in range(4):
+        out.append(f"                let k{q} = texel(filter_texels, (kb + kk * 4u + {q}u) * n4 + bc);")
+    out += subgroup_products(rows, "                ")
+    out.append("            }")
+    out.append("        }")
+    out.append("        let add = first > 0u;")
+    for r in range(rows):
+        out.append(f"        if ({r}u < rows_left) {{")
+        out.append(f"            {put}(p.c_off + (r0 + {r}u) * p.n + cg * 4u, cg * 4u, acc{r}, add);")
+        out.append("        }")
+    out.append("    }")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
 if __name__ == "__main__":
     wgsl = pathlib.Path(__file__).resolve().parent.parent / "wgsl"
     files = {
@@ -501,6 +593,7 @@ if __name__ == "__main__":
         wgsl / "matmul_tiles_subgroup.wgsl": generate_subgroup(),
         wgsl / "conv_tiles_subgroup.wgsl": generate_conv_subgroup(),
         wgsl / "matmul_tiles_texels.wgsl": generate_subgroup_texels(),
+        wgsl / "conv_tiles_texels.wgsl": generate_conv_texels(),
     }
     if "--check" in sys.argv:
         sys.exit(0 if all(path.read_text() == text for path, text in files.items()) else 1)

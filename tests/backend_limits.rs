@@ -82,6 +82,7 @@ fn shaders() -> Vec<(&'static str, &'static Shader, &'static [Aliases])> {
         ("kernels::matmul::TILES_TEXELS_SHADER", &matmul::TILES_TEXELS_SHADER, FLOATS),
         ("kernels::im2col::WINDOW_SHADER", &im2col::WINDOW_SHADER, &[F32]),
         ("kernels::im2col::CONV_TILES_SHADER", &im2col::CONV_TILES_SHADER, &[F32]),
+        ("kernels::im2col::CONV_TEXELS_SHADER", &im2col::CONV_TEXELS_SHADER, &[F32]),
         ("kernels::nn::SOFTMAX_SHADER", &nn::SOFTMAX_SHADER, &[&[("F", "f32")]]),
         ("kernels::nn::XENT_SHADER", &nn::XENT_SHADER, &[&[("F", "f32")]]),
         ("kernels::nn::SOFTMAX_F64_SHADER", &nn::SOFTMAX_F64_SHADER, &[&[("F", "f64")]]),
@@ -304,6 +305,12 @@ const GUARDS: &[Guard] = &[
     },
     Guard {
         scope: Scope::Shader("kernels::im2col::CONV_TILES_SHADER"),
+        covers: &["needs SUBGROUP"],
+        name: "matmul::subgroup_tiles_fit (launch_conv_windows declines)",
+        allows: |_, features, profile| matmul::subgroup_tiles_fit(requested_features(features, profile), 8),
+    },
+    Guard {
+        scope: Scope::Shader("kernels::im2col::CONV_TEXELS_SHADER"),
         covers: &["needs SUBGROUP"],
         name: "matmul::subgroup_tiles_fit (launch_conv_windows declines)",
         allows: |_, features, profile| matmul::subgroup_tiles_fit(requested_features(features, profile), 8),

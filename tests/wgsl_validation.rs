@@ -57,6 +57,7 @@ fn reduce_matmul_and_softmax_shaders_are_valid() {
     // softmax and xent, tap_passes.wgsl to conv and volume: validated with them.
     validate(&tensorflow_wgpu::kernels::im2col::WINDOW_SHADER, &[("T", "f32")]);
     validate(&tensorflow_wgpu::kernels::im2col::CONV_TILES_SHADER, &[("T", "f32")]);
+    validate(&tensorflow_wgpu::kernels::im2col::CONV_TEXELS_SHADER, &[("T", "f32")]);
     for shader in [&skinny::SHADER, &skinny::SHADER_S4, &skinny::SHADER_D4, &skinny::SHADER_S4_D4] {
         validate(shader, &[]);
     }
@@ -148,6 +149,7 @@ fn every_wgsl_file_is_covered() {
             "conv_loads.wgsl",
             "conv_loads_texels.wgsl",
             "conv_tiles_subgroup.wgsl",
+            "conv_tiles_texels.wgsl",
             "diag.wgsl",
             "element_f32.wgsl",
             "element_f64.wgsl",

@@ -33,11 +33,11 @@ struct Params {
 @group(0) @binding(1) var<uniform> p: Params;
 @group(0) @binding(2) var a_texels: texture_2d<u32>;
 @group(0) @binding(3) var b_texels: texture_2d<u32>;
-
 // Column vec4 `col4` of row `row` of tile `tile` (a texture row of 32 vec4s per tile row).
 fn texel(t: texture_2d<u32>, tile: u32, row: u32, col4: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(textureLoad(t, vec2<u32>(row * 32u + col4, tile), 0));
 }
+
 
 // Stores the columns `col..col + 4` of one row of the block that lie inside C, adding to C's value
 // where `add`.
@@ -53,8 +53,8 @@ fn put(at: u32, col: u32, v: vec4<f32>, add: bool) {
     }
 }
 
-// C seen as vec4s, for `tiles_vec4`: the host picks it where C's columns and element offset are
-// multiples of 4, so each vec4 lies wholly inside C's row or wholly past its last column.
+// C seen as vec4s, for the `_vec4` entry point: the host picks it where C's columns and element
+// offset are multiples of 4, so each vec4 lies wholly inside C's row or wholly past its last column.
 @group(0) @binding(0) var<storage, read_write> c4: array<vec4<T>>;
 
 fn put4(at: u32, col: u32, v: vec4<f32>, add: bool) {

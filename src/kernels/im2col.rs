@@ -8,14 +8,16 @@ use crate::error::{Error, Result};
 use crate::runtime::encoder::Encoder;
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::pipeline::{
-    dispatch, dispatch_workgroups, storage_window, vec4_window, Binding, PipelineSpec, Shader,
+    dispatch, dispatch_workgroups, dispatch_workgroups_with_texels, loops_fit, nested_loop_iterations, storage_window,
+    vec4_window, Binding, PipelineSpec, Shader,
 };
+use crate::runtime::scratch::{texels_fit, TEXELS_A, TEXELS_B};
 use crate::runtime::transfer::encode_copy;
 use crate::runtime::{DeviceCore, Stream};
 
 use super::matmul::{
-    choose_kernel, encode_pack, encode_products, pack, pack_pipeline, subgroup_tiles, vec4_entry, Kernel, Operand,
-    PackParams, TileShape, PACK_SHADER, TILE, TILE_BYTES,
+    choose_kernel, encode_pack, encode_products, pack, pack_pipeline, subgroup_tiles, texel_tiles, vec4_entry, Kernel,
+    Operand, PackParams, TileShape, PACK_SHADER, TILE, TILE_BYTES,
 };
 use super::windows::binding_limit;
 use super::{DType, TensorRef};
@@ -32,6 +34,15 @@ pub const CONV_TILES_SHADER: Shader = Shader {
     storage_buffers: 1,
     uniform_buffers: 1 + CONV_SLABS,
     textures: 0,
+};
+/// `conv_tiles_subgroup` with the input and the filter read from two textures, a whole convolution
+/// per dispatch (`wgsl/conv_tiles_texels.wgsl`), for CPU adapters (see `launch_conv_texels`).
+pub const CONV_TEXELS_SHADER: Shader = Shader {
+    name: "conv_tiles_texels",
+    source: include_str!("../../wgsl/conv_tiles_texels.wgsl"),
+    storage_buffers: 1,
+    uniform_buffers: 0,
+    textures: 2,
 };
 /// Filter slabs one `conv_tiles_subgroup` dispatch binds (`scripts/gen-matmul-tiles.py`'s CONV_SLABS).
 const CONV_SLABS: u32 = 3;
@@ -180,25 +191,18 @@ pub fn launch_conv_windows(
     out: &TensorRef,
 ) -> Result<bool> {
     let device = stream.device();
-    let oc = *filter.shape.last().unwrap_or(&0) as u64;
-    let (c, taps) = (u64::from(g.c), u64::from(g.kh) * u64::from(g.kw));
-    let m = u64::from(g.batch) * u64::from(g.oh) * u64::from(g.ow);
     let limits = &device.limits;
-    let fits = subgroup_tiles(device)
-        && input.dtype == DType::F32
-        && c.is_multiple_of(4)
-        && oc.is_multiple_of(4)
-        && c * oc > 0
-        && m > 0
-        && input.num_elements() <= u64::from(u32::MAX / 2)
-        && out.num_elements() <= u64::from(u32::MAX / 2)
-        && limits.max_uniform_buffer_binding_size >= WINDOW_BYTES
+    let windows_fit = limits.max_uniform_buffer_binding_size >= WINDOW_BYTES
         && limits.max_uniform_buffers_per_shader_stage > CONV_SLABS + 1;
-    // A slab holds whole taps: c x oc filter values each, at most a window's worth.
-    let tap_bytes = c * oc * 4;
-    if !fits || tap_bytes > WINDOW_BYTES {
+    let Some(mut p) = conv_tile_params(device, g, input, filter, out) else {
+        return Ok(false);
+    };
+    if !windows_fit || p.taps_per_slab == 0 {
         return Ok(false);
     }
+    let (oc, taps, taps_per_slab) = (u64::from(p.n), u64::from(g.kh) * u64::from(g.kw), u64::from(p.taps_per_slab));
+    let tap_bytes = u64::from(g.c) * oc * 4;
+    let m = u64::from(p.m);
     let mem = device.memory.resolve(input.address, input.byte_len())?;
     if !mem.offset.is_multiple_of(16) || !mem.buffer().usage().contains(wgpu::BufferUsages::UNIFORM) {
         return Ok(false);
@@ -207,8 +211,7 @@ pub fn launch_conv_windows(
     let Some(windows) = plan_pixel_windows(g, &mem, align, m) else {
         return Ok(false);
     };
-    // The filter's rows, whole taps per slab, each slab on a uniform-binding boundary.
-    let taps_per_slab = (WINDOW_BYTES / tap_bytes).min(taps);
+    // Each slab on a uniform-binding boundary.
     let slab_bytes = taps_per_slab * tap_bytes;
     let slab_stride = slab_bytes.next_multiple_of(align);
     let slabs = taps.div_ceil(taps_per_slab);
@@ -229,15 +232,6 @@ pub fn launch_conv_windows(
     };
     let aliases = [("T", DType::F32.wgsl())];
     let taps_per_dispatch = taps_per_slab * u64::from(CONV_SLABS);
-    let mut p = ConvTileParams {
-        m: m as u32,
-        n: oc as u32,
-        taps_per_slab: taps_per_slab as u32,
-        image: [g.h, g.w, g.c / 4, g.ow],
-        window: [g.kw, g.strides[0], g.strides[1], g.oh],
-        dilation_pad: [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]],
-        ..bytemuck::Zeroable::zeroed()
-    };
     stream.encode(|core, encoder| {
         for s in 0..slabs {
             let len = slab_bytes.min(filter.byte_len() - s * slab_bytes);
@@ -275,6 +269,98 @@ pub fn launch_conv_windows(
             encode_copy(core, encoder, staged, 0, c_mem.buffer(), c_mem.offset, out.byte_len())?;
         }
         Ok(())
+    })?;
+    Ok(true)
+}
+
+/// The parameters of the subgroup convolution kernels for `g`, or None where they do not apply: no
+/// subgroup tile kernel, not f32, channels or output channels not a multiple of 4, or tensors past
+/// 2^31 elements. `taps_per_slab`: the filter taps of one 64 KiB slab, 0 where one tap is bigger
+/// (the window kernel then does not apply; the texel kernel adds up taps one at a time).
+fn conv_tile_params(
+    device: &DeviceCore,
+    g: &Im2col,
+    input: &TensorRef,
+    filter: &TensorRef,
+    out: &TensorRef,
+) -> Option<ConvTileParams> {
+    let oc = *filter.shape.last().unwrap_or(&0) as u64;
+    let (c, taps) = (u64::from(g.c), u64::from(g.kh) * u64::from(g.kw));
+    let m = u64::from(g.batch) * u64::from(g.oh) * u64::from(g.ow);
+    let fits = subgroup_tiles(device)
+        && input.dtype == DType::F32
+        && c.is_multiple_of(4)
+        && oc.is_multiple_of(4)
+        && c * oc > 0
+        && m > 0
+        && m <= u64::from(u32::MAX / 2)
+        && input.num_elements() <= u64::from(u32::MAX / 2)
+        && out.num_elements() <= u64::from(u32::MAX / 2);
+    // A slab holds whole taps: c x oc filter values each, at most a window's worth.
+    let taps_per_slab = (WINDOW_BYTES / (c * oc * 4).max(1)).min(taps);
+    fits.then(|| ConvTileParams {
+        m: m as u32,
+        n: oc as u32,
+        taps_per_slab: taps_per_slab as u32,
+        image: [g.h, g.w, g.c / 4, g.ow],
+        window: [g.kw, g.strides[0], g.strides[1], g.oh],
+        dilation_pad: [g.dilations[0], g.dilations[1], g.pads[0], g.pads[1]],
+        ..bytemuck::Zeroable::zeroed()
+    })
+}
+
+/// Convolution by `conv_tiles_texels`: the input and the filter copied whole into the two scratch
+/// textures, then one dispatch for the whole convolution, its taps added up in the window kernel's
+/// groups (one tap at a time where a tap passes a slab). Returns false, encoding nothing, where it
+/// does not apply: not `matmul::texel_tiles`, `conv_tile_params` None, the input or filter off a
+/// vec4 or past a scratch texture, the grid past a dispatch, or one invocation's loops past the
+/// adapter's limit.
+fn launch_conv_texels(
+    stream: &Stream,
+    g: &Im2col,
+    (input, filter, out): (&TensorRef, &TensorRef, &TensorRef),
+) -> Result<bool> {
+    let device = stream.device();
+    if !texel_tiles(device) {
+        return Ok(false);
+    }
+    let Some(mut p) = conv_tile_params(device, g, input, filter, out) else {
+        return Ok(false);
+    };
+    p.taps_per_slab = p.taps_per_slab.max(1);
+    let (input_vec4s, filter_vec4s) = (input.num_elements() / 4, filter.num_elements() / 4);
+    let taps = u64::from(g.kh) * u64::from(g.kw);
+    let group_taps = u64::from(p.taps_per_slab) * u64::from(CONV_SLABS);
+    let groups = taps.div_ceil(group_taps.max(1));
+    // The tap-group, tap and channel loops, and the four-column stores of 32 pixels per group.
+    let iterations = nested_loop_iterations(&[groups, group_taps.min(taps), u64::from(p.image[2])]) + groups * 32 * 5;
+    let grid = [p.n.div_ceil(CONV_CHANNELS_PER_GROUP), p.m.div_ceil(CONV_PIXELS_PER_GROUP), 1];
+    let input_mem = device.memory.resolve(input.address, input.byte_len())?;
+    let filter_mem = device.memory.resolve(filter.address, filter.byte_len())?;
+    if !texels_fit(input_vec4s)
+        || !texels_fit(filter_vec4s)
+        || !input_mem.offset.is_multiple_of(16)
+        || !filter_mem.offset.is_multiple_of(16)
+        || grid.iter().any(|&g| g > device.limits.max_compute_workgroups_per_dimension)
+        || !loops_fit(device, iterations)
+    {
+        return Ok(false);
+    }
+    let c_mem = device.memory.resolve(out.address, out.byte_len())?;
+    let aliases = [("T", DType::F32.wgsl())];
+    (p.row0, p.rows, p.taps, p.first_tap, p.input_at) = (0, p.m, taps as u32, 0, 0);
+    stream.encode(|core, encoder| {
+        let input_texels =
+            core.scratch.texels(core, encoder, TEXELS_A, input_mem.buffer(), input_mem.offset, input_vec4s)?;
+        let filter_texels =
+            core.scratch.texels(core, encoder, TEXELS_B, filter_mem.buffer(), filter_mem.offset, filter_vec4s)?;
+        let (c_bind, c_off) = storage_window(core, &c_mem, 4)?;
+        p.c_off = c_off;
+        let spec = PipelineSpec { entry: vec4_entry("conv", p.n, c_off), aliases: &aliases, constants: &[] };
+        let pipeline = core.pipelines.get(core, &CONV_TEXELS_SHADER, &spec)?;
+        let texels = [&input_texels, &filter_texels];
+        let params = bytemuck::bytes_of(&p);
+        dispatch_workgroups_with_texels(core, encoder, "conv tiles texels", &pipeline, &[c_bind], &texels, params, grid)
     })?;
     Ok(true)
 }
@@ -401,7 +487,14 @@ pub fn launch_conv_tiles(
     }
     let (m, k, n) = (m as u32, k as u32, n as u32);
     // Judge the kernel by a chunk of rows (scratch and dispatch count), as chunks run one by one.
-    if choose_kernel(device, out.dtype, 1, m.min(16 * TILE), n, k) != Kernel::Tiles {
+    let tiles = choose_kernel(device, out.dtype, 1, m.min(16 * TILE), n, k) == Kernel::Tiles;
+    // The texel kernel also takes outputs of under 32 pixels with a deep enough contraction (ResNet50's
+    // last stage at 64x64: 16 pixels, 3x3 x 512 -> 512).
+    let small_but_deep = m < 32 && u64::from(k) * u64::from(n) >= 1 << 16;
+    if (tiles || small_but_deep) && launch_conv_texels(stream, g, (input, filter, out))? {
+        return Ok(true);
+    }
+    if !tiles {
         return Ok(false);
     }
     if launch_conv_windows(stream, g, input, filter, out)? {

@@ -837,9 +837,18 @@ pub(super) fn encode_products(
     }
 }
 
+/// Whether this device's tile kernels read their operands from textures
+/// (`matmul_tiles_texels.wgsl`, `conv_tiles_texels.wgsl`) where they fit: the CPU profile with the
+/// subgroup kernels, unless a kernel other than `tiles` is forced.
+pub(super) fn texel_tiles(core: &DeviceCore) -> bool {
+    core.kernel_profile() == KernelProfile::Cpu
+        && subgroup_tiles(core)
+        && matches!(forced_kernel(), None | Some("tiles"))
+}
+
 /// Whether `encode_products` runs the texel kernel for a product of `shape` whose A holds
-/// `chunk_tiles` row tiles per batch: on the CPU profile with the subgroup kernel (unless
-/// `tiles-uniform` is forced), where both packed operands fit the scratch textures, the grid fits
+/// `chunk_tiles` row tiles per batch: where `texel_tiles` and both packed operands fit the scratch
+/// textures, the grid fits
 /// a dispatch and one invocation's loops stay within the adapter's loop limit.
 fn texel_products_apply(core: &DeviceCore, shape: &TileShape, chunk_tiles: u32) -> bool {
     let TileShape { n, k, batches, .. } = *shape;
@@ -852,9 +861,7 @@ fn texel_products_apply(core: &DeviceCore, shape: &TileShape, chunk_tiles: u32) 
     // The k-group, k-tile and k-step loops, and the four-column stores of 32 rows per k group.
     let groups = k_tiles.div_ceil(u64::from(TILE_PAIRS));
     let iterations = nested_loop_iterations(&[groups, u64::from(TILE_PAIRS), 32]) + groups * 32 * 5;
-    core.kernel_profile() == KernelProfile::Cpu
-        && subgroup_tiles(core)
-        && forced_kernel() != Some("tiles-uniform")
+    texel_tiles(core)
         && TEXEL_ROW == TILE * TILE / 4
         && texels_fit(a_vec4s)
         && texels_fit(b_vec4s)
