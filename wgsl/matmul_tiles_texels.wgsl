@@ -6,8 +6,8 @@
 // computes 32 rows x 32 columns of one C tile over all k-tiles, storing to C after each group of
 // 3 k-tiles (the uniform kernel's dispatches, in one), so its sums are that kernel's, in the same
 // order. Lane l loads row 8g + l of each group g of 8 rows of A, and subgroupBroadcast shares it.
-// Needs subgroups of at least 8 invocations. Dispatch: (columns of C / 32, row tiles * 4, batches)
-// workgroups, rounded up.
+// Needs subgroups of at least 8 invocations. Dispatch: (columns of C / 32, rows of C in A's row
+// tiles / 32, batches) workgroups, rounded up.
 
 struct Params {
     m: u32,

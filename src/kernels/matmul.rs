@@ -905,7 +905,10 @@ fn encode_texel_products(
         quads: (k - (k_tiles - 1) * TILE).div_ceil(4),
         _pad: [0; 3],
     };
-    let groups = [n.div_ceil(SUBGROUP_TILE_COLS_PER_GROUP), chunk_tiles * 4, batches];
+    // Row groups of 32 down to C's last row: a product of fewer rows than its tiles hold skips the
+    // padding's workgroups.
+    let rows = (m - row_tiles.start * TILE).min(chunk_tiles * TILE);
+    let groups = [n.div_ceil(SUBGROUP_TILE_COLS_PER_GROUP), rows.div_ceil(SUBGROUP_TILE_ROWS_PER_GROUP), batches];
     let label = "matmul tiles texels";
     let texels = [&a_view, &b_view];
     dispatch_workgroups_with_texels(core, encoder, label, &pipeline, &[c_bind], &texels, bytemuck::bytes_of(&p), groups)
