@@ -289,7 +289,9 @@ fn skinny_choice<'a>(
         return None;
     }
     let plan = matmul_skinny::plan(device, dtype, batches, a, b)?;
-    (kernel == Kernel::Direct || plan.estimated_ms() < tiles_estimated_ms(m, n, k)).then_some(plan)
+    let shape = TileShape { m, n, k, batches: batches as u32, accumulate: false };
+    let texels = texel_products_apply(device, &shape, m.div_ceil(TILE));
+    (kernel == Kernel::Direct || plan.estimated_ms() < tiles_estimated_ms(m, n, k, texels)).then_some(plan)
 }
 
 /// Whether `launch` runs the matrix product op(a) x op(b) (both 2-D) on the skinny kernel: for
@@ -301,9 +303,14 @@ pub(super) fn takes_skinny(device: &DeviceCore, a: &TensorRef, b: &TensorRef, ta
 
 /// lavapipe's time for one tiled product (batch 1) on the 2-core machine of the benchmarks: about
 /// 0.08 ms a dispatch, and 60 GFLOP/s over C padded to 128 rows and 32 columns a tile (the square
-/// 1024 product: 49 ms; MobileNetV2's 12544 x 24 x 144 expansion, 196 dispatches: 18.5 ms).
-fn tiles_estimated_ms(m: u32, n: u32, k: u32) -> f64 {
-    let dispatches = m.div_ceil(TILE) as f64 * n.div_ceil(TILE) as f64 * k.div_ceil(TILE * TILE_PAIRS) as f64;
+/// 1024 product: 49 ms; MobileNetV2's 12544 x 24 x 144 expansion, 196 dispatches: 18.5 ms). The
+/// texel kernel (`texels`) is one dispatch (that expansion: 8 ms, against the skinny kernel's 14).
+fn tiles_estimated_ms(m: u32, n: u32, k: u32, texels: bool) -> f64 {
+    let dispatches = if texels {
+        1.0
+    } else {
+        m.div_ceil(TILE) as f64 * n.div_ceil(TILE) as f64 * k.div_ceil(TILE * TILE_PAIRS) as f64
+    };
     let padded = m.next_multiple_of(TILE) as f64 * n.next_multiple_of(32) as f64 * k.next_multiple_of(4) as f64;
     dispatches * 0.08 + 2.0 * padded / 60e6
 }
