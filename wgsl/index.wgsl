@@ -87,6 +87,15 @@ fn map_step(rem: ptr<function, u32>, at: ptr<function, i32>, size: u32, in_dim: 
 // with size 1 and stride 0 (see broadcast.wgsl's RANK).
 override RANK: u32 = 8u;
 
+// Each dimension's mode, 3 bits a dimension (dimension k at bits 3k..3k + 2), fixed per pipeline:
+// llvmpipe runs every case of a switch on a uniform value under lane masks, and a constant mode
+// leaves one case (a Transpose ran about twice as fast). `p.mode` holds the same modes.
+override MODES: u32 = 0u;
+
+fn mode_of(k: u32) -> u32 {
+    return (MODES >> (3u * k)) & 7u;
+}
+
 // Source element of output element `e`, or -1 where the output is padding. Dimensions innermost
 // first, each at a constant index: llvmpipe keeps an array indexed by a variable in memory, per
 // lane (see broadcast.wgsl).
@@ -95,14 +104,14 @@ fn map_source(e: u32) -> i32 {
     var at = 0i;
     var inside = true;
     let rank = RANK;
-    if (rank > 7u) { inside = map_step(&rem, &at, p.out_shape[1].w, p.in_dim[1].w, p.offset[1].w, p.mode[1].w, p.in_stride[1].w) && inside; }
-    if (rank > 6u) { inside = map_step(&rem, &at, p.out_shape[1].z, p.in_dim[1].z, p.offset[1].z, p.mode[1].z, p.in_stride[1].z) && inside; }
-    if (rank > 5u) { inside = map_step(&rem, &at, p.out_shape[1].y, p.in_dim[1].y, p.offset[1].y, p.mode[1].y, p.in_stride[1].y) && inside; }
-    if (rank > 4u) { inside = map_step(&rem, &at, p.out_shape[1].x, p.in_dim[1].x, p.offset[1].x, p.mode[1].x, p.in_stride[1].x) && inside; }
-    if (rank > 3u) { inside = map_step(&rem, &at, p.out_shape[0].w, p.in_dim[0].w, p.offset[0].w, p.mode[0].w, p.in_stride[0].w) && inside; }
-    if (rank > 2u) { inside = map_step(&rem, &at, p.out_shape[0].z, p.in_dim[0].z, p.offset[0].z, p.mode[0].z, p.in_stride[0].z) && inside; }
-    if (rank > 1u) { inside = map_step(&rem, &at, p.out_shape[0].y, p.in_dim[0].y, p.offset[0].y, p.mode[0].y, p.in_stride[0].y) && inside; }
-    if (rank > 0u) { inside = map_step(&rem, &at, p.out_shape[0].x, p.in_dim[0].x, p.offset[0].x, p.mode[0].x, p.in_stride[0].x) && inside; }
+    if (rank > 7u) { inside = map_step(&rem, &at, p.out_shape[1].w, p.in_dim[1].w, p.offset[1].w, mode_of(7u), p.in_stride[1].w) && inside; }
+    if (rank > 6u) { inside = map_step(&rem, &at, p.out_shape[1].z, p.in_dim[1].z, p.offset[1].z, mode_of(6u), p.in_stride[1].z) && inside; }
+    if (rank > 5u) { inside = map_step(&rem, &at, p.out_shape[1].y, p.in_dim[1].y, p.offset[1].y, mode_of(5u), p.in_stride[1].y) && inside; }
+    if (rank > 4u) { inside = map_step(&rem, &at, p.out_shape[1].x, p.in_dim[1].x, p.offset[1].x, mode_of(4u), p.in_stride[1].x) && inside; }
+    if (rank > 3u) { inside = map_step(&rem, &at, p.out_shape[0].w, p.in_dim[0].w, p.offset[0].w, mode_of(3u), p.in_stride[0].w) && inside; }
+    if (rank > 2u) { inside = map_step(&rem, &at, p.out_shape[0].z, p.in_dim[0].z, p.offset[0].z, mode_of(2u), p.in_stride[0].z) && inside; }
+    if (rank > 1u) { inside = map_step(&rem, &at, p.out_shape[0].y, p.in_dim[0].y, p.offset[0].y, mode_of(1u), p.in_stride[0].y) && inside; }
+    if (rank > 0u) { inside = map_step(&rem, &at, p.out_shape[0].x, p.in_dim[0].x, p.offset[0].x, mode_of(0u), p.in_stride[0].x) && inside; }
     return select(-1, at, inside);
 }
 

@@ -569,9 +569,14 @@ fn map_launch(
         tensors: [input, Some(out), fill, None],
         units: [unit_bytes; 4],
         threads,
-        constants: vec![rank_constant(dims.len() as u32), fast_div(count)],
+        constants: vec![rank_constant(dims.len() as u32), fast_div(count), ("MODES", f64::from(modes_constant(dims)))],
     }
     .run()
+}
+
+/// `index.wgsl`'s `MODES`: each dimension's mode in 3 bits, dimension k at bits 3k..3k + 2.
+fn modes_constant(dims: &[DimMap]) -> u32 {
+    dims.iter().enumerate().fold(0, |modes, (k, d)| modes | (d.mode as u32) << (3 * k))
 }
 
 /// Copies contiguous `input` (`rows` rows of `row` elements) into `out` at element `at`, with rows
