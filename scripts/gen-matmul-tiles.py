@@ -182,6 +182,34 @@ def subgroup_products(rows, indent):
     return lines
 
 
+def subgroup_entry(name):
+    """The first lines of a subgroup kernel's entry point `name`: a workgroup of SG_LANES, its ids."""
+    return [
+        f"@compute @workgroup_size({SG_LANES})",
+        f"fn {name}(",
+        "    @builtin(workgroup_id) wid: vec3<u32>,",
+        "    @builtin(local_invocation_id) lid: vec3<u32>,",
+        "    @builtin(subgroup_invocation_id) lane: u32,",
+        ") {",
+    ]
+
+
+def conv_prologue(rows, groups):
+    """The convolution kernels' set-up: the workgroup's pixels and vec4 of output channels, and each
+    lane's pixel origin in every group of SG_LANES pixels."""
+    out = ["    // Pixels depend on the workgroup only; each invocation owns one vec4 of output channels."]
+    out.append(f"    let r0 = wid.y * {rows}u;")
+    out.append(f"    let cg = wid.x * {SG_LANES}u + lid.x;")
+    out.append("    // Lanes past the last output channel read the last one's filter values (and store nothing).")
+    out.append("    let n4 = p.n / 4u;")
+    out.append("    let bc = min(cg, n4 - 1u);")
+    out.append("    let c4 = p.image.z;")
+    out.append(f"    // Lane l loads pixel 8g + l of each group g of {SG_LANES} pixels.")
+    for g in range(groups):
+        out.append(f"    let o{g} = origin(r0 + {SG_LANES * g}u + lane);")
+    return out
+
+
 def generate_subgroup():
     out = [SG_HEADER]
     out += [f"@group(0) @binding({1 + i}) var<uniform> a{i}: array<vec4<f32>, 4096>;" for i in range(PAIRS)]
@@ -195,12 +223,7 @@ def generate_subgroup():
 
 def subgroup_tiles(name, put):
     rows, groups = SG_ROWS, SG_ROWS // SG_LANES
-    out = [f"@compute @workgroup_size({SG_LANES})"]
-    out.append(f"fn {name}(")
-    out.append("    @builtin(workgroup_id) wid: vec3<u32>,")
-    out.append("    @builtin(local_invocation_id) lid: vec3<u32>,")
-    out.append("    @builtin(subgroup_invocation_id) lane: u32,")
-    out.append(") {")
+    out = subgroup_entry(name)
     out.append("    // Rows depend on the workgroup only; each invocation owns one vec4 of columns.")
     out.append(f"    let r0 = wid.y * {rows}u;")
     out.append(f"    let cg = wid.x * {SG_LANES}u + lid.x;")
@@ -322,22 +345,7 @@ def generate_conv_subgroup():
 
 def conv_tiles(name, put):
     rows, groups = SG_ROWS, SG_ROWS // SG_LANES
-    out = [f"@compute @workgroup_size({SG_LANES})"]
-    out.append(f"fn {name}(")
-    out.append("    @builtin(workgroup_id) wid: vec3<u32>,")
-    out.append("    @builtin(local_invocation_id) lid: vec3<u32>,")
-    out.append("    @builtin(subgroup_invocation_id) lane: u32,")
-    out.append(") {")
-    out.append("    // Pixels depend on the workgroup only; each invocation owns one vec4 of output channels.")
-    out.append(f"    let r0 = wid.y * {rows}u;")
-    out.append(f"    let cg = wid.x * {SG_LANES}u + lid.x;")
-    out.append("    // Lanes past the last output channel read the last one's filter values (and store nothing).")
-    out.append("    let n4 = p.n / 4u;")
-    out.append("    let bc = min(cg, n4 - 1u);")
-    out.append("    let c4 = p.image.z;")
-    out.append(f"    // Lane l loads pixel 8g + l of each group g of {SG_LANES} pixels.")
-    for g in range(groups):
-        out.append(f"    let o{g} = origin(r0 + {SG_LANES * g}u + lane);")
+    out = subgroup_entry(name) + conv_prologue(rows, groups)
     for r in range(rows):
         out.append(f"    var acc{r} = vec4<f32>();")
     for i in range(CONV_SLABS):
@@ -456,12 +464,7 @@ def generate_subgroup_texels():
 
 def texel_tiles(name, put):
     rows, groups = SG_ROWS, SG_ROWS // SG_LANES
-    out = [f"@compute @workgroup_size({SG_LANES})"]
-    out.append(f"fn {name}(")
-    out.append("    @builtin(workgroup_id) wid: vec3<u32>,")
-    out.append("    @builtin(local_invocation_id) lid: vec3<u32>,")
-    out.append("    @builtin(subgroup_invocation_id) lane: u32,")
-    out.append(") {")
+    out = subgroup_entry(name)
     out.append("    // The C tile (ti, tj) of batch z, and this workgroup's 32 rows and vec4 column in it.")
     out.append("    let ti = wid.y / 4u;")
     out.append(f"    let r0 = (wid.y % 4u) * {rows}u;")
@@ -539,22 +542,7 @@ def generate_conv_texels():
 
 def conv_texels(name, put):
     rows, groups = SG_ROWS, SG_ROWS // SG_LANES
-    out = [f"@compute @workgroup_size({SG_LANES})"]
-    out.append(f"fn {name}(")
-    out.append("    @builtin(workgroup_id) wid: vec3<u32>,")
-    out.append("    @builtin(local_invocation_id) lid: vec3<u32>,")
-    out.append("    @builtin(subgroup_invocation_id) lane: u32,")
-    out.append(") {")
-    out.append("    // Pixels depend on the workgroup only; each invocation owns one vec4 of output channels.")
-    out.append(f"    let r0 = wid.y * {rows}u;")
-    out.append(f"    let cg = wid.x * {SG_LANES}u + lid.x;")
-    out.append("    // Lanes past the last output channel read the last one's filter values (and store nothing).")
-    out.append("    let n4 = p.n / 4u;")
-    out.append("    let bc = min(cg, n4 - 1u);")
-    out.append("    let c4 = p.image.z;")
-    out.append(f"    // Lane l loads pixel 8g + l of each group g of {SG_LANES} pixels.")
-    for g in range(groups):
-        out.append(f"    let o{g} = origin(r0 + {SG_LANES * g}u + lane);")
+    out = subgroup_entry(name) + conv_prologue(rows, groups)
     out.append(f"    let rows_left = p.rows - min(p.rows, r0);")
     out.append(f"    let group_taps = {CONV_SLABS}u * p.taps_per_slab;")
     out.append("    for (var first = 0u; first < p.taps; first += group_taps) {")
