@@ -520,7 +520,8 @@ CONV_TX_HEADER = CONV_HEADER.split("\n\nstruct Params")[0].replace(
 // so its sums are that kernel's, in the same order. Lane l loads pixel 8g + l of each group g of 8
 // and subgroupBroadcast shares it. Needs f32, channels and output channels multiples of 4, and
 // subgroups of at least 8 invocations. Dispatch: (output channels / 32, pixels / 32, 1)
-// workgroups, rounded up; `row0` 0, `rows` every pixel, `input_at` and `first_tap` 0.
+// workgroups, rounded up; `row0` 0, `rows` every pixel, `input_at` and `first_tap` 0
+// (`accumulate` 1: the first group adds to the output too).
 
 struct Params""" + CONV_HEADER.split("\n\nstruct Params")[1].split("\n\n@group(0) @binding(0)")[0] + """
 
@@ -564,7 +565,7 @@ def conv_texels(name, put):
     out += subgroup_products(rows, "                ")
     out.append("            }")
     out.append("        }")
-    out.append("        let add = first > 0u;")
+    out.append("        let add = p.accumulate != 0u || first > 0u;")
     for r in range(rows):
         out.append(f"        if ({r}u < rows_left) {{")
         out.append(f"            {put}(p.c_off + (r0 + {r}u) * p.n + cg * 4u, cg * 4u, acc{r}, add);")

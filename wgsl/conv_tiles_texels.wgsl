@@ -10,7 +10,8 @@
 // so its sums are that kernel's, in the same order. Lane l loads pixel 8g + l of each group g of 8
 // and subgroupBroadcast shares it. Needs f32, channels and output channels multiples of 4, and
 // subgroups of at least 8 invocations. Dispatch: (output channels / 32, pixels / 32, 1)
-// workgroups, rounded up; `row0` 0, `rows` every pixel, `input_at` and `first_tap` 0.
+// workgroups, rounded up; `row0` 0, `rows` every pixel, `input_at` and `first_tap` 0
+// (`accumulate` 1: the first group adds to the output too).
 
 struct Params {
     // Output pixels of the whole convolution (batch * oh * ow) and output channels.
@@ -247,7 +248,7 @@ fn conv(
                 acc31 += row31.x * k0 + row31.y * k1 + row31.z * k2 + row31.w * k3;
             }
         }
-        let add = first > 0u;
+        let add = p.accumulate != 0u || first > 0u;
         if (0u < rows_left) {
             put(p.c_off + (r0 + 0u) * p.n + cg * 4u, cg * 4u, acc0, add);
         }
@@ -485,7 +486,7 @@ fn conv_vec4(
                 acc31 += row31.x * k0 + row31.y * k1 + row31.z * k2 + row31.w * k3;
             }
         }
-        let add = first > 0u;
+        let add = p.accumulate != 0u || first > 0u;
         if (0u < rows_left) {
             put4(p.c_off + (r0 + 0u) * p.n + cg * 4u, cg * 4u, acc0, add);
         }

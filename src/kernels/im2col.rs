@@ -337,8 +337,8 @@ fn launch_conv_texels(
     let grid = [p.n.div_ceil(CONV_CHANNELS_PER_GROUP), p.m.div_ceil(CONV_PIXELS_PER_GROUP), 1];
     let input_mem = device.memory.resolve(input.address, input.byte_len())?;
     let filter_mem = device.memory.resolve(filter.address, filter.byte_len())?;
-    if !texels_fit(input_vec4s)
-        || !texels_fit(filter_vec4s)
+    if !texels_fit(&device.limits, input_vec4s)
+        || !texels_fit(&device.limits, filter_vec4s)
         || !input_mem.offset.is_multiple_of(16)
         || !filter_mem.offset.is_multiple_of(16)
         || grid.iter().any(|&g| g > device.limits.max_compute_workgroups_per_dimension)

@@ -304,7 +304,9 @@ pub(super) fn takes_skinny(device: &DeviceCore, a: &TensorRef, b: &TensorRef, ta
 /// lavapipe's time for one tiled product (batch 1) on the 2-core machine of the benchmarks: about
 /// 0.08 ms a dispatch, and 60 GFLOP/s over C padded to 128 rows and 32 columns a tile (the square
 /// 1024 product: 49 ms; MobileNetV2's 12544 x 24 x 144 expansion, 196 dispatches: 18.5 ms). The
-/// texel kernel (`texels`) is one dispatch (that expansion: 8 ms, against the skinny kernel's 14).
+/// texel kernel (`texels`) is one dispatch. The model leaves out the stores, which bound products
+/// of a short k: that expansion, estimated at 1.7 ms on it, takes 8 ms (the skinny kernel's 14), and
+/// the pointwise gradients it moves off the skinny kernel measured faster too (op_matrix.py).
 fn tiles_estimated_ms(m: u32, n: u32, k: u32, texels: bool) -> f64 {
     let dispatches = if texels {
         1.0
@@ -870,8 +872,8 @@ fn texel_products_apply(core: &DeviceCore, shape: &TileShape, chunk_tiles: u32) 
     let iterations = nested_loop_iterations(&[groups, u64::from(TILE_PAIRS), 32]) + groups * 32 * 5;
     texel_tiles(core)
         && TEXEL_ROW == TILE * TILE / 4
-        && texels_fit(a_vec4s)
-        && texels_fit(b_vec4s)
+        && texels_fit(&core.limits, a_vec4s)
+        && texels_fit(&core.limits, b_vec4s)
         && grid.iter().all(|&g| g <= max_dim)
         && loops_fit(core, iterations)
 }

@@ -33,12 +33,16 @@ const TEXELS_MAX_VEC4S: u64 = 4 << 20;
 /// Whether a kernel should copy an operand of `vec4s` 16-byte texels into a texture, its reads
 /// being `vec4s` or more (see `TEXELS_MIN_VEC4S`).
 pub fn texels_pay_off(reads: u64, vec4s: u64) -> bool {
-    reads >= TEXELS_MIN_VEC4S && texels_fit(vec4s)
+    reads >= TEXELS_MIN_VEC4S && vec4s <= TEXELS_MAX_VEC4S
 }
 
-/// Whether `vec4s` 16-byte texels fit one scratch texture (see `TEXELS_MAX_VEC4S`).
-pub fn texels_fit(vec4s: u64) -> bool {
-    vec4s <= TEXELS_MAX_VEC4S
+/// Whether `vec4s` 16-byte texels fit one scratch texture on a device with `limits`: at most
+/// `TEXELS_MAX_VEC4S`, in rows of `TEXEL_ROW` texels whose count, rounded up to the power of two
+/// `texels` allocates, is within the adapter's 2-D texture size.
+pub fn texels_fit(limits: &wgpu::Limits, vec4s: u64) -> bool {
+    let max = u64::from(limits.max_texture_dimension_2d);
+    let rows = vec4s.div_ceil(u64::from(TEXEL_ROW)).next_power_of_two();
+    vec4s <= TEXELS_MAX_VEC4S && u64::from(TEXEL_ROW) <= max && rows <= max
 }
 
 #[derive(Default)]
