@@ -331,7 +331,7 @@ fn launch_conv_texels(
     let (input_vec4s, filter_vec4s) = (input.num_elements() / 4, filter.num_elements() / 4);
     let taps = u64::from(g.kh) * u64::from(g.kw);
     let group_taps = u64::from(p.taps_per_slab) * u64::from(CONV_SLABS);
-    let groups = taps.div_ceil(group_taps.max(1));
+    let groups = taps.div_ceil(group_taps);
     // The tap-group, tap and channel loops, and the four-column stores of 32 pixels per group.
     let iterations = nested_loop_iterations(&[groups, group_taps.min(taps), u64::from(p.image[2])]) + groups * 32 * 5;
     let grid = [p.n.div_ceil(CONV_CHANNELS_PER_GROUP), p.m.div_ceil(CONV_PIXELS_PER_GROUP), 1];

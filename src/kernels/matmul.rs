@@ -855,23 +855,31 @@ pub(super) fn texel_tiles(core: &DeviceCore) -> bool {
         && matches!(forced_kernel(), None | Some("tiles"))
 }
 
+// A packed tile is one row of a scratch texture (`matmul_tiles_texels.wgsl` indexes it so).
+const _: () = assert!(TEXEL_ROW == TILE * TILE / 4);
+
+/// The vec4s of the packed A (`chunk_tiles` row tiles per batch) and B of a product of `shape`:
+/// what `encode_texel_products` copies into the two textures.
+fn packed_vec4s(shape: &TileShape, chunk_tiles: u32) -> (u64, u64) {
+    let (k_tiles, col_tiles) = (u64::from(shape.k.div_ceil(TILE)), u64::from(shape.n.div_ceil(TILE)));
+    let batch_tiles = u64::from(shape.batches) * u64::from(TEXEL_ROW);
+    (batch_tiles * u64::from(chunk_tiles) * k_tiles, batch_tiles * k_tiles * col_tiles)
+}
+
 /// Whether `encode_products` runs the texel kernel for a product of `shape` whose A holds
 /// `chunk_tiles` row tiles per batch: where `texel_tiles` and both packed operands fit the scratch
-/// textures, the grid fits
-/// a dispatch and one invocation's loops stay within the adapter's loop limit.
+/// textures, the grid fits a dispatch and one invocation's loops stay within the adapter's loop
+/// limit.
 fn texel_products_apply(core: &DeviceCore, shape: &TileShape, chunk_tiles: u32) -> bool {
     let TileShape { n, k, batches, .. } = *shape;
-    let (k_tiles, col_tiles) = (u64::from(k.div_ceil(TILE)), u64::from(n.div_ceil(TILE)));
-    let tile_vec4s = u64::from(TILE * TILE / 4);
-    let a_vec4s = u64::from(batches) * u64::from(chunk_tiles) * k_tiles * tile_vec4s;
-    let b_vec4s = u64::from(batches) * k_tiles * col_tiles * tile_vec4s;
+    let k_tiles = u64::from(k.div_ceil(TILE));
+    let (a_vec4s, b_vec4s) = packed_vec4s(shape, chunk_tiles);
     let max_dim = u64::from(core.limits.max_compute_workgroups_per_dimension);
     let grid = [u64::from(n.div_ceil(SUBGROUP_TILE_COLS_PER_GROUP)), u64::from(chunk_tiles) * 4, u64::from(batches)];
     // The k-group, k-tile and k-step loops, and the four-column stores of 32 rows per k group.
     let groups = k_tiles.div_ceil(u64::from(TILE_PAIRS));
     let iterations = nested_loop_iterations(&[groups, u64::from(TILE_PAIRS), 32]) + groups * 32 * 5;
     texel_tiles(core)
-        && TEXEL_ROW == TILE * TILE / 4
         && texels_fit(&core.limits, a_vec4s)
         && texels_fit(&core.limits, b_vec4s)
         && grid.iter().all(|&g| g <= max_dim)
@@ -891,9 +899,7 @@ fn encode_texel_products(
     let TileShape { m, n, k, batches, accumulate } = *shape;
     let (k_tiles, col_tiles) = (k.div_ceil(TILE), n.div_ceil(TILE));
     let chunk_tiles = row_tiles.len() as u32;
-    let tile_vec4s = u64::from(TILE * TILE / 4);
-    let a_vec4s = u64::from(batches * chunk_tiles * k_tiles) * tile_vec4s;
-    let b_vec4s = u64::from(batches * k_tiles * col_tiles) * tile_vec4s;
+    let (a_vec4s, b_vec4s) = packed_vec4s(shape, chunk_tiles);
     let a_view = core.scratch.texels(core, encoder, TEXELS_A, a_tiles, 0, a_vec4s)?;
     let b_view = core.scratch.texels(core, encoder, TEXELS_B, b_tiles, 0, b_vec4s)?;
     let c_mem = core.memory.resolve(out.address, out.byte_len())?;
